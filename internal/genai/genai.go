@@ -1,0 +1,165 @@
+// Package genai is runagain's model of the OpenTelemetry GenAI semantic conventions
+// (https://opentelemetry.io/docs/specs/semconv/gen-ai/, v1.37+) and the older dialects agents
+// still emit (OpenLLMetry gen_ai.prompt.N.*, OpenInference llm.*, Vercel AI SDK ai.*).
+//
+// It answers the questions every runagain part asks of a span: which session and run it belongs
+// to, whether it is an LLM call, a tool call or an agent step, which model, and how many tokens.
+// Functions read pcommon.Map values and never modify them.
+package genai
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Attribute keys from the GenAI semantic conventions.
+const (
+	AttrOperationName       = "gen_ai.operation.name"
+	AttrProviderName        = "gen_ai.provider.name"
+	AttrSystem              = "gen_ai.system" // deprecated in favour of gen_ai.provider.name
+	AttrRequestModel        = "gen_ai.request.model"
+	AttrResponseModel       = "gen_ai.response.model"
+	AttrAgentName           = "gen_ai.agent.name"
+	AttrConversationID      = "gen_ai.conversation.id"
+	AttrToolName            = "gen_ai.tool.name"
+	AttrToolCallArguments   = "gen_ai.tool.call.arguments"
+	AttrToolCallResult      = "gen_ai.tool.call.result"
+	AttrInputMessages       = "gen_ai.input.messages"
+	AttrOutputMessages      = "gen_ai.output.messages"
+	AttrSystemInstructions  = "gen_ai.system_instructions"
+	AttrToolDefinitions     = "gen_ai.tool.definitions"
+	AttrFinishReasons       = "gen_ai.response.finish_reasons"
+	AttrUsageInputTokens    = "gen_ai.usage.input_tokens"
+	AttrUsageOutputTokens   = "gen_ai.usage.output_tokens"
+	AttrUsageCacheRead      = "gen_ai.usage.cache_read.input_tokens"
+	AttrUsageCacheWrite     = "gen_ai.usage.cache_creation.input_tokens"
+	AttrUsageReasoning      = "gen_ai.usage.reasoning.output_tokens"
+	AttrSessionID           = "session.id"
+	AttrServiceName         = "service.name"
+	AttrOpenInferenceKind   = "openinference.span.kind"
+	AttrOpenInferenceModel  = "llm.model_name"
+	AttrOpenInferencePrompt = "llm.token_count.prompt"
+	AttrOpenInferenceCompl  = "llm.token_count.completion"
+	AttrLegacyPromptTokens  = "gen_ai.usage.prompt_tokens"
+	AttrLegacyComplTokens   = "gen_ai.usage.completion_tokens"
+)
+
+// DefaultSessionKeys is the default ordered list of attributes that name a session
+// (DESIGN.md "Run and session"): the first one present wins.
+var DefaultSessionKeys = []string{AttrConversationID, AttrSessionID}
+
+// SessionID returns the first of keys present (as a non-empty string) on the span attributes,
+// then on the resource attributes; ok is false when none is present, in which case the run
+// is its own session and callers use the trace id.
+func SessionID(spanAttrs, resourceAttrs pcommon.Map, keys []string) (id string, ok bool) {
+	for _, m := range []pcommon.Map{spanAttrs, resourceAttrs} {
+		for _, k := range keys {
+			if v, found := m.Get(k); found {
+				if s := v.AsString(); s != "" {
+					return s, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// Kind is what a span is to an agent run.
+type Kind string
+
+// Span kinds, derived from gen_ai.operation.name (semconv), openinference.span.kind, or the
+// presence of model and tool attributes.
+const (
+	KindLLM   Kind = "llm"
+	KindTool  Kind = "tool"
+	KindAgent Kind = "agent"
+	KindOther Kind = "other"
+)
+
+// Classify tells whether the span is an LLM call, a tool execution, an agent step or other.
+func Classify(attrs pcommon.Map) Kind {
+	if v, ok := attrs.Get(AttrOperationName); ok {
+		switch v.AsString() {
+		case "chat", "text_completion", "generate_content", "embeddings", "call_llm", "completion", "responses":
+			return KindLLM
+		case "execute_tool":
+			return KindTool
+		case "invoke_agent", "create_agent", "invoke_workflow":
+			return KindAgent
+		}
+	}
+	if v, ok := attrs.Get(AttrOpenInferenceKind); ok {
+		switch v.AsString() {
+		case "LLM", "EMBEDDING":
+			return KindLLM
+		case "TOOL":
+			return KindTool
+		case "AGENT", "CHAIN":
+			return KindAgent
+		}
+	}
+	if _, ok := attrs.Get(AttrToolName); ok {
+		return KindTool
+	}
+	if Model(attrs) != "" {
+		return KindLLM
+	}
+	return KindOther
+}
+
+// Model returns the response model if recorded, else the request model, else the
+// OpenInference model name; "" if none.
+func Model(attrs pcommon.Map) string {
+	for _, k := range []string{AttrResponseModel, AttrRequestModel, AttrOpenInferenceModel} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
+}
+
+// Provider returns gen_ai.provider.name, falling back to the deprecated gen_ai.system and
+// OpenInference llm.provider / llm.system; "" if none.
+func Provider(attrs pcommon.Map) string {
+	for _, k := range []string{AttrProviderName, AttrSystem, "llm.provider", "llm.system"} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
+}
+
+// Usage is the token usage recorded on one LLM span, in tokens. Zero means not recorded.
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite, Reasoning int64
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.Input + u.Output }
+
+// TokenUsage reads the semconv usage attributes, falling back to the deprecated
+// gen_ai.usage.prompt_tokens/completion_tokens and OpenInference llm.token_count.*.
+func TokenUsage(attrs pcommon.Map) Usage {
+	return Usage{
+		Input:      firstInt(attrs, AttrUsageInputTokens, AttrLegacyPromptTokens, AttrOpenInferencePrompt),
+		Output:     firstInt(attrs, AttrUsageOutputTokens, AttrLegacyComplTokens, AttrOpenInferenceCompl),
+		CacheRead:  firstInt(attrs, AttrUsageCacheRead, "llm.token_count.prompt_details.cache_read"),
+		CacheWrite: firstInt(attrs, AttrUsageCacheWrite, "llm.token_count.prompt_details.cache_write"),
+		Reasoning:  firstInt(attrs, AttrUsageReasoning, "llm.token_count.completion_details.reasoning"),
+	}
+}
+
+func firstInt(attrs pcommon.Map, keys ...string) int64 {
+	for _, k := range keys {
+		v, ok := attrs.Get(k)
+		if !ok {
+			continue
+		}
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			return v.Int()
+		case pcommon.ValueTypeDouble:
+			return int64(v.Double())
+		}
+	}
+	return 0
+}
