@@ -1,0 +1,84 @@
+// Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
+// holding every span and log record completely.
+//
+// # Schema (a contract for the CLI and any other reader; version 1)
+//
+//	spans: one row per span, unique on (trace_id, span_id)
+//	  trace_id              TEXT     32 lowercase hex characters
+//	  span_id               TEXT     16 lowercase hex characters
+//	  parent_span_id        TEXT     16 hex, '' for a root span
+//	  session_id            TEXT     first of gen_ai.conversation.id, session.id on the span, then
+//	                                 its resource; '' when none (the run is its own session)
+//	  name                  TEXT
+//	  kind                  INTEGER  OTLP SpanKind (0 unspecified .. 5 consumer)
+//	  start_time_unix_nano  INTEGER
+//	  end_time_unix_nano    INTEGER
+//	  status_code           INTEGER  OTLP StatusCode (0 unset, 1 ok, 2 error)
+//	  service_name          TEXT     resource service.name
+//	  genai_kind            TEXT     llm | tool | agent | other (internal/genai.Classify)
+//	  model                 TEXT     gen_ai.response.model, else gen_ai.request.model; '' if none
+//	  input_tokens          INTEGER  gen_ai.usage.input_tokens (0 if absent)
+//	  output_tokens         INTEGER  gen_ai.usage.output_tokens (0 if absent)
+//	  otlp                  BLOB     the span in OTLP protobuf: an ExportTraceServiceRequest
+//	                                 holding exactly this span with its resource and scope. It is
+//	                                 the complete record: attributes with their types, events,
+//	                                 links, status, trace state, flags, dropped counts, bytes as
+//	                                 received (invalid UTF-8 included).
+//	  ingested_unix_nano    INTEGER  when the row was written (retention clock)
+//
+//	logs: one row per log record, unique on record_sha256
+//	  record_sha256         TEXT     SHA-256 of otlp (at-least-once retries collapse to one row)
+//	  trace_id, span_id     TEXT     hex, '' when the record has none
+//	  session_id            TEXT     as for spans
+//	  time_unix_nano        INTEGER  time, else observed time
+//	  severity_number       INTEGER
+//	  event_name            TEXT     LogRecord.EventName (agent_guard alerts: runagain.alert)
+//	  service_name          TEXT
+//	  otlp                  BLOB     ExportLogsServiceRequest with exactly this record
+//	  ingested_unix_nano    INTEGER
+//
+// The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
+// idempotent: a batch retried after a crash or timeout replaces rows with identical content.
+package sqlitestore
+
+// SchemaVersion is the version recorded in PRAGMA user_version.
+const SchemaVersion = 1
+
+const ddl = `
+CREATE TABLE IF NOT EXISTS spans (
+  trace_id             TEXT    NOT NULL,
+  span_id              TEXT    NOT NULL,
+  parent_span_id       TEXT    NOT NULL,
+  session_id           TEXT    NOT NULL,
+  name                 TEXT    NOT NULL,
+  kind                 INTEGER NOT NULL,
+  start_time_unix_nano INTEGER NOT NULL,
+  end_time_unix_nano   INTEGER NOT NULL,
+  status_code          INTEGER NOT NULL,
+  service_name         TEXT    NOT NULL,
+  genai_kind           TEXT    NOT NULL,
+  model                TEXT    NOT NULL,
+  input_tokens         INTEGER NOT NULL,
+  output_tokens        INTEGER NOT NULL,
+  otlp                 BLOB    NOT NULL,
+  ingested_unix_nano   INTEGER NOT NULL,
+  UNIQUE (trace_id, span_id)
+);
+CREATE INDEX IF NOT EXISTS spans_start ON spans (start_time_unix_nano);
+CREATE INDEX IF NOT EXISTS spans_session ON spans (session_id);
+CREATE INDEX IF NOT EXISTS spans_ingested ON spans (ingested_unix_nano);
+CREATE TABLE IF NOT EXISTS logs (
+  record_sha256        TEXT    NOT NULL PRIMARY KEY,
+  trace_id             TEXT    NOT NULL,
+  span_id              TEXT    NOT NULL,
+  session_id           TEXT    NOT NULL,
+  time_unix_nano       INTEGER NOT NULL,
+  severity_number      INTEGER NOT NULL,
+  event_name           TEXT    NOT NULL,
+  service_name         TEXT    NOT NULL,
+  otlp                 BLOB    NOT NULL,
+  ingested_unix_nano   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_trace ON logs (trace_id);
+CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
+`

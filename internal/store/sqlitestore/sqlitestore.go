@@ -1,0 +1,337 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// DB is an open hot-tier SQLite file, used by the exporter to write and by the CLI to read.
+type DB struct {
+	db          *sql.DB
+	sessionKeys []string
+	now         func() time.Time
+}
+
+// Options tune Open. The zero value is valid.
+type Options struct {
+	// SessionKeys are the attributes naming a session; default genai.DefaultSessionKeys.
+	SessionKeys []string
+	// ReadOnly opens the file without creating it or its schema (the CLI).
+	ReadOnly bool
+	// Now is the clock for ingested_unix_nano; default time.Now.
+	Now func() time.Time
+}
+
+// Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
+// 10 s busy timeout, and creates the schema. Errors name the path.
+func Open(path string, o Options) (*DB, error) {
+	if !o.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("sqlite hot tier: create directory for %s: %w", path, err)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite hot tier: %w", err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite hot tier: open %s: %w", path, err)
+	}
+	if !o.ReadOnly {
+		// One writer connection: SQLite serialises writers anyway; this avoids SQLITE_BUSY churn.
+		db.SetMaxOpenConns(1)
+		if _, err := db.Exec(ddl); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: create schema in %s: %w", path, err)
+		}
+		if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+		}
+	} else {
+		var v int
+		if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: read %s: %w", path, err)
+		}
+		if v != SchemaVersion {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s has schema version %d, this build reads %d", path, v, SchemaVersion)
+		}
+	}
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now}
+	if d.sessionKeys == nil {
+		d.sessionKeys = genai.DefaultSessionKeys
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// SQL exposes the handle for tier maintenance (retention) and tests.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// ErrInvalidSpan wraps the reason a span cannot be stored (an all-zero trace or span id).
+var ErrInvalidSpan = errors.New("invalid span")
+
+// WriteTraces stores every span of td in one transaction. Spans whose trace id or span id is
+// empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
+// the reason, and the rest of the batch is stored.
+func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans
+	  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	now := d.now().UnixNano()
+	var m ptrace.ProtoMarshaler
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := stringAttr(rs.Resource().Attributes(), genai.AttrServiceName)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			ss := rs.ScopeSpans().At(j)
+			for k := 0; k < ss.Spans().Len(); k++ {
+				span := ss.Spans().At(k)
+				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
+					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
+					continue
+				}
+				one := ptrace.NewTraces()
+				ors := one.ResourceSpans().AppendEmpty()
+				rs.Resource().CopyTo(ors.Resource())
+				ors.SetSchemaUrl(rs.SchemaUrl())
+				oss := ors.ScopeSpans().AppendEmpty()
+				ss.Scope().CopyTo(oss.Scope())
+				oss.SetSchemaUrl(ss.SchemaUrl())
+				span.CopyTo(oss.Spans().AppendEmpty())
+				buf, err := m.MarshalTraces(one)
+				if err != nil {
+					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
+				}
+				attrs := span.Attributes()
+				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
+				usage := genai.TokenUsage(attrs)
+				parent := ""
+				if !span.ParentSpanID().IsEmpty() {
+					parent = span.ParentSpanID().String()
+				}
+				if _, err := stmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), parent, session,
+					span.Name(), int64(span.Kind()), int64(span.StartTimestamp()), int64(span.EndTimestamp()),
+					int64(span.Status().Code()), service, string(genai.Classify(attrs)), genai.Model(attrs),
+					usage.Input, usage.Output, buf, now); err != nil {
+					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
+				}
+			}
+		}
+	}
+	return rejected, tx.Commit()
+}
+
+// WriteLogs stores every log record of ld in one transaction.
+func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO logs
+	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano)
+	  VALUES (?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	now := d.now().UnixNano()
+	var m plog.ProtoMarshaler
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		service := stringAttr(rl.Resource().Attributes(), genai.AttrServiceName)
+		for j := 0; j < rl.ScopeLogs().Len(); j++ {
+			sl := rl.ScopeLogs().At(j)
+			for k := 0; k < sl.LogRecords().Len(); k++ {
+				lr := sl.LogRecords().At(k)
+				one := plog.NewLogs()
+				orl := one.ResourceLogs().AppendEmpty()
+				rl.Resource().CopyTo(orl.Resource())
+				orl.SetSchemaUrl(rl.SchemaUrl())
+				osl := orl.ScopeLogs().AppendEmpty()
+				sl.Scope().CopyTo(osl.Scope())
+				osl.SetSchemaUrl(sl.SchemaUrl())
+				lr.CopyTo(osl.LogRecords().AppendEmpty())
+				buf, err := m.MarshalLogs(one)
+				if err != nil {
+					return fmt.Errorf("encode log record: %w", err)
+				}
+				sum := sha256.Sum256(buf)
+				ts := lr.Timestamp()
+				if ts == 0 {
+					ts = lr.ObservedTimestamp()
+				}
+				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
+				if _, err := stmt.ExecContext(ctx, hex.EncodeToString(sum[:]), hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
+					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, buf, now); err != nil {
+					return fmt.Errorf("insert log record: %w", err)
+				}
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+func hexOrEmpty(id pcommon.TraceID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return id.String()
+}
+
+func spanHexOrEmpty(id pcommon.SpanID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return id.String()
+}
+
+func stringAttr(m pcommon.Map, k string) string {
+	if v, ok := m.Get(k); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+// Runs implements store.Reader over the spans table.
+func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
+	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
+	        SUM(status_code = 2)
+	      FROM spans GROUP BY trace_id`
+	var args []any
+	if !f.Since.IsZero() {
+		q += ` HAVING MIN(start_time_unix_nano) >= ?`
+		args = append(args, f.Since.UnixNano())
+	}
+	q += ` ORDER BY MIN(start_time_unix_nano) DESC, trace_id`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite hot tier: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunSummary
+	for rows.Next() {
+		var r store.RunSummary
+		var start, end int64
+		var models string
+		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens, &r.OutputTokens, &r.Errors); err != nil {
+			return nil, err
+		}
+		if r.SessionID == "" {
+			r.SessionID = r.TraceID
+		}
+		r.Start, r.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
+		r.Models = splitModels(models)
+		r.Tier = "hot"
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func splitModels(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	ms := strings.Split(s, ",")
+	sort.Strings(ms)
+	return ms
+}
+
+// Run implements store.Reader: every stored span and log record of the trace.
+func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
+	traceID = strings.ToLower(traceID)
+	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
+	rows, err := d.db.QueryContext(ctx, `SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
+	}
+	var um ptrace.ProtoUnmarshaler
+	n := 0
+	for rows.Next() {
+		var buf []byte
+		if err := rows.Scan(&buf); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		one, err := um.UnmarshalTraces(buf)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
+		}
+		one.ResourceSpans().MoveAndAppendTo(run.Traces.ResourceSpans())
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, store.ErrNotFound
+	}
+	lrows, err := d.db.QueryContext(ctx, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, record_sha256`, traceID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite hot tier: read logs of %s: %w", traceID, err)
+	}
+	defer lrows.Close()
+	var lum plog.ProtoUnmarshaler
+	for lrows.Next() {
+		var buf []byte
+		if err := lrows.Scan(&buf); err != nil {
+			return nil, err
+		}
+		one, err := lum.UnmarshalLogs(buf)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
+		}
+		one.ResourceLogs().MoveAndAppendTo(run.Logs.ResourceLogs())
+	}
+	return run, lrows.Err()
+}
+
+var _ store.Reader = (*DB)(nil)

@@ -1,0 +1,59 @@
+// Package store defines what the runagain CLI reads back from any storage tier, independent of
+// the backend (SQLite for the embedded default, ClickHouse in production).
+//
+// A Reader lists runs and returns one run whole. Backends live in sub-packages
+// (sqlitestore); every backend returns the same shapes so the CLI never knows which it reads.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// ErrNotFound is returned by Reader.Run when no tier holds the trace.
+var ErrNotFound = errors.New("run not found")
+
+// RunSummary is one row of `runagain sessions`: one run (trace) with its aggregates.
+type RunSummary struct {
+	SessionID    string    `json:"session_id"` // DESIGN.md "Run and session": the trace id when the run names none
+	TraceID      string    `json:"trace_id"`   // 32 lowercase hex characters
+	Start        time.Time `json:"start"`      // earliest span start
+	End          time.Time `json:"end"`        // latest span end
+	Spans        int64     `json:"spans"`
+	Models       []string  `json:"models"` // distinct gen_ai response/request models, sorted
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	Errors       int64     `json:"errors"` // spans with status code ERROR
+	Tier         string    `json:"tier"`   // "hot", "warm" or "cold": where the summary came from
+}
+
+// Duration is End minus Start.
+func (r RunSummary) Duration() time.Duration { return r.End.Sub(r.Start) }
+
+// RunFilter narrows Reader.Runs. The zero value lists everything.
+type RunFilter struct {
+	Since time.Time // runs that started at or after Since; zero for all
+	Limit int       // at most Limit runs, newest first; 0 for no limit
+}
+
+// Run is one run as stored: its spans (with resource and scope) and the log records that point
+// at it (for example agent_guard alerts), in storage order; callers order spans with Order.
+type Run struct {
+	TraceID string
+	Traces  ptrace.Traces
+	Logs    plog.Logs
+	Tier    string
+}
+
+// Reader reads runs back from a store.
+type Reader interface {
+	// Runs lists run summaries, newest first.
+	Runs(ctx context.Context, f RunFilter) ([]RunSummary, error)
+	// Run returns one run by its 32-hex-character trace id, or ErrNotFound.
+	Run(ctx context.Context, traceID string) (*Run, error)
+	Close() error
+}
