@@ -1,0 +1,40 @@
+package importer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// traceIDFromString parses a 32-hex-digit trace id (dashes of a UUID are ignored). Any other
+// string is mapped to the first 16 bytes of its SHA-256; exact is false then, and the caller
+// keeps the original string in an attribute.
+func traceIDFromString(s string) (id pcommon.TraceID, exact bool) {
+	h := strings.ReplaceAll(strings.TrimSpace(s), "-", "")
+	if len(h) == 32 {
+		if b, err := hex.DecodeString(h); err == nil {
+			copy(id[:], b)
+			return id, strings.EqualFold(h, s)
+		}
+	}
+	sum := sha256.Sum256([]byte(s))
+	copy(id[:], sum[:16])
+	return id, false
+}
+
+// spanIDFromString parses a 16-hex-digit span id; any other string maps to the first 8 bytes
+// of its SHA-256 (exact false).
+func spanIDFromString(s string) (id pcommon.SpanID, exact bool) {
+	h := strings.TrimSpace(s)
+	if len(h) == 16 {
+		if b, err := hex.DecodeString(h); err == nil {
+			copy(id[:], b)
+			return id, h == s
+		}
+	}
+	sum := sha256.Sum256([]byte(s))
+	copy(id[:], sum[:8])
+	return id, false
+}

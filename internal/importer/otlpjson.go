@@ -1,0 +1,74 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// OTLPJSON is the OTLP/JSON trace format written by the collector's file exporter: one
+// ExportTraceServiceRequest JSON document per line (JSON lines), or one whole document that may
+// span many lines. Documents are decoded with pdata's ptrace.JSONUnmarshaler (which also
+// migrates deprecated fields) and concatenated in file order.
+//
+// A document holding logs, metrics or profiles instead of traces is an error (nothing in the
+// file is imported), so data is never dropped silently.
+type OTLPJSON struct{}
+
+// Name implements Format.
+func (OTLPJSON) Name() string { return "otlp-json" }
+
+// Detect implements Format: the first JSON object has a top-level resourceSpans (or another
+// OTLP signal's resource list, which Parse then rejects with a clear error).
+func (OTLPJSON) Detect(s *Sniff) bool {
+	for _, k := range []string{"resourceSpans", "resourceLogs", "resourceMetrics", "resourceProfiles"} {
+		if s.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Parse implements Format.
+func (OTLPJSON) Parse(data []byte) (ptrace.Traces, error) {
+	all := ptrace.NewTraces()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var u ptrace.JSONUnmarshaler
+	docs := 0
+	for {
+		start := skipSep(data, dec.InputOffset())
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return ptrace.Traces{}, jsonError(data, 0, err)
+		}
+		docs++
+		if len(raw) == 0 || raw[0] != '{' {
+			return ptrace.Traces{}, errorAt(data, start, nil, "OTLP/JSON: expected a JSON object (an ExportTraceServiceRequest), got %s", snippet(raw))
+		}
+		td, err := u.UnmarshalTraces(raw)
+		if err != nil {
+			return ptrace.Traces{}, errorAt(data, start, err, "OTLP/JSON document %d: %v", docs, err)
+		}
+		if td.ResourceSpans().Len() == 0 {
+			var keys map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &keys)
+			for _, k := range []string{"resourceLogs", "resourceMetrics", "resourceProfiles"} {
+				if _, ok := keys[k]; ok {
+					return ptrace.Traces{}, errorAt(data, start, nil, "OTLP/JSON document %d holds %s, not traces (resourceSpans); runagain import reads traces only", docs, k)
+				}
+			}
+		}
+		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
+	}
+	if docs == 0 {
+		return ptrace.Traces{}, errorAt(data, 0, nil, "OTLP/JSON: no document in file")
+	}
+	return all, nil
+}
