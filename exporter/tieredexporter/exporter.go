@@ -30,20 +30,26 @@ type tier interface {
 
 // tieredExporter fans each batch out to one exporterhelper pipeline per tier (queue, retry,
 // timeout of its own) and acknowledges once every tier has accepted it (into its queue, or
-// written when the queue is disabled).
+// written when the queue is disabled). The factory makes one instance per signal.
 type tieredExporter struct {
 	tiers  []tier
 	traces []exporter.Traces
 	logs   []exporter.Logs
 }
 
-func newExporter(ctx context.Context, set exporter.Settings, cfg *Config) (*tieredExporter, error) {
+type signal int
+
+const (
+	signalTraces signal = iota
+	signalLogs
+)
+
+func newExporter(ctx context.Context, set exporter.Settings, cfg *Config, sig signal) (*tieredExporter, error) {
 	e := &tieredExporter{}
 	if cfg.Hot.HasValue() {
 		e.tiers = append(e.tiers, newHotTier(set.Logger, cfg.Hot.Get(), cfg.SessionKeys))
 	}
 	for _, t := range e.tiers {
-		t := t
 		tset := set
 		// A distinct id per tier keeps persistent-queue keys apart in a shared storage extension.
 		tset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), t.name()))
@@ -56,18 +62,20 @@ func newExporter(ctx context.Context, set exporter.Settings, cfg *Config) (*tier
 			exporterhelper.WithQueue(s.Queue),
 			exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		}
-		te, err := exporterhelper.NewTraces(ctx, tset, cfg, t.pushTraces, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("%s tier: %w", t.name(), err)
+		switch sig {
+		case signalTraces:
+			te, err := exporterhelper.NewTraces(ctx, tset, cfg, t.pushTraces, opts...)
+			if err != nil {
+				return nil, fmt.Errorf("%s tier: %w", t.name(), err)
+			}
+			e.traces = append(e.traces, te)
+		case signalLogs:
+			le, err := exporterhelper.NewLogs(ctx, tset, cfg, t.pushLogs, opts...)
+			if err != nil {
+				return nil, fmt.Errorf("%s tier: %w", t.name(), err)
+			}
+			e.logs = append(e.logs, le)
 		}
-		// Logs get their own helper; start/shutdown of the tier run once through the traces one.
-		le, err := exporterhelper.NewLogs(ctx, tset, cfg, t.pushLogs,
-			exporterhelper.WithTimeout(s.TimeoutConfig), exporterhelper.WithRetry(s.BackOff), exporterhelper.WithQueue(s.Queue))
-		if err != nil {
-			return nil, fmt.Errorf("%s tier: %w", t.name(), err)
-		}
-		e.traces = append(e.traces, te)
-		e.logs = append(e.logs, le)
 	}
 	return e, nil
 }
@@ -79,12 +87,20 @@ func joinName(base, tier string) string {
 	return base + "_" + tier
 }
 
+func (e *tieredExporter) components() []component.Component {
+	var cs []component.Component
+	for _, t := range e.traces {
+		cs = append(cs, t)
+	}
+	for _, l := range e.logs {
+		cs = append(cs, l)
+	}
+	return cs
+}
+
 func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
-	for i := range e.traces {
-		if err := e.traces[i].Start(ctx, host); err != nil {
-			return err
-		}
-		if err := e.logs[i].Start(ctx, host); err != nil {
+	for _, c := range e.components() {
+		if err := c.Start(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -93,9 +109,8 @@ func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
 
 func (e *tieredExporter) Shutdown(ctx context.Context) error {
 	var errs []error
-	// Logs first: the traces helper owns the tier's resources and closes them.
-	for i := range e.traces {
-		errs = append(errs, e.logs[i].Shutdown(ctx), e.traces[i].Shutdown(ctx))
+	for _, c := range e.components() {
+		errs = append(errs, c.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }
@@ -133,7 +148,7 @@ func newHotTier(logger *zap.Logger, cfg *HotConfig, sessionKeys []string) *hotTi
 	return &hotTier{logger: logger, cfg: cfg, sessionKeys: sessionKeys}
 }
 
-func (h *hotTier) name() string          { return "hot" }
+func (h *hotTier) name() string         { return "hot" }
 func (h *hotTier) sending() TierSending { return h.cfg.TierSending }
 
 func (h *hotTier) start(context.Context, component.Host) error {

@@ -35,9 +35,9 @@ func createDefaultConfig() component.Config {
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
-	return newExporter(ctx, set, cfg.(*Config))
+	return newExporter(ctx, set, cfg.(*Config), signalTraces)
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
-	return newExporter(ctx, set, cfg.(*Config))
+	return newExporter(ctx, set, cfg.(*Config), signalLogs)
 }

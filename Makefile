@@ -1,0 +1,40 @@
+# runagain: build the otelcol-runagain distribution (ocb) and the runagain CLI, run, test.
+GO        ?= go
+BIN       := bin
+COLLECTOR := $(BIN)/otelcol-runagain
+CLI       := $(BIN)/runagain
+CONFIG    ?= config/default.yaml
+GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './data/*') go.mod go.sum
+export RUNAGAIN_CORPUS ?= $(abspath ../shared/corpus)
+
+.PHONY: build run test test-short lint bench clean
+
+build: $(COLLECTOR) $(CLI)
+
+# ocb generates the distribution's sources into _build (with `replaces: ../` to this module)
+# and compiles them.
+$(COLLECTOR): builder-config.yaml $(GO_SOURCES)
+	$(GO) tool builder --config builder-config.yaml
+	@mkdir -p $(BIN)
+	cp _build/otelcol-runagain $(COLLECTOR)
+
+$(CLI): $(GO_SOURCES)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(CLI) ./cmd/runagain
+
+run: build
+	$(COLLECTOR) --config $(CONFIG)
+
+# The end-to-end tests use the real binaries built above (RUNAGAIN_BIN_DIR).
+test: build
+	RUNAGAIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf _build $(BIN)

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runagain/runagain/internal/store"
+)
+
+func init() {
+	var since string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List stored runs, newest first",
+		Long: `List stored runs (one row per trace), newest first: session, trace id, start, duration,
+spans, models, tokens (input/output) and error spans.
+
+--since takes a duration back from now (24h, 90m) or an RFC 3339 time (2025-09-30T00:00:00Z).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := store.RunFilter{Limit: limit}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return err
+				}
+				f.Since = t
+			}
+			r, err := openReader()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			runs, err := r.Runs(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if runs == nil {
+					runs = []store.RunSummary{}
+				}
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tERRORS\tTIER")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d\t%s\n", r.SessionID, r.TraceID,
+					r.Start.Format("2006-01-02 15:04:05.000"), r.Duration().Round(time.Millisecond), r.Spans,
+					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens, r.Errors, r.Tier)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only runs started since this duration ago (24h) or time (RFC 3339)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
+	rootCmd.AddCommand(cmd)
+}
+
+// parseSince reads --since: a Go duration back from now, or an RFC 3339 timestamp.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("--since %q: duration must be positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (24h, 90m) or an RFC 3339 time (2025-09-30T00:00:00Z)", s)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

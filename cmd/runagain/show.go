@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// ShowRun is the --json shape of `runagain show`: the run's spans in order (DESIGN.md "Order")
+// and the log records that point at it.
+type ShowRun struct {
+	TraceID   string     `json:"trace_id"`
+	SessionID string     `json:"session_id"`
+	Tier      string     `json:"tier"`
+	Spans     []ShowSpan `json:"spans"`
+	Logs      []ShowLog  `json:"logs"`
+}
+
+// ShowSpan is one span. Attributes holds plain JSON values for reading; OTLP holds the span,
+// its resource and scope as an OTLP JSON traces document, where every value keeps its OTLP type.
+type ShowSpan struct {
+	Depth         int             `json:"depth"`
+	SpanID        string          `json:"span_id"`
+	ParentSpanID  string          `json:"parent_span_id"`
+	Name          string          `json:"name"`
+	Kind          string          `json:"kind"`
+	GenAIKind     string          `json:"genai_kind"`
+	Start         time.Time       `json:"start"`
+	DurationMS    float64         `json:"duration_ms"`
+	Status        string          `json:"status"`
+	StatusMessage string          `json:"status_message,omitempty"`
+	Model         string          `json:"model,omitempty"`
+	InputTokens   int64           `json:"input_tokens,omitempty"`
+	OutputTokens  int64           `json:"output_tokens,omitempty"`
+	Attributes    map[string]any  `json:"attributes"`
+	OTLP          json.RawMessage `json:"otlp"`
+}
+
+// ShowLog is one log record pointing at the run (for example an agent_guard alert).
+type ShowLog struct {
+	Time       time.Time      `json:"time"`
+	EventName  string         `json:"event_name,omitempty"`
+	SpanID     string         `json:"span_id,omitempty"`
+	Severity   string         `json:"severity,omitempty"`
+	Body       any            `json:"body"`
+	Attributes map[string]any `json:"attributes"`
+}
+
+func init() {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show TRACE_ID",
+		Short: "Show one run as an ordered tree with every span's timing, status, attributes and full inputs and outputs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			traceID := strings.ToLower(strings.TrimSpace(args[0]))
+			if _, err := parseTraceID(traceID); err != nil {
+				return err
+			}
+			r, err := openReader()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			run, err := r.Run(cmd.Context(), traceID)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no run with trace id %s in %s", traceID, dataDirFlag)
+			}
+			if err != nil {
+				return err
+			}
+			if err := rehydrateRun(cmd.Context(), run); err != nil {
+				return err
+			}
+			view, err := buildShow(run)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(view)
+			}
+			printShow(os.Stdout, view)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
+	rootCmd.AddCommand(cmd)
+}
+
+func parseTraceID(s string) (pcommon.TraceID, error) {
+	var id pcommon.TraceID
+	if len(s) != 32 {
+		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
+	}
+	for i := 0; i < 16; i++ {
+		var b byte
+		if _, err := fmt.Sscanf(s[2*i:2*i+2], "%02x", &b); err != nil {
+			return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
+		}
+		id[i] = b
+	}
+	return id, nil
+}
+
+func buildShow(run *store.Run) (*ShowRun, error) {
+	view := &ShowRun{TraceID: run.TraceID, Tier: run.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{}}
+	_, flat := store.Order(run.Traces, nil)
+	var jm ptrace.JSONMarshaler
+	for _, n := range flat {
+		s := n.Span
+		one := ptrace.NewTraces()
+		rs := one.ResourceSpans().AppendEmpty()
+		n.Resource.CopyTo(rs.Resource())
+		ss := rs.ScopeSpans().AppendEmpty()
+		n.Scope.CopyTo(ss.Scope())
+		s.CopyTo(ss.Spans().AppendEmpty())
+		raw, err := jm.MarshalTraces(one)
+		if err != nil {
+			return nil, fmt.Errorf("encode span %s: %w", s.SpanID(), err)
+		}
+		if view.SessionID == "" {
+			if id, ok := genai.SessionID(s.Attributes(), n.Resource.Attributes(), genai.DefaultSessionKeys); ok {
+				view.SessionID = id
+			}
+		}
+		usage := genai.TokenUsage(s.Attributes())
+		parent := ""
+		if !s.ParentSpanID().IsEmpty() {
+			parent = s.ParentSpanID().String()
+		}
+		view.Spans = append(view.Spans, ShowSpan{
+			Depth: n.Depth, SpanID: s.SpanID().String(), ParentSpanID: parent, Name: s.Name(),
+			Kind: s.Kind().String(), GenAIKind: string(genai.Classify(s.Attributes())),
+			Start:      s.StartTimestamp().AsTime().UTC(),
+			DurationMS: float64(s.EndTimestamp()-s.StartTimestamp()) / 1e6,
+			Status:     s.Status().Code().String(), StatusMessage: s.Status().Message(),
+			Model: genai.Model(s.Attributes()), InputTokens: usage.Input, OutputTokens: usage.Output,
+			Attributes: s.Attributes().AsRaw(), OTLP: raw,
+		})
+	}
+	if view.SessionID == "" {
+		view.SessionID = run.TraceID
+	}
+	rls := run.Logs.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				view.Logs = append(view.Logs, showLog(lrs.At(k)))
+			}
+		}
+	}
+	sort.SliceStable(view.Logs, func(i, j int) bool { return view.Logs[i].Time.Before(view.Logs[j].Time) })
+	return view, nil
+}
+
+func showLog(lr plog.LogRecord) ShowLog {
+	ts := lr.Timestamp()
+	if ts == 0 {
+		ts = lr.ObservedTimestamp()
+	}
+	l := ShowLog{Time: ts.AsTime().UTC(), EventName: lr.EventName(), Severity: lr.SeverityText(),
+		Body: lr.Body().AsRaw(), Attributes: lr.Attributes().AsRaw()}
+	if !lr.SpanID().IsEmpty() {
+		l.SpanID = lr.SpanID().String()
+	}
+	return l
+}
+
+func printShow(w io.Writer, v *ShowRun) {
+	var start, end time.Time
+	for i, s := range v.Spans {
+		e := s.Start.Add(time.Duration(s.DurationMS * 1e6))
+		if i == 0 || s.Start.Before(start) {
+			start = s.Start
+		}
+		if e.After(end) {
+			end = e
+		}
+	}
+	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
+	fmt.Fprintf(w, "start %s  duration %s  spans %d\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans))
+	for _, s := range v.Spans {
+		ind := strings.Repeat("  ", s.Depth)
+		fmt.Fprintf(w, "%s▸ [%s] %s  +%s  %s  %s", ind, s.GenAIKind, s.Name,
+			s.Start.Sub(start).Round(time.Millisecond), time.Duration(s.DurationMS*1e6).Round(time.Microsecond), s.Status)
+		if s.StatusMessage != "" {
+			fmt.Fprintf(w, " (%s)", s.StatusMessage)
+		}
+		fmt.Fprintf(w, "  span %s\n", s.SpanID)
+		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
+			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens)
+		}
+		keys := make([]string, 0, len(s.Attributes))
+		for k := range s.Attributes {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s    %s: %s\n", ind, k, indentValue(s.Attributes[k], ind+"      "))
+		}
+	}
+	if len(v.Logs) > 0 {
+		fmt.Fprintf(w, "\nrecords pointing at this run (%d)\n", len(v.Logs))
+		for _, l := range v.Logs {
+			fmt.Fprintf(w, "  %s  %s  span %s  %v\n", l.Time.Format(time.RFC3339Nano), dash(l.EventName), dash(l.SpanID), l.Body)
+			keys := make([]string, 0, len(l.Attributes))
+			for k := range l.Attributes {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(w, "      %s: %s\n", k, indentValue(l.Attributes[k], "        "))
+			}
+		}
+	}
+}
+
+// indentValue renders a value in full (never truncated); multi-line strings continue indented.
+func indentValue(v any, ind string) string {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		s = fmt.Sprintf("bytes(%d) %x", len(x), x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			s = fmt.Sprint(x)
+		} else {
+			s = string(b)
+		}
+	}
+	return strings.ReplaceAll(s, "\n", "\n"+ind)
+}
