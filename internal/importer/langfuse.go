@@ -300,7 +300,7 @@ func (p *lfParser) setTime(f field, what string, required bool, set func(pcommon
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return errorAt(p.data, f.off, err, "%s: %v", what, err)
+		return errorAt(p.data, f.off, err, "%s: %q is not an RFC 3339 time", what, s)
 	}
 	set(pcommon.NewTimestampFromTime(t))
 	return nil

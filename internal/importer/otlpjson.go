@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"regexp"
+	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -54,7 +56,11 @@ func (OTLPJSON) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		td, err := u.UnmarshalTraces(raw)
 		if err != nil {
-			return ptrace.Traces{}, errorAt(data, start, err, "OTLP/JSON document %d: %v", docs, err)
+			at := start
+			if rel, ok := iterErrorOffset(raw, err.Error()); ok {
+				at = start + rel
+			}
+			return ptrace.Traces{}, errorAt(data, at, err, "OTLP/JSON document %d: %v", docs, err)
 		}
 		if td.ResourceSpans().Len() == 0 {
 			var keys map[string]json.RawMessage
@@ -71,4 +77,29 @@ func (OTLPJSON) Parse(data []byte) (ptrace.Traces, error) {
 		return ptrace.Traces{}, errorAt(data, 0, nil, "OTLP/JSON: no document in file")
 	}
 	return all, nil
+}
+
+// iterErrRE matches pdata's JSON iterator error suffix: "error found in #N byte of ...|WINDOW|...".
+var iterErrRE = regexp.MustCompile(`error found in #(\d+) byte of \.\.\.\|(.*?)\|\.\.\.`)
+
+// iterErrorOffset locates a pdata JSON iterator error inside raw: the window quoted in the
+// message is searched for in raw; when it occurs exactly once the error is N bytes into it.
+func iterErrorOffset(raw []byte, msg string) (int64, bool) {
+	m := iterErrRE.FindStringSubmatch(msg)
+	if m == nil || m[2] == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, false
+	}
+	w := []byte(m[2])
+	i := bytes.Index(raw, w)
+	if i < 0 || bytes.Contains(raw[i+1:], w) {
+		return 0, false
+	}
+	if n > len(w) {
+		n = len(w)
+	}
+	return int64(i + n), true
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/runagain/runagain/internal/importer"
+)
+
+// importOptions are the flags of `runagain import`.
+type importOptions struct {
+	endpoint        string
+	insecure        bool
+	timeout         time.Duration
+	maxRequestBytes int
+}
+
+func init() {
+	rootCmd.AddCommand(newImportCmd())
+}
+
+func newImportCmd() *cobra.Command {
+	o := &importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Send runs exported by other tools to a collector over OTLP gRPC",
+		Long: `Import reads each FILE, detects its format by content and sends its spans to an OTLP gRPC
+endpoint (the runagain collector by default) with the standard OTLP client.
+
+Formats: OTLP/JSON as written by the collector's file exporter (one document per line or one
+whole document), Langfuse trace JSON ({"trace":...,"observations":[...]}; the original OTel
+attributes, resource and scope are read from each observation's metadata), and any-agent span
+JSON ({"spans":[...]}). Attribute values keep their types and are never truncated.
+
+Each file is parsed completely before anything from it is sent: a malformed file fails with
+FILE:LINE:COLUMN and nothing from it is sent; the other files are still imported. Requests are
+split to stay under --max-request-bytes; a single span larger than that is sent alone, and the
+receiver must accept it (otlp receiver protocols.grpc.max_recv_msg_size_mib).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("insecure") {
+				o.insecure = importer.IsLoopback(o.endpoint)
+			}
+			return runImport(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC endpoint host:port (https:// prefix for TLS)")
+	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
+	f.DurationVar(&o.timeout, "timeout", importer.DefaultTimeout, "timeout of each export request")
+	f.IntVar(&o.maxRequestBytes, "max-request-bytes", importer.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
+	return cmd
+}
+
+// runImport parses and sends each file in turn and prints one summary line per file to out.
+// It returns an error naming every file that failed.
+func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, files []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	conn, err := importer.Dial(o.endpoint, o.insecure)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	sender := &importer.Sender{Client: ptraceotlp.NewGRPCClient(conn), MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout}
+
+	var failed []error
+	for _, file := range files {
+		res, err := importer.ParseFile(file)
+		if err != nil {
+			failed = append(failed, err) // nothing from this file was sent
+			continue
+		}
+		spans, traces := res.SpanCount(), res.TraceCount()
+		st, err := sender.Send(ctx, res.Traces)
+		for _, w := range st.Warnings {
+			fmt.Fprintf(errOut, "runagain import: %s: collector warning: %s\n", file, w)
+		}
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: sent %d of %d spans: %w", file, st.Spans, spans, err))
+			continue
+		}
+		fmt.Fprintf(out, "%s: %s, %d spans, %d traces sent to %s (%d requests, %d bytes)\n",
+			file, res.Format, spans, traces, o.endpoint, st.Requests, st.Bytes)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d files failed:\n%w", len(failed), len(files), errors.Join(failed...))
+	}
+	return nil
+}
