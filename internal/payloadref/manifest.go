@@ -1,0 +1,254 @@
+package payloadref
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ManifestVersion is the version written in every Manifest.
+const ManifestVersion = 1
+
+// Manifest rebuilds one value from parts: the value is the concatenation of its parts, in order.
+// It is stored as JSON, zstd-compressed, under ManifestKey(SHA-256 of the value).
+type Manifest struct {
+	// V is ManifestVersion.
+	V int `json:"v"`
+	// Size is the length of the rebuilt value in bytes.
+	Size int64 `json:"size"`
+	// Parts, concatenated, give the value.
+	Parts []Part `json:"parts"`
+}
+
+// Part is either literal bytes (Lit) or a reference to another object in the same bucket and
+// under the same prefix: Ref is the hex SHA-256 of the bytes the part stands for, Size their
+// length, and M tells whether the object is a manifest (ManifestKey) or a value (ValueKey).
+type Part struct {
+	Lit  []byte `json:"lit,omitempty"`
+	Ref  string `json:"ref,omitempty"`
+	Size int64  `json:"n,omitempty"`
+	M    bool   `json:"m,omitempty"`
+}
+
+// span is a byte range [start, end) of the original value.
+type span struct{ start, end int }
+
+// jsonSegments cuts a JSON value at the boundaries of its elements: for a top-level array, each
+// element; for a top-level object, each member value, and each element of member values that are
+// arrays. It returns the element ranges in order (the bytes between them are separators), or
+// ok=false when data is not a JSON array or object (or not valid JSON).
+func jsonSegments(data []byte) (elems []span, ok bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || (data[i] != '[' && data[i] != '{') {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	decodeRange := func() (span, error) {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return span{}, err
+		}
+		end := int(dec.InputOffset())
+		start := end - len(raw)
+		if start < 0 || !bytes.Equal(data[start:end], raw) {
+			return span{}, errors.New("offset mismatch")
+		}
+		return span{start, end}, nil
+	}
+	arrayElems := func() error {
+		if _, err := dec.Token(); err != nil { // '['
+			return err
+		}
+		for dec.More() {
+			s, err := decodeRange()
+			if err != nil {
+				return err
+			}
+			elems = append(elems, s)
+		}
+		_, err := dec.Token() // ']'
+		return err
+	}
+	var err error
+	if data[i] == '[' {
+		err = arrayElems()
+	} else {
+		if _, err = dec.Token(); err == nil { // '{'
+			for err == nil && dec.More() {
+				if _, err = dec.Token(); err != nil { // key
+					break
+				}
+				j := skipWS(data, int(dec.InputOffset()))
+				if j < len(data) && data[j] == ':' {
+					j = skipWS(data, j+1)
+				}
+				if j < len(data) && data[j] == '[' {
+					err = arrayElems()
+				} else {
+					var s span
+					if s, err = decodeRange(); err == nil {
+						elems = append(elems, s)
+					}
+				}
+			}
+			if err == nil {
+				_, err = dec.Token() // '}'
+			}
+		}
+	}
+	if err != nil {
+		return nil, false
+	}
+	// Anything after the value must be whitespace, else this is not one JSON value.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return elems, true
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// node is a part list being built: either a literal run or a reference to a chunk or sub-manifest.
+type node struct {
+	lit      []byte
+	span     span // range of the original bytes this part stands for
+	sum      [32]byte
+	manifest bool
+	isRef    bool
+	children []node // for manifests: their parts
+}
+
+// planSplit builds the object tree for data, or returns nil when splitting does not pay
+// (not JSON, or fewer than two elements of at least chunkMin bytes).
+func planSplit(data []byte, chunkMin, fanout int) *node {
+	elems, ok := jsonSegments(data)
+	if !ok {
+		return nil
+	}
+	var parts []node
+	refs := 0
+	pos := 0
+	addLit := func(s span) {
+		if s.end <= s.start {
+			return
+		}
+		if n := len(parts); n > 0 && !parts[n-1].isRef {
+			parts[n-1].span.end = s.end
+			parts[n-1].lit = data[parts[n-1].span.start:s.end]
+			return
+		}
+		parts = append(parts, node{lit: data[s.start:s.end], span: s})
+	}
+	addRange := func(s span) {
+		if s.end-s.start >= chunkMin {
+			parts = append(parts, node{isRef: true, span: s, sum: sha256.Sum256(data[s.start:s.end])})
+			refs++
+			return
+		}
+		addLit(s)
+	}
+	for _, e := range elems {
+		addRange(span{pos, e.start}) // separator (large ones are chunks too)
+		addRange(e)
+		pos = e.end
+	}
+	addRange(span{pos, len(data)})
+	if refs < 2 {
+		return nil
+	}
+	for level := 0; len(parts) > fanout; level++ {
+		parts = group(data, parts, fanout, level)
+	}
+	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: sha256.Sum256(data), children: parts}
+}
+
+// group cuts a part list into sub-manifests at content-defined boundaries: after a reference whose
+// digest byte (chosen by level) falls below 256/avg, or when a group reaches 4*avg parts. Parts
+// before the last boundary depend only on the content before them, so two values that share a
+// prefix (a conversation and its next turn) share those sub-manifests.
+func group(data []byte, parts []node, fanout, level int) []node {
+	avg := fanout / 4
+	if avg < 2 {
+		avg = 2
+	}
+	threshold := 256 / avg
+	var out []node
+	start := 0
+	flush := func(end int) {
+		g := parts[start:end]
+		start = end
+		if len(g) == 0 {
+			return
+		}
+		if len(g) == 1 {
+			out = append(out, g[0])
+			return
+		}
+		s := span{g[0].span.start, g[len(g)-1].span.end}
+		out = append(out, node{isRef: true, manifest: true, span: s, sum: sha256.Sum256(data[s.start:s.end]), children: append([]node(nil), g...)})
+	}
+	for i, p := range parts {
+		if (p.isRef && int(p.sum[(level+1)%32]) < threshold) || i+1-start >= 4*avg {
+			flush(i + 1)
+		}
+	}
+	flush(len(parts))
+	return out
+}
+
+// manifestOf encodes the manifest of a planned node.
+func manifestOf(n *node) ([]byte, error) {
+	m := Manifest{V: ManifestVersion, Size: int64(n.span.end - n.span.start), Parts: make([]Part, 0, len(n.children))}
+	for _, c := range n.children {
+		if c.isRef {
+			m.Parts = append(m.Parts, Part{Ref: hex.EncodeToString(c.sum[:]), Size: int64(c.span.end - c.span.start), M: c.manifest})
+		} else {
+			m.Parts = append(m.Parts, Part{Lit: c.lit})
+		}
+	}
+	return json.Marshal(m)
+}
+
+// decodeManifest parses and checks a manifest document.
+func decodeManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("payloadref: bad manifest: %w", err)
+	}
+	if m.V != ManifestVersion {
+		return nil, fmt.Errorf("payloadref: manifest version %d, want %d", m.V, ManifestVersion)
+	}
+	var total int64
+	for i, p := range m.Parts {
+		switch {
+		case p.Ref != "" && p.Lit != nil:
+			return nil, fmt.Errorf("payloadref: manifest part %d has both lit and ref", i)
+		case p.Ref != "":
+			if len(p.Ref) != 64 {
+				return nil, fmt.Errorf("payloadref: manifest part %d: ref %q is not a SHA-256 hex digest", i, p.Ref)
+			}
+			total += p.Size
+		default:
+			total += int64(len(p.Lit))
+		}
+	}
+	if total != m.Size {
+		return nil, fmt.Errorf("payloadref: manifest parts add up to %d bytes, manifest says %d", total, m.Size)
+	}
+	return &m, nil
+}

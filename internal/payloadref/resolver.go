@@ -1,0 +1,271 @@
+package payloadref
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"gocloud.dev/blob"
+)
+
+// maxDepth bounds manifest nesting (a manifest of n parts at fanout 64 needs about log64(n) levels).
+const maxDepth = 16
+
+// Option configures a Resolver.
+type Option func(*Resolver)
+
+// WithMaxSize bounds the size in bytes of one rebuilt value (default 1 GiB); larger values fail.
+func WithMaxSize(n int64) Option { return func(r *Resolver) { r.maxSize = n } }
+
+// Resolver reads payload references back: it opens buckets by URI (and keeps them open until
+// Close), follows manifests, decompresses and verifies the SHA-256 of every object against its key.
+// It is safe for concurrent use.
+type Resolver struct {
+	mu      sync.Mutex
+	buckets map[string]*openBucket
+	dec     *zstd.Decoder
+	maxSize int64
+}
+
+type openBucket struct {
+	b     *blob.Bucket
+	close func() error
+}
+
+// NewResolver returns a Resolver; call Close when done.
+func NewResolver(opts ...Option) *Resolver {
+	r := &Resolver{buckets: map[string]*openBucket{}, maxSize: 1 << 30}
+	for _, o := range opts {
+		o(r)
+	}
+	// A nil reader never fails with these options.
+	r.dec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(r.maxSize)), zstd.WithDecoderConcurrency(0))
+	return r
+}
+
+// Close closes every bucket the Resolver opened.
+func (r *Resolver) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for k, b := range r.buckets {
+		errs = append(errs, b.close())
+		delete(r.buckets, k)
+	}
+	r.dec.Close()
+	return errors.Join(errs...)
+}
+
+func (r *Resolver) bucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.buckets[bucketURL]; ok {
+		return b.b, nil
+	}
+	b, closeFn, err := OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return nil, err
+	}
+	r.buckets[bucketURL] = &openBucket{b: b, close: closeFn}
+	return b, nil
+}
+
+// Fetch returns the original bytes of the value a reference URI names. For objects in the
+// payloadref layout (key .../sha256/<hex>.zst or .manifest.zst) it decompresses, rebuilds
+// manifests and returns an error wrapping ErrHashMismatch when any object's bytes do not hash to
+// its key. Objects in any other layout (written by an SDK upload hook) are returned as stored,
+// unverified. A missing object gives an error for which gcerrors.Code is gcerrors.NotFound.
+func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
+	bucketURL, key, err := SplitURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.bucket(ctx, bucketURL)
+	if err != nil {
+		return nil, err
+	}
+	sum, manifest, err := ParseKey(key)
+	if errors.Is(err, ErrNotOurs) {
+		data, err := b.ReadAll(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("payloadref: read %s: %w", uri, err)
+		}
+		return data, nil
+	}
+	f := fetch{r: r, b: b, prefix: keyPrefixOf(key), seen: map[string][]byte{}}
+	data, err := f.object(ctx, sum, manifest, -1, 0)
+	if err != nil {
+		return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
+	}
+	return data, nil
+}
+
+// fetch is one Fetch call: objects read so far, by key (a message repeated in one value is read once).
+type fetch struct {
+	r      *Resolver
+	b      *blob.Bucket
+	prefix string
+	seen   map[string][]byte
+}
+
+func (f *fetch) object(ctx context.Context, sum [32]byte, manifest bool, wantSize int64, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("manifests nested deeper than %d", maxDepth)
+	}
+	key := f.prefix + ValueKey(sum)
+	if manifest {
+		key = f.prefix + ManifestKey(sum)
+	}
+	if d, ok := f.seen[key]; ok {
+		return d, nil
+	}
+	z, err := f.b.ReadAll(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %q: %w", key, err)
+	}
+	raw, err := f.r.dec.DecodeAll(z, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decompress %q: %w", key, err)
+	}
+	data := raw
+	if manifest {
+		m, err := decodeManifest(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", key, err)
+		}
+		if m.Size > f.r.maxSize {
+			return nil, fmt.Errorf("%q: value of %d bytes exceeds the %d byte limit", key, m.Size, f.r.maxSize)
+		}
+		data = make([]byte, 0, m.Size)
+		for i, p := range m.Parts {
+			if p.Ref == "" {
+				data = append(data, p.Lit...)
+				continue
+			}
+			var child [32]byte
+			if _, err := hex.Decode(child[:], []byte(p.Ref)); err != nil {
+				return nil, fmt.Errorf("%q part %d: bad ref %q", key, i, p.Ref)
+			}
+			d, err := f.object(ctx, child, p.M, p.Size, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, d...)
+		}
+	}
+	if got := sha256.Sum256(data); got != sum {
+		return nil, fmt.Errorf("%w: %q holds %d bytes hashing to %x", ErrHashMismatch, key, len(data), got)
+	}
+	if wantSize >= 0 && int64(len(data)) != wantSize {
+		return nil, fmt.Errorf("%q holds %d bytes, its manifest says %d", key, len(data), wantSize)
+	}
+	f.seen[key] = data
+	return data, nil
+}
+
+// IsRefKey tells whether an attribute key is a payload reference (ends in RefSuffix).
+func IsRefKey(k string) bool { return len(k) > len(RefSuffix) && strings.HasSuffix(k, RefSuffix) }
+
+// RehydrateMap replaces, in place, every string attribute K_ref whose value is a URI by K holding
+// the referenced bytes (as a string value). References that cannot be read stay as they are; the
+// returned error joins one error per such key. LogBodyRefKey, if present, is rehydrated like any
+// other (to "log.body"); use RehydrateLogRecord to restore a log body.
+func (r *Resolver) RehydrateMap(ctx context.Context, m pcommon.Map) error {
+	type ref struct{ key, uri string }
+	var refs []ref
+	m.Range(func(k string, v pcommon.Value) bool {
+		if IsRefKey(k) && v.Type() == pcommon.ValueTypeStr && strings.Contains(v.Str(), "://") {
+			refs = append(refs, ref{k, v.Str()})
+		}
+		return true
+	})
+	sort.Slice(refs, func(i, j int) bool { return refs[i].key < refs[j].key })
+	var errs []error
+	for _, rf := range refs {
+		data, err := r.Fetch(ctx, rf.uri)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute %s: %w", rf.key, err))
+			continue
+		}
+		m.PutStr(strings.TrimSuffix(rf.key, RefSuffix), string(data))
+		m.Remove(rf.key)
+	}
+	return errors.Join(errs...)
+}
+
+// Rehydrated returns a rehydrated copy of m, leaving m unchanged (see RehydrateMap).
+func (r *Resolver) Rehydrated(ctx context.Context, m pcommon.Map) (pcommon.Map, error) {
+	c := pcommon.NewMap()
+	m.CopyTo(c)
+	return c, r.RehydrateMap(ctx, c)
+}
+
+// RehydrateSpan rehydrates the span's attributes and its events' attributes in place.
+func (r *Resolver) RehydrateSpan(ctx context.Context, s ptrace.Span) error {
+	errs := []error{r.RehydrateMap(ctx, s.Attributes())}
+	for i := 0; i < s.Events().Len(); i++ {
+		if err := r.RehydrateMap(ctx, s.Events().At(i).Attributes()); err != nil {
+			errs = append(errs, fmt.Errorf("event %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RehydrateLogRecord restores an offloaded body (LogBodyRefKey) and rehydrates the attributes, in place.
+func (r *Resolver) RehydrateLogRecord(ctx context.Context, lr plog.LogRecord) error {
+	var errs []error
+	if v, ok := lr.Attributes().Get(LogBodyRefKey); ok && v.Type() == pcommon.ValueTypeStr {
+		data, err := r.Fetch(ctx, v.Str())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("body: %w", err))
+		} else {
+			lr.Body().SetStr(string(data))
+			lr.Attributes().Remove(LogBodyRefKey)
+		}
+	}
+	errs = append(errs, r.RehydrateMap(ctx, lr.Attributes()))
+	return errors.Join(errs...)
+}
+
+// RehydrateTraces rehydrates every span (attributes and event attributes) in place.
+func (r *Resolver) RehydrateTraces(ctx context.Context, td ptrace.Traces) error {
+	var errs []error
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		ss := td.ResourceSpans().At(i).ScopeSpans()
+		for j := 0; j < ss.Len(); j++ {
+			spans := ss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				if err := r.RehydrateSpan(ctx, spans.At(k)); err != nil {
+					errs = append(errs, fmt.Errorf("span %s: %w", spans.At(k).SpanID(), err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RehydrateLogs rehydrates every log record in place.
+func (r *Resolver) RehydrateLogs(ctx context.Context, ld plog.Logs) error {
+	var errs []error
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		sl := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sl.Len(); j++ {
+			lrs := sl.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if err := r.RehydrateLogRecord(ctx, lrs.At(k)); err != nil {
+					errs = append(errs, fmt.Errorf("log record %d: %w", k, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
