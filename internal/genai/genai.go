@@ -8,6 +8,9 @@
 package genai
 
 import (
+	"strconv"
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -138,6 +141,7 @@ func (u Usage) Total() int64 { return u.Input + u.Output }
 
 // TokenUsage reads the semconv usage attributes, falling back to the deprecated
 // gen_ai.usage.prompt_tokens/completion_tokens and OpenInference llm.token_count.*.
+// Counts recorded as decimal strings ("55") are read as numbers.
 func TokenUsage(attrs pcommon.Map) Usage {
 	return Usage{
 		Input:      firstInt(attrs, AttrUsageInputTokens, AttrLegacyPromptTokens, AttrOpenInferencePrompt),
@@ -159,6 +163,11 @@ func firstInt(attrs pcommon.Map, keys ...string) int64 {
 			return v.Int()
 		case pcommon.ValueTypeDouble:
 			return int64(v.Double())
+		case pcommon.ValueTypeStr:
+			// Some exporters (Langfuse, Pydantic AI via logfire) stringify counts: "55".
+			if n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64); err == nil {
+				return n
+			}
 		}
 	}
 	return 0
