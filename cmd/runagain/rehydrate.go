@@ -2,10 +2,30 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 
+	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/store"
 )
 
-// rehydrateRun replaces offloaded payload references (*_ref) with their content. It is wired to
-// internal/payloadref once the payload_offload processor lands.
-func rehydrateRun(context.Context, *store.Run) error { return nil }
+// noRehydrate is the --no-rehydrate flag of commands that read runs.
+var noRehydrate bool
+
+// rehydrateRun replaces offloaded payload references (K_ref) with their content (K), verifying
+// each object's SHA-256. A reference that cannot be read (object expired, store down) stays as it
+// is and is reported on stderr; the run is still shown.
+func rehydrateRun(ctx context.Context, run *store.Run) error {
+	if noRehydrate {
+		return nil
+	}
+	r := payloadref.NewResolver()
+	defer r.Close()
+	if err := r.RehydrateTraces(ctx, run.Traces); err != nil {
+		fmt.Fprintf(os.Stderr, "runagain: some payloads stay as references: %v\n", err)
+	}
+	if err := r.RehydrateLogs(ctx, run.Logs); err != nil {
+		fmt.Fprintf(os.Stderr, "runagain: some log payloads stay as references: %v\n", err)
+	}
+	return nil
+}

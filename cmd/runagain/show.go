@@ -61,10 +61,17 @@ type ShowLog struct {
 
 func init() {
 	var asJSON bool
+	var step int
 	cmd := &cobra.Command{
 		Use:   "show TRACE_ID",
 		Short: "Show one run as an ordered tree with every span's timing, status, attributes and full inputs and outputs",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one run as an ordered tree (DESIGN.md "Order": start time, parent before child, span id;
+an SDK sequence attribute wins) with every span's timing, status, model, tokens and every attribute
+in full. Offloaded payloads (K_ref) are fetched from blob storage and verified unless --no-rehydrate.
+
+--step N prints exactly what the model received at the N-th LLM call of the run (1-based): its
+input messages, system instructions and tool definitions, byte for byte as recorded.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			traceID := strings.ToLower(strings.TrimSpace(args[0]))
 			if _, err := parseTraceID(traceID); err != nil {
@@ -85,6 +92,13 @@ func init() {
 			if err := rehydrateRun(cmd.Context(), run); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("step") {
+				in, err := stepInput(run, step)
+				if err != nil {
+					return err
+				}
+				return printStep(os.Stdout, in, asJSON)
+			}
 			view, err := buildShow(run)
 			if err != nil {
 				return err
@@ -99,6 +113,8 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
+	cmd.Flags().IntVar(&step, "step", 0, "print only the model input of the N-th LLM call (1-based)")
+	cmd.Flags().BoolVar(&noRehydrate, "no-rehydrate", false, "show payload references (K_ref) instead of fetching the payloads")
 	rootCmd.AddCommand(cmd)
 }
 
