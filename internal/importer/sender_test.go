@@ -1,0 +1,324 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// otlpServer is an in-process OTLP gRPC trace receiver on 127.0.0.1 built on pdata's
+// ptraceotlp.RegisterGRPCServer. It records the protobuf bytes of every request it accepts.
+type otlpServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	Addr string
+
+	mu       sync.Mutex
+	requests [][]byte
+	// reply, when set, builds the response (e.g. a partial success).
+	reply func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)
+}
+
+// startOTLPServer listens on 127.0.0.1:0; maxRecv is the server's gRPC receive limit (0 keeps
+// grpc-go's default of 4 MiB, the collector's default too).
+func startOTLPServer(t testing.TB, maxRecv int) *otlpServer {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if maxRecv > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(maxRecv))
+	}
+	gs := grpc.NewServer(opts...)
+	s := &otlpServer{Addr: lis.Addr().String()}
+	ptraceotlp.RegisterGRPCServer(gs, s)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return s
+}
+
+func (s *otlpServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	b, err := req.MarshalProto()
+	if err != nil {
+		return ptraceotlp.NewExportResponse(), err
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, b)
+	reply := s.reply
+	s.mu.Unlock()
+	if reply != nil {
+		return reply(req)
+	}
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+func (s *otlpServer) received(t testing.TB) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.requests...)
+}
+
+// receivedTraces decodes every request.
+func (s *otlpServer) receivedTraces(t testing.TB) []ptrace.Traces {
+	var out []ptrace.Traces
+	for _, b := range s.received(t) {
+		req := ptraceotlp.NewExportRequest()
+		if err := req.UnmarshalProto(b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, req.Traces())
+	}
+	return out
+}
+
+func newSender(t testing.TB, addr string) *Sender {
+	t.Helper()
+	conn, err := Dial(addr, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &Sender{Client: ptraceotlp.NewGRPCClient(conn), Retries: -1}
+}
+
+// TestSendCorpusBytesEqual sends every corpus trace and the fixtures and checks that the bytes
+// the server received are exactly the protobuf of what was parsed.
+func TestSendCorpusBytesEqual(t *testing.T) {
+	srv := startOTLPServer(t, 0)
+	snd := newSender(t, srv.Addr)
+	files := append(langfuseCorpus(t), anyAgentCorpus(t)...)
+	files = append(files, td("otlp_lines.json"), td("otlp_whole.json"), td("langfuse_small.json"), td("anyagent_small.json"))
+	var m ptrace.ProtoMarshaler
+	for _, f := range files {
+		res, err := ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := m.MarshalTraces(res.Traces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(srv.received(t))
+		st, err := snd.Send(context.Background(), res.Traces)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		got := srv.received(t)[before:]
+		if len(got) != 1 || st.Requests != 1 || st.Spans != res.SpanCount() || st.Bytes != len(want) {
+			t.Fatalf("%s: %d requests received, stats %+v", f, len(got), st)
+		}
+		if !bytes.Equal(got[0], want) {
+			t.Errorf("%s: received %d bytes differ from the %d parsed", f, len(got[0]), len(want))
+		}
+	}
+}
+
+// bigTraces returns n small spans plus one span with an attribute of bigBytes.
+func bigTraces(n, bigBytes int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "big")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("test")
+	for i := 0; i < n; i++ {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetTraceID([16]byte{1})
+		sp.SetSpanID([8]byte{0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)})
+		sp.SetName("small")
+		sp.Attributes().PutStr("gen_ai.output.messages", strings.Repeat("x", 20000+i))
+		if i == n/2 {
+			sp.Attributes().PutStr("gen_ai.input.messages", strings.Repeat("é", bigBytes/2))
+		}
+	}
+	return td
+}
+
+// TestSendSplitsLargeFiles sends ~8 MiB of spans including one span of 5 MiB: every request
+// but the big span's stays under DefaultMaxRequestBytes, the big span goes alone, and every span
+// arrives byte for byte with its resource and scope.
+func TestSendSplitsLargeFiles(t *testing.T) {
+	srv := startOTLPServer(t, 64<<20) // receiver with max_recv_msg_size_mib: 64
+	snd := newSender(t, srv.Addr)
+	in := bigTraces(150, 5<<20)
+	st, err := snd.Send(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.received(t)
+	if len(reqs) < 3 || st.Requests != len(reqs) || st.Spans != in.SpanCount() {
+		t.Fatalf("%d requests, stats %+v", len(reqs), st)
+	}
+	bigSeen := false
+	for i, tr := range srv.receivedTraces(t) {
+		if len(reqs[i]) > DefaultMaxRequestBytes {
+			if tr.SpanCount() != 1 || len(reqs[i]) < 5<<20 {
+				t.Errorf("request %d: %d bytes with %d spans over the limit", i, len(reqs[i]), tr.SpanCount())
+			}
+			bigSeen = true
+		}
+	}
+	if !bigSeen {
+		t.Error("the 5 MiB span was not sent")
+	}
+	want := singleSpanBytes(t, in)
+	got := map[string][]byte{}
+	for _, tr := range srv.receivedTraces(t) {
+		for k, v := range singleSpanBytes(t, tr) {
+			if _, dup := got[k]; dup {
+				t.Fatalf("span %s received twice", k)
+			}
+			got[k] = v
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("received %d spans, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if !bytes.Equal(got[k], w) {
+			t.Errorf("span %s differs", k)
+		}
+	}
+}
+
+// TestSendOversizeSpanDefaultReceiver shows why the receiver's limit must be raised: a 5 MiB
+// span against a receiver with the default 4 MiB limit fails with ResourceExhausted and is
+// reported, not dropped silently.
+func TestSendOversizeSpanDefaultReceiver(t *testing.T) {
+	srv := startOTLPServer(t, 0)
+	snd := newSender(t, srv.Addr)
+	_, err := snd.Send(context.Background(), bigTraces(1, 5<<20))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "export request 1 of 1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestSendPartialSuccess(t *testing.T) {
+	srv := startOTLPServer(t, 0)
+	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+		resp := ptraceotlp.NewExportResponse()
+		resp.PartialSuccess().SetRejectedSpans(2)
+		resp.PartialSuccess().SetErrorMessage("2 spans had an empty trace id")
+		return resp, nil
+	}
+	snd := newSender(t, srv.Addr)
+	res, err := ParseFile(td("anyagent_small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := snd.Send(context.Background(), res.Traces)
+	var rej *RejectedError
+	if !errors.As(err, &rej) || rej.Rejected != 2 || !strings.Contains(err.Error(), "empty trace id") {
+		t.Fatalf("got %v", err)
+	}
+	if st.Spans != res.SpanCount()-2 {
+		t.Errorf("accepted spans %d", st.Spans)
+	}
+
+	// A partial success that rejects nothing is a warning, not an error.
+	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+		resp := ptraceotlp.NewExportResponse()
+		resp.PartialSuccess().SetErrorMessage("attribute truncated upstream")
+		return resp, nil
+	}
+	st, err = snd.Send(context.Background(), res.Traces)
+	if err != nil || len(st.Warnings) != 1 {
+		t.Fatalf("warning: %v %+v", err, st)
+	}
+}
+
+func TestSendRetriesUnavailable(t *testing.T) {
+	srv := startOTLPServer(t, 0)
+	calls := 0
+	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+		calls++
+		if calls < 3 {
+			return ptraceotlp.NewExportResponse(), status.Error(codes.Unavailable, "memory limiter")
+		}
+		return ptraceotlp.NewExportResponse(), nil
+	}
+	snd := newSender(t, srv.Addr)
+	snd.Retries = 3
+	res, err := ParseFile(td("otlp_whole.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := snd.Send(context.Background(), res.Traces)
+	if err != nil || calls != 3 || st.Requests != 1 {
+		t.Fatalf("err %v calls %d stats %+v", err, calls, st)
+	}
+}
+
+// TestSplit checks the bound and that order and content survive, on many sizes.
+func TestSplit(t *testing.T) {
+	var m ptrace.ProtoMarshaler
+	in := bigTraces(40, 300000)
+	// a second resource with two scopes
+	rs := in.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "second")
+	for s := 0; s < 2; s++ {
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName("scope" + string(rune('a'+s)))
+		for i := 0; i < 30; i++ {
+			sp := ss.Spans().AppendEmpty()
+			sp.SetSpanID([8]byte{byte(s + 1), byte(i)})
+			sp.Attributes().PutStr("v", strings.Repeat("y", 1000*i))
+		}
+	}
+	want := singleSpanBytes(t, in)
+	total := m.TracesSize(in)
+	for _, max := range []int{1, 5000, 50000, 400000, 1 << 20, total - 1, total} {
+		parts := Split(in, max)
+		got := map[string][]byte{}
+		var order []string
+		for _, p := range parts {
+			if sz := m.TracesSize(p); sz > max && p.SpanCount() != 1 {
+				t.Errorf("max %d: part of %d bytes with %d spans", max, sz, p.SpanCount())
+			}
+			for k, v := range singleSpanBytes(t, p) {
+				got[k] = v
+			}
+			for _, id := range spanOrder(p) {
+				order = append(order, id)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("max %d: %d spans, want %d", max, len(got), len(want))
+		}
+		for k, w := range want {
+			if !bytes.Equal(got[k], w) {
+				t.Fatalf("max %d: span %s differs", max, k)
+			}
+		}
+		if strings.Join(order, ",") != strings.Join(spanOrder(in), ",") {
+			t.Errorf("max %d: span order changed", max)
+		}
+		if max >= total && len(parts) != 1 {
+			t.Errorf("max %d >= size: %d parts", max, len(parts))
+		}
+	}
+}
+
+func spanOrder(td ptrace.Traces) []string {
+	var out []string
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		rs := td.ResourceSpans().At(i)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			sps := rs.ScopeSpans().At(j).Spans()
+			for k := 0; k < sps.Len(); k++ {
+				out = append(out, sps.At(k).SpanID().String())
+			}
+		}
+	}
+	return out
+}
