@@ -1,0 +1,301 @@
+package payloadoffloadprocessor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cenkalti/backoff/v5"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadata"
+)
+
+// FailedKeysAttr marks a span or log record whose values stayed inline because storage failed
+// (on_failure: keep_inline): a string slice of the keys concerned ("log.body" for a log body).
+const FailedKeysAttr = "runagain.payload_offload.failed_keys"
+
+// bodyKey names a log body in FailedKeysAttr.
+const bodyKey = "log.body"
+
+type offloader struct {
+	cfg    *Config
+	logger *zap.Logger
+	tb     *metadata.TelemetryBuilder
+	keys   *keyMatcher
+	split  *keyMatcher
+
+	mu    sync.Mutex
+	store *payloadref.Store
+}
+
+func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, error) {
+	keys, err := newKeyMatcher(cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	split, err := newKeyMatcher(cfg.SplitKeys)
+	if err != nil {
+		return nil, fmt.Errorf("split_keys: %w", err)
+	}
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	return &offloader{cfg: cfg, logger: set.Logger, tb: tb, keys: keys, split: split}, nil
+}
+
+func (o *offloader) start(ctx context.Context, _ component.Host) error {
+	s, err := payloadref.NewStore(ctx, o.cfg.Storage.URL, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize})
+	if err != nil {
+		return fmt.Errorf("storage.url: %w", err)
+	}
+	o.mu.Lock()
+	o.store = s
+	o.mu.Unlock()
+	return nil
+}
+
+func (o *offloader) shutdown(context.Context) error {
+	o.tb.Shutdown()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.store == nil {
+		return nil
+	}
+	err := o.store.Close()
+	o.store = nil
+	return err
+}
+
+// candidate is one value to move: attribute key of attrs, or the body of a log record.
+type candidate struct {
+	attrs pcommon.Map   // holds the attribute (or, for a body, receives LogBodyRefKey)
+	key   string        // attribute key; "" for a log body
+	body  pcommon.Value // the log body when key == ""
+	mark  pcommon.Map   // attributes of the span or log record to mark on failure
+	job   *job
+}
+
+type jobKey struct {
+	value string
+	split bool
+}
+
+// job stores one distinct value of a batch (identical values share one job).
+type job struct {
+	jobKey
+	n   int // candidates sharing it
+	res payloadref.PutResult
+	err error
+}
+
+// batch collects the candidates of one ConsumeTraces/ConsumeLogs call.
+type batch struct {
+	o     *offloader
+	cands []*candidate
+	jobs  map[jobKey]*job
+	order []*job
+}
+
+func (b *batch) add(attrs pcommon.Map, key string, value string, body pcommon.Value, mark pcommon.Map, split bool) {
+	k := jobKey{value: value, split: split}
+	j, ok := b.jobs[k]
+	if !ok {
+		j = &job{jobKey: k}
+		b.jobs[k] = j
+		b.order = append(b.order, j)
+	}
+	j.n++
+	b.cands = append(b.cands, &candidate{attrs: attrs, key: key, body: body, mark: mark, job: j})
+}
+
+// scanAttrs adds the offloadable attributes of attrs; mark is where failures are recorded.
+func (b *batch) scanAttrs(attrs, mark pcommon.Map) {
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) || !b.o.keys.Match(k) {
+			return true
+		}
+		if _, exists := attrs.Get(k + payloadref.RefSuffix); exists {
+			return true // an SDK upload hook (or we) already stored it: leave both untouched
+		}
+		b.add(attrs, k, v.Str(), pcommon.Value{}, mark, b.o.split.Match(k))
+		return true
+	})
+}
+
+func (o *offloader) newBatch() *batch { return &batch{o: o, jobs: map[jobKey]*job{}} }
+
+func (o *offloader) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	b := o.newBatch()
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s := spans.At(k)
+				b.scanAttrs(s.Attributes(), s.Attributes())
+				for e := 0; e < s.Events().Len(); e++ {
+					b.scanAttrs(s.Events().At(e).Attributes(), s.Attributes())
+				}
+			}
+		}
+	}
+	return td, b.run(ctx)
+}
+
+func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	b := o.newBatch()
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				b.scanAttrs(lr.Attributes(), lr.Attributes())
+				body := lr.Body()
+				if !o.cfg.LogBody || body.Type() != pcommon.ValueTypeStr || len(body.Str()) < o.cfg.MinSize {
+					continue
+				}
+				if _, exists := lr.Attributes().Get(payloadref.LogBodyRefKey); exists {
+					continue
+				}
+				b.add(lr.Attributes(), "", body.Str(), body, lr.Attributes(), true)
+			}
+		}
+	}
+	return ld, b.run(ctx)
+}
+
+// run stores every job (at most cfg.Concurrency at once), then either changes the data (values
+// replaced by references; failed ones kept and marked) or, with on_failure: reject and any
+// failure, changes nothing and returns an error.
+func (b *batch) run(ctx context.Context) error {
+	if len(b.order) == 0 {
+		return nil
+	}
+	b.o.mu.Lock()
+	store := b.o.store
+	b.o.mu.Unlock()
+	if store == nil {
+		return errors.New("payload_offload: storage not started")
+	}
+	sem := make(chan struct{}, b.o.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, j := range b.order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(j *job) {
+			defer func() { <-sem; wg.Done() }()
+			start := time.Now()
+			j.res, j.err = b.o.put(ctx, store, j)
+			b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+		}(j)
+	}
+	wg.Wait()
+
+	var failed int
+	var firstErr error
+	for _, j := range b.order {
+		if j.err != nil {
+			failed += j.n
+			if firstErr == nil {
+				firstErr = j.err
+			}
+			continue
+		}
+		b.o.tb.ProcessorPayloadOffloadBytesStored.Add(ctx, j.res.BytesWritten)
+		// Identical values within the batch are stored once: the others are dedup hits too.
+		b.o.tb.ProcessorPayloadOffloadDedupHits.Add(ctx, int64(j.res.DedupHits+j.n-1))
+	}
+	if failed > 0 {
+		b.o.tb.ProcessorPayloadOffloadFailures.Add(ctx, int64(failed))
+		if b.o.cfg.OnFailure == OnFailureReject {
+			b.o.logger.Warn("payload_offload: storage failed, refusing the batch so that it is retried",
+				zap.Int("values", failed), zap.Error(firstErr))
+			return fmt.Errorf("payload_offload: %d values could not be stored (on_failure: reject): %w", failed, firstErr)
+		}
+		b.o.logger.Warn("payload_offload: storage failed, values kept inline",
+			zap.Int("values", failed), zap.Error(firstErr))
+	}
+	var offloaded, bytes int64
+	for _, c := range b.cands {
+		if c.job.err != nil {
+			markFailed(c.mark, c.key)
+			continue
+		}
+		if c.key == "" {
+			pcommon.NewValueEmpty().CopyTo(c.body)
+			c.attrs.PutStr(payloadref.LogBodyRefKey, c.job.res.URI)
+		} else {
+			c.attrs.Remove(c.key)
+			c.attrs.PutStr(c.key+payloadref.RefSuffix, c.job.res.URI)
+		}
+		offloaded++
+		bytes += int64(len(c.job.value))
+	}
+	b.o.tb.ProcessorPayloadOffloadValuesOffloaded.Add(ctx, offloaded)
+	b.o.tb.ProcessorPayloadOffloadBytesOffloaded.Add(ctx, bytes)
+	return nil
+}
+
+// put stores one value with the configured timeout per attempt and bounded retry.
+func (o *offloader) put(ctx context.Context, store *payloadref.Store, j *job) (payloadref.PutResult, error) {
+	// Zero-copy view of the string: Put only reads it.
+	data := unsafe.Slice(unsafe.StringData(j.value), len(j.value))
+	attempt := func() (payloadref.PutResult, error) {
+		actx, cancel := context.WithTimeout(ctx, o.cfg.Storage.Timeout)
+		defer cancel()
+		res, err := store.Put(actx, data, j.split)
+		if err != nil && ctx.Err() != nil {
+			return res, backoff.Permanent(err)
+		}
+		return res, err
+	}
+	rc := o.cfg.RetryOnFailure
+	if !rc.Enabled {
+		return attempt()
+	}
+	eb := &backoff.ExponentialBackOff{
+		InitialInterval:     rc.InitialInterval,
+		RandomizationFactor: rc.RandomizationFactor,
+		Multiplier:          rc.Multiplier,
+		MaxInterval:         rc.MaxInterval,
+	}
+	eb.Reset()
+	return backoff.Retry(ctx, attempt,
+		backoff.WithBackOff(eb),
+		backoff.WithMaxElapsedTime(rc.MaxElapsedTime),
+		backoff.WithNotify(func(err error, d time.Duration) {
+			o.logger.Debug("payload_offload: retrying store", zap.Error(err), zap.Duration("in", d))
+		}))
+}
+
+// markFailed appends key to FailedKeysAttr on m.
+func markFailed(m pcommon.Map, key string) {
+	if key == "" {
+		key = bodyKey
+	}
+	var s pcommon.Slice
+	if v, ok := m.Get(FailedKeysAttr); ok && v.Type() == pcommon.ValueTypeSlice {
+		s = v.Slice()
+	} else {
+		s = m.PutEmptySlice(FailedKeysAttr)
+	}
+	for i := 0; i < s.Len(); i++ {
+		if s.At(i).Str() == key {
+			return
+		}
+	}
+	s.AppendEmpty().SetStr(key)
+}
