@@ -4,83 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/runagain/runagain/internal/importer/otlptest"
 )
-
-// otlpServer is an in-process OTLP gRPC trace receiver on 127.0.0.1 built on pdata's
-// ptraceotlp.RegisterGRPCServer. It records the protobuf bytes of every request it accepts.
-type otlpServer struct {
-	ptraceotlp.UnimplementedGRPCServer
-	Addr string
-
-	mu       sync.Mutex
-	requests [][]byte
-	// reply, when set, builds the response (e.g. a partial success).
-	reply func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)
-}
-
-// startOTLPServer listens on 127.0.0.1:0; maxRecv is the server's gRPC receive limit (0 keeps
-// grpc-go's default of 4 MiB, the collector's default too).
-func startOTLPServer(t testing.TB, maxRecv int) *otlpServer {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opts []grpc.ServerOption
-	if maxRecv > 0 {
-		opts = append(opts, grpc.MaxRecvMsgSize(maxRecv))
-	}
-	gs := grpc.NewServer(opts...)
-	s := &otlpServer{Addr: lis.Addr().String()}
-	ptraceotlp.RegisterGRPCServer(gs, s)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	return s
-}
-
-func (s *otlpServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
-	b, err := req.MarshalProto()
-	if err != nil {
-		return ptraceotlp.NewExportResponse(), err
-	}
-	s.mu.Lock()
-	s.requests = append(s.requests, b)
-	reply := s.reply
-	s.mu.Unlock()
-	if reply != nil {
-		return reply(req)
-	}
-	return ptraceotlp.NewExportResponse(), nil
-}
-
-func (s *otlpServer) received(t testing.TB) [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([][]byte(nil), s.requests...)
-}
-
-// receivedTraces decodes every request.
-func (s *otlpServer) receivedTraces(t testing.TB) []ptrace.Traces {
-	var out []ptrace.Traces
-	for _, b := range s.received(t) {
-		req := ptraceotlp.NewExportRequest()
-		if err := req.UnmarshalProto(b); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, req.Traces())
-	}
-	return out
-}
 
 func newSender(t testing.TB, addr string) *Sender {
 	t.Helper()
@@ -95,7 +28,7 @@ func newSender(t testing.TB, addr string) *Sender {
 // TestSendCorpusBytesEqual sends every corpus trace and the fixtures and checks that the bytes
 // the server received are exactly the protobuf of what was parsed.
 func TestSendCorpusBytesEqual(t *testing.T) {
-	srv := startOTLPServer(t, 0)
+	srv := otlptest.Start(t, 0)
 	snd := newSender(t, srv.Addr)
 	files := append(langfuseCorpus(t), anyAgentCorpus(t)...)
 	files = append(files, td("otlp_lines.json"), td("otlp_whole.json"), td("langfuse_small.json"), td("anyagent_small.json"))
@@ -109,12 +42,12 @@ func TestSendCorpusBytesEqual(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := len(srv.received(t))
+		before := len(srv.Requests())
 		st, err := snd.Send(context.Background(), res.Traces)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		got := srv.received(t)[before:]
+		got := srv.Requests()[before:]
 		if len(got) != 1 || st.Requests != 1 || st.Spans != res.SpanCount() || st.Bytes != len(want) {
 			t.Fatalf("%s: %d requests received, stats %+v", f, len(got), st)
 		}
@@ -148,19 +81,19 @@ func bigTraces(n, bigBytes int) ptrace.Traces {
 // but the big span's stays under DefaultMaxRequestBytes, the big span goes alone, and every span
 // arrives byte for byte with its resource and scope.
 func TestSendSplitsLargeFiles(t *testing.T) {
-	srv := startOTLPServer(t, 64<<20) // receiver with max_recv_msg_size_mib: 64
+	srv := otlptest.Start(t, 64<<20) // receiver with max_recv_msg_size_mib: 64
 	snd := newSender(t, srv.Addr)
 	in := bigTraces(150, 5<<20)
 	st, err := snd.Send(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := srv.received(t)
+	reqs := srv.Requests()
 	if len(reqs) < 3 || st.Requests != len(reqs) || st.Spans != in.SpanCount() {
 		t.Fatalf("%d requests, stats %+v", len(reqs), st)
 	}
 	bigSeen := false
-	for i, tr := range srv.receivedTraces(t) {
+	for i, tr := range srv.Traces(t) {
 		if len(reqs[i]) > DefaultMaxRequestBytes {
 			if tr.SpanCount() != 1 || len(reqs[i]) < 5<<20 {
 				t.Errorf("request %d: %d bytes with %d spans over the limit", i, len(reqs[i]), tr.SpanCount())
@@ -173,7 +106,7 @@ func TestSendSplitsLargeFiles(t *testing.T) {
 	}
 	want := singleSpanBytes(t, in)
 	got := map[string][]byte{}
-	for _, tr := range srv.receivedTraces(t) {
+	for _, tr := range srv.Traces(t) {
 		for k, v := range singleSpanBytes(t, tr) {
 			if _, dup := got[k]; dup {
 				t.Fatalf("span %s received twice", k)
@@ -195,7 +128,7 @@ func TestSendSplitsLargeFiles(t *testing.T) {
 // span against a receiver with the default 4 MiB limit fails with ResourceExhausted and is
 // reported, not dropped silently.
 func TestSendOversizeSpanDefaultReceiver(t *testing.T) {
-	srv := startOTLPServer(t, 0)
+	srv := otlptest.Start(t, 0)
 	snd := newSender(t, srv.Addr)
 	_, err := snd.Send(context.Background(), bigTraces(1, 5<<20))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "export request 1 of 1") {
@@ -204,13 +137,13 @@ func TestSendOversizeSpanDefaultReceiver(t *testing.T) {
 }
 
 func TestSendPartialSuccess(t *testing.T) {
-	srv := startOTLPServer(t, 0)
-	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	srv := otlptest.Start(t, 0)
+	srv.SetReply(func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
 		resp := ptraceotlp.NewExportResponse()
 		resp.PartialSuccess().SetRejectedSpans(2)
 		resp.PartialSuccess().SetErrorMessage("2 spans had an empty trace id")
 		return resp, nil
-	}
+	})
 	snd := newSender(t, srv.Addr)
 	res, err := ParseFile(td("anyagent_small.json"))
 	if err != nil {
@@ -226,11 +159,11 @@ func TestSendPartialSuccess(t *testing.T) {
 	}
 
 	// A partial success that rejects nothing is a warning, not an error.
-	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	srv.SetReply(func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
 		resp := ptraceotlp.NewExportResponse()
 		resp.PartialSuccess().SetErrorMessage("attribute truncated upstream")
 		return resp, nil
-	}
+	})
 	st, err = snd.Send(context.Background(), res.Traces)
 	if err != nil || len(st.Warnings) != 1 {
 		t.Fatalf("warning: %v %+v", err, st)
@@ -238,15 +171,15 @@ func TestSendPartialSuccess(t *testing.T) {
 }
 
 func TestSendRetriesUnavailable(t *testing.T) {
-	srv := startOTLPServer(t, 0)
+	srv := otlptest.Start(t, 0)
 	calls := 0
-	srv.reply = func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	srv.SetReply(func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
 		calls++
 		if calls < 3 {
 			return ptraceotlp.NewExportResponse(), status.Error(codes.Unavailable, "memory limiter")
 		}
 		return ptraceotlp.NewExportResponse(), nil
-	}
+	})
 	snd := newSender(t, srv.Addr)
 	snd.Retries = 3
 	res, err := ParseFile(td("otlp_whole.json"))

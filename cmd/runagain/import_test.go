@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/importer/otlptest"
+)
+
+func fixture(name string) string {
+	return filepath.Join("..", "..", "internal", "importer", "testdata", name)
+}
+
+// runCLI executes the real root command with args and returns stdout, stderr and the error.
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&errOut)
+	rootCmd.SetArgs(args)
+	defer rootCmd.SetArgs(nil)
+	err := rootCmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// spanKeys maps "traceid/spanid" to the protobuf of the span alone with its resource and scope.
+func spanKeys(t *testing.T, tds ...ptrace.Traces) map[string][]byte {
+	t.Helper()
+	var m ptrace.ProtoMarshaler
+	out := map[string][]byte{}
+	for _, td := range tds {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				ss := rs.ScopeSpans().At(j)
+				for k := 0; k < ss.Spans().Len(); k++ {
+					one := ptrace.NewTraces()
+					ors := one.ResourceSpans().AppendEmpty()
+					rs.Resource().CopyTo(ors.Resource())
+					ors.SetSchemaUrl(rs.SchemaUrl())
+					oss := ors.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(oss.Scope())
+					oss.SetSchemaUrl(ss.SchemaUrl())
+					sp := ss.Spans().At(k)
+					sp.CopyTo(oss.Spans().AppendEmpty())
+					b, err := m.MarshalTraces(one)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[sp.TraceID().String()+"/"+sp.SpanID().String()] = b
+				}
+			}
+		}
+	}
+	return out
+}
+
+func parseAll(t *testing.T, files []string) []ptrace.Traces {
+	t.Helper()
+	var out []ptrace.Traces
+	for _, f := range files {
+		res, err := importer.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, res.Traces)
+	}
+	return out
+}
+
+func TestImportCommandSendsEveryFile(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	files := []string{fixture("otlp_lines.json"), fixture("otlp_whole.json"), fixture("langfuse_small.json"), fixture("anyagent_small.json")}
+	files = append(files, corpus.Walk(t, "langfuse", func(p string) bool { return strings.HasSuffix(p, ".trace.json") })...)
+	files = append(files, corpus.Walk(t, "any-agent", func(p string) bool { return strings.HasSuffix(p, "_trace.json") })...)
+
+	out, _, err := runCLI(t, append([]string{"import", "--endpoint", srv.Addr, "--timeout", "20s"}, files...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(files) {
+		t.Fatalf("%d summary lines for %d files:\n%s", len(lines), len(files), out)
+	}
+	re := regexp.MustCompile(`^(.+): (otlp-json|langfuse|any-agent), (\d+) spans, (\d+) traces sent to `)
+	for i, l := range lines {
+		m := re.FindStringSubmatch(l)
+		if m == nil || m[1] != files[i] {
+			t.Errorf("summary line %q for %s", l, files[i])
+		}
+	}
+	want := spanKeys(t, parseAll(t, files)...)
+	got := spanKeys(t, srv.Traces(t)...)
+	if len(got) != len(want) {
+		t.Fatalf("received %d spans, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if !bytes.Equal(got[k], w) {
+			t.Errorf("span %s: received bytes differ from the parsed file", k)
+		}
+	}
+}
+
+func TestImportMalformedFileSendsNothing(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	bad := fixture("bad_langfuse_time.json")
+
+	_, _, err := runCLI(t, "import", "--endpoint", srv.Addr, bad)
+	if err == nil || !strings.Contains(err.Error(), bad+":5:19: ") {
+		t.Fatalf("error %v does not name %s:5:19", err, bad)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent for a malformed file", n)
+	}
+
+	// Between good files: the good ones arrive, nothing of the bad one.
+	good := []string{fixture("otlp_whole.json"), fixture("anyagent_small.json")}
+	out, _, err := runCLI(t, "import", "--endpoint", srv.Addr, good[0], bad, fixture("bad_truncated.json"), good[1])
+	if err == nil || !strings.Contains(err.Error(), "2 of 4 files failed") || !strings.Contains(err.Error(), fixture("bad_truncated.json")+":1:102: ") {
+		t.Fatalf("error %v", err)
+	}
+	if strings.Count(out, "\n") != 2 {
+		t.Errorf("want 2 summary lines:\n%s", out)
+	}
+	want := spanKeys(t, parseAll(t, good)...)
+	got := spanKeys(t, srv.Traces(t)...)
+	if len(got) != len(want) {
+		t.Fatalf("received %d spans, want %d (the good files only)", len(got), len(want))
+	}
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("span %s of a good file missing", k)
+		}
+	}
+}
+
+func TestImportReportsRejectedSpans(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	srv.SetReply(func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+		resp := ptraceotlp.NewExportResponse()
+		resp.PartialSuccess().SetRejectedSpans(1)
+		resp.PartialSuccess().SetErrorMessage("span has an empty trace id")
+		return resp, nil
+	})
+	f := fixture("otlp_whole.json")
+	_, _, err := runCLI(t, "import", "--endpoint", srv.Addr, f)
+	if err == nil || !strings.Contains(err.Error(), f+": sent 1 of 2 spans: collector rejected 1 spans: span has an empty trace id") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestImportNeedsFiles(t *testing.T) {
+	if _, _, err := runCLI(t, "import"); err == nil {
+		t.Fatal("import without files must fail")
+	}
+}

@@ -1,0 +1,98 @@
+// Package otlptest provides an in-process OTLP gRPC trace receiver for tests, built on pdata's
+// ptraceotlp.RegisterGRPCServer and listening on 127.0.0.1.
+package otlptest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+)
+
+// Server records the protobuf bytes of every export request it accepts.
+type Server struct {
+	ptraceotlp.UnimplementedGRPCServer
+	// Addr is host:port of the listener.
+	Addr string
+
+	mu       sync.Mutex
+	requests [][]byte
+	reply    func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)
+}
+
+// Start listens on 127.0.0.1:0 and serves until the test ends. maxRecv is the server's gRPC
+// receive limit in bytes; 0 keeps grpc-go's default of 4 MiB (the collector's default too).
+func Start(tb testing.TB, maxRecv int) *Server {
+	tb.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if maxRecv > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(maxRecv))
+	}
+	gs := grpc.NewServer(opts...)
+	s := &Server{Addr: lis.Addr().String()}
+	ptraceotlp.RegisterGRPCServer(gs, s)
+	go func() { _ = gs.Serve(lis) }()
+	tb.Cleanup(gs.Stop)
+	return s
+}
+
+// SetReply makes f build the responses (partial success, errors); nil restores plain success.
+func (s *Server) SetReply(f func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = f
+}
+
+// Export implements ptraceotlp.GRPCServer.
+func (s *Server) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	b, err := req.MarshalProto()
+	if err != nil {
+		return ptraceotlp.NewExportResponse(), err
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, b)
+	reply := s.reply
+	s.mu.Unlock()
+	if reply != nil {
+		return reply(req)
+	}
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+// Requests returns the protobuf bytes of the requests received so far.
+func (s *Server) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.requests...)
+}
+
+// Traces decodes the requests received so far.
+func (s *Server) Traces(tb testing.TB) []ptrace.Traces {
+	tb.Helper()
+	var out []ptrace.Traces
+	for _, b := range s.Requests() {
+		req := ptraceotlp.NewExportRequest()
+		if err := req.UnmarshalProto(b); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, req.Traces())
+	}
+	return out
+}
+
+// SpanCount is the number of spans received so far.
+func (s *Server) SpanCount(tb testing.TB) int {
+	n := 0
+	for _, td := range s.Traces(tb) {
+		n += td.SpanCount()
+	}
+	return n
+}
