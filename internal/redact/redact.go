@@ -1,0 +1,443 @@
+package redact
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/coregx/ahocorasick"
+)
+
+// Finding is one redacted value: the rule that found it and its byte span [Start, End) in the
+// input given to the call that returned it. It never holds the value itself.
+type Finding struct {
+	Rule     string
+	Category Category
+	Action   Action
+	Start    int
+	End      int
+}
+
+// Redactor finds and replaces sensitive values. Build it with New; it is safe for concurrent use.
+type Redactor struct {
+	rules     []*rule
+	byName    map[string]*rule
+	ac        *ahocorasick.Automaton
+	acRules   [][]int // AC pattern id -> rule indexes
+	digitIdx  []int   // rules triggered by digit clusters
+	scanAll   []int   // rules without trigger
+	ipv6      *rule
+	hashKey   []byte
+	macPool   sync.Pool
+	keyRuleOn map[string]bool
+}
+
+// New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).
+func New(cfg Config) (*Redactor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	piiAction, secretAction := cfg.PIIAction, cfg.SecretAction
+	if piiAction == "" {
+		piiAction = ActionHash
+	}
+	if secretAction == "" {
+		secretAction = ActionMask
+	}
+	disabled := map[string]bool{}
+	for _, n := range cfg.Disabled {
+		disabled[n] = true
+	}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}}
+	for _, br := range builtinRules() {
+		if disabled[br.name] {
+			continue
+		}
+		r.rules = append(r.rules, br)
+	}
+	// custom rules go before the PII rules so an operator's rule wins an overlap with a generic one
+	firstPII := slices.IndexFunc(r.rules, func(x *rule) bool { return x.cat == CategoryPII })
+	if firstPII < 0 {
+		firstPII = len(r.rules)
+	}
+	var customs []*rule
+	for _, cr := range cfg.Custom {
+		re := regexp.MustCompile(cr.Regex) // validated above
+		cat := cr.Category
+		if cat == "" {
+			cat = CategorySecret
+		}
+		v := validators[cr.Validator]
+		group := 0
+		if i := re.SubexpIndex("value"); i > 0 {
+			group = i
+		}
+		cu := &rule{name: cr.Name, cat: cat, re: re, group: group, keywords: cr.Keywords, scanAll: len(cr.Keywords) == 0,
+			before: 64, after: 512, action: cr.Action}
+		cu.check = func(s string, m []int, a, b int) (int, int, bool) { return a, b, v(s[a:b]) }
+		customs = append(customs, cu)
+	}
+	r.rules = slices.Concat(r.rules[:firstPII], customs, r.rules[firstPII:])
+
+	var patterns []string
+	patIdx := map[string]int{}
+	for i, ru := range r.rules {
+		if ru.action == "" {
+			ru.action = secretAction
+			if ru.cat == CategoryPII {
+				ru.action = piiAction
+			}
+		}
+		if a, ok := cfg.RuleActions[ru.name]; ok {
+			ru.action = a
+		}
+		r.byName[ru.name] = ru
+		switch {
+		case ru.name == RuleIPv6 && ru.re == nil:
+			r.ipv6 = ru
+		case ru.digits:
+			r.digitIdx = append(r.digitIdx, i)
+		case ru.scanAll:
+			r.scanAll = append(r.scanAll, i)
+		default:
+			for _, kw := range ru.keywords {
+				id, ok := patIdx[kw]
+				if !ok {
+					id = len(patterns)
+					patIdx[kw] = id
+					patterns = append(patterns, kw)
+					r.acRules = append(r.acRules, nil)
+				}
+				r.acRules[id] = append(r.acRules[id], i)
+			}
+		}
+	}
+	for _, n := range []string{RuleAuthorization, RuleCookie, RulePasswordKey} {
+		r.keyRuleOn[n] = r.byName[n] != nil
+	}
+	if len(patterns) > 0 {
+		ac, err := ahocorasick.NewBuilder().AddStrings(patterns).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building keyword automaton: %w", err)
+		}
+		r.ac = ac
+	}
+	r.hashKey = cfg.HashKey
+	if len(r.hashKey) == 0 {
+		r.hashKey = make([]byte, 32)
+		if _, err := rand.Read(r.hashKey); err != nil {
+			return nil, fmt.Errorf("hash_key: generating a random key: %w", err)
+		}
+	}
+	r.macPool.New = func() any { return hmac.New(sha256.New, r.hashKey) }
+	return r, nil
+}
+
+// Rules returns the names of the active rules in priority order.
+func (r *Redactor) Rules() []string {
+	out := make([]string, len(r.rules))
+	for i, ru := range r.rules {
+		out[i] = ru.name
+	}
+	return out
+}
+
+// ActionOf returns the action configured for rule name ("" when the rule is not active).
+func (r *Redactor) ActionOf(name string) Action {
+	if ru := r.byName[name]; ru != nil {
+		return ru.action
+	}
+	return ""
+}
+
+type cand struct {
+	prio       int
+	start, end int
+}
+
+// Find returns the non-overlapping findings in s, sorted by Start. Where two rules claim
+// overlapping spans the one earlier in Rules() wins.
+func (r *Redactor) Find(s string) []Finding {
+	var cs []cand
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	if r.ac != nil && len(s) > 0 {
+		lastEnd := make([]int, len(r.rules))
+		for i := range lastEnd {
+			lastEnd[i] = -1
+		}
+		for _, m := range r.ac.FindAllOverlapping(b) {
+			for _, ri := range r.acRules[m.PatternID] {
+				ru := r.rules[ri]
+				if m.End+ru.after <= lastEnd[ri] {
+					continue // an earlier window of this rule already covered the trigger
+				}
+				lo, hi := window(s, m.Start-ru.before, m.End+ru.after)
+				lastEnd[ri] = hi
+				cs = r.runRule(cs, s, ri, lo, hi)
+			}
+		}
+	}
+	for _, ri := range r.scanAll {
+		cs = r.runRule(cs, s, ri, 0, len(s))
+	}
+	if len(r.digitIdx) > 0 {
+		scanDigitClusters(s, func(lo, hi int) {
+			for _, ri := range r.digitIdx {
+				ru := r.rules[ri]
+				wlo, whi := window(s, lo-ru.before, hi+ru.after)
+				cs = r.runRule(cs, s, ri, wlo, whi)
+			}
+		})
+	}
+	if r.ipv6 != nil {
+		prio := slices.Index(r.rules, r.ipv6)
+		scanIPv6(s, func(lo, hi int) { cs = append(cs, cand{prio: prio, start: lo, end: hi}) })
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return r.resolve(cs)
+}
+
+func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
+	ru := r.rules[ri]
+	w := s[lo:hi]
+	for _, m := range ru.re.FindAllStringSubmatchIndex(w, -1) {
+		a, b := m[0], m[1]
+		if ru.group > 0 {
+			if m[2*ru.group] < 0 {
+				continue
+			}
+			a, b = m[2*ru.group], m[2*ru.group+1]
+		}
+		ok := true
+		if ru.check != nil {
+			a, b, ok = ru.check(w, m, a, b)
+		}
+		if ok && b > a {
+			cs = append(cs, cand{prio: ri, start: lo + a, end: lo + b})
+		}
+	}
+	return cs
+}
+
+// resolve keeps, by priority then length, the candidates that overlap no kept one.
+func (r *Redactor) resolve(cs []cand) []Finding {
+	slices.SortFunc(cs, func(x, y cand) int {
+		if x.prio != y.prio {
+			return x.prio - y.prio
+		}
+		if x.start != y.start {
+			return x.start - y.start
+		}
+		return (y.end - y.start) - (x.end - x.start)
+	})
+	kept := make([]cand, 0, len(cs))
+	for _, c := range cs {
+		// kept is sorted by start; binary search the first kept with end > c.start
+		i, _ := slices.BinarySearchFunc(kept, c.start, func(k cand, start int) int {
+			if k.end <= start {
+				return -1
+			}
+			return 1
+		})
+		if i < len(kept) && kept[i].start < c.end {
+			continue
+		}
+		kept = slices.Insert(kept, i, c)
+	}
+	out := make([]Finding, len(kept))
+	for i, k := range kept {
+		ru := r.rules[k.prio]
+		out[i] = Finding{Rule: ru.name, Category: ru.cat, Action: ru.action, Start: k.start, End: k.end}
+	}
+	return out
+}
+
+// window clips [lo, hi) to s and widens both ends to the edge of the token they cut, so that
+// word-boundary assertions see real boundaries (at most 8 KiB further).
+func window(s string, lo, hi int) (int, int) {
+	lo = max(lo, 0)
+	hi = min(hi, len(s))
+	for n := 0; lo > 0 && n < 8192 && isTokenByte(s[lo-1]); n++ {
+		lo--
+	}
+	for n := 0; hi < len(s) && n < 8192 && isTokenByte(s[hi]); n++ {
+		hi++
+	}
+	// do not split a UTF-8 sequence
+	for lo > 0 && lo < len(s) && s[lo]&0xC0 == 0x80 {
+		lo--
+	}
+	for hi < len(s) && s[hi]&0xC0 == 0x80 {
+		hi++
+	}
+	return lo, hi
+}
+
+func isTokenByte(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '-' || c == '+' || c == '/' || c == '=' || c == '.' || c == '%'
+}
+
+// scanDigitClusters calls f for each run of digits and separators (space - . ( ) +) holding at
+// least 4 digits, where separators come at most two in a row.
+func scanDigitClusters(s string, f func(lo, hi int)) {
+	n := len(s)
+	for i := 0; i < n; {
+		c := s[i]
+		if c < '0' || c > '9' {
+			i++
+			continue
+		}
+		lo, digits, j, last := i, 0, i, i
+		gap := 0
+		for j < n {
+			c := s[j]
+			if c >= '0' && c <= '9' {
+				digits++
+				gap = 0
+				last = j + 1
+			} else if c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '+' {
+				gap++
+				if gap > 2 {
+					break
+				}
+			} else {
+				break
+			}
+			j++
+		}
+		if digits >= 4 {
+			f(lo, last)
+		}
+		i = max(j, i+1)
+	}
+}
+
+// scanIPv6 calls f for each IPv6 address: a run of hex digits, colons and dots with at least two
+// colons that netip parses (loopback and unspecified excluded).
+func scanIPv6(s string, f func(lo, hi int)) {
+	n := len(s)
+	for i := 0; i < n; i++ {
+		if s[i] != ':' {
+			continue
+		}
+		// need a hex digit or another colon on at least one side
+		if !(i+1 < n && (isHex(s[i+1]) || s[i+1] == ':')) {
+			continue
+		}
+		lo := i
+		for lo > 0 && (isHex(s[lo-1]) || s[lo-1] == ':' || s[lo-1] == '.') && i-lo < 45 {
+			lo--
+		}
+		hi := i + 1
+		colons := 1
+		for hi < n && (isHex(s[hi]) || s[hi] == ':' || s[hi] == '.') && hi-lo < 45 {
+			if s[hi] == ':' {
+				colons++
+			}
+			hi++
+		}
+		for j := lo; j < i; j++ {
+			if s[j] == ':' {
+				colons++
+			}
+		}
+		if colons >= 2 {
+			for hi > lo && s[hi-1] == '.' {
+				hi--
+			}
+			boundary := (lo == 0 || !isTokenByte(s[lo-1]) || s[lo-1] == '.') && (hi == n || !isAlnum(s[hi]))
+			if boundary {
+				if a, err := netip.ParseAddr(s[lo:hi]); err == nil && a.Is6() && !a.IsLoopback() && !a.IsUnspecified() {
+					f(lo, hi)
+				}
+			}
+		}
+		i = hi
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// Token returns the replacement of value v found by rule name under action a: "[REDACTED:name]"
+// for mask and drop, "name:<12 hex of HMAC-SHA256(key, v)>" for hash.
+func (r *Redactor) Token(name string, a Action, v string) string {
+	if a != ActionHash {
+		return "[REDACTED:" + name + "]"
+	}
+	mac := r.macPool.Get().(interface {
+		Write([]byte) (int, error)
+		Sum([]byte) []byte
+		Reset()
+	})
+	mac.Reset()
+	_, _ = mac.Write(unsafe.Slice(unsafe.StringData(v), len(v)))
+	var sum [sha256.Size]byte
+	out := mac.Sum(sum[:0])
+	r.macPool.Put(mac)
+	return name + ":" + hex.EncodeToString(out[:6])
+}
+
+// apply replaces each finding's span in s with its token.
+func (r *Redactor) apply(s string, fs []Finding) string {
+	if len(fs) == 0 {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	prev := 0
+	for _, f := range fs {
+		sb.WriteString(s[prev:f.Start])
+		sb.WriteString(r.Token(f.Rule, f.Action, s[f.Start:f.End]))
+		prev = f.End
+	}
+	sb.WriteString(s[prev:])
+	return sb.String()
+}
+
+// RedactString treats s as plain text: it returns s with every finding replaced, and the
+// findings (spans in s). When nothing is found it returns s itself.
+func (r *Redactor) RedactString(s string) (string, []Finding) {
+	fs := r.Find(s)
+	return r.apply(s, fs), fs
+}
+
+// HasDrop reports whether any finding asks for the whole value to be dropped.
+func HasDrop(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Action == ActionDrop {
+			return true
+		}
+	}
+	return false
+}
+
+// stripScheme removes an HTTP auth scheme ("Bearer ", "Basic ", ...) for placeholder checks.
+func stripScheme(v string) string {
+	v = strings.TrimSpace(v)
+	if i := strings.IndexByte(v, ' '); i > 0 && i < 16 {
+		return strings.TrimSpace(v[i+1:])
+	}
+	return v
+}
+
+func base64Decode(v string) (string, error) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil {
+			return string(b), nil
+		}
+	}
+	return "", fmt.Errorf("not base64")
+}

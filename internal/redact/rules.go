@@ -1,0 +1,438 @@
+package redact
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// rule is one detector. Its regex runs on a window around each trigger: an Aho-Corasick match of
+// one of its keywords, or (digits) a cluster of digits found by the byte scanner.
+type rule struct {
+	name     string
+	cat      Category
+	re       *regexp.Regexp
+	group    int      // submatch whose span is replaced; 0 = whole match
+	keywords []string // literal triggers (case-sensitive; list the case variants)
+	digits   bool     // triggered by digit clusters instead of keywords
+	scanAll  bool     // no trigger: the regex runs on whole values (custom rules without keywords)
+	before   int      // window bytes before the trigger
+	after    int      // window bytes after the trigger
+	// check validates a match; s is the window, m the submatch indices within it. It may return
+	// adjusted bounds of the replaced span (relative to s).
+	check  func(s string, m []int, start, end int) (int, int, bool)
+	action Action
+}
+
+func caseVariants(words ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range words {
+		for _, v := range []string{strings.ToLower(w), strings.ToUpper(w), strings.ToUpper(w[:1]) + strings.ToLower(w[1:]), w} {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// notPlaceholder accepts the replaced span unless it is a placeholder.
+func notPlaceholder(s string, _ []int, start, end int) (int, int, bool) {
+	return start, end, !isPlaceholder(s[start:end])
+}
+
+// randomSecret: not a placeholder, and mixed enough to be a generated key.
+func randomSecret(s string, _ []int, start, end int) (int, int, bool) {
+	v := s[start:end]
+	if isPlaceholder(v) || entropy(v) < 3.0 {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+func valueCheck(f func(string) bool) func(string, []int, int, int) (int, int, bool) {
+	return func(s string, _ []int, start, end int) (int, int, bool) {
+		return start, end, f(s[start:end])
+	}
+}
+
+// Rule names of the built-in detectors, in priority order (an earlier rule wins an overlap).
+const (
+	RulePEMPrivateKey  = "pem_private_key"
+	RuleJWT            = "jwt"
+	RuleAnthropic      = "anthropic_api_key"
+	RuleOpenAI         = "openai_api_key"
+	RuleAWSAccessKeyID = "aws_access_key_id"
+	RuleAWSSecretKey   = "aws_secret_access_key"
+	RuleAWSSigV4       = "aws_sigv4_credential"
+	RuleGoogleAPIKey   = "google_api_key"
+	RuleGoogleOAuth    = "google_oauth_token"
+	RuleGitHub         = "github_token"
+	RuleGitLab         = "gitlab_token"
+	RuleSlackToken     = "slack_token"
+	RuleSlackWebhook   = "slack_webhook"
+	RuleStripe         = "stripe_secret_key"
+	RuleHuggingFace    = "huggingface_token"
+	RuleNPM            = "npm_token"
+	RuleSendGrid       = "sendgrid_api_key"
+	RuleGroq           = "groq_api_key"
+	RuleXAI            = "xai_api_key"
+	RuleReplicate      = "replicate_api_token"
+	RuleDatabricks     = "databricks_token"
+	RulePyPI           = "pypi_token"
+	RuleURLCredentials = "url_credentials"
+	RuleAuthorization  = "authorization"
+	RuleCookie         = "cookie"
+	RulePasswordKey    = "password_key"
+	RuleIBAN           = "iban"
+	RuleEmail          = "email"
+	RuleCreditCard     = "credit_card"
+	RuleUSSSN          = "us_ssn"
+	RuleIPv4           = "ipv4_address"
+	RuleIPv6           = "ipv6_address"
+	RulePhone          = "phone_number"
+)
+
+var builtinTemplate = sync.OnceValue(compileBuiltinRules)
+
+// builtinRules returns fresh copies of the built-in rules (regexes are shared).
+func builtinRules() []*rule {
+	t := builtinTemplate()
+	out := make([]*rule, len(t))
+	for i, r := range t {
+		c := *r
+		out[i] = &c
+	}
+	return out
+}
+
+func compileBuiltinRules() []*rule {
+	sec := func(name, re string, kw []string, after int, check func(string, []int, int, int) (int, int, bool)) *rule {
+		if check == nil {
+			check = notPlaceholder
+		}
+		return &rule{name: name, cat: CategorySecret, re: regexp.MustCompile(re), keywords: kw, before: 8, after: after, check: check}
+	}
+	rs := []*rule{
+		sec(RulePEMPrivateKey, `-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,\-]*)`,
+			[]string{"-----BEGIN"}, 16384, func(_ string, _ []int, a, b int) (int, int, bool) { return a, b, true }),
+		sec(RuleJWT, `\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, []string{"eyJ"}, 8192, nil),
+		sec(RuleAnthropic, `\bsk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,}`, []string{"sk-ant-"}, 256, nil),
+		sec(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
+		sec(RuleAWSAccessKeyID, `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b`,
+			[]string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA"}, 32, nil),
+		sec(RuleAWSSecretKey, `(?i)(?:aws|amazon)[A-Za-z0-9_.\-]{0,24}(?:secret|sk)[A-Za-z0-9_.\-]{0,24}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)`,
+			caseVariants("aws", "amazon"), 128, nil),
+		sec(RuleAWSSigV4, `Credential=([A-Za-z0-9]{16,128})/`, []string{"Credential="}, 160, nil),
+		sec(RuleGoogleAPIKey, `\bAIza[0-9A-Za-z_\-]{35}`, []string{"AIza"}, 48, nil),
+		sec(RuleGoogleOAuth, `\bya29\.[0-9A-Za-z_\-]{20,}`, []string{"ya29."}, 2048, nil),
+		sec(RuleGitHub, `\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})`,
+			[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, 300, nil),
+		sec(RuleGitLab, `\bgl(?:pat|dt|rt|ptt|cbt|imt|oas|soat|ft|agent|ffct)-[A-Za-z0-9_\-]{20,}`,
+			[]string{"glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "gloas-", "glsoat-", "glft-", "glagent-", "glffct-"}, 300, nil),
+		sec(RuleSlackToken, `\bxox[abposre]-(?:[0-9]+-)*[A-Za-z0-9\-]{10,}`,
+			[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"}, 300, nil),
+		sec(RuleSlackWebhook, `https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}`, []string{"hooks.slack.com"}, 256, nil),
+		sec(RuleStripe, `\b(?:sk|rk)_(?:live|test|prod)_([A-Za-z0-9]{10,247})`, []string{"sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"}, 300,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				// "test" is part of Stripe's test-mode prefix; only the random part must not be a placeholder.
+				return m[0], m[1], !isPlaceholder(s[m[2]:m[3]])
+			}),
+		sec(RuleHuggingFace, `\b(?:hf_[A-Za-z0-9]{30,40}|api_org_[A-Za-z0-9]{30,40})\b`, []string{"hf_", "api_org_"}, 64, randomSecret),
+		sec(RuleNPM, `\bnpm_[A-Za-z0-9]{36}\b`, []string{"npm_"}, 48, nil),
+		sec(RuleSendGrid, `\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b`, []string{"SG."}, 80, nil),
+		sec(RuleGroq, `\bgsk_[A-Za-z0-9]{48,52}\b`, []string{"gsk_"}, 64, nil),
+		sec(RuleXAI, `\bxai-[A-Za-z0-9]{70,90}\b`, []string{"xai-"}, 100, nil),
+		sec(RuleReplicate, `\br8_[A-Za-z0-9]{37}\b`, []string{"r8_"}, 48, nil),
+		sec(RuleDatabricks, `\bdapi[a-f0-9]{32}(?:-\d)?\b`, []string{"dapi"}, 48, nil),
+		sec(RulePyPI, `\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, []string{"pypi-AgEIcHlwaS5vcmc"}, 1024, nil),
+		sec(RuleURLCredentials, `\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://([^\s:@/?#"'<>\\]{1,128}:([^\s@/?#"'<>\\]{1,256}))@`, []string{"://"}, 400,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				return a, b, !isPlaceholder(s[m[4]:m[5]])
+			}),
+		sec(RuleAuthorization, `(?i)\b(bearer|basic)\s+([A-Za-z0-9\-._~+/]{8,}=*)`, caseVariants("bearer", "basic"), 4096,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				scheme, v := strings.ToLower(s[m[2]:m[3]]), s[m[4]:m[5]]
+				if isPlaceholder(v) {
+					return 0, 0, false
+				}
+				if scheme == "basic" {
+					return m[4], m[5], basicCredential(v)
+				}
+				return m[4], m[5], len(v) >= 12 && hasDigitOrSymbol(v)
+			}),
+		sec(RuleCookie, `(?i)\b(?:set-)?cookie["']?\s*[:=]\s*["']?([^\r\n"']+)`, caseVariants("cookie"), 4096,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				v := s[a:b]
+				return a, b, strings.Contains(v, "=") && !isPlaceholder(v)
+			}),
+		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["']?[ \t]*[:=][ \t]*["']?([^\s"',;&<>]{4,256})`,
+			caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey"), 300,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				if _, ok := SensitiveKey(s[m[2]:m[3]]); !ok {
+					return 0, 0, false
+				}
+				v := s[m[4]:m[5]]
+				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v)
+			}),
+	}
+	for _, r := range rs {
+		r.before = max(r.before, 64)
+	}
+	pii := func(name, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
+		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check}
+	}
+	rs = append(rs,
+		pii(RuleIBAN, `\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}`, ibanRefine),
+		&rule{name: RuleEmail, cat: CategoryPII, re: regexp.MustCompile(`[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}\b`),
+			keywords: []string{"@"}, before: 80, after: 260, check: emailCheck},
+		pii(RuleCreditCard, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{12,19}\b`,
+			func(s string, _ []int, a, b int) (int, int, bool) {
+				// "+4477..." is a phone number in international format
+				return a, b, (a == 0 || s[a-1] != '+') && creditCardValid(s[a:b])
+			}),
+		pii(RuleUSSSN, `\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b`, valueCheck(ssnValid)),
+		pii(RuleIPv4, `\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b`, ipv4Check),
+		&rule{name: RuleIPv6, cat: CategoryPII}, // found by the byte scanner (scanIPv6), no regex
+		pii(RulePhone, `(?:\+\d{1,3}[ .\-]?|\b00\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d[\d .\-()]{4,22}\d(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6})?`, phoneRefine),
+	)
+	return rs
+}
+
+// BuiltinRules lists the names of the built-in rules in priority order.
+func BuiltinRules() []string {
+	var out []string
+	for _, r := range builtinRules() {
+		out = append(out, r.name)
+	}
+	return out
+}
+
+func isBooleanOrNull(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "null", "none", "nil", "undefined", "required", "optional", "string":
+		return true
+	}
+	return false
+}
+
+func hasDigitOrSymbol(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '+' || c == '/' || c == '~' || c == '=' {
+			return true
+		}
+	}
+	return false
+}
+
+func emailCheck(s string, _ []int, a, b int) (int, int, bool) {
+	v := s[a:b]
+	at := strings.IndexByte(v, '@')
+	local := v[:at]
+	// trim leading dots and the like that RE2 could not exclude without look-behind
+	for len(local) > 0 && (local[0] == '.' || local[0] == '-' || local[0] == '+') {
+		local = local[1:]
+		a++
+	}
+	if local == "" || strings.HasSuffix(local, ".") {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+func ipv4Check(s string, _ []int, a, b int) (int, int, bool) {
+	// part of a longer dotted sequence (a version number, an OID): not an address
+	if (a > 0 && s[a-1] == '.') || (b+1 < len(s) && s[b] == '.' && s[b+1] >= '0' && s[b+1] <= '9') {
+		return 0, 0, false
+	}
+	return a, b, ipValid(s[a:b])
+}
+
+// ibanRefine cuts the candidate to the length registered for its country, then checks mod-97.
+func ibanRefine(s string, _ []int, a, b int) (int, int, bool) {
+	cc := strings.ToUpper(s[a : a+2])
+	want, ok := ibanLengths[cc]
+	if !ok {
+		return 0, 0, false
+	}
+	n := 0
+	i := a
+	for ; i < b && n < want; i++ {
+		if s[i] != ' ' {
+			n++
+		}
+	}
+	if n != want {
+		return 0, 0, false
+	}
+	if i < len(s) && isAlnum(s[i]) {
+		return 0, 0, false
+	}
+	return a, i, ibanValid(s[a:i])
+}
+
+var dateLike = regexp.MustCompile(`^(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})$`)
+
+// phoneRefine validates the candidate and, when the whole does not validate, retries without its
+// trailing digit groups (a phone number followed by another number).
+func phoneRefine(s string, _ []int, a, b int) (int, int, bool) {
+	for try := 0; try < 3; try++ {
+		v := strings.TrimRight(s[a:b], " .-(")
+		b = a + len(v)
+		if dateLike.MatchString(v) {
+			return 0, 0, false
+		}
+		if a > 0 && (isAlnum(s[a-1]) || s[a-1] == '.' || s[a-1] == '/' || s[a-1] == ':') {
+			return 0, 0, false
+		}
+		if b < len(s) && (isAlpha(s[b]) && s[b] != 'x' || s[b] == '/' || s[b] == ':') {
+			return 0, 0, false
+		}
+		if phoneValid(v) {
+			return a, b, phoneContextOK(s, a, b)
+		}
+		cut := strings.LastIndexAny(v, " .-")
+		if cut <= 0 {
+			break
+		}
+		b = a + cut
+	}
+	return 0, 0, false
+}
+
+func isAlnum(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+func isAlpha(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+// basicCredential: base64 that decodes to "user:password".
+func basicCredential(v string) bool {
+	dec, err := base64Decode(v)
+	if err != nil {
+		return false
+	}
+	i := strings.IndexByte(dec, ':')
+	return i > 0 && i < len(dec)-1 && !isPlaceholder(dec[i+1:])
+}
+
+// sensitiveKeySuffixes: normalised (lower case, without - _ . and spaces) key endings whose
+// values are credentials.
+var sensitiveKeySuffixes = []string{"password", "passwd", "pwd", "passphrase", "secret", "secretkey", "secretaccesskey",
+	"clientsecret", "apikey", "apisecret", "accesstoken", "refreshtoken", "authtoken", "idtoken", "sessiontoken",
+	"bearertoken", "token", "privatekey", "accesskey", "credential", "credentials", "signingkey", "encryptionkey", "masterkey"}
+
+// SensitiveKey reports whether values under key (a JSON object key, an attribute key, an HTTP
+// header name) are credentials as a whole, and which rule names them: "authorization",
+// "cookie" or "password_key".
+func SensitiveKey(key string) (string, bool) {
+	if len(key) > 128 {
+		return "", false
+	}
+	var buf [128]byte
+	n := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			buf[n] = c + 32
+			n++
+		case c == '-' || c == '_' || c == '.' || c == ' ':
+		default:
+			buf[n] = c
+			n++
+		}
+	}
+	k := string(buf[:n])
+	switch {
+	case strings.HasSuffix(k, "authorization"):
+		return RuleAuthorization, true
+	case strings.HasSuffix(k, "cookie"), strings.HasSuffix(k, "cookies"):
+		return RuleCookie, true
+	}
+	for _, suf := range sensitiveKeySuffixes {
+		if strings.HasSuffix(k, suf) {
+			if suf == "token" && (strings.HasSuffix(k, "maxtoken") || strings.HasSuffix(k, "nexttoken") ||
+				strings.HasSuffix(k, "pagetoken") || strings.HasSuffix(k, "stoptoken") || strings.HasSuffix(k, "eostoken")) {
+				return "", false
+			}
+			return RulePasswordKey, true
+		}
+	}
+	return "", false
+}
+
+// phoneGroups returns the lengths of the digit groups of v before any extension.
+func phoneGroups(v string) []int {
+	var g []int
+	n := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == 'x' || c == '#' || c == 'e' {
+			break
+		}
+		if c >= '0' && c <= '9' {
+			n++
+			continue
+		}
+		if n > 0 {
+			g = append(g, n)
+		}
+		n = 0
+	}
+	if n > 0 {
+		g = append(g, n)
+	}
+	return g
+}
+
+var streetWords = map[string]bool{"street": true, "st": true, "avenue": true, "ave": true, "road": true, "rd": true,
+	"lane": true, "ln": true, "drive": true, "dr": true, "court": true, "ct": true, "close": true, "place": true,
+	"way": true, "boulevard": true, "blvd": true, "rue": true, "suite": true, "apt": true, "highway": true, "square": true}
+
+var phoneLabels = map[string]bool{"i": true, "i'd": true, "i'm": true, "office": true, "fax": true, "mobile": true,
+	"home": true, "work": true, "cell": true, "tel": true, "phone": true, "ext": true, "desk": true}
+
+var phoneNegativeContext = []string{"license", "licence", "passport", "zip", "postal", "postcode", "account", "order", "invoice", "serial"}
+
+// phoneContextOK rejects digit groups that read as something else: a street number followed by a
+// street name, a postal code shape, a bare run of digits that is not a full national number, or
+// a number introduced as a licence, passport, postal code, account or order number.
+func phoneContextOK(s string, a, b int) bool {
+	v := s[a:b]
+	intl := strings.HasPrefix(v, "+") || strings.HasPrefix(v, "00") || strings.Contains(v, "(")
+	g := phoneGroups(v)
+	if !intl {
+		switch {
+		case len(g) == 1 && g[0] != 10 && g[0] != 11:
+			return false
+		case len(g) == 2 && (g[0] < 3 || g[0] > 4 || g[1] < 4):
+			return false
+		}
+	}
+	// the words after the number
+	rest := s[b:min(len(s), b+40)]
+	words := strings.Fields(rest)
+	if len(rest) > 0 && rest[0] == ' ' && len(words) > 0 {
+		w0 := strings.Trim(words[0], ".,;:!?")
+		lw := strings.ToLower(w0)
+		if w0 != "" && isAlpha(w0[0]) && w0[0] >= 'A' && w0[0] <= 'Z' && !phoneLabels[lw] {
+			return false
+		}
+		for _, w := range words[:min(2, len(words))] {
+			if streetWords[strings.ToLower(strings.Trim(w, ".,;:!?"))] {
+				return false
+			}
+		}
+	}
+	before := strings.ToLower(s[max(0, a-40):a])
+	for _, k := range phoneNegativeContext {
+		if strings.Contains(before, k) {
+			return false
+		}
+	}
+	return true
+}

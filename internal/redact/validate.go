@@ -1,0 +1,266 @@
+package redact
+
+import (
+	"math"
+	"net/netip"
+	"strings"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// validators maps custom-rule validator names to checks on the replaced value.
+var validators = map[string]func(string) bool{
+	ValidatorNone:   func(string) bool { return true },
+	ValidatorLuhn:   luhnValid,
+	ValidatorMod97:  ibanValid,
+	ValidatorPhone:  phoneValid,
+	ValidatorIP:     ipValid,
+	ValidatorSecret: func(s string) bool { return !isPlaceholder(s) },
+}
+
+// luhnValid reports whether the digits of s (other characters ignored) pass the Luhn check.
+func luhnValid(s string) bool {
+	sum, n := 0, 0
+	for i := len(s) - 1; i >= 0; i-- {
+		c := s[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		d := int(c - '0')
+		if n%2 == 1 {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		n++
+	}
+	return n > 0 && sum%10 == 0
+}
+
+// creditCardValid: 12 to 19 digits, Luhn, not one repeated digit, a known issuer first digit.
+func creditCardValid(s string) bool {
+	digits := 0
+	var first, prev byte
+	same := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		if digits == 0 {
+			first = c
+		} else if c != prev {
+			same = false
+		}
+		prev = c
+		digits++
+	}
+	if digits < 12 || digits > 19 || same {
+		return false
+	}
+	// 0, 8 and 9 start no payment card numbers in use.
+	if first == '0' || first == '8' || first == '9' {
+		return false
+	}
+	return luhnValid(s)
+}
+
+// ibanLengths holds the IBAN length per country (ISO 13616 registry).
+var ibanLengths = map[string]int{
+	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29,
+	"BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
+	"ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
+	"HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
+	"LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22,
+	"MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25,
+	"QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
+	"ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}
+
+// ibanValid checks country length and the ISO 7064 mod-97-10 checksum; spaces are ignored,
+// letters may be either case.
+func ibanValid(s string) bool {
+	b := make([]byte, 0, 34)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+		case c >= 'a' && c <= 'z':
+			b = append(b, c-32)
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			b = append(b, c)
+		default:
+			return false
+		}
+	}
+	if len(b) < 15 || len(b) > 34 {
+		return false
+	}
+	if want, ok := ibanLengths[string(b[:2])]; !ok || want != len(b) {
+		return false
+	}
+	rem := 0
+	for i := 0; i < len(b); i++ {
+		c := b[(i+4)%len(b)]
+		if c >= 'A' {
+			v := int(c-'A') + 10
+			rem = (rem*100 + v) % 97
+		} else {
+			rem = (rem*10 + int(c-'0')) % 97
+		}
+	}
+	return rem == 1
+}
+
+// ssnValid applies the SSA rules: area not 000, 666 or 9xx; group not 00; serial not 0000.
+func ssnValid(s string) bool {
+	d := make([]byte, 0, 9)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			d = append(d, s[i])
+		}
+	}
+	if len(d) != 9 {
+		return false
+	}
+	area, group, serial := string(d[:3]), string(d[3:5]), string(d[5:])
+	if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
+		return false
+	}
+	return true
+}
+
+func ipValid(s string) bool {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return false
+	}
+	if a.Is4() {
+		// 0.0.0.0 and version-like strings such as 1.2.3.4 stay; only reject the unspecified address.
+		return !a.IsUnspecified()
+	}
+	// IPv6: require at least 3 groups so "a::b" in code is not taken; reject "::".
+	return !a.IsUnspecified() && strings.Count(s, ":") >= 2 && !a.IsLoopback()
+}
+
+// phoneRegions are tried, in order, for numbers written without an international prefix.
+var phoneRegions = []string{"US", "GB", "DE", "FR", "IT", "ES", "NL", "BE", "CH", "AT", "SE", "NO", "DK", "FI",
+	"PL", "CZ", "HU", "PT", "IE", "AU", "NZ", "CA", "IN", "BR", "MX", "ZA", "IL", "JP", "CN", "RU", "UY", "EE", "IS"}
+
+// phoneValid reports whether s is a phone number. Numbers with "+" or "00" must be valid for their
+// country calling code; national numbers must be valid in one of phoneRegions, or possible there and
+// written with phone-like grouping (separators between digit groups).
+func phoneValid(s string) bool {
+	digits := 0
+	body := s
+	if i := strings.IndexAny(s, "xX#"); i > 0 {
+		body = s[:i]
+	}
+	groups := 0
+	inDigits := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c >= '0' && c <= '9' {
+			digits++
+			if !inDigits {
+				groups++
+			}
+			inDigits = true
+		} else {
+			inDigits = false
+		}
+	}
+	if digits < 7 || digits > 15 {
+		return false
+	}
+	t := strings.TrimSpace(body)
+	if strings.HasPrefix(t, "+") || strings.HasPrefix(t, "00") {
+		num, err := phonenumbers.Parse(t, "ZZ")
+		if err == nil && phonenumbers.IsPossibleNumber(num) {
+			return true
+		}
+		if strings.HasPrefix(t, "+") {
+			return false
+		}
+	}
+	for _, region := range phoneRegions {
+		num, err := phonenumbers.Parse(t, region)
+		if err != nil {
+			continue
+		}
+		if phonenumbers.IsValidNumberForRegion(num, region) {
+			return true
+		}
+		if groups >= 2 && phonenumbers.IsPossibleNumber(num) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholderMarkers occur in example, test and template values that are not credentials.
+var placeholderMarkers = []string{"test", "dummy", "fake", "placeholder", "redacted", "changeme", "change_me",
+	"your_", "your-", "yourkey", "your key", "xxxx", "****", "....", "<", ">", "${", "{{", "%s", "replace_me", "insert"}
+
+// isPlaceholder reports whether v is an obvious non-credential: a test or template value, an
+// environment variable name (OPENAI_API_KEY), too short, or one repeated character.
+func isPlaceholder(v string) bool {
+	if len(v) < 4 {
+		return true
+	}
+	l := strings.ToLower(v)
+	for _, m := range placeholderMarkers {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	if isEnvVarName(v) {
+		return true
+	}
+	same := true
+	for i := 1; i < len(v); i++ {
+		if v[i] != v[0] {
+			same = false
+			break
+		}
+	}
+	return same
+}
+
+// isEnvVarName: upper case letters, digits and at least one underscore, like OPENAI_API_KEY.
+func isEnvVarName(v string) bool {
+	us := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_':
+			us = true
+		default:
+			return false
+		}
+	}
+	return us && v[0] >= 'A' && v[0] <= 'Z'
+}
+
+// entropy returns the Shannon entropy of s in bits per byte.
+func entropy(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	h := 0.0
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
