@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,6 +66,8 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
 	conn, err := importer.Dial(o.endpoint, o.insecure)
 	if err != nil {
 		return err

@@ -79,7 +79,7 @@ func (s *Sniff) Has(keys ...string) bool {
 
 func newSniff(data []byte) *Sniff {
 	s := &Sniff{Data: data}
-	trim := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	trim := bytes.TrimLeft(data, " \t\r\n")
 	if len(trim) == 0 || (trim[0] != '{' && trim[0] != '[') {
 		return s
 	}
@@ -147,16 +147,17 @@ func (r *Registry) Detect(name string, data []byte) (Format, error) {
 	for _, f := range r.Formats() {
 		names = append(names, f.Name())
 	}
-	what := "not JSON"
+	what := "not a JSON object"
 	if s.Keys != nil {
 		keys := make([]string, 0, len(s.Keys))
 		for k := range s.Keys {
 			keys = append(keys, k)
 		}
+		keys = sortedCopy(keys)
 		if len(keys) > 8 {
 			keys = append(keys[:8], "...")
 		}
-		what = "JSON object with top-level keys " + strings.Join(sortedCopy(keys), ", ")
+		what = "JSON object with top-level keys " + strings.Join(keys, ", ")
 	}
 	return nil, fmt.Errorf("%s: %w (%s); known formats: %s", name, ErrUnknownFormat, what, strings.Join(names, ", "))
 }
@@ -176,7 +177,13 @@ func (r Result) TraceCount() int { return TraceCount(r.Traces) }
 
 // ParseBytes detects the format of data and parses it completely. name is the file name used
 // in errors.
+//
+// A leading UTF-8 byte order mark is skipped (positions on line 1 then count from after it).
 func (r *Registry) ParseBytes(name string, data []byte) (Result, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Result{}, fmt.Errorf("%s: empty file: %w", name, ErrUnknownFormat)
+	}
 	f, err := r.Detect(name, data)
 	if err != nil {
 		return Result{}, err

@@ -38,6 +38,11 @@ func TestParseFixtures(t *testing.T) {
 				t.Errorf("span two: parent %s name %q", s.span.ParentSpanID(), s.span.Name())
 			}
 		}},
+		{"otlp_bom.json", "otlp-json", 1, 1, func(t *testing.T, td ptrace.Traces) {
+			if n := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Name(); n != "bom" {
+				t.Errorf("name %q", n)
+			}
+		}},
 		{"langfuse_small.json", "langfuse", 3, 1, checkLangfuseSmall},
 		{"anyagent_small.json", "any-agent", 3, 2, checkAnyAgentSmall},
 	}
@@ -279,10 +284,10 @@ func TestParseMalformed(t *testing.T) {
 }
 
 func TestParseUnknownFormat(t *testing.T) {
-	for _, f := range []string{"unknown_keys.json", "unknown_csv.csv"} {
+	for _, f := range []string{"unknown_keys.json", "unknown_csv.csv", "unknown_empty.json", "unknown_array.json"} {
 		_, err := ParseFile(td(f))
-		if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), td(f)) ||
-			!strings.Contains(err.Error(), "otlp-json, langfuse, any-agent") {
+		if !errors.Is(err, ErrUnknownFormat) || !strings.HasPrefix(err.Error(), td(f)+": ") ||
+			(f != "unknown_empty.json" && !strings.Contains(err.Error(), "known formats: otlp-json, langfuse, any-agent")) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
