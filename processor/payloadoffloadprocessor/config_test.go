@@ -1,0 +1,118 @@
+package payloadoffloadprocessor
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatalf("unmarshal %s: %v", name, err)
+	}
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestLoadConfig(t *testing.T) {
+	def, err := loadConfig(t, "")
+	if err != nil {
+		t.Fatalf("default: %v", err)
+	}
+	want := createDefaultConfig().(*Config)
+	want.Storage.URL = "file:///var/lib/runagain/blobs?create_dir=true"
+	if !equalConfig(def, want) {
+		t.Fatalf("default config:\n got %+v\nwant %+v", def, want)
+	}
+	if def.MinSize != 4096 || def.OnFailure != OnFailureKeepInline || !def.LogBody || len(def.Keys) != len(DefaultKeys) {
+		t.Fatalf("defaults changed: %+v", def)
+	}
+
+	full, err := loadConfig(t, "full")
+	if err != nil {
+		t.Fatalf("full: %v", err)
+	}
+	if full.Storage.Timeout != 3*time.Second || full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject ||
+		full.DedupCacheSize != 1000 || full.Concurrency != 8 || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
+		len(full.SplitKeys) != 1 || full.RetryOnFailure.MaxElapsedTime != 2*time.Second || full.RetryOnFailure.InitialInterval != 50*time.Millisecond {
+		t.Fatalf("full config not loaded as written: %+v", full)
+	}
+	if !strings.HasPrefix(full.Storage.URL, "s3://runagain-payloads?endpoint=") {
+		t.Fatalf("storage.url = %q", full.Storage.URL)
+	}
+}
+
+func equalConfig(a, b *Config) bool {
+	return a.Storage == b.Storage && strings.Join(a.Keys, ",") == strings.Join(b.Keys, ",") &&
+		strings.Join(a.SplitKeys, ",") == strings.Join(b.SplitKeys, ",") && a.MinSize == b.MinSize &&
+		a.LogBody == b.LogBody && a.OnFailure == b.OnFailure && a.RetryOnFailure == b.RetryOnFailure &&
+		a.DedupCacheSize == b.DedupCacheSize && a.Concurrency == b.Concurrency
+}
+
+// TestValidateNamesFields checks that each invalid setting is reported with its field name.
+func TestValidateNamesFields(t *testing.T) {
+	cases := map[string][]string{
+		"no_url":     {"storage.url: required"},
+		"bad_scheme": {`storage.url: scheme "ftp" not supported`},
+		"bad_values": {"storage.timeout", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time"},
+		"no_keys":    {"keys: at least one"},
+	}
+	for name, fields := range cases {
+		_, err := loadConfig(t, name)
+		if err == nil {
+			t.Errorf("%s: validated", name)
+			continue
+		}
+		for _, f := range fields {
+			if !strings.Contains(err.Error(), f) {
+				t.Errorf("%s: error %q does not name %q", name, err, f)
+			}
+		}
+	}
+}
+
+// TestKeyMatcher checks exact keys and globs (where * crosses dots) against the defaults.
+func TestKeyMatcher(t *testing.T) {
+	m, err := newKeyMatcher(DefaultKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]bool{
+		"gen_ai.input.messages":                 true,
+		"gen_ai.input.messages.extra":           false,
+		"gen_ai.prompt.0.content":               true,
+		"gen_ai.completion.3.tool_calls.0.args": true,
+		"gen_ai.prompt":                         true,
+		"gen_ai.request.model":                  false,
+		"llm.input_messages.2.message.content":  true,
+		"llm.model_name":                        false,
+		"ai.prompt":                             true,
+		"ai.prompt.messages":                    true,
+		"ai.response.text":                      true,
+		"ai.model.id":                           false,
+		"input.value":                           true,
+		"input.mime_type":                       false,
+		"http.request.body":                     true,
+		"http.response.body.content":            true,
+	} {
+		if got := m.Match(k); got != want {
+			t.Errorf("Match(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
