@@ -1,0 +1,234 @@
+package pricing
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runagain/runagain/internal/corpus"
+)
+
+// upstreamPrice reads the price entry of model id from the upstream provider YAML file
+// (prices/providers/<file>.yml, the human-edited source, not the compiled data.json the
+// generator reads) and computes the cost of u at time at with the documented genai-prices
+// formula. It shares no code with the package under test.
+func upstreamPrice(t *testing.T, file, id string, u Usage, at time.Time) float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(corpus.Dir(t), "prices", "providers", file+".yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Models []struct {
+			ID     string `yaml:"id"`
+			Prices any    `yaml:"prices"`
+		} `yaml:"models"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range doc.Models {
+		if m.ID != id {
+			continue
+		}
+		var prices map[string]any
+		switch p := m.Prices.(type) {
+		case map[string]any:
+			prices = p
+		case []any:
+			prices = p[0].(map[string]any)["prices"].(map[string]any)
+			for i := len(p) - 1; i >= 0; i-- {
+				e := p[i].(map[string]any)
+				c, has := e["constraint"].(map[string]any)
+				if !has {
+					prices = e["prices"].(map[string]any)
+					break
+				}
+				active := false
+				if sd, ok := c["start_date"]; ok {
+					var d time.Time
+					switch v := sd.(type) {
+					case time.Time:
+						d = v
+					case string:
+						d, _ = time.Parse(time.DateOnly, v)
+					}
+					active = !at.UTC().Before(d)
+				} else {
+					st, _ := time.Parse("15:04:05Z", c["start_time"].(string))
+					et, _ := time.Parse("15:04:05Z", c["end_time"].(string))
+					sec := at.UTC().Hour()*3600 + at.UTC().Minute()*60 + at.UTC().Second()
+					active = st.Hour()*3600+st.Minute()*60 <= sec && sec < et.Hour()*3600+et.Minute()*60
+				}
+				if active {
+					prices = e["prices"].(map[string]any)
+					break
+				}
+			}
+		}
+		rate := func(key string) float64 {
+			v, ok := prices[key]
+			if !ok {
+				return 0
+			}
+			switch r := v.(type) {
+			case int:
+				return float64(r)
+			case float64:
+				return r
+			case map[string]any:
+				p := num(r["base"])
+				for _, ti := range r["tiers"].([]any) {
+					tm := ti.(map[string]any)
+					if u.Input > int64(num(tm["start"])) {
+						p = num(tm["price"])
+					}
+				}
+				return p
+			}
+			t.Fatalf("%s/%s: unexpected price %T", file, id, v)
+			return 0
+		}
+		return (float64(u.Input-u.CacheRead-u.CacheWrite)*rate("input_mtok") +
+			float64(u.CacheRead)*rate("cache_read_mtok") +
+			float64(u.CacheWrite)*rate("cache_write_mtok") +
+			float64(u.Output)*rate("output_mtok")) / 1e6
+	}
+	t.Fatalf("model %s not in %s.yml", id, file)
+	return 0
+}
+
+func num(v any) float64 {
+	switch n := v.(type) {
+	case int:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return math.NaN()
+}
+
+func TestLookupAndCostAgainstUpstreamYAML(t *testing.T) {
+	day := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, provider, model string
+		u                     Usage
+		at                    time.Time
+		wantProvider, wantID  string
+		file                  string
+	}{
+		{"openai dated snapshot", "openai", "gpt-4o-2024-08-06", Usage{Input: 1200, CacheRead: 200, Output: 500}, day, "openai", "gpt-4o", "openai"},
+		{"anthropic tier crossed by total input", "anthropic", "claude-sonnet-4-5-20250929", Usage{Input: 250000, CacheRead: 10000, CacheWrite: 5000, Output: 2000}, day, "anthropic", "claude-sonnet-4-5", "anthropic"},
+		{"anthropic below tier", "anthropic", "claude-sonnet-4-5-20250929", Usage{Input: 150000, CacheRead: 10000, CacheWrite: 5000, Output: 2000}, day, "anthropic", "claude-sonnet-4-5", "anthropic"},
+		{"provider by provider_match (semconv name)", "gcp.vertex.agent", "gemini-2.0-flash", Usage{Input: 5000, Output: 300}, day, "google", "gemini-2.0-flash", "google"},
+		{"litellm-style provider/model", "", "mistral/mistral-small-latest", Usage{Input: 900, Output: 100}, day, "mistral", "mistral-small-latest", "mistral"},
+		{"provider from model_match regex, case-insensitive", "", "O3-Mini", Usage{Input: 1000, Output: 1000}, day, "openai", "o3-mini", "openai"},
+		{"time-of-day constraint (peak)", "deepseek", "deepseek-chat", Usage{Input: 1e6, Output: 1e6}, day, "deepseek", "deepseek-chat", "deepseek"},
+		{"time-of-day constraint (off-peak)", "deepseek", "deepseek-chat", Usage{Input: 1e6, Output: 1e6}, day.Add(10 * time.Hour), "deepseek", "deepseek-chat", "deepseek"},
+		{"start_date constraint before", "anthropic", "claude-opus-4-6", Usage{Input: 300000, Output: 1000}, time.Date(2026, 3, 12, 23, 0, 0, 0, time.UTC), "anthropic", "claude-opus-4-6", "anthropic"},
+		{"start_date constraint after", "anthropic", "claude-opus-4-6", Usage{Input: 300000, Output: 1000}, time.Date(2026, 3, 13, 1, 0, 0, 0, time.UTC), "anthropic", "claude-opus-4-6", "anthropic"},
+	}
+	tab := Default()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := tab.Lookup(tc.provider, tc.model)
+			if !ok {
+				t.Fatalf("Lookup(%q, %q): no price", tc.provider, tc.model)
+			}
+			if r.ProviderID != tc.wantProvider || r.ModelID != tc.wantID {
+				t.Fatalf("Lookup(%q, %q) = %s/%s, want %s/%s", tc.provider, tc.model, r.ProviderID, r.ModelID, tc.wantProvider, tc.wantID)
+			}
+			got := r.Cost(tc.u, tc.at)
+			want := upstreamPrice(t, tc.file, tc.wantID, tc.u, tc.at)
+			if want <= 0 || math.Abs(got-want) > 1e-12*math.Max(1, want) {
+				t.Fatalf("cost = %.12f, upstream YAML gives %.12f", got, want)
+			}
+		})
+	}
+}
+
+func TestConstraintsChangePrice(t *testing.T) {
+	r, _ := Default().Lookup("deepseek", "deepseek-chat")
+	u := Usage{Input: 1e6, Output: 1e6}
+	peak := r.Cost(u, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	off := r.Cost(u, time.Date(2026, 1, 1, 20, 0, 0, 0, time.UTC))
+	if !(peak > off) {
+		t.Fatalf("peak %v should cost more than off-peak %v", peak, off)
+	}
+}
+
+func TestUnknownModelHasNoPrice(t *testing.T) {
+	for _, m := range []struct{ p, m string }{{"", "my-private-llm-7b"}, {"acme", "acme-1"}, {"openai", ""}} {
+		if r, ok := Default().Lookup(m.p, m.m); ok {
+			t.Errorf("Lookup(%q, %q) = %s/%s, want no price", m.p, m.m, r.ProviderID, r.ModelID)
+		}
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	cr := 0.5
+	tab, err := Default().WithOverrides([]Override{
+		{Provider: "acme", Model: "Acme-1", InputMTok: 2, OutputMTok: 8, CacheReadMTok: &cr},
+		{Match: &Match{StartsWith: ptr("gpt-4o")}, InputMTok: 100, OutputMTok: 100},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := tab.Lookup("ACME", "acme-1")
+	if !ok {
+		t.Fatal("override not found")
+	}
+	u := Usage{Input: 1000, CacheRead: 400, Output: 100}
+	if got, want := r.Cost(u, time.Now()), (600*2+400*0.5+100*8)/1e6; math.Abs(got-want) > 1e-15 {
+		t.Fatalf("override cost %v, want %v", got, want)
+	}
+	r, _ = tab.Lookup("openai", "gpt-4o-mini")
+	if got, want := r.Cost(Usage{Input: 1e6}, time.Now()), 100.0; got != want {
+		t.Fatalf("override must win over the table: %v, want %v", got, want)
+	}
+	if _, ok := tab.Lookup("openai", "acme-1"); ok {
+		t.Fatal("provider-restricted override matched another provider")
+	}
+	if _, err := Default().WithOverrides([]Override{{Model: "x", InputMTok: -1}}); err == nil || err.Error() != "models[0].input_mtok: must not be negative, got -1" {
+		t.Fatalf("negative price: err = %v", err)
+	}
+	if _, err := Default().WithOverrides([]Override{{Match: &Match{Regex: ptr("(")}}}); err == nil {
+		t.Fatal("bad regex accepted")
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestEmbeddedTableMatchesCorpus regenerates nothing but checks that every model of the corpus
+// data.json is present with the same id in the embedded table, so a stale generated file fails.
+func TestEmbeddedTableMatchesCorpus(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(corpus.Dir(t), "prices", "data.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []struct {
+		ID     string `yaml:"id"`
+		Models []struct {
+			ID string `yaml:"id"`
+		} `yaml:"models"`
+	}
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	tab := Default()
+	if len(raw) != len(tab.Providers) {
+		t.Fatalf("providers: corpus %d, embedded %d (run go generate ./internal/pricing)", len(raw), len(tab.Providers))
+	}
+	for i, p := range raw {
+		if tab.Providers[i].ID != p.ID || len(tab.Providers[i].Models) != len(p.Models) {
+			t.Fatalf("provider %d: corpus %s (%d models), embedded %s (%d)", i, p.ID, len(p.Models), tab.Providers[i].ID, len(tab.Providers[i].Models))
+		}
+	}
+	if tab.PricesChecked == "" || tab.Source == "" {
+		t.Fatal("embedded table lacks its source and date")
+	}
+}
