@@ -52,12 +52,12 @@ func TestTracesSelection(t *testing.T) {
 	exact := strings.Repeat("e", 4096)
 	a.PutStr("gen_ai.input.messages", in)
 	a.PutStr("gen_ai.tool.call.result", result)
-	a.PutStr("gen_ai.prompt.0.content", exact)                              // exactly min_size: moves
-	a.PutStr("gen_ai.output.messages", strings.Repeat("s", 4095))           // below min_size
-	a.PutStr("my.custom.blob", strings.Repeat("c", 10000))                  // not a configured key
-	a.PutInt("gen_ai.usage.input_tokens", 12345)                            // not a string
+	a.PutStr("gen_ai.prompt.0.content", exact)                                                     // exactly min_size: moves
+	a.PutStr("gen_ai.output.messages", strings.Repeat("s", 4095))                                  // below min_size
+	a.PutStr("my.custom.blob", strings.Repeat("c", 10000))                                         // not a configured key
+	a.PutInt("gen_ai.usage.input_tokens", 12345)                                                   // not a string
 	a.PutStr("ai.response.text_ref", "file:///nonexistent/sdk/"+strings.Repeat("r", 5000)+".json") // a reference
-	a.PutStr("gen_ai.system_instructions", strings.Repeat("i", 5000))       // SDK hook already uploaded it
+	a.PutStr("gen_ai.system_instructions", strings.Repeat("i", 5000))                              // SDK hook already uploaded it
 	a.PutStr("gen_ai.system_instructions_ref", "file:///sdk/instructions.json")
 	ev := s.Events().AppendEmpty()
 	ev.SetName("gen_ai.content.prompt")
