@@ -180,7 +180,7 @@ func (r *Redactor) Find(s string) []Finding {
 				if m.End+ru.after <= lastEnd[ri] {
 					continue // an earlier window of this rule already covered the trigger
 				}
-				lo, hi := window(s, m.Start-ru.before, m.End+ru.after)
+				lo, hi := window(s, m.Start-ru.before, m.End+ru.after, 256)
 				lastEnd[ri] = hi
 				cs = r.runRule(cs, s, ri, lo, hi)
 			}
@@ -193,7 +193,7 @@ func (r *Redactor) Find(s string) []Finding {
 		scanDigitClusters(s, func(lo, hi int) {
 			for _, ri := range r.digitIdx {
 				ru := r.rules[ri]
-				wlo, whi := window(s, lo-ru.before, hi+ru.after)
+				wlo, whi := window(s, lo-ru.before, hi+ru.after, 24)
 				cs = r.runRule(cs, s, ri, wlo, whi)
 			}
 		})
@@ -264,14 +264,15 @@ func (r *Redactor) resolve(cs []cand) []Finding {
 }
 
 // window clips [lo, hi) to s and widens both ends to the edge of the token they cut, so that
-// word-boundary assertions see real boundaries (at most 8 KiB further).
-func window(s string, lo, hi int) (int, int) {
+// word-boundary assertions see real boundaries (at most ext bytes further: a longer token is
+// base64 or similar, not a value of interest).
+func window(s string, lo, hi, ext int) (int, int) {
 	lo = max(lo, 0)
 	hi = min(hi, len(s))
-	for n := 0; lo > 0 && n < 8192 && isTokenByte(s[lo-1]); n++ {
+	for n := 0; lo > 0 && n < ext && isTokenByte(s[lo-1]); n++ {
 		lo--
 	}
-	for n := 0; hi < len(s) && n < 8192 && isTokenByte(s[hi]); n++ {
+	for n := 0; hi < len(s) && n < ext && isTokenByte(s[hi]); n++ {
 		hi++
 	}
 	// do not split a UTF-8 sequence

@@ -121,11 +121,11 @@ func compileBuiltinRules() []*rule {
 		sec(RuleJWT, `\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, []string{"eyJ"}, 8192, nil),
 		sec(RuleAnthropic, `\bsk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,}`, []string{"sk-ant-"}, 256, nil),
 		sec(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
+		sec(RuleAWSSigV4, `Credential=([A-Za-z0-9]{16,128})/`, []string{"Credential="}, 160, nil),
 		sec(RuleAWSAccessKeyID, `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b`,
 			[]string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA"}, 32, nil),
 		sec(RuleAWSSecretKey, `(?i)(?:aws|amazon)[A-Za-z0-9_.\-]{0,24}(?:secret|sk)[A-Za-z0-9_.\-]{0,24}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)`,
 			caseVariants("aws", "amazon"), 128, nil),
-		sec(RuleAWSSigV4, `Credential=([A-Za-z0-9]{16,128})/`, []string{"Credential="}, 160, nil),
 		sec(RuleGoogleAPIKey, `\bAIza[0-9A-Za-z_\-]{35}`, []string{"AIza"}, 48, nil),
 		sec(RuleGoogleOAuth, `\bya29\.[0-9A-Za-z_\-]{20,}`, []string{"ya29."}, 2048, nil),
 		sec(RuleGitHub, `\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})`,
@@ -171,15 +171,20 @@ func compileBuiltinRules() []*rule {
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["']?[ \t]*[:=][ \t]*["']?([^\s"',;&<>]{4,256})`,
 			caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey"), 300,
 			func(s string, m []int, a, b int) (int, int, bool) {
-				if _, ok := SensitiveKey(s[m[2]:m[3]]); !ok {
+				if name, ok := SensitiveKey(s[m[2]:m[3]]); !ok || name != RulePasswordKey {
 					return 0, 0, false
 				}
 				v := s[m[4]:m[5]]
-				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v)
+				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%'
+
 			}),
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)
+		switch r.name {
+		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials:
+			r.group = 1
+		}
 	}
 	pii := func(name, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
 		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check}
@@ -407,6 +412,8 @@ func phoneContextOK(s string, a, b int) bool {
 	g := phoneGroups(v)
 	if !intl {
 		switch {
+		case len(g) == 3 && g[0] == 3 && g[1] == 2 && g[2] == 4:
+			return false // the shape of a US SSN
 		case len(g) == 1 && g[0] != 10 && g[0] != 11:
 			return false
 		case len(g) == 2 && (g[0] < 3 || g[0] > 4 || g[1] < 4):
