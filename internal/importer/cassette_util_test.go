@@ -1,0 +1,5 @@
+package importer
+
+import "encoding/base64"
+
+func b64encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
