@@ -1,0 +1,225 @@
+package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
+)
+
+// Config is the agent_guard connector configuration. Every field has a default (README.md has
+// the full table and the reasons for each default).
+type Config struct {
+	// SessionKeys is the ordered list of span/resource attributes naming a session; the first
+	// present wins, else the trace id is the session (DESIGN.md "Run and session").
+	SessionKeys []string `mapstructure:"session_keys"`
+	// MaxSessions bounds the sessions tracked at once; the least recently active session is
+	// dropped (and ends) when a new one arrives at the limit.
+	MaxSessions int `mapstructure:"max_sessions"`
+	// SessionIdleTimeout ends a session with no span for this long.
+	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
+	// ExpiryInterval is how often idle sessions are looked for.
+	ExpiryInterval time.Duration `mapstructure:"expiry_interval"`
+	// MaxSeries bounds the metric series (attribute combinations) kept; further combinations
+	// are recorded in one overflow series per metric with otel.metric.overflow=true.
+	MaxSeries int `mapstructure:"max_series"`
+	// Exemplars configures exemplars on the emitted data points.
+	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
+	// Pricing adds or overrides model prices.
+	Pricing PricingConfig `mapstructure:"pricing"`
+
+	Loop            LoopConfig            `mapstructure:"loop"`
+	CostSpike       CostSpikeConfig       `mapstructure:"cost_spike"`
+	ToolErrors      ToolErrorsConfig      `mapstructure:"tool_errors"`
+	ContextPressure ContextPressureConfig `mapstructure:"context_pressure"`
+
+	_ struct{}
+}
+
+// ExemplarsConfig bounds exemplars.
+type ExemplarsConfig struct {
+	// MaxPerDataPoint is the most exemplars attached to one data point per emitted batch; 0
+	// disables exemplars.
+	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+}
+
+// PricingConfig changes the embedded genai-prices table.
+type PricingConfig struct {
+	// Models are consulted before the embedded table, in order.
+	Models []pricing.Override `mapstructure:"models"`
+}
+
+// LoopConfig configures loop detection.
+type LoopConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Repeats is N: the same tool with the same arguments (or the same LLM request) this many
+	// times in one session within Window raises a loop alert.
+	Repeats int `mapstructure:"repeats"`
+	// Window is the time span (of span end times) within which the repeats must fall.
+	Window time.Duration `mapstructure:"window"`
+	// ConsecutiveTool is M: the same tool this many times in a row in one session (any
+	// arguments, no other tool in between) raises a loop alert. 0 disables the rule.
+	ConsecutiveTool int `mapstructure:"consecutive_tool"`
+	// MaxFingerprints bounds the distinct calls remembered per session.
+	MaxFingerprints int `mapstructure:"max_fingerprints"`
+}
+
+// CostSpikeConfig configures cost spike detection.
+type CostSpikeConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Factor is k: a session costing more than k times the median of comparable ended
+	// sessions (same agent and service) raises an alert.
+	Factor float64 `mapstructure:"factor"`
+	// MinSessions is how many ended sessions the group needs before its median is trusted.
+	MinSessions int `mapstructure:"min_sessions"`
+	// MinCost (USD) is the least session cost that can be a spike.
+	MinCost float64 `mapstructure:"min_cost"`
+	// BaselineSessions is the length of one baseline generation: the median is taken over the
+	// current and the previous generation, so it rolls over roughly the last 1-2 x this many
+	// ended sessions of the group.
+	BaselineSessions int `mapstructure:"baseline_sessions"`
+	// RelativeAccuracy of the DDSketch holding session costs.
+	RelativeAccuracy float64 `mapstructure:"relative_accuracy"`
+	// MaxGroups bounds the (agent, service) groups tracked.
+	MaxGroups int `mapstructure:"max_groups"`
+}
+
+// ToolErrorsConfig configures tool-error spike detection.
+type ToolErrorsConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Window is the sliding window the error rate is taken over.
+	Window time.Duration `mapstructure:"window"`
+	// MinCalls is the least number of calls of the tool in the window.
+	MinCalls int `mapstructure:"min_calls"`
+	// Threshold is the error rate (0..1] the window must reach.
+	Threshold float64 `mapstructure:"threshold"`
+	// BaselineFactor: the window rate must also be at least this times the tool's own baseline
+	// rate (calls that left the window, exponentially decayed).
+	BaselineFactor float64 `mapstructure:"baseline_factor"`
+	// MaxTools bounds the (service, tool) pairs tracked.
+	MaxTools int `mapstructure:"max_tools"`
+}
+
+// ContextPressureConfig configures context pressure detection.
+type ContextPressureConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Window is the sliding window the share is taken over.
+	Window time.Duration `mapstructure:"window"`
+	// MinResponses is the least number of LLM responses of the model in the window.
+	MinResponses int `mapstructure:"min_responses"`
+	// Threshold is the share (0..1] of responses cut by the token limit that raises an alert.
+	Threshold float64 `mapstructure:"threshold"`
+	// FinishReasons are the gen_ai.response.finish_reasons values that mean "cut by the token
+	// limit" (OpenAI length, Anthropic max_tokens, Gemini MAX_TOKENS).
+	FinishReasons []string `mapstructure:"finish_reasons"`
+	// MaxModels bounds the models tracked.
+	MaxModels int `mapstructure:"max_models"`
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		SessionKeys:        append([]string(nil), genai.DefaultSessionKeys...),
+		MaxSessions:        50000,
+		SessionIdleTimeout: 30 * time.Minute,
+		ExpiryInterval:     time.Minute,
+		MaxSeries:          5000,
+		Exemplars:          ExemplarsConfig{MaxPerDataPoint: 5},
+		Loop: LoopConfig{
+			Enabled: true, Repeats: 5, Window: 10 * time.Minute, ConsecutiveTool: 10, MaxFingerprints: 256,
+		},
+		CostSpike: CostSpikeConfig{
+			Enabled: true, Factor: 5, MinSessions: 20, MinCost: 0.05, BaselineSessions: 500,
+			RelativeAccuracy: 0.01, MaxGroups: 1000,
+		},
+		ToolErrors: ToolErrorsConfig{
+			Enabled: true, Window: 5 * time.Minute, MinCalls: 10, Threshold: 0.5, BaselineFactor: 2, MaxTools: 1000,
+		},
+		ContextPressure: ContextPressureConfig{
+			Enabled: true, Window: 10 * time.Minute, MinResponses: 20, Threshold: 0.2,
+			FinishReasons: []string{"length", "max_tokens", "MAX_TOKENS"}, MaxModels: 1000,
+		},
+	}
+}
+
+// Validate checks the configuration; each error names the field.
+func (c *Config) Validate() error {
+	var errs []error
+	pos := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
+		}
+	}
+	dur := func(name string, v time.Duration) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be a positive duration, got %s", name, v))
+		}
+	}
+	share := func(name string, v float64) {
+		if !(v > 0 && v <= 1) {
+			errs = append(errs, fmt.Errorf("%s: must be in (0, 1], got %v", name, v))
+		}
+	}
+	if len(c.SessionKeys) == 0 {
+		errs = append(errs, errors.New("session_keys: must name at least one attribute"))
+	}
+	for i, k := range c.SessionKeys {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("session_keys[%d]: must not be empty", i))
+		}
+	}
+	pos("max_sessions", c.MaxSessions)
+	dur("session_idle_timeout", c.SessionIdleTimeout)
+	dur("expiry_interval", c.ExpiryInterval)
+	pos("max_series", c.MaxSeries)
+	if c.Exemplars.MaxPerDataPoint < 0 {
+		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: must not be negative, got %d", c.Exemplars.MaxPerDataPoint))
+	}
+	if _, err := pricing.Default().WithOverrides(c.Pricing.Models); err != nil {
+		errs = append(errs, fmt.Errorf("pricing.%w", err))
+	}
+	if c.Loop.Enabled {
+		if c.Loop.Repeats < 2 {
+			errs = append(errs, fmt.Errorf("loop.repeats: must be at least 2, got %d", c.Loop.Repeats))
+		}
+		dur("loop.window", c.Loop.Window)
+		if c.Loop.ConsecutiveTool == 1 || c.Loop.ConsecutiveTool < 0 {
+			errs = append(errs, fmt.Errorf("loop.consecutive_tool: must be 0 (off) or at least 2, got %d", c.Loop.ConsecutiveTool))
+		}
+		pos("loop.max_fingerprints", c.Loop.MaxFingerprints)
+	}
+	if c.CostSpike.Enabled {
+		if !(c.CostSpike.Factor > 1) {
+			errs = append(errs, fmt.Errorf("cost_spike.factor: must be greater than 1, got %v", c.CostSpike.Factor))
+		}
+		pos("cost_spike.min_sessions", c.CostSpike.MinSessions)
+		if c.CostSpike.MinCost < 0 {
+			errs = append(errs, fmt.Errorf("cost_spike.min_cost: must not be negative, got %v", c.CostSpike.MinCost))
+		}
+		pos("cost_spike.baseline_sessions", c.CostSpike.BaselineSessions)
+		if !(c.CostSpike.RelativeAccuracy > 0 && c.CostSpike.RelativeAccuracy < 1) {
+			errs = append(errs, fmt.Errorf("cost_spike.relative_accuracy: must be in (0, 1), got %v", c.CostSpike.RelativeAccuracy))
+		}
+		pos("cost_spike.max_groups", c.CostSpike.MaxGroups)
+	}
+	if c.ToolErrors.Enabled {
+		dur("tool_errors.window", c.ToolErrors.Window)
+		pos("tool_errors.min_calls", c.ToolErrors.MinCalls)
+		share("tool_errors.threshold", c.ToolErrors.Threshold)
+		if c.ToolErrors.BaselineFactor < 1 {
+			errs = append(errs, fmt.Errorf("tool_errors.baseline_factor: must be at least 1, got %v", c.ToolErrors.BaselineFactor))
+		}
+		pos("tool_errors.max_tools", c.ToolErrors.MaxTools)
+	}
+	if c.ContextPressure.Enabled {
+		dur("context_pressure.window", c.ContextPressure.Window)
+		pos("context_pressure.min_responses", c.ContextPressure.MinResponses)
+		share("context_pressure.threshold", c.ContextPressure.Threshold)
+		if len(c.ContextPressure.FinishReasons) == 0 {
+			errs = append(errs, errors.New("context_pressure.finish_reasons: must list at least one finish reason"))
+		}
+		pos("context_pressure.max_models", c.ContextPressure.MaxModels)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,271 @@
+package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
+)
+
+// instances holds one guard per connector id, shared by its traces->metrics and traces->logs
+// instances.
+var instances = struct {
+	sync.Mutex
+	m map[component.ID]*guard
+}{m: map[component.ID]*guard{}}
+
+func acquire(set connector.Settings, cfg *Config, clock clockwork.Clock) (*guard, error) {
+	instances.Lock()
+	defer instances.Unlock()
+	if g, ok := instances.m[set.ID]; ok {
+		g.refs++
+		return g, nil
+	}
+	g, err := newGuard(set.TelemetrySettings, cfg, clock)
+	if err != nil {
+		return nil, err
+	}
+	g.id = set.ID
+	g.refs = 1
+	instances.m[set.ID] = g
+	return g, nil
+}
+
+// handle is one connector instance (one signal) of a guard.
+type handle struct {
+	g       *guard
+	primary func() bool
+	once    sync.Once
+}
+
+func (h *handle) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: false} }
+
+func (h *handle) Start(context.Context, component.Host) error {
+	h.g.start()
+	return nil
+}
+
+func (h *handle) Shutdown(context.Context) error {
+	h.once.Do(func() {
+		instances.Lock()
+		h.g.refs--
+		last := h.g.refs == 0
+		if last && instances.m[h.g.id] == h.g {
+			delete(instances.m, h.g.id)
+		}
+		instances.Unlock()
+		if last {
+			h.g.stop()
+		}
+	})
+	return nil
+}
+
+func (h *handle) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if !h.primary() {
+		return nil
+	}
+	return h.g.consume(ctx, td)
+}
+
+// guard is the analysis state of one agent_guard connector.
+type guard struct {
+	id     component.ID
+	refs   int
+	cfg    *Config
+	logger *zap.Logger
+	tb     *metadata.TelemetryBuilder
+	clock  clockwork.Clock
+	prices *pricing.Table
+
+	mu         sync.Mutex
+	metricsOut consumer.Metrics
+	logsOut    consumer.Logs
+	state      *state
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock) (*guard, error) {
+	prices, err := pricing.Default().WithOverrides(cfg.Pricing.Models)
+	if err != nil {
+		return nil, fmt.Errorf("pricing.%w", err)
+	}
+	tb, err := metadata.NewTelemetryBuilder(ts)
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, done: make(chan struct{})}
+	g.state, err = newState(cfg, g.onSessionEnd)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *guard) start() {
+	g.startOnce.Do(func() {
+		ticker := g.clock.NewTicker(g.cfg.ExpiryInterval)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer ticker.Stop()
+			for {
+				select {
+				case <-g.done:
+					return
+				case <-ticker.Chan():
+					g.expire()
+				}
+			}
+		}()
+	})
+}
+
+func (g *guard) stop() {
+	g.stopOnce.Do(func() {
+		close(g.done)
+		g.wg.Wait()
+		g.tb.Shutdown()
+	})
+}
+
+// expire ends the sessions idle for longer than session_idle_timeout.
+func (g *guard) expire() {
+	g.mu.Lock()
+	n := g.state.expire(g.clock.Now().Add(-g.cfg.SessionIdleTimeout))
+	g.mu.Unlock()
+	if n > 0 {
+		g.tb.ConnectorAgentGuardSessionsEnded.Add(context.Background(), int64(n), metric.WithAttributes(attribute.String("reason", "idle")))
+	}
+}
+
+// onSessionEnd is called (under g.mu) when a session leaves the LRU.
+func (g *guard) onSessionEnd(s *session, evicted bool) {
+	if evicted {
+		g.tb.ConnectorAgentGuardSessionsEnded.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", "evicted")))
+	}
+}
+
+// event is one span of interest, in run order.
+type event struct {
+	span    ptrace.Span
+	res     pcommon.Map
+	kind    genai.Kind
+	service string
+	session string
+	agent   string
+	start   pcommon.Timestamp
+}
+
+func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
+	// Agent names per trace, from any span that names one (agent spans usually end after
+	// their children and so may come later in the batch).
+	traceAgent := map[pcommon.TraceID]string{}
+	var events []event
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		res := rs.Resource().Attributes()
+		service := ""
+		if v, ok := res.Get(genai.AttrServiceName); ok {
+			service = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				attrs := sp.Attributes()
+				if a := genai.AgentName(attrs, res); a != "" {
+					if _, ok := traceAgent[sp.TraceID()]; !ok {
+						traceAgent[sp.TraceID()] = a
+					}
+				}
+				kind := genai.Classify(attrs)
+				if kind != genai.KindLLM && kind != genai.KindTool {
+					continue
+				}
+				sid, ok := genai.SessionID(attrs, res, g.cfg.SessionKeys)
+				if !ok {
+					sid = traceIDHex(sp.TraceID())
+				}
+				events = append(events, event{span: sp, res: res, kind: kind, service: service, session: sid,
+					agent: genai.AgentName(attrs, res), start: sp.StartTimestamp()})
+			}
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	// Run order (DESIGN.md "Order"): start time, then span id.
+	sort.SliceStable(events, func(a, b int) bool {
+		if events[a].start != events[b].start {
+			return events[a].start < events[b].start
+		}
+		sa, sb := events[a].span.SpanID(), events[b].span.SpanID()
+		return string(sa[:]) < string(sb[:])
+	})
+
+	g.mu.Lock()
+	now := g.clock.Now()
+	out := g.state.newBatch(now)
+	unpriced := int64(0)
+	for i := range events {
+		e := &events[i]
+		if e.agent == "" {
+			e.agent = traceAgent[e.span.TraceID()]
+		}
+		if !g.state.process(e, g.prices, out) {
+			unpriced++
+		}
+	}
+	md, ld := out.build()
+	metricsOut, logsOut := g.metricsOut, g.logsOut
+	g.mu.Unlock()
+
+	if unpriced > 0 {
+		g.tb.ConnectorAgentGuardSpansUnpriced.Add(ctx, unpriced)
+	}
+	for _, a := range out.alerts {
+		g.tb.ConnectorAgentGuardAlerts.Add(ctx, 1, metric.WithAttributes(attribute.String("alert.kind", a.kind)))
+	}
+	if metricsOut != nil && md.DataPointCount() > 0 {
+		if err := metricsOut.ConsumeMetrics(ctx, md); err != nil {
+			g.logger.Warn("agent_guard: metrics pipeline refused a batch", zap.Error(err))
+		}
+	}
+	if logsOut != nil && ld.LogRecordCount() > 0 {
+		if err := logsOut.ConsumeLogs(ctx, ld); err != nil {
+			g.logger.Warn("agent_guard: logs pipeline refused alert records", zap.Error(err), zap.Int("records", ld.LogRecordCount()))
+		}
+	}
+	return nil
+}
+
+func traceIDHex(id pcommon.TraceID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return id.String()
+}
+
+var _ = time.Second

@@ -1,0 +1,265 @@
+package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
+
+import (
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+)
+
+// Emitted metric names and units (OpenTelemetry GenAI semantic conventions where they exist).
+const (
+	MetricTokenUsage = "gen_ai.client.token.usage"       // histogram, {token}, by gen_ai.token.type
+	MetricDuration   = "gen_ai.client.operation.duration" // histogram, s
+	MetricCost       = "runagain.cost"                    // counter, USD
+	MetricUnpriced   = "runagain.cost.unpriced"           // counter, {call}: LLM calls with usage but no known price
+	MetricAlerts     = "runagain.alerts"                  // counter, {alert}, by alert.kind
+)
+
+type metricID int
+
+const (
+	mTokenUsage metricID = iota
+	mDuration
+	mCost
+	mUnpriced
+	mAlerts
+	numMetrics
+)
+
+var metricDefs = [numMetrics]struct {
+	name, unit, desc string
+	histogram        bool
+	isInt            bool
+	bounds           []float64
+}{
+	mTokenUsage: {MetricTokenUsage, "{token}", "Number of input and output tokens used.", true, false,
+		// Semconv advisory bucket boundaries for gen_ai.client.token.usage.
+		[]float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}},
+	mDuration: {MetricDuration, "s", "GenAI operation duration (LLM calls and tool executions).", true, false,
+		// Semconv advisory bucket boundaries for gen_ai.client.operation.duration.
+		[]float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}},
+	mCost:     {MetricCost, "USD", "Cost of LLM calls in US dollars, from the genai-prices table and configured overrides.", false, false, nil},
+	mUnpriced: {MetricUnpriced, "{call}", "LLM calls with token usage whose model has no known price; their cost is not in runagain.cost.", false, true, nil},
+	mAlerts:   {MetricAlerts, "{alert}", "Alerts raised by agent_guard (one log record each), by alert.kind.", false, true, nil},
+}
+
+type exemplar struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+	ts    pcommon.Timestamp
+	value float64
+}
+
+// series is the cumulative state of one data point stream.
+type series struct {
+	metric  metricID
+	service string
+	attrs   []kv
+	start   pcommon.Timestamp
+
+	sum      float64
+	count    uint64
+	buckets  []uint64
+	min, max float64
+
+	touched   bool
+	exemplars []exemplar
+}
+
+type kv struct{ k, v string }
+
+// aggregator keeps cumulative series, bounded by max_series (excess goes to an overflow
+// series per metric and service).
+type aggregator struct {
+	max          int
+	maxExemplars int
+	series       map[string]*series
+	touched      []*series
+	keyBuf       strings.Builder
+}
+
+func newAggregator(maxSeries, maxExemplars int) *aggregator {
+	return &aggregator{max: maxSeries, maxExemplars: maxExemplars, series: map[string]*series{}}
+}
+
+func (a *aggregator) get(m metricID, service string, attrs []kv, now pcommon.Timestamp) *series {
+	b := &a.keyBuf
+	b.Reset()
+	b.WriteByte(byte('0' + m))
+	b.WriteByte(0)
+	b.WriteString(service)
+	for _, p := range attrs {
+		if p.v == "" {
+			continue
+		}
+		b.WriteByte(0)
+		b.WriteString(p.k)
+		b.WriteByte('=')
+		b.WriteString(p.v)
+	}
+	key := b.String()
+	s, ok := a.series[key]
+	if !ok {
+		if len(a.series) >= a.max {
+			return a.overflow(m, service, now)
+		}
+		s = a.newSeries(m, service, attrs, now)
+		a.series[key] = s
+	}
+	return s
+}
+
+func (a *aggregator) newSeries(m metricID, service string, attrs []kv, now pcommon.Timestamp) *series {
+	kept := make([]kv, 0, len(attrs))
+	for _, p := range attrs {
+		if p.v != "" {
+			kept = append(kept, p)
+		}
+	}
+	s := &series{metric: m, service: service, attrs: kept, start: now}
+	if metricDefs[m].histogram {
+		s.buckets = make([]uint64, len(metricDefs[m].bounds)+1)
+	}
+	return s
+}
+
+func (a *aggregator) overflow(m metricID, service string, now pcommon.Timestamp) *series {
+	key := "overflow\x00" + string(rune('0'+m)) + "\x00" + service
+	s, ok := a.series[key]
+	if !ok {
+		s = a.newSeries(m, service, []kv{{"otel.metric.overflow", "true"}}, now)
+		a.series[key] = s
+	}
+	return s
+}
+
+// record adds one observation; ex is the span it came from.
+func (a *aggregator) record(s *series, v float64, ex exemplar) {
+	def := &metricDefs[s.metric]
+	if def.histogram {
+		if s.count == 0 || v < s.min {
+			s.min = v
+		}
+		if s.count == 0 || v > s.max {
+			s.max = v
+		}
+		s.count++
+		s.buckets[sort.SearchFloat64s(def.bounds, v)]++
+	}
+	s.sum += v
+	if !s.touched {
+		s.touched = true
+		a.touched = append(a.touched, s)
+	}
+	if len(s.exemplars) < a.maxExemplars {
+		ex.value = v
+		s.exemplars = append(s.exemplars, ex)
+	}
+}
+
+// emit writes the series touched since the last emit (cumulative values, this batch's
+// exemplars) into md, grouped by service.name, and resets the touched marks.
+func (a *aggregator) emit(md pmetric.Metrics, now pcommon.Timestamp) {
+	if len(a.touched) == 0 {
+		return
+	}
+	sort.Slice(a.touched, func(i, j int) bool { return less(a.touched[i], a.touched[j]) })
+	var (
+		curService string
+		sm         pmetric.ScopeMetrics
+		metrics    [numMetrics]pmetric.Metric
+		have       [numMetrics]bool
+	)
+	for i, s := range a.touched {
+		if i == 0 || s.service != curService {
+			curService = s.service
+			rm := md.ResourceMetrics().AppendEmpty()
+			if s.service != "" {
+				rm.Resource().Attributes().PutStr("service.name", s.service)
+			}
+			sm = rm.ScopeMetrics().AppendEmpty()
+			sm.Scope().SetName(metadata.ScopeName)
+			have = [numMetrics]bool{}
+		}
+		def := &metricDefs[s.metric]
+		if !have[s.metric] {
+			m := sm.Metrics().AppendEmpty()
+			m.SetName(def.name)
+			m.SetUnit(def.unit)
+			m.SetDescription(def.desc)
+			if def.histogram {
+				m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			} else {
+				sum := m.SetEmptySum()
+				sum.SetIsMonotonic(true)
+				sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			}
+			metrics[s.metric] = m
+			have[s.metric] = true
+		}
+		m := metrics[s.metric]
+		var attrs pcommon.Map
+		var exs pmetric.ExemplarSlice
+		if def.histogram {
+			dp := m.Histogram().DataPoints().AppendEmpty()
+			dp.SetStartTimestamp(s.start)
+			dp.SetTimestamp(now)
+			dp.SetCount(s.count)
+			dp.SetSum(s.sum)
+			dp.SetMin(s.min)
+			dp.SetMax(s.max)
+			dp.ExplicitBounds().FromRaw(def.bounds)
+			dp.BucketCounts().FromRaw(s.buckets)
+			attrs, exs = dp.Attributes(), dp.Exemplars()
+		} else {
+			dp := m.Sum().DataPoints().AppendEmpty()
+			dp.SetStartTimestamp(s.start)
+			dp.SetTimestamp(now)
+			if def.isInt {
+				dp.SetIntValue(int64(s.sum))
+			} else {
+				dp.SetDoubleValue(s.sum)
+			}
+			attrs, exs = dp.Attributes(), dp.Exemplars()
+		}
+		for _, p := range s.attrs {
+			attrs.PutStr(p.k, p.v)
+		}
+		for _, e := range s.exemplars {
+			ex := exs.AppendEmpty()
+			ex.SetTraceID(e.trace)
+			ex.SetSpanID(e.span)
+			ex.SetTimestamp(e.ts)
+			if def.isInt {
+				ex.SetIntValue(int64(e.value))
+			} else {
+				ex.SetDoubleValue(e.value)
+			}
+		}
+		s.touched = false
+		s.exemplars = s.exemplars[:0]
+	}
+	a.touched = a.touched[:0]
+}
+
+func less(a, b *series) bool {
+	if a.service != b.service {
+		return a.service < b.service
+	}
+	if a.metric != b.metric {
+		return a.metric < b.metric
+	}
+	for i := 0; i < len(a.attrs) && i < len(b.attrs); i++ {
+		if a.attrs[i] != b.attrs[i] {
+			if a.attrs[i].k != b.attrs[i].k {
+				return a.attrs[i].k < b.attrs[i].k
+			}
+			return a.attrs[i].v < b.attrs[i].v
+		}
+	}
+	return len(a.attrs) < len(b.attrs)
+}

@@ -1,0 +1,149 @@
+package genai
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// RefSuffix is the suffix of an attribute that holds the URI of an offloaded value
+// (DESIGN.md "Payload references": attribute K moved to blob storage becomes K_ref).
+const RefSuffix = "_ref"
+
+// Attribute keys read by the helpers below that are not in genai.go.
+const (
+	AttrErrorType               = "error.type"
+	AttrOpenInferenceToolName   = "tool.name"
+	AttrOpenInferenceInputValue = "input.value"
+)
+
+// Payload is an attribute value that may have been offloaded: Value holds the inline string,
+// or Ref the reference URI when only K_ref is present. Both empty means not recorded.
+type Payload struct {
+	Value string
+	Ref   string
+}
+
+// Recorded reports whether the payload was recorded inline or by reference.
+func (p Payload) Recorded() bool { return p.Value != "" || p.Ref != "" }
+
+// Identity returns a string equal for equal content: the inline value, or for a reference the
+// content hash it names (ContentHashFromRef) prefixed with "sha256:". Inline and offloaded forms
+// of the same content therefore do not compare equal; within one deployment a given attribute is
+// either always offloaded above a size or never, so repeated calls compare like with like.
+func (p Payload) Identity() string {
+	if p.Ref != "" {
+		return "sha256:" + ContentHashFromRef(p.Ref)
+	}
+	return p.Value
+}
+
+// payload reads key or key_ref from attrs.
+func payload(attrs pcommon.Map, key string) Payload {
+	if v, ok := attrs.Get(key); ok {
+		return Payload{Value: v.AsString()}
+	}
+	if v, ok := attrs.Get(key + RefSuffix); ok {
+		return Payload{Ref: v.AsString()}
+	}
+	return Payload{}
+}
+
+// ToolName returns gen_ai.tool.name, falling back to OpenInference tool.name; "" if none.
+func ToolName(attrs pcommon.Map) string {
+	for _, k := range []string{AttrToolName, AttrOpenInferenceToolName} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
+}
+
+// ToolArguments returns the tool call arguments: gen_ai.tool.call.arguments (or its _ref), else
+// OpenInference input.value (or its _ref) on a tool span.
+func ToolArguments(attrs pcommon.Map) Payload {
+	if p := payload(attrs, AttrToolCallArguments); p.Recorded() {
+		return p
+	}
+	return payload(attrs, AttrOpenInferenceInputValue)
+}
+
+// LLMRequest returns what identifies an LLM request's content: gen_ai.input.messages (or its
+// _ref), else OpenInference input.value (or its _ref). System instructions are returned
+// separately by SystemInstructions.
+func LLMRequest(attrs pcommon.Map) Payload {
+	if p := payload(attrs, AttrInputMessages); p.Recorded() {
+		return p
+	}
+	return payload(attrs, AttrOpenInferenceInputValue)
+}
+
+// SystemInstructions returns gen_ai.system_instructions (or its _ref).
+func SystemInstructions(attrs pcommon.Map) Payload { return payload(attrs, AttrSystemInstructions) }
+
+// FinishReasons returns gen_ai.response.finish_reasons (a string array per semconv; a single
+// string is accepted too).
+func FinishReasons(attrs pcommon.Map) []string {
+	v, ok := attrs.Get(AttrFinishReasons)
+	if !ok {
+		return nil
+	}
+	if v.Type() == pcommon.ValueTypeSlice {
+		s := v.Slice()
+		out := make([]string, 0, s.Len())
+		for i := 0; i < s.Len(); i++ {
+			out = append(out, s.At(i).AsString())
+		}
+		return out
+	}
+	if s := v.AsString(); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// AgentName returns gen_ai.agent.name from the span, then the resource; "" if none.
+func AgentName(spanAttrs, resourceAttrs pcommon.Map) string {
+	for _, m := range []pcommon.Map{spanAttrs, resourceAttrs} {
+		if v, ok := m.Get(AttrAgentName); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
+}
+
+// RequestModel returns gen_ai.request.model, else Model(attrs).
+func RequestModel(attrs pcommon.Map) string {
+	if v, ok := attrs.Get(AttrRequestModel); ok && v.AsString() != "" {
+		return v.AsString()
+	}
+	return Model(attrs)
+}
+
+// ContentHashFromRef returns the lower-case hex SHA-256 named by a content-addressed reference
+// URI (payloadref layout: .../sha256/<64 hex>[.manifest].zst[?query]); for a URI without such a
+// component it returns the URI itself, which is still equal for equal content when the store
+// is content addressed.
+func ContentHashFromRef(uri string) string {
+	path := uri
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		base := path[i+1:]
+		if len(base) >= 64 && isHex(base[:64]) && (len(base) == 64 || base[64] == '.') {
+			return strings.ToLower(base[:64])
+		}
+	}
+	return uri
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
