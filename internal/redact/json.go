@@ -257,3 +257,27 @@ func jsonEscape(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// LooksJSON reports whether s, after leading white space, begins with { or [.
+func LooksJSON(s string) bool {
+	t := strings.TrimLeft(s, " \t\r\n")
+	return t != "" && (t[0] == '{' || t[0] == '[')
+}
+
+// RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
+// not parse; such a value is redacted as text.
+func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malformedJSON bool) {
+	if f, ok := r.keyFinding(key, s); ok {
+		f.End = len(s)
+		return r.Token(f.Rule, f.Action, s), []Finding{f}, false
+	}
+	if LooksJSON(s) {
+		if out, fs, ok := r.RedactJSON(s); ok {
+			return out, fs, false
+		}
+		out, fs = r.RedactString(s)
+		return out, fs, true
+	}
+	out, fs = r.RedactString(s)
+	return out, fs, false
+}

@@ -1,0 +1,74 @@
+package agentredactionprocessor // import "github.com/runagain/runagain/processor/agentredactionprocessor"
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"go.opentelemetry.io/collector/config/configopaque"
+
+	"github.com/runagain/runagain/internal/redact"
+)
+
+// DefaultHashKeyEnv is the environment variable read for the HMAC key when hash_key is empty.
+const DefaultHashKeyEnv = "RUNAGAIN_REDACTION_KEY"
+
+// CountAttribute is set on each span and log record the processor changed: the number of values
+// it redacted there (span events and links count toward their span).
+const CountAttribute = "runagain.redaction.count"
+
+// Config configures the agent_redaction processor.
+type Config struct {
+	// HashKey is the HMAC-SHA256 key for action hash. Prefer hash_key_env or ${env:...}.
+	HashKey configopaque.String `mapstructure:"hash_key"`
+	// HashKeyEnv names the environment variable that holds the key when hash_key is empty
+	// (default RUNAGAIN_REDACTION_KEY). Without either, a random key is drawn at start and
+	// tokens are stable only for the life of the process.
+	HashKeyEnv string `mapstructure:"hash_key_env"`
+	// PIIAction is the default action of PII rules: mask, hash (default) or drop.
+	PIIAction redact.Action `mapstructure:"pii_action"`
+	// SecretAction is the default action of secret rules: mask (default), hash or drop.
+	SecretAction redact.Action `mapstructure:"secret_action"`
+	// RuleActions overrides the action per rule name.
+	RuleActions map[string]redact.Action `mapstructure:"rule_actions"`
+	// DisabledRules turns built-in rules off by name.
+	DisabledRules []string `mapstructure:"disabled_rules"`
+	// CustomRules adds rules: name, regex, validator, keywords, category, action.
+	CustomRules []redact.CustomRule `mapstructure:"custom_rules"`
+	// IgnoredKeys are attribute keys whose values are never examined.
+	IgnoredKeys []string `mapstructure:"ignored_keys"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// redactConfig converts to the detection core's configuration (without the key).
+func (c *Config) redactConfig() redact.Config {
+	return redact.Config{
+		PIIAction:    c.PIIAction,
+		SecretAction: c.SecretAction,
+		RuleActions:  c.RuleActions,
+		Disabled:     c.DisabledRules,
+		Custom:       c.CustomRules,
+	}
+}
+
+// Validate checks the configuration; errors name the field.
+func (c *Config) Validate() error {
+	var errs []error
+	rc := c.redactConfig()
+	if err := rc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.HashKeyEnv != "" && !envNameRE.MatchString(c.HashKeyEnv) {
+		errs = append(errs, fmt.Errorf("hash_key_env: %q is not an environment variable name", c.HashKeyEnv))
+	}
+	for i, k := range c.IgnoredKeys {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("ignored_keys[%d]: must not be empty", i))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,59 @@
+package agentredactionprocessor
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/runagain/runagain/internal/redact"
+	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg.(*Config), confmap.Validate(cfg)
+}
+
+func TestLoadConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, createDefaultConfig(), cfg)
+
+	cfg, err = loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, "0123456789abcdef0123456789abcdef", string(cfg.HashKey))
+	assert.Equal(t, redact.ActionMask, cfg.PIIAction)
+	assert.Equal(t, map[string]redact.Action{"us_ssn": redact.ActionDrop, "email": redact.ActionHash}, cfg.RuleActions)
+	assert.Equal(t, []string{"ipv4_address", "ipv6_address"}, cfg.DisabledRules)
+	assert.Equal(t, []string{"gen_ai.response.id"}, cfg.IgnoredKeys)
+	require.Len(t, cfg.CustomRules, 2)
+	assert.Equal(t, redact.CustomRule{Name: "employee_id", Regex: `EMP-(?P<value>\d{6})`, Keywords: []string{"EMP-"}, Category: redact.CategoryPII}, cfg.CustomRules[0])
+	assert.Equal(t, "luhn", cfg.CustomRules[1].Validator)
+	assert.Equal(t, redact.ActionDrop, cfg.CustomRules[1].Action)
+}
+
+func TestLoadInvalidConfig(t *testing.T) {
+	for name, field := range map[string]string{
+		"bad_regex":  "custom_rules[0].regex",
+		"bad_action": "rule_actions[email]",
+		"bad_rule":   "disabled_rules",
+		"bad_env":    "hash_key_env",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(t, name)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), field)
+		})
+	}
+}

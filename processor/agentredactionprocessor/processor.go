@@ -1,0 +1,216 @@
+package agentredactionprocessor // import "github.com/runagain/runagain/processor/agentredactionprocessor"
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/internal/redact"
+	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadata"
+)
+
+type redactionProcessor struct {
+	r         *redact.Redactor
+	ignored   map[string]bool
+	telemetry *metadata.TelemetryBuilder
+	ruleAttrs map[string]metric.MeasurementOption
+	logger    *zap.Logger
+}
+
+func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
+	rc := cfg.redactConfig()
+	switch {
+	case cfg.HashKey != "":
+		rc.HashKey = []byte(cfg.HashKey)
+	case cfg.HashKeyEnv != "" && os.Getenv(cfg.HashKeyEnv) != "":
+		rc.HashKey = []byte(os.Getenv(cfg.HashKeyEnv))
+	default:
+		set.Logger.Warn("agent_redaction: no hash key configured (hash_key, or the variable named by hash_key_env); "+
+			"using a random key, so hash tokens are stable only until the collector restarts",
+			zap.String("hash_key_env", cfg.HashKeyEnv))
+	}
+	r, err := redact.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("agent_redaction: %w", err)
+	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true}, telemetry: tb,
+		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger}
+	for _, k := range cfg.IgnoredKeys {
+		p.ignored[k] = true
+	}
+	for _, name := range r.Rules() {
+		p.ruleAttrs[name] = metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", name)))
+	}
+	set.Logger.Debug("agent_redaction rules", zap.Strings("rules", r.Rules()))
+	return p, nil
+}
+
+func (p *redactionProcessor) shutdown(context.Context) error {
+	p.telemetry.Shutdown()
+	return nil
+}
+
+// tally collects what one batch did; it is reported once per batch. It never holds values.
+type tally struct {
+	perRule   map[string]int64
+	dropped   int64
+	malformed int64
+	scanned   int64
+}
+
+func (t *tally) add(fs []redact.Finding) {
+	if t.perRule == nil {
+		t.perRule = map[string]int64{}
+	}
+	for _, f := range fs {
+		t.perRule[f.Rule]++
+	}
+}
+
+func (p *redactionProcessor) report(ctx context.Context, t *tally) {
+	for rule, n := range t.perRule {
+		p.telemetry.ProcessorAgentRedactionFindings.Add(ctx, n, p.ruleAttrs[rule])
+	}
+	if t.dropped > 0 {
+		p.telemetry.ProcessorAgentRedactionDroppedValues.Add(ctx, t.dropped)
+	}
+	if t.malformed > 0 {
+		p.telemetry.ProcessorAgentRedactionMalformedJSON.Add(ctx, t.malformed)
+	}
+	if t.scanned > 0 {
+		p.telemetry.ProcessorAgentRedactionBytesScanned.Add(ctx, t.scanned)
+	}
+}
+
+// str redacts one string stored under key. It returns the new value, the number of findings and
+// whether the value must be dropped.
+func (p *redactionProcessor) str(key, s string, t *tally) (string, int, bool) {
+	t.scanned += int64(len(s))
+	out, fs, malformed := p.r.RedactValue(key, s)
+	if malformed {
+		t.malformed++
+	}
+	if len(fs) == 0 {
+		return s, 0, false
+	}
+	t.add(fs)
+	if redact.HasDrop(fs) {
+		t.dropped++
+		return "", len(fs), true
+	}
+	return out, len(fs), false
+}
+
+// value redacts v in place (strings, and strings nested in slices and maps). It returns the
+// number of findings and whether the whole value must be dropped.
+func (p *redactionProcessor) value(key string, v pcommon.Value, t *tally) (int, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		out, n, drop := p.str(key, v.Str(), t)
+		if n > 0 && !drop {
+			v.SetStr(out)
+		}
+		return n, drop
+	case pcommon.ValueTypeSlice:
+		total := 0
+		sl := v.Slice()
+		sl.RemoveIf(func(e pcommon.Value) bool {
+			n, drop := p.value(key, e, t)
+			total += n
+			return drop
+		})
+		return total, false
+	case pcommon.ValueTypeMap:
+		return p.attrs(v.Map(), t), false
+	}
+	return 0, false
+}
+
+// attrs redacts a map of attributes in place and returns the number of findings.
+func (p *redactionProcessor) attrs(m pcommon.Map, t *tally) int {
+	total := 0
+	m.RemoveIf(func(k string, v pcommon.Value) bool {
+		if p.ignored[k] {
+			return false
+		}
+		n, drop := p.value(k, v, t)
+		total += n
+		return drop
+	})
+	return total
+}
+
+func addCount(m pcommon.Map, n int) {
+	if n == 0 {
+		return
+	}
+	if prev, ok := m.Get(CountAttribute); ok && prev.Type() == pcommon.ValueTypeInt {
+		prev.SetInt(prev.Int() + int64(n))
+		return
+	}
+	m.PutInt(CountAttribute, int64(n))
+}
+
+func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	var t tally
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		addCount(rs.Resource().Attributes(), p.attrs(rs.Resource().Attributes(), &t))
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				n := p.attrs(span.Attributes(), &t)
+				evs := span.Events()
+				for e := 0; e < evs.Len(); e++ {
+					n += p.attrs(evs.At(e).Attributes(), &t)
+				}
+				links := span.Links()
+				for l := 0; l < links.Len(); l++ {
+					n += p.attrs(links.At(l).Attributes(), &t)
+				}
+				addCount(span.Attributes(), n)
+			}
+		}
+	}
+	p.report(ctx, &t)
+	return td, nil
+}
+
+func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	var t tally
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		addCount(rl.Resource().Attributes(), p.attrs(rl.Resource().Attributes(), &t))
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				n := p.attrs(lr.Attributes(), &t)
+				bn, drop := p.value("", lr.Body(), &t)
+				if drop {
+					pcommon.NewValueEmpty().CopyTo(lr.Body())
+				}
+				addCount(lr.Attributes(), n+bn)
+			}
+		}
+	}
+	p.report(ctx, &t)
+	return ld, nil
+}
