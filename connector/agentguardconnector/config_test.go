@@ -1,0 +1,76 @@
+package agentguardconnector
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+	"github.com/runagain/runagain/internal/pricing"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	custom := createDefaultConfig()
+	custom.SessionKeys = []string{"session.id"}
+	custom.MaxSessions = 1000
+	custom.SessionIdleTimeout = 10 * time.Minute
+	custom.ExpiryInterval = 30 * time.Second
+	custom.MaxSeries = 100
+	custom.Exemplars.MaxPerDataPoint = 2
+	cr := 0.15
+	prefix := "internal-"
+	custom.Pricing.Models = []pricing.Override{
+		{Provider: "acme", Model: "acme-large", InputMTok: 1.5, OutputMTok: 6, CacheReadMTok: &cr},
+		{Match: &pricing.Match{StartsWith: &prefix}},
+	}
+	custom.Loop.Repeats = 3
+	custom.Loop.Window = 5 * time.Minute
+	custom.Loop.ConsecutiveTool = 0
+	custom.CostSpike.Factor = 3
+	custom.CostSpike.MinSessions = 5
+	custom.CostSpike.MinCost = 0.01
+	custom.ToolErrors.Enabled = false
+	custom.ContextPressure.Threshold = 0.5
+	custom.ContextPressure.FinishReasons = []string{"length"}
+
+	tests := []struct {
+		id      component.ID
+		want    *Config
+		wantErr string
+	}{
+		{id: component.NewID(metadata.Type), want: createDefaultConfig()},
+		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
+		{id: component.NewIDWithName(metadata.Type, "bad_repeats"), wantErr: "loop.repeats: must be at least 2, got 1"},
+		{id: component.NewIDWithName(metadata.Type, "bad_threshold"), wantErr: "tool_errors.threshold: must be in (0, 1], got 1.5"},
+		{id: component.NewIDWithName(metadata.Type, "bad_price"), wantErr: "pricing.models[0].output_mtok: must not be negative, got -2"},
+		{id: component.NewIDWithName(metadata.Type, "bad_regex"), wantErr: "pricing.models[0].match.regex: error parsing regexp"},
+		{id: component.NewIDWithName(metadata.Type, "no_sessions"), wantErr: "max_sessions: must be positive, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			got := cfg.(*Config)
+			// Compiled regexes are internal state; compare the configured values.
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
