@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/clickhouseexporter"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
@@ -13,26 +15,56 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
-
-	"github.com/runagain/runagain/internal/store/sqlitestore"
 )
 
-// tier is one storage tier: it writes what it keeps of a batch. Implementations must be safe
-// for concurrent use (the sending queue runs several consumers).
-type tier interface {
-	name() string
-	start(ctx context.Context, host component.Host) error
-	pushTraces(ctx context.Context, td ptrace.Traces) error
-	pushLogs(ctx context.Context, ld plog.Logs) error
-	shutdown(ctx context.Context) error
-	sending() TierSending
+// tier is one storage tier behind its own exporterhelper pipeline (queue, retry, timeout). Its
+// backend is shared by the traces and logs instances of one configuration (see acquire).
+type tier struct {
+	name    string
+	key     string // shared-resource key: backend kind and location
+	sending TierSending
+	open    func(ctx context.Context) (*resource, error)
+
+	mu  sync.Mutex
+	res *resource
 }
 
-// tieredExporter fans each batch out to one exporterhelper pipeline per tier (queue, retry,
-// timeout of its own) and acknowledges once every tier has accepted it (into its queue, or
-// written when the queue is disabled). The factory makes one instance per signal.
+func (t *tier) start(ctx context.Context, _ component.Host) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.res != nil {
+		return nil
+	}
+	r, err := acquire(ctx, t.key, t.open)
+	if err != nil {
+		return fmt.Errorf("%s tier: %w", t.name, err)
+	}
+	t.res = r
+	return nil
+}
+
+func (t *tier) shutdown(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.res == nil {
+		return nil
+	}
+	t.res = nil
+	return release(t.key)
+}
+
+func (t *tier) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	return t.res.backend.writeTraces(ctx, td)
+}
+
+func (t *tier) pushLogs(ctx context.Context, ld plog.Logs) error {
+	return t.res.backend.writeLogs(ctx, ld)
+}
+
+// tieredExporter fans each batch out to one exporterhelper pipeline per tier and acknowledges
+// once every tier has accepted it (into its queue, or written when the queue is disabled). The
+// factory makes one instance per signal.
 type tieredExporter struct {
-	tiers  []tier
 	traces []exporter.Traces
 	logs   []exporter.Logs
 }
@@ -44,16 +76,34 @@ const (
 	signalLogs
 )
 
-func newExporter(ctx context.Context, set exporter.Settings, cfg *Config, sig signal) (*tieredExporter, error) {
+func newExporter(ctx context.Context, set exporter.Settings, cfg *Config, sig signal, now func() time.Time) (*tieredExporter, error) {
 	e := &tieredExporter{}
-	if cfg.Hot.HasValue() {
-		e.tiers = append(e.tiers, newHotTier(set.Logger, cfg.Hot.Get(), cfg.SessionKeys))
+	var tiers []*tier
+	interval := cfg.JanitorInterval
+	if interval <= 0 {
+		interval = DefaultJanitorInterval
 	}
-	for _, t := range e.tiers {
+	if cfg.Hot.HasValue() {
+		hot := cfg.Hot.Get()
+		if hot.ClickHouse.HasValue() {
+			if err := e.addContribClickHouse(ctx, set, hot, sig); err != nil {
+				return nil, err
+			}
+		} else {
+			tiers = append(tiers, hotSQLiteTier(set.Logger, hot, cfg.SessionKeys, now, interval))
+		}
+	}
+	if cfg.Warm.HasValue() {
+		tiers = append(tiers, warmTier(set.Logger, cfg.Warm.Get(), cfg.SessionKeys, now, interval))
+	}
+	if cfg.Cold.HasValue() {
+		tiers = append(tiers, coldTier(set.Logger, cfg.Cold.Get(), cfg.SessionKeys, now, interval))
+	}
+	for _, t := range tiers {
 		tset := set
 		// A distinct id per tier keeps persistent-queue keys apart in a shared storage extension.
-		tset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), t.name()))
-		s := t.sending()
+		tset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), t.name))
+		s := t.sending
 		opts := []exporterhelper.Option{
 			exporterhelper.WithStart(t.start),
 			exporterhelper.WithShutdown(t.shutdown),
@@ -66,18 +116,43 @@ func newExporter(ctx context.Context, set exporter.Settings, cfg *Config, sig si
 		case signalTraces:
 			te, err := exporterhelper.NewTraces(ctx, tset, cfg, t.pushTraces, opts...)
 			if err != nil {
-				return nil, fmt.Errorf("%s tier: %w", t.name(), err)
+				return nil, fmt.Errorf("%s tier: %w", t.name, err)
 			}
 			e.traces = append(e.traces, te)
 		case signalLogs:
 			le, err := exporterhelper.NewLogs(ctx, tset, cfg, t.pushLogs, opts...)
 			if err != nil {
-				return nil, fmt.Errorf("%s tier: %w", t.name(), err)
+				return nil, fmt.Errorf("%s tier: %w", t.name, err)
 			}
 			e.logs = append(e.logs, le)
 		}
 	}
 	return e, nil
+}
+
+// addContribClickHouse creates the contrib clickhouseexporter from its own factory with the
+// nested configuration, its TTL set to the hot retention. It brings its own queue and retry.
+func (e *tieredExporter) addContribClickHouse(ctx context.Context, set exporter.Settings, hot *HotConfig, sig signal) error {
+	f := clickhouseexporter.NewFactory()
+	chCfg := *hot.ClickHouse.Get()
+	chCfg.TTL = hot.Retention
+	cset := set
+	cset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), "hot_clickhouse"))
+	switch sig {
+	case signalTraces:
+		te, err := f.CreateTraces(ctx, cset, &chCfg)
+		if err != nil {
+			return fmt.Errorf("hot tier (clickhouse): %w", err)
+		}
+		e.traces = append(e.traces, te)
+	case signalLogs:
+		le, err := f.CreateLogs(ctx, cset, &chCfg)
+		if err != nil {
+			return fmt.Errorf("hot tier (clickhouse): %w", err)
+		}
+		e.logs = append(e.logs, le)
+	}
+	return nil
 }
 
 func joinName(base, tier string) string {
@@ -135,97 +210,113 @@ func (e *tieredExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	return errors.Join(errs...)
 }
 
-// hotTier stores full spans and logs in SQLite.
-type hotTier struct {
-	logger      *zap.Logger
-	cfg         *HotConfig
-	sessionKeys []string
-	mu          sync.Mutex
-	db          *sqlitestore.DB
-}
-
-func newHotTier(logger *zap.Logger, cfg *HotConfig, sessionKeys []string) *hotTier {
-	return &hotTier{logger: logger, cfg: cfg, sessionKeys: sessionKeys}
-}
-
-func (h *hotTier) name() string         { return "hot" }
-func (h *hotTier) sending() TierSending { return h.cfg.TierSending }
-
-func (h *hotTier) start(context.Context, component.Host) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.db != nil {
-		return nil
-	}
-	db, err := openShared(h.cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: h.sessionKeys})
-	if err != nil {
-		return err
-	}
-	h.db = db
-	return nil
-}
-
-func (h *hotTier) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	rejected, err := h.db.WriteTraces(ctx, td)
-	for _, r := range rejected {
-		h.logger.Warn("hot tier: span not stored", zap.Error(r))
-	}
-	return err
-}
-
-func (h *hotTier) pushLogs(ctx context.Context, ld plog.Logs) error {
-	return h.db.WriteLogs(ctx, ld)
-}
-
-func (h *hotTier) shutdown(context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.db == nil {
-		return nil
-	}
-	err := closeShared(h.cfg.SQLite.Get().Path)
-	h.db = nil
-	return err
-}
-
-// The traces and logs instances of one exporter (and several exporters pointed at one file)
-// share a single handle per SQLite path, so there is one writer per file.
+// The traces and logs instances of one exporter (and several exporters pointed at one
+// location) share one backend handle per location, so there is one writer per SQLite file and
+// one retention janitor per location.
 var (
 	sharedMu  sync.Mutex
-	sharedDBs = map[string]*sharedDB{}
+	resources = map[string]*resource{}
 )
 
-type sharedDB struct {
-	db   *sqlitestore.DB
-	refs int
+type resource struct {
+	backend backend
+	close   func() error
+	janitor *janitor
+	refs    int
 }
 
-func openShared(path string, o sqlitestore.Options) (*sqlitestore.DB, error) {
+func acquire(ctx context.Context, key string, open func(context.Context) (*resource, error)) (*resource, error) {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if s, ok := sharedDBs[path]; ok {
-		s.refs++
-		return s.db, nil
+	if r, ok := resources[key]; ok {
+		r.refs++
+		return r, nil
 	}
-	db, err := sqlitestore.Open(path, o)
+	r, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sharedDBs[path] = &sharedDB{db: db, refs: 1}
-	return db, nil
+	r.refs = 1
+	if r.janitor != nil {
+		r.janitor.start()
+	}
+	resources[key] = r
+	return r, nil
 }
 
-func closeShared(path string) error {
+func release(key string) error {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	s, ok := sharedDBs[path]
+	r, ok := resources[key]
 	if !ok {
 		return nil
 	}
-	s.refs--
-	if s.refs > 0 {
+	r.refs--
+	if r.refs > 0 {
 		return nil
 	}
-	delete(sharedDBs, path)
-	return s.db.Close()
+	delete(resources, key)
+	if r.janitor != nil {
+		r.janitor.stop()
+	}
+	return r.close()
+}
+
+// janitor enforces a retention on a backend without TTL: at start and every interval it
+// deletes what was ingested before now - retention.
+type janitor struct {
+	name      string
+	every     time.Duration
+	retention time.Duration
+	now       func() time.Time
+	expire    func(ctx context.Context, cutoff time.Time) (int64, error)
+	logger    *zap.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newJanitor(logger *zap.Logger, name string, every, retention time.Duration, now func() time.Time,
+	expire func(context.Context, time.Time) (int64, error)) *janitor {
+	if retention <= 0 {
+		return nil
+	}
+	return &janitor{name: name, every: every, retention: retention, now: now, expire: expire, logger: logger}
+}
+
+// runOnce deletes what is past retention now and returns how much it deleted.
+func (j *janitor) runOnce(ctx context.Context) (int64, error) {
+	cutoff := j.now().Add(-j.retention)
+	n, err := j.expire(ctx, cutoff)
+	if err != nil {
+		j.logger.Warn("retention janitor failed; will retry", zap.String("tier", j.name), zap.Error(err))
+	} else if n > 0 {
+		j.logger.Info("retention janitor deleted expired data", zap.String("tier", j.name),
+			zap.Int64("deleted", n), zap.Time("ingested_before", cutoff))
+	}
+	return n, err
+}
+
+func (j *janitor) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	j.cancel, j.done = cancel, make(chan struct{})
+	go func() {
+		defer close(j.done)
+		_, _ = j.runOnce(ctx)
+		t := time.NewTicker(j.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_, _ = j.runOnce(ctx)
+			}
+		}
+	}()
+}
+
+func (j *janitor) stop() {
+	j.cancel()
+	<-j.done
 }

@@ -29,6 +29,12 @@ type RunSummary struct {
 	OutputTokens int64     `json:"output_tokens"`
 	Errors       int64     `json:"errors"` // spans with status code ERROR
 	Tier         string    `json:"tier"`   // "hot", "warm" or "cold": where the summary came from
+	// Cold-tier rows summarise a whole session: TraceID is its most recent run (the
+	// greatest trace id when runs cannot be told apart), TraceIDs all its runs, and Start/End
+	// its first and last seen times. Other tiers leave TraceIDs empty.
+	TraceIDs []string `json:"trace_ids,omitempty"`
+	CostUSD  float64  `json:"cost_usd"`         // 0 until internal/pricing is wired (TODO)
+	Alerts   int64    `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
 }
 
 // Duration is End minus Start.
@@ -42,11 +48,17 @@ type RunFilter struct {
 
 // Run is one run as stored: its spans (with resource and scope) and the log records that point
 // at it (for example agent_guard alerts), in storage order; callers order spans with Order.
+//
+// A run from the warm tier holds its spans rebuilt from summaries (names, timing, status,
+// summary attributes, exception events; no payloads) and its alert records. A run only the cold
+// tier knows has no spans: Session holds its session's merged record, and Logs one record
+// (event name SessionSummaryEventName) saying so in words, for readers that print logs.
 type Run struct {
 	TraceID string
 	Traces  ptrace.Traces
 	Logs    plog.Logs
 	Tier    string
+	Session *Session // set by the cold tier only
 }
 
 // Reader reads runs back from a store.

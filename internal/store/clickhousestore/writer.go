@@ -1,0 +1,180 @@
+package clickhousestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// OpenDB opens a database/sql handle on a ClickHouse endpoint (clickhouse-go DSN: tcp:// or
+// clickhouse:// for the native protocol, http:// or https:// for HTTP), with username and
+// password when set, and extra DSN parameters.
+func OpenDB(endpoint, username, password string, params map[string]string) (*sql.DB, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("clickhouse endpoint %q: want a URL such as tcp://127.0.0.1:9000 or http://127.0.0.1:8123", endpoint)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	if u.Scheme == "https" {
+		q.Set("secure", "true")
+	}
+	if username != "" {
+		u.User = url.UserPassword(username, password)
+	}
+	u.RawQuery = q.Encode()
+	opts, err := clickhouse.ParseDSN(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse endpoint %q: %w", endpoint, err)
+	}
+	return clickhouse.OpenDB(opts), nil
+}
+
+// Writer writes the warm and cold tiers.
+type Writer struct {
+	DB          *sql.DB
+	Schema      Schema
+	SessionKeys []string         // default genai.DefaultSessionKeys
+	Now         func() time.Time // ingestion clock; default time.Now
+}
+
+func (w *Writer) now() int64 {
+	if w.Now == nil {
+		return time.Now().UnixNano()
+	}
+	return w.Now().UnixNano()
+}
+
+func (w *Writer) keys() []string {
+	if w.SessionKeys == nil {
+		return genai.DefaultSessionKeys
+	}
+	return w.SessionKeys
+}
+
+// CreateWarm creates the database and the warm tables.
+func (w *Writer) CreateWarm(ctx context.Context) error {
+	return w.exec(ctx, append([]string{w.Schema.DatabaseDDL()}, w.Schema.WarmDDL()...))
+}
+
+// CreateCold creates the database and the cold table.
+func (w *Writer) CreateCold(ctx context.Context) error {
+	return w.exec(ctx, append([]string{w.Schema.DatabaseDDL()}, w.Schema.ColdDDL()...))
+}
+
+func (w *Writer) exec(ctx context.Context, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := w.DB.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("clickhouse: %s: %w", firstLine(s), err)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// WriteWarmTraces appends the summaries and exception events of td.
+func (w *Writer) WriteWarmTraces(ctx context.Context, td ptrace.Traces) error {
+	spans, events := store.Summarize(td, w.keys())
+	if err := w.insertSpans(ctx, spans); err != nil {
+		return err
+	}
+	return w.insertEvents(ctx, events)
+}
+
+// WriteWarmLogs appends the alert records of ld as key events.
+func (w *Writer) WriteWarmLogs(ctx context.Context, ld plog.Logs) error {
+	return w.insertEvents(ctx, store.AlertEvents(ld, w.keys()))
+}
+
+// SpanColumns is the insert column list of runagain_span_summaries.
+const SpanColumns = `trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+ status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd, tool_name,
+ agent_name, error_type, attributes, ingested_unix_nano`
+
+// EventColumns is the insert column list of runagain_key_events.
+const EventColumns = `event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number,
+ service_name, message, attributes, ingested_unix_nano`
+
+// SessionColumns is the insert column list of runagain_sessions.
+const SessionColumns = `session_id, first_seen_unix_nano, last_seen_unix_nano, agent, service, models, trace_ids,
+ spans, input_tokens, output_tokens, cost_usd, errors, alerts, partials, ingested_unix_nano`
+
+func (w *Writer) insertSpans(ctx context.Context, spans []store.SpanSummary) error {
+	now := w.now()
+	rows := make([][]any, len(spans))
+	for i, s := range spans {
+		rows[i] = []any{s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind, s.Start, s.End, s.StatusCode,
+			s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD, s.ToolName,
+			s.AgentName, s.ErrorType, s.Attributes, now}
+	}
+	return w.insert(ctx, TableSpanSummaries, SpanColumns, rows)
+}
+
+func (w *Writer) insertEvents(ctx context.Context, events []store.KeyEvent) error {
+	now := w.now()
+	rows := make([][]any, len(events))
+	for i, e := range events {
+		rows[i] = []any{e.EventID, e.TraceID, e.SpanID, e.SessionID, e.Time, e.Kind, e.Name, e.Severity, e.Service,
+			e.Message, e.Attributes, now}
+	}
+	return w.insert(ctx, TableKeyEvents, EventColumns, rows)
+}
+
+// WriteCold inserts the session partials of one batch (td and/or ld) as one insert whose
+// deduplication token is the batch id.
+func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) error {
+	ps := store.Partials(td, ld, w.keys(), w.now())
+	if len(ps) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(ps))
+	for i, p := range ps {
+		rows[i] = []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service, p.Models, p.TraceIDs, p.Spans,
+			p.InputTokens, p.OutputTokens, p.CostUSD, p.Errors, p.Alerts, int64(1), p.Ingested}
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": ps[0].BatchID}))
+	return w.insert(ctx, TableSessions, SessionColumns, rows)
+}
+
+func (w *Writer) insert(ctx context.Context, table, columns string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := w.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("clickhouse: insert into %s: %w", table, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf("INSERT INTO %s (%s)", w.Schema.Table(table), columns))
+	if err != nil {
+		return fmt.Errorf("clickhouse: insert into %s: %w", table, err)
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, r...); err != nil {
+			return fmt.Errorf("clickhouse: insert into %s: %w", table, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("clickhouse: insert into %s: %w", table, err)
+	}
+	return nil
+}

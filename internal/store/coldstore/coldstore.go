@@ -1,0 +1,240 @@
+// Package coldstore is the cold tier on blob storage: session partial records
+// (store.SessionPartial) as Parquet files, through gocloud.dev/blob (file://, s3://, gs://,
+// azblob://, mem://).
+//
+// # Layout (a contract for any Parquet reader: Spark, DuckDB, ClickHouse s3(), pyarrow)
+//
+//	<prefix>date=YYYY-MM-DD/<batch_id>.parquet
+//
+// One object per batch and date: the date partition is the UTC date of the partials'
+// first_seen_unix_nano (so a query for a day reads one folder, also for runs imported years
+// after they happened); batch_id is the SHA-256 of the batch's span and record identities, so a
+// retried write replaces the same object. Columns are those of store.SessionPartial (snake
+// case, models and trace_ids as Parquet LIST of strings), zstd-compressed. Each object carries
+// the metadata "ingested-unix-nano" (when it was written: the retention clock).
+//
+// Readers merge every partial into one row per session (store.MergePartials); partials of
+// one batch seen twice count once.
+package coldstore // import "github.com/runagain/runagain/internal/store/coldstore"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	"gocloud.dev/blob/fileblob"    // file://
+	_ "gocloud.dev/blob/gcsblob"   // gs://
+	_ "gocloud.dev/blob/memblob"   // mem://
+	_ "gocloud.dev/blob/s3blob"    // s3://
+
+	"github.com/runagain/runagain/internal/store"
+)
+
+// MetadataIngested is the object metadata key holding the write time in Unix nanoseconds.
+const MetadataIngested = "ingested-unix-nano"
+
+// ContentType of the Parquet objects.
+const ContentType = "application/vnd.apache.parquet"
+
+// Store is an open cold-tier bucket.
+type Store struct {
+	bucket *blob.Bucket
+	now    func() time.Time
+	where  string
+}
+
+// Options tune Open.
+type Options struct {
+	// Now is the clock for the ingestion stamp; default time.Now.
+	Now func() time.Time
+	// ReadOnly opens a local directory without creating it.
+	ReadOnly bool
+}
+
+// Open opens the bucket at bucketURL (a gocloud.dev/blob URL; its "prefix" parameter scopes
+// every key), or, when bucketURL has no scheme, the local directory of that path (created
+// unless ReadOnly).
+func Open(ctx context.Context, bucketURL string, o Options) (*Store, error) {
+	s := &Store{now: o.Now, where: bucketURL}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if !strings.Contains(bucketURL, "://") {
+		dir, aerr := filepath.Abs(bucketURL)
+		if aerr != nil {
+			return nil, fmt.Errorf("cold tier: %s: %w", bucketURL, aerr)
+		}
+		if o.ReadOnly {
+			if _, serr := os.Stat(dir); serr != nil {
+				return nil, fmt.Errorf("cold tier: %w", serr)
+			}
+		} else if merr := os.MkdirAll(dir, 0o750); merr != nil {
+			return nil, fmt.Errorf("cold tier: create %s: %w", dir, merr)
+		}
+		s.bucket, err = fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true})
+	} else {
+		s.bucket, err = blob.OpenBucket(ctx, bucketURL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cold tier: open %s: %w", bucketURL, err)
+	}
+	return s, nil
+}
+
+// Close closes the bucket.
+func (s *Store) Close() error { return s.bucket.Close() }
+
+// Key returns the object key of a batch's partials for one date partition.
+func Key(day time.Time, batchID string) string {
+	return fmt.Sprintf("date=%s/%s.parquet", day.UTC().Format("2006-01-02"), batchID)
+}
+
+// Write stores partials as one Parquet object per date partition, stamping Ingested with the
+// store's clock. It returns the keys written. An unreachable bucket returns the error of the
+// first failed object; objects are named by batch, so a retry rewrites the same keys.
+func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]string, error) {
+	if len(partials) == 0 {
+		return nil, nil
+	}
+	now := s.now().UnixNano()
+	byDay := map[string][]store.SessionPartial{}
+	for _, p := range partials {
+		p.Ingested = now
+		k := Key(time.Unix(0, p.FirstSeen), p.BatchID)
+		byDay[k] = append(byDay[k], p)
+	}
+	keys := make([]string, 0, len(byDay))
+	for k := range byDay {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var buf bytes.Buffer
+		if err := parquet.Write(&buf, byDay[k], parquet.Compression(&parquet.Zstd)); err != nil {
+			return nil, fmt.Errorf("cold tier: encode %s: %w", k, err)
+		}
+		err := s.bucket.WriteAll(ctx, k, buf.Bytes(), &blob.WriterOptions{ContentType: ContentType,
+			Metadata: map[string]string{MetadataIngested: strconv.FormatInt(now, 10)}})
+		if err != nil {
+			return nil, fmt.Errorf("cold tier: write %s to %s: %w", k, s.where, err)
+		}
+	}
+	return keys, nil
+}
+
+// Partials reads every partial record in the bucket, in key order.
+func (s *Store) Partials(ctx context.Context) ([]store.SessionPartial, error) {
+	var out []store.SessionPartial
+	err := s.each(ctx, func(obj *blob.ListObject) error {
+		data, err := s.bucket.ReadAll(ctx, obj.Key)
+		if err != nil {
+			return fmt.Errorf("cold tier: read %s: %w", obj.Key, err)
+		}
+		rows, err := parquet.Read[store.SessionPartial](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return fmt.Errorf("cold tier: decode %s: %w", obj.Key, err)
+		}
+		out = append(out, rows...)
+		return nil
+	})
+	return out, err
+}
+
+// Sessions merges every partial into one record per session, newest first.
+func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
+	ps, err := s.Partials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return store.MergePartials(ps), nil
+}
+
+// Keys lists the Parquet object keys.
+func (s *Store) Keys(ctx context.Context) ([]string, error) {
+	var keys []string
+	err := s.each(ctx, func(obj *blob.ListObject) error { keys = append(keys, obj.Key); return nil })
+	return keys, err
+}
+
+func (s *Store) each(ctx context.Context, f func(*blob.ListObject) error) error {
+	it := s.bucket.List(&blob.ListOptions{Prefix: "date="})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cold tier: list %s: %w", s.where, err)
+		}
+		if obj.IsDir || !strings.HasSuffix(obj.Key, ".parquet") {
+			continue
+		}
+		if err := f(obj); err != nil {
+			return err
+		}
+	}
+}
+
+// Expire deletes the objects written before cutoff (metadata ingested-unix-nano, else the
+// object's modification time) and returns how many it deleted.
+func (s *Store) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := s.each(ctx, func(obj *blob.ListObject) error {
+		written := obj.ModTime
+		if a, err := s.bucket.Attributes(ctx, obj.Key); err == nil {
+			if v, err := strconv.ParseInt(a.Metadata[MetadataIngested], 10, 64); err == nil {
+				written = time.Unix(0, v)
+			}
+		}
+		if !written.Before(cutoff) {
+			return nil
+		}
+		if err := s.bucket.Delete(ctx, obj.Key); err != nil {
+			return fmt.Errorf("cold tier: delete %s: %w", obj.Key, err)
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// Runs implements store.Reader: one row per session (Tier "cold").
+func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	ss, err := s.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := store.SessionRows(ss, f.Since)
+	if f.Limit > 0 && len(rows) > f.Limit {
+		rows = rows[:f.Limit]
+	}
+	return rows, nil
+}
+
+// Run implements store.Reader: the session record of the run, or store.ErrNotFound.
+func (s *Store) Run(ctx context.Context, traceID string) (*store.Run, error) {
+	ss, err := s.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	traceID = strings.ToLower(traceID)
+	sess, ok := store.FindSession(ss, traceID)
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return store.SessionRun(traceID, sess), nil
+}
+
+var _ store.Reader = (*Store)(nil)

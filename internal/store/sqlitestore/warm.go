@@ -1,0 +1,321 @@
+package sqlitestore
+
+// # Warm tier schema (a contract like the hot one; version 1, its own file, e.g. <data>/warm.db)
+//
+//	span_summaries: one row per span, unique on (trace_id, span_id); no payloads
+//	  trace_id, span_id, parent_span_id, session_id, name      TEXT (hex ids as in the hot tier)
+//	  kind, status_code                                         INTEGER (OTLP enums)
+//	  start_time_unix_nano, end_time_unix_nano                  INTEGER
+//	  status_message, service_name, genai_kind, model           TEXT
+//	  input_tokens, output_tokens                               INTEGER
+//	  cost_usd                                                  REAL (0 until pricing is wired)
+//	  tool_name, agent_name, error_type                         TEXT ('' when absent)
+//	  attributes                                                TEXT JSON object of the summary
+//	                                                            attributes (store.SummaryAttribute)
+//	  ingested_unix_nano                                        INTEGER (retention clock)
+//
+//	key_events: exceptions (span events) and alerts (log records), unique on event_id
+//	  event_id TEXT (SHA-256 hex), trace_id, span_id, session_id TEXT, time_unix_nano INTEGER,
+//	  kind TEXT (exception | alert), name TEXT, severity_number INTEGER, service_name TEXT,
+//	  message TEXT, attributes TEXT (JSON), ingested_unix_nano INTEGER
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// WarmSchemaVersion is the warm file's PRAGMA user_version.
+const WarmSchemaVersion = 1
+
+const warmDDL = `
+CREATE TABLE IF NOT EXISTS span_summaries (
+  trace_id             TEXT    NOT NULL,
+  span_id              TEXT    NOT NULL,
+  parent_span_id       TEXT    NOT NULL,
+  session_id           TEXT    NOT NULL,
+  name                 TEXT    NOT NULL,
+  kind                 INTEGER NOT NULL,
+  start_time_unix_nano INTEGER NOT NULL,
+  end_time_unix_nano   INTEGER NOT NULL,
+  status_code          INTEGER NOT NULL,
+  status_message       TEXT    NOT NULL,
+  service_name         TEXT    NOT NULL,
+  genai_kind           TEXT    NOT NULL,
+  model                TEXT    NOT NULL,
+  input_tokens         INTEGER NOT NULL,
+  output_tokens        INTEGER NOT NULL,
+  cost_usd             REAL    NOT NULL,
+  tool_name            TEXT    NOT NULL,
+  agent_name           TEXT    NOT NULL,
+  error_type           TEXT    NOT NULL,
+  attributes           TEXT    NOT NULL,
+  ingested_unix_nano   INTEGER NOT NULL,
+  UNIQUE (trace_id, span_id)
+);
+CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
+CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
+CREATE TABLE IF NOT EXISTS key_events (
+  event_id             TEXT    NOT NULL PRIMARY KEY,
+  trace_id             TEXT    NOT NULL,
+  span_id              TEXT    NOT NULL,
+  session_id           TEXT    NOT NULL,
+  time_unix_nano       INTEGER NOT NULL,
+  kind                 TEXT    NOT NULL,
+  name                 TEXT    NOT NULL,
+  severity_number      INTEGER NOT NULL,
+  service_name         TEXT    NOT NULL,
+  message              TEXT    NOT NULL,
+  attributes           TEXT    NOT NULL,
+  ingested_unix_nano   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS key_events_trace ON key_events (trace_id);
+CREATE INDEX IF NOT EXISTS key_events_ingested ON key_events (ingested_unix_nano);
+`
+
+// WarmDB is an open warm-tier SQLite file.
+type WarmDB struct {
+	db          *sql.DB
+	sessionKeys []string
+	now         func() time.Time
+}
+
+// OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
+func OpenWarm(path string, o Options) (*WarmDB, error) {
+	db, err := openFile(path, o, "warm", warmDDL, WarmSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now}
+	if w.sessionKeys == nil {
+		w.sessionKeys = genai.DefaultSessionKeys
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	return w, nil
+}
+
+func openFile(path string, o Options, tier, ddl string, version int) (*sql.DB, error) {
+	if !o.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("sqlite %s tier: create directory for %s: %w", tier, path, err)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite %s tier: %w", tier, err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite %s tier: open %s: %w", tier, path, err)
+	}
+	if !o.ReadOnly {
+		db.SetMaxOpenConns(1)
+		if _, err := db.Exec(ddl); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite %s tier: create schema in %s: %w", tier, path, err)
+		}
+		if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite %s tier: %s: %w", tier, path, err)
+		}
+		return db, nil
+	}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite %s tier: read %s: %w", tier, path, err)
+	}
+	if v != version {
+		db.Close()
+		return nil, fmt.Errorf("sqlite %s tier: %s has schema version %d, this build reads %d", tier, path, v, version)
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (w *WarmDB) Close() error { return w.db.Close() }
+
+// SQL exposes the handle for tests.
+func (w *WarmDB) SQL() *sql.DB { return w.db }
+
+// Expire deletes summaries and key events ingested before cutoff; it returns the rows deleted.
+func (w *WarmDB) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
+	return expireTables(ctx, w.db, cutoff, "span_summaries", "key_events")
+}
+
+// WriteTraces stores the summaries and exception events of td in one transaction (idempotent).
+func (w *WarmDB) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	spans, events := store.Summarize(td, w.sessionKeys)
+	return w.write(ctx, spans, events)
+}
+
+// WriteLogs stores the alert records of ld as key events (idempotent).
+func (w *WarmDB) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	return w.write(ctx, nil, store.AlertEvents(ld, w.sessionKeys))
+}
+
+func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
+	if len(spans) == 0 && len(events) == 0 {
+		return nil
+	}
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	now := w.now().UnixNano()
+	if len(spans) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries
+		  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+		   status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd,
+		   tool_name, agent_name, error_type, attributes, ingested_unix_nano)
+		  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, s := range spans {
+			if _, err := stmt.ExecContext(ctx, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind,
+				s.Start, s.End, s.StatusCode, s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens,
+				s.OutputTokens, s.CostUSD, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
+				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
+			}
+		}
+	}
+	if len(events) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO key_events
+		  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
+		   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, e := range events {
+			if _, err := stmt.ExecContext(ctx, e.EventID, e.TraceID, e.SpanID, e.SessionID, e.Time, e.Kind, e.Name,
+				e.Severity, e.Service, e.Message, e.Attributes, now); err != nil {
+				return fmt.Errorf("sqlite warm tier: insert key event: %w", err)
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+// Runs implements store.Reader over span_summaries (Tier "warm").
+func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
+	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
+	        SUM(status_code = 2), SUM(cost_usd)
+	      FROM span_summaries GROUP BY trace_id`
+	var args []any
+	if !f.Since.IsZero() {
+		q += ` HAVING MIN(start_time_unix_nano) >= ?`
+		args = append(args, f.Since.UnixNano())
+	}
+	q += ` ORDER BY MIN(start_time_unix_nano) DESC, trace_id`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := w.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite warm tier: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunSummary
+	for rows.Next() {
+		var r store.RunSummary
+		var start, end int64
+		var models string
+		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
+			&r.OutputTokens, &r.Errors, &r.CostUSD); err != nil {
+			return nil, err
+		}
+		if r.SessionID == "" {
+			r.SessionID = r.TraceID
+		}
+		r.Start, r.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
+		r.Models = splitModels(models)
+		r.Tier = store.TierWarm
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
+func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
+	traceID = strings.ToLower(traceID)
+	rows, err := w.db.QueryContext(ctx, `SELECT trace_id, span_id, parent_span_id, session_id, name, kind,
+	  start_time_unix_nano, end_time_unix_nano, status_code, status_message, service_name, genai_kind, model,
+	  input_tokens, output_tokens, cost_usd, tool_name, agent_name, error_type, attributes
+	  FROM span_summaries WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
+	}
+	var spans []store.SpanSummary
+	for rows.Next() {
+		var s store.SpanSummary
+		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
+			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
+			&s.CostUSD, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		spans = append(spans, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	events, err := w.events(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 && len(events) == 0 {
+		return nil, store.ErrNotFound
+	}
+	td, err := store.RebuildTraces(spans, events)
+	if err != nil {
+		return nil, err
+	}
+	ld, err := store.RebuildAlerts(events)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Run{TraceID: traceID, Traces: td, Logs: ld, Tier: store.TierWarm}, nil
+}
+
+func (w *WarmDB) events(ctx context.Context, traceID string) ([]store.KeyEvent, error) {
+	rows, err := w.db.QueryContext(ctx, `SELECT event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
+	  severity_number, service_name, message, attributes FROM key_events WHERE trace_id = ? ORDER BY time_unix_nano, event_id`, traceID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite warm tier: read events of %s: %w", traceID, err)
+	}
+	defer rows.Close()
+	var out []store.KeyEvent
+	for rows.Next() {
+		var e store.KeyEvent
+		if err := rows.Scan(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID, &e.Time, &e.Kind, &e.Name, &e.Severity,
+			&e.Service, &e.Message, &e.Attributes); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+var _ store.Reader = (*WarmDB)(nil)

@@ -1,0 +1,461 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+)
+
+// Tier names, as reported in RunSummary.Tier and Run.Tier.
+const (
+	TierHot  = "hot"
+	TierWarm = "warm"
+	TierCold = "cold"
+)
+
+// AlertEventName is the log record event name agent_guard gives its alerts; the warm tier keeps
+// these records as key events and the cold tier counts them per session.
+const AlertEventName = "runagain.alert"
+
+// SpanSummary is the warm tier's record of one span: what it was and how it went, without
+// payloads. Times are Unix nanoseconds.
+type SpanSummary struct {
+	TraceID       string  `parquet:"trace_id"`
+	SpanID        string  `parquet:"span_id"`
+	ParentSpanID  string  `parquet:"parent_span_id"`
+	SessionID     string  `parquet:"session_id"` // '' when the span names none (the run is its own session)
+	Name          string  `parquet:"name"`
+	Kind          int32   `parquet:"kind"` // OTLP SpanKind
+	Start         int64   `parquet:"start_time_unix_nano"`
+	End           int64   `parquet:"end_time_unix_nano"`
+	StatusCode    int32   `parquet:"status_code"` // OTLP StatusCode (2 = error)
+	StatusMessage string  `parquet:"status_message"`
+	Service       string  `parquet:"service_name"`
+	GenAIKind     string  `parquet:"genai_kind"` // llm | tool | agent | other
+	Model         string  `parquet:"model"`
+	InputTokens   int64   `parquet:"input_tokens"`
+	OutputTokens  int64   `parquet:"output_tokens"`
+	CostUSD       float64 `parquet:"cost_usd"` // 0 until internal/pricing exists (TODO)
+	ToolName      string  `parquet:"tool_name"`
+	AgentName     string  `parquet:"agent_name"`
+	ErrorType     string  `parquet:"error_type"` // error.type, else the first exception.type, else '' (see Error)
+	// Attributes is a JSON object of the span's summary attributes (SummaryAttribute keys only,
+	// scalar or array values as recorded; never payloads).
+	Attributes string `parquet:"attributes"`
+}
+
+// KeyEvent is the warm tier's record of an exception span event or an alert log record.
+type KeyEvent struct {
+	EventID   string `json:"event_id"` // SHA-256 hex of the identifying fields: at-least-once retries collapse
+	TraceID   string `json:"trace_id"`
+	SpanID    string `json:"span_id"`
+	SessionID string `json:"session_id"`
+	Time      int64  `json:"time_unix_nano"`
+	Kind      string `json:"kind"` // "exception" or "alert"
+	Name      string `json:"name"` // exception.type, or the log record's event name
+	Severity  int32  `json:"severity_number"`
+	Service   string `json:"service_name"`
+	Message   string `json:"message"` // exception.message, or the log body as a string
+	// Attributes is a JSON object: the alert's attributes, or the exception's attributes without
+	// exception.stacktrace. String values longer than MaxEventValueBytes are cut (marked).
+	Attributes string `json:"attributes"`
+}
+
+// MaxEventValueBytes bounds a string attribute kept in a key event.
+const MaxEventValueBytes = 4096
+
+// SummaryAttribute reports whether the warm tier keeps attribute k of a span: GenAI identity,
+// model, usage, tool and agent names, session keys and error type. Payload attributes
+// (messages, tool arguments and results, *_ref) never qualify.
+func SummaryAttribute(k string) bool {
+	if strings.HasSuffix(k, "_ref") {
+		return false
+	}
+	switch k {
+	case genai.AttrOperationName, genai.AttrProviderName, genai.AttrSystem, genai.AttrRequestModel,
+		genai.AttrResponseModel, genai.AttrAgentName, "gen_ai.agent.id", genai.AttrConversationID,
+		genai.AttrToolName, "gen_ai.tool.call.id", "gen_ai.tool.type", genai.AttrFinishReasons,
+		"gen_ai.response.id", genai.AttrSessionID, "error.type", genai.AttrOpenInferenceKind,
+		genai.AttrOpenInferenceModel, "llm.provider", "llm.system", "http.request.method",
+		"http.response.status_code", "server.address", "runagain.sequence", "gen_ai.step.sequence":
+		return true
+	}
+	return strings.HasPrefix(k, "gen_ai.usage.") || strings.HasPrefix(k, "llm.token_count.")
+}
+
+// Summarize returns the warm tier's records for td: one SpanSummary per span with non-empty
+// ids, and one KeyEvent per exception span event. sessionKeys default to genai.DefaultSessionKeys.
+func Summarize(td ptrace.Traces, sessionKeys []string) ([]SpanSummary, []KeyEvent) {
+	if sessionKeys == nil {
+		sessionKeys = genai.DefaultSessionKeys
+	}
+	var spans []SpanSummary
+	var events []KeyEvent
+	eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
+		if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
+			return
+		}
+		attrs := s.Attributes()
+		session, _ := genai.SessionID(attrs, res.Attributes(), sessionKeys)
+		usage := genai.TokenUsage(attrs)
+		sum := SpanSummary{
+			TraceID: s.TraceID().String(), SpanID: s.SpanID().String(), SessionID: session,
+			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp()),
+			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
+			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
+			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
+			ToolName: str(attrs, genai.AttrToolName), AgentName: str(attrs, genai.AttrAgentName),
+			ErrorType: str(attrs, "error.type"),
+		}
+		if !s.ParentSpanID().IsEmpty() {
+			sum.ParentSpanID = s.ParentSpanID().String()
+		}
+		keep := map[string]any{}
+		attrs.Range(func(k string, v pcommon.Value) bool {
+			if SummaryAttribute(k) {
+				keep[k] = v.AsRaw()
+			}
+			return true
+		})
+		sum.Attributes = mustJSON(keep)
+		for i := 0; i < s.Events().Len(); i++ {
+			ev := s.Events().At(i)
+			if ev.Name() != "exception" {
+				continue
+			}
+			typ := str(ev.Attributes(), "exception.type")
+			if sum.ErrorType == "" {
+				sum.ErrorType = typ
+			}
+			ea := map[string]any{}
+			ev.Attributes().Range(func(k string, v pcommon.Value) bool {
+				if k != "exception.stacktrace" && !strings.HasSuffix(k, "_ref") {
+					ea[k] = bounded(v.AsRaw())
+				}
+				return true
+			})
+			ke := KeyEvent{TraceID: sum.TraceID, SpanID: sum.SpanID, SessionID: session, Time: int64(ev.Timestamp()),
+				Kind: "exception", Name: typ, Service: sum.Service,
+				Message: bounded(str(ev.Attributes(), "exception.message")).(string), Attributes: mustJSON(ea)}
+			ke.EventID = eventID(ke, i)
+			events = append(events, ke)
+		}
+		spans = append(spans, sum)
+	})
+	return spans, events
+}
+
+// AlertEvents returns one KeyEvent per log record of ld whose event name is AlertEventName.
+func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
+	if sessionKeys == nil {
+		sessionKeys = genai.DefaultSessionKeys
+	}
+	var out []KeyEvent
+	eachLog(ld, func(res pcommon.Resource, lr plog.LogRecord) {
+		if lr.EventName() != AlertEventName {
+			return
+		}
+		session, _ := genai.SessionID(lr.Attributes(), res.Attributes(), sessionKeys)
+		ts := lr.Timestamp()
+		if ts == 0 {
+			ts = lr.ObservedTimestamp()
+		}
+		ea := map[string]any{}
+		lr.Attributes().Range(func(k string, v pcommon.Value) bool {
+			if !strings.HasSuffix(k, "_ref") {
+				ea[k] = bounded(v.AsRaw())
+			}
+			return true
+		})
+		ke := KeyEvent{SessionID: session, Time: int64(ts), Kind: "alert", Name: lr.EventName(),
+			Severity: int32(lr.SeverityNumber()), Service: str(res.Attributes(), genai.AttrServiceName),
+			Message: bounded(lr.Body().AsString()).(string), Attributes: mustJSON(ea)}
+		if !lr.TraceID().IsEmpty() {
+			ke.TraceID = lr.TraceID().String()
+		}
+		if !lr.SpanID().IsEmpty() {
+			ke.SpanID = lr.SpanID().String()
+		}
+		ke.EventID = eventID(ke, 0)
+		out = append(out, ke)
+	})
+	return out
+}
+
+// SessionPartial is the cold tier's record: what one batch contributed to one session.
+// Partials of a session are merged by MergePartials (sums, min/max, set unions); duplicate
+// partials of one batch (same BatchID, from a retried write) count once.
+type SessionPartial struct {
+	SessionID    string   `parquet:"session_id"` // the trace id when the run names no session
+	BatchID      string   `parquet:"batch_id"`   // SHA-256 hex of the batch's span and record identities
+	FirstSeen    int64    `parquet:"first_seen_unix_nano"`
+	LastSeen     int64    `parquet:"last_seen_unix_nano"`
+	Agent        string   `parquet:"agent"`   // gen_ai.agent.name (the greatest seen)
+	Service      string   `parquet:"service"` // resource service.name (the greatest seen)
+	Models       []string `parquet:"models,list"`
+	TraceIDs     []string `parquet:"trace_ids,list"`
+	Spans        int64    `parquet:"spans"`
+	InputTokens  int64    `parquet:"input_tokens"`
+	OutputTokens int64    `parquet:"output_tokens"`
+	CostUSD      float64  `parquet:"cost_usd"` // 0 until internal/pricing exists (TODO)
+	Errors       int64    `parquet:"errors"`   // spans with status ERROR
+	Alerts       int64    `parquet:"alerts"`   // agent_guard alert records
+	Ingested     int64    `parquet:"ingested_unix_nano"`
+}
+
+// Partials returns one SessionPartial per session present in td and ld (either may be empty),
+// sorted by session id, stamped with ingested (Unix ns).
+func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64) []SessionPartial {
+	if sessionKeys == nil {
+		sessionKeys = genai.DefaultSessionKeys
+	}
+	by := map[string]*SessionPartial{}
+	models := map[string]map[string]bool{}
+	traces := map[string]map[string]bool{}
+	h := sha256.New()
+	get := func(session, trace string) *SessionPartial {
+		p := by[session]
+		if p == nil {
+			p = &SessionPartial{SessionID: session, Ingested: ingested}
+			by[session] = p
+			models[session], traces[session] = map[string]bool{}, map[string]bool{}
+		}
+		if trace != "" {
+			traces[session][trace] = true
+		}
+		return p
+	}
+	seen := func(p *SessionPartial, first, last int64) {
+		if first != 0 && (p.FirstSeen == 0 || first < p.FirstSeen) {
+			p.FirstSeen = first
+		}
+		if last < first {
+			last = first
+		}
+		if last > p.LastSeen {
+			p.LastSeen = last
+		}
+	}
+	if td != (ptrace.Traces{}) {
+		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
+			if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
+				return
+			}
+			attrs := s.Attributes()
+			trace := s.TraceID().String()
+			session, ok := genai.SessionID(attrs, res.Attributes(), sessionKeys)
+			if !ok {
+				session = trace
+			}
+			p := get(session, trace)
+			seen(p, int64(s.StartTimestamp()), int64(s.EndTimestamp()))
+			p.Spans++
+			u := genai.TokenUsage(attrs)
+			p.InputTokens += u.Input
+			p.OutputTokens += u.Output
+			if s.Status().Code() == ptrace.StatusCodeError {
+				p.Errors++
+			}
+			if m := genai.Model(attrs); m != "" {
+				models[session][m] = true
+			}
+			p.Agent = maxStr(p.Agent, str(attrs, genai.AttrAgentName))
+			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
+			fmt.Fprintf(h, "s%s%s\n", trace, s.SpanID())
+		})
+	}
+	if ld != (plog.Logs{}) {
+		eachLog(ld, func(res pcommon.Resource, lr plog.LogRecord) {
+			if lr.EventName() != AlertEventName {
+				return
+			}
+			trace := ""
+			if !lr.TraceID().IsEmpty() {
+				trace = lr.TraceID().String()
+			}
+			session, ok := genai.SessionID(lr.Attributes(), res.Attributes(), sessionKeys)
+			if !ok {
+				session = trace
+			}
+			if session == "" {
+				return // an alert tied to no run and no session has no cold record
+			}
+			p := get(session, trace)
+			ts := lr.Timestamp()
+			if ts == 0 {
+				ts = lr.ObservedTimestamp()
+			}
+			seen(p, int64(ts), int64(ts))
+			p.Alerts++
+			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
+			fmt.Fprintf(h, "l%s%d%s%s\n", trace, ts, lr.SpanID(), lr.Body().AsString())
+		})
+	}
+	batch := hex.EncodeToString(h.Sum(nil))
+	out := make([]SessionPartial, 0, len(by))
+	for s, p := range by {
+		p.BatchID = batch
+		p.Models = sortedKeys(models[s])
+		p.TraceIDs = sortedKeys(traces[s])
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
+	return out
+}
+
+// Session is one session merged from its cold partial records.
+type Session struct {
+	SessionID    string   `json:"session_id"`
+	FirstSeen    int64    `json:"first_seen_unix_nano"`
+	LastSeen     int64    `json:"last_seen_unix_nano"`
+	Agent        string   `json:"agent"`
+	Service      string   `json:"service"`
+	Models       []string `json:"models"`
+	TraceIDs     []string `json:"trace_ids"`
+	Spans        int64    `json:"spans"`
+	InputTokens  int64    `json:"input_tokens"`
+	OutputTokens int64    `json:"output_tokens"`
+	CostUSD      float64  `json:"cost_usd"`
+	Errors       int64    `json:"errors"`
+	Alerts       int64    `json:"alerts"`
+	Partials     int64    `json:"partials"` // distinct batches merged
+}
+
+// MergePartials merges partial records into one Session per session id, sorted by last seen,
+// newest first. Partials with the same (SessionID, BatchID) count once.
+func MergePartials(ps []SessionPartial) []Session {
+	by := map[string]*Session{}
+	sets := map[string][2]map[string]bool{}
+	done := map[[2]string]bool{}
+	for _, p := range ps {
+		key := [2]string{p.SessionID, p.BatchID}
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		s := by[p.SessionID]
+		if s == nil {
+			s = &Session{SessionID: p.SessionID, FirstSeen: p.FirstSeen}
+			by[p.SessionID] = s
+			sets[p.SessionID] = [2]map[string]bool{{}, {}}
+		}
+		if p.FirstSeen != 0 && (s.FirstSeen == 0 || p.FirstSeen < s.FirstSeen) {
+			s.FirstSeen = p.FirstSeen
+		}
+		if p.LastSeen > s.LastSeen {
+			s.LastSeen = p.LastSeen
+		}
+		s.Agent = maxStr(s.Agent, p.Agent)
+		s.Service = maxStr(s.Service, p.Service)
+		for _, m := range p.Models {
+			sets[p.SessionID][0][m] = true
+		}
+		for _, t := range p.TraceIDs {
+			sets[p.SessionID][1][t] = true
+		}
+		s.Spans += p.Spans
+		s.InputTokens += p.InputTokens
+		s.OutputTokens += p.OutputTokens
+		s.CostUSD += p.CostUSD
+		s.Errors += p.Errors
+		s.Alerts += p.Alerts
+		s.Partials++
+	}
+	out := make([]Session, 0, len(by))
+	for id, s := range by {
+		s.Models = sortedKeys(sets[id][0])
+		s.TraceIDs = sortedKeys(sets[id][1])
+		out = append(out, *s)
+	}
+	SortSessions(out)
+	return out
+}
+
+// SortSessions orders sessions by last seen, newest first, then session id.
+func SortSessions(ss []Session) {
+	sort.Slice(ss, func(i, j int) bool {
+		if ss[i].LastSeen != ss[j].LastSeen {
+			return ss[i].LastSeen > ss[j].LastSeen
+		}
+		return ss[i].SessionID < ss[j].SessionID
+	})
+}
+
+func eachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			spans := rs.ScopeSpans().At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				f(rs.Resource(), spans.At(k))
+			}
+		}
+	}
+}
+
+func eachLog(ld plog.Logs, f func(pcommon.Resource, plog.LogRecord)) {
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		for j := 0; j < rl.ScopeLogs().Len(); j++ {
+			lrs := rl.ScopeLogs().At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				f(rl.Resource(), lrs.At(k))
+			}
+		}
+	}
+}
+
+func str(m pcommon.Map, k string) string {
+	if v, ok := m.Get(k); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+func maxStr(a, b string) string {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func bounded(v any) any {
+	if s, ok := v.(string); ok && len(s) > MaxEventValueBytes {
+		return s[:MaxEventValueBytes] + fmt.Sprintf("…[cut: %d bytes]", len(s))
+	}
+	return v
+}
+
+func mustJSON(m map[string]any) string {
+	b, err := json.Marshal(m)
+	if err != nil { // AsRaw values always marshal; keep the record rather than fail the batch
+		return "{}"
+	}
+	return string(b)
+}
+
+func eventID(e KeyEvent, i int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%d|%s|%s|%d|%s|%s", e.Kind, e.TraceID, e.SpanID, e.Time,
+		e.Name, e.Message, i, e.SessionID, e.Attributes)))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,340 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+)
+
+// SessionSummaryEventName is the event name of the log record a cold-tier Run carries.
+const SessionSummaryEventName = "runagain.session.summary"
+
+// Tiered reads several tiers as one, in the order given (hot, warm, cold): Run returns the run
+// from the first tier that has it; Runs lists each run once, from the first tier that has it,
+// and a cold session row only for the runs no earlier tier lists.
+type Tiered struct {
+	Readers []Reader
+}
+
+// NewTiered returns a Reader over readers in fallback order; nil readers are skipped.
+func NewTiered(readers ...Reader) *Tiered {
+	t := &Tiered{}
+	for _, r := range readers {
+		if r != nil {
+			t.Readers = append(t.Readers, r)
+		}
+	}
+	return t
+}
+
+// Runs implements Reader.
+func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
+	seen := map[string]bool{}
+	var out []RunSummary
+	sub := RunFilter{Since: f.Since}
+	for _, r := range t.Readers {
+		rows, err := r.Runs(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		var add []RunSummary
+		for _, row := range rows {
+			if len(row.TraceIDs) > 0 {
+				fresh := false
+				for _, id := range row.TraceIDs {
+					if !seen[id] {
+						fresh = true
+					}
+				}
+				if !fresh {
+					continue
+				}
+			} else if seen[row.TraceID] {
+				continue
+			}
+			add = append(add, row)
+		}
+		for _, row := range add {
+			seen[row.TraceID] = true
+			for _, id := range row.TraceIDs {
+				seen[id] = true
+			}
+		}
+		out = append(out, add...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Start.Equal(out[j].Start) {
+			return out[i].Start.After(out[j].Start)
+		}
+		return out[i].TraceID < out[j].TraceID
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// Run implements Reader.
+func (t *Tiered) Run(ctx context.Context, traceID string) (*Run, error) {
+	for _, r := range t.Readers {
+		run, err := r.Run(ctx, traceID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		return run, err
+	}
+	return nil, ErrNotFound
+}
+
+// Close closes every reader.
+func (t *Tiered) Close() error {
+	var errs []error
+	for _, r := range t.Readers {
+		errs = append(errs, r.Close())
+	}
+	return errors.Join(errs...)
+}
+
+var _ Reader = (*Tiered)(nil)
+
+// RebuildTraces turns warm summaries (and their exception key events) back into spans: ids,
+// name, kind, timing, status, the summary attributes as recorded, resource service.name, and an
+// "exception" span event per exception key event. Payloads are not there: the warm tier never
+// had them.
+func RebuildTraces(spans []SpanSummary, events []KeyEvent) (ptrace.Traces, error) {
+	td := ptrace.NewTraces()
+	bySvc := map[string]ptrace.SpanSlice{}
+	bySpan := map[string]ptrace.Span{}
+	for _, s := range spans {
+		ss, ok := bySvc[s.Service]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			if s.Service != "" {
+				rs.Resource().Attributes().PutStr(genai.AttrServiceName, s.Service)
+			}
+			sc := rs.ScopeSpans().AppendEmpty()
+			sc.Scope().SetName("runagain.warm")
+			ss = sc.Spans()
+			bySvc[s.Service] = ss
+		}
+		sp := ss.AppendEmpty()
+		tid, err := decodeTraceID(s.TraceID)
+		if err != nil {
+			return td, err
+		}
+		sp.SetTraceID(tid)
+		sid, err := decodeSpanID(s.SpanID)
+		if err != nil {
+			return td, err
+		}
+		sp.SetSpanID(sid)
+		if s.ParentSpanID != "" {
+			pid, err := decodeSpanID(s.ParentSpanID)
+			if err != nil {
+				return td, err
+			}
+			sp.SetParentSpanID(pid)
+		}
+		sp.SetName(s.Name)
+		sp.SetKind(ptrace.SpanKind(s.Kind))
+		sp.SetStartTimestamp(pcommon.Timestamp(s.Start))
+		sp.SetEndTimestamp(pcommon.Timestamp(s.End))
+		sp.Status().SetCode(ptrace.StatusCode(s.StatusCode))
+		sp.Status().SetMessage(s.StatusMessage)
+		if err := putJSON(sp.Attributes(), s.Attributes); err != nil {
+			return td, fmt.Errorf("warm span %s attributes: %w", s.SpanID, err)
+		}
+		bySpan[s.TraceID+s.SpanID] = sp
+	}
+	for _, e := range events {
+		if e.Kind != "exception" {
+			continue
+		}
+		sp, ok := bySpan[e.TraceID+e.SpanID]
+		if !ok {
+			continue
+		}
+		ev := sp.Events().AppendEmpty()
+		ev.SetName("exception")
+		ev.SetTimestamp(pcommon.Timestamp(e.Time))
+		if err := putJSON(ev.Attributes(), e.Attributes); err != nil {
+			return td, fmt.Errorf("warm event %s attributes: %w", e.EventID, err)
+		}
+	}
+	return td, nil
+}
+
+// RebuildAlerts turns alert key events back into log records (event name, time, severity,
+// body, attributes, trace and span ids, resource service.name).
+func RebuildAlerts(events []KeyEvent) (plog.Logs, error) {
+	ld := plog.NewLogs()
+	for _, e := range events {
+		if e.Kind != "alert" {
+			continue
+		}
+		rl := ld.ResourceLogs().AppendEmpty()
+		if e.Service != "" {
+			rl.Resource().Attributes().PutStr(genai.AttrServiceName, e.Service)
+		}
+		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetEventName(e.Name)
+		lr.SetTimestamp(pcommon.Timestamp(e.Time))
+		lr.SetSeverityNumber(plog.SeverityNumber(e.Severity))
+		lr.Body().SetStr(e.Message)
+		if e.TraceID != "" {
+			if tid, err := decodeTraceID(e.TraceID); err == nil {
+				lr.SetTraceID(tid)
+			}
+		}
+		if e.SpanID != "" {
+			if sid, err := decodeSpanID(e.SpanID); err == nil {
+				lr.SetSpanID(sid)
+			}
+		}
+		if err := putJSON(lr.Attributes(), e.Attributes); err != nil {
+			return ld, fmt.Errorf("warm alert %s attributes: %w", e.EventID, err)
+		}
+	}
+	return ld, nil
+}
+
+// SessionRun is the Run a cold-tier reader returns for traceID, a run of session s: no spans,
+// Session set, and one log record describing the session in words and attributes.
+func SessionRun(traceID string, s Session) *Run {
+	run := &Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: TierCold, Session: &s}
+	lr := run.Logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetEventName(SessionSummaryEventName)
+	lr.SetTimestamp(pcommon.Timestamp(s.FirstSeen))
+	lr.Body().SetStr(fmt.Sprintf("only the cold tier holds this run: its spans are past the hot and warm retention. "+
+		"Session %s: %d runs, %d spans, %d errors, %d alerts, tokens in %d out %d, cost %.6f USD, models %s, %s to %s",
+		s.SessionID, len(s.TraceIDs), s.Spans, s.Errors, s.Alerts, s.InputTokens, s.OutputTokens, s.CostUSD,
+		strings.Join(s.Models, ","), time.Unix(0, s.FirstSeen).UTC().Format(time.RFC3339Nano),
+		time.Unix(0, s.LastSeen).UTC().Format(time.RFC3339Nano)))
+	a := lr.Attributes()
+	a.PutStr("session.id", s.SessionID)
+	a.PutStr("gen_ai.agent.name", s.Agent)
+	a.PutStr("service.name", s.Service)
+	a.PutInt("runagain.session.runs", int64(len(s.TraceIDs)))
+	a.PutInt("runagain.session.spans", s.Spans)
+	a.PutInt("runagain.session.errors", s.Errors)
+	a.PutInt("runagain.session.alerts", s.Alerts)
+	a.PutInt("gen_ai.usage.input_tokens", s.InputTokens)
+	a.PutInt("gen_ai.usage.output_tokens", s.OutputTokens)
+	a.PutDouble("runagain.session.cost_usd", s.CostUSD)
+	ms := a.PutEmptySlice("runagain.session.models")
+	for _, m := range s.Models {
+		ms.AppendEmpty().SetStr(m)
+	}
+	ts := a.PutEmptySlice("runagain.session.trace_ids")
+	for _, t := range s.TraceIDs {
+		ts.AppendEmpty().SetStr(t)
+	}
+	return run
+}
+
+// SessionRows turns merged cold sessions into RunSummary rows (one per session), keeping those
+// that started at or after since (zero: all).
+func SessionRows(ss []Session, since time.Time) []RunSummary {
+	var out []RunSummary
+	for _, s := range ss {
+		start := time.Unix(0, s.FirstSeen).UTC()
+		if !since.IsZero() && start.Before(since) {
+			continue
+		}
+		last := ""
+		if n := len(s.TraceIDs); n > 0 {
+			last = s.TraceIDs[n-1]
+		}
+		out = append(out, RunSummary{SessionID: s.SessionID, TraceID: last, TraceIDs: s.TraceIDs, Start: start,
+			End: time.Unix(0, s.LastSeen).UTC(), Spans: s.Spans, Models: nonNil(s.Models), InputTokens: s.InputTokens,
+			OutputTokens: s.OutputTokens, Errors: s.Errors, Tier: TierCold, CostUSD: s.CostUSD, Alerts: s.Alerts})
+	}
+	return out
+}
+
+// FindSession returns the session whose runs include traceID.
+func FindSession(ss []Session, traceID string) (Session, bool) {
+	for _, s := range ss {
+		i := sort.SearchStrings(s.TraceIDs, traceID)
+		if i < len(s.TraceIDs) && s.TraceIDs[i] == traceID {
+			return s, true
+		}
+	}
+	return Session{}, false
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func putJSON(m pcommon.Map, js string) error {
+	if js == "" || js == "{}" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(js)))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	for k, v := range raw {
+		raw[k] = numbers(v)
+	}
+	return m.FromRaw(raw)
+}
+
+// numbers turns json.Number into int64 where integral, else float64, recursively.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = numbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = numbers(x[k])
+		}
+	}
+	return v
+}
+
+func decodeTraceID(s string) (pcommon.TraceID, error) {
+	var id pcommon.TraceID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+func decodeSpanID(s string) (pcommon.SpanID, error) {
+	var id pcommon.SpanID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return id, fmt.Errorf("span id %q: want 16 hex characters", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
