@@ -1,0 +1,113 @@
+package payloadoffloadprocessor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// benchValue returns a value of exactly size bytes: prose-like text (kind "text", stored as one
+// object) or a GenAI message array of ~2 KiB messages (kind "messages", split per message).
+func benchValue(kind string, size int) []byte {
+	c := newConversation(7)
+	if kind == "text" {
+		return []byte(c.text(size, size)[:size])
+	}
+	var msgs []map[string]any
+	for {
+		msgs = append(msgs, textMsg("user", c.text(2000, 2000)))
+		b, _ := json.Marshal(msgs)
+		if len(b) >= size {
+			// Trim the last message's text so the array is exactly size bytes.
+			over := len(b) - size
+			last := msgs[len(msgs)-1]["parts"].([]any)[0].(map[string]any)
+			s := last["content"].(string)
+			last["content"] = s[:len(s)-over]
+			b, _ = json.Marshal(msgs)
+			return b
+		}
+	}
+}
+
+// stamp makes v unique for iteration i (content addressing would otherwise make every iteration
+// after the first a dedup hit) by overwriting digits inside its first text.
+func stamp(v []byte, off, i int) {
+	s := strconv.Itoa(i)
+	for j := 0; j < 12; j++ {
+		v[off+j] = 'a'
+	}
+	copy(v[off:], s)
+}
+
+// BenchmarkOffload measures MB/s of values through the processor (span in, span with a _ref out,
+// object stored) for 4 KiB, 64 KiB and 1 MiB values on mem:// and file://, and in the same run the
+// MB/s of only SHA-256 hashing the same bytes (the least any content-addressed store must do).
+// Reported: MB/s (the processor, through b.SetBytes), sha256_MB/s, and ratio_vs_sha256
+// (processor MB/s divided by hash MB/s).
+func BenchmarkOffload(b *testing.B) {
+	for _, store := range []string{"mem", "file"} {
+		for _, kind := range []string{"text", "messages"} {
+			for _, size := range []int{4 << 10, 64 << 10, 1 << 20} {
+				name := fmt.Sprintf("%s/%s/%dKiB", store, kind, size>>10)
+				b.Run(name, func(b *testing.B) {
+					url := "mem://bench-" + name
+					if store == "file" {
+						url = "file://" + b.TempDir() + "?metadata=skip"
+					}
+					benchOffload(b, url, kind, size)
+				})
+			}
+		}
+	}
+}
+
+func benchOffload(b *testing.B, url, kind string, size int) {
+	cfg := testConfig(url)
+	h := newHarness(b, cfg)
+	ctx := context.Background()
+	v := benchValue(kind, size)
+	key := "gen_ai.tool.call.result"
+	off := 0
+	if kind == "messages" {
+		key = "gen_ai.input.messages"
+		off = len(`[{"parts":[{"content":"`)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		stamp(v, off, i)
+		td := ptrace.NewTraces()
+		td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty().Attributes().PutStr(key, string(v))
+		if err := h.traces.ConsumeTraces(ctx, td); err != nil {
+			b.Fatal(err)
+		}
+		h.tsink.Reset()
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if got := h.metric("values_offloaded"); got != int64(b.N) {
+		b.Fatalf("%d values offloaded, want %d", got, b.N)
+	}
+	hs := time.Now()
+	var sink byte
+	for i := 0; i < b.N; i++ {
+		stamp(v, off, i)
+		sum := sha256.Sum256(v)
+		sink ^= sum[0]
+	}
+	hashElapsed := time.Since(hs)
+	_ = sink
+	mb := float64(b.N) * float64(size) / 1e6
+	procMBs := mb / elapsed.Seconds()
+	hashMBs := mb / hashElapsed.Seconds()
+	b.ReportMetric(hashMBs, "sha256_MB/s")
+	b.ReportMetric(procMBs/hashMBs, "ratio_vs_sha256")
+}
