@@ -96,7 +96,9 @@ func TestCorpusCassettesImport(t *testing.T) {
 			_ = json.Unmarshal(data, &arr)
 			want = len(arr)
 		case "har":
-			var h struct{ Log struct{ Entries []json.RawMessage } }
+			var h struct {
+				Log struct{ Entries []json.RawMessage }
+			}
 			_ = json.Unmarshal(data, &h)
 			want = len(h.Log.Entries)
 		default:
@@ -205,9 +207,9 @@ version: 1
 // TestCassetteMalformed: errors name the position and the field.
 func TestCassetteMalformed(t *testing.T) {
 	cases := map[string]string{
-		"interactions:\n- request:\n    method: POST\n  response:\n    status:\n      code: 200\n":                            "x.yaml:3:5: interactions[0].request: method and uri are required",
-		"interactions:\n- request:\n    method: GET\n    uri: http://a/\n  response:\n    status:\n      code: abc\n":   "x.yaml:7:13: interactions[0].response.status.code: \"abc\" is not an HTTP status",
-		"version: 2\ninteractions:\n- request:\n    url: http://a/\n    method: GET\n  response:\n    body: x\n":       "x.yaml:7:5: interactions[0].response.code: missing",
+		"interactions:\n- request:\n    method: POST\n  response:\n    status:\n      code: 200\n":                          "x.yaml:3:5: interactions[0].request: method and uri are required",
+		"interactions:\n- request:\n    method: GET\n    uri: http://a/\n  response:\n    status:\n      code: abc\n":       "x.yaml:7:13: interactions[0].response.status.code: \"abc\" is not an HTTP status",
+		"version: 2\ninteractions:\n- request:\n    url: http://a/\n    method: GET\n  response:\n    body: x\n":            "x.yaml:7:5: interactions[0].response.code: missing",
 		"interactions:\n- request:\n    method: GET\n    uri: http://a/\n    body: !!binary |\n      @@@\n  response: {}\n": "interactions[0].request.body: invalid !!binary base64",
 	}
 	for in, want := range cases {

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/runagain/runagain/internal/redact"
+)
+
+// Normalizer puts requests in the form they are matched in: query values and bodies pass
+// through the redactor (the detection core of agent_redaction, with the same hash key), so a
+// value the pipeline stored as "[REDACTED:rule]" or "rule:<hash>" matches the live value; JSON
+// bodies are then compared as values (key order and whitespace do not matter).
+type Normalizer struct {
+	Redactor *redact.Redactor // nil: no redaction
+}
+
+// request is a request in normalised form.
+type request struct {
+	method string
+	path   string
+	query  url.Values // redacted values
+	qkey   string     // canonical encoding of query
+	body   []byte     // redacted body
+	json   any        // decoded JSON body (UseNumber), nil when not JSON
+	bkey   string     // canonical encoding of the body
+}
+
+func (r *request) key() string {
+	return r.method + " " + r.path + "?" + r.qkey + "\x00" + r.bkey
+}
+
+func (n Normalizer) normalize(method string, u *url.URL, body []byte) *request {
+	r := &request{method: strings.ToUpper(method), path: u.EscapedPath(), query: url.Values{}}
+	if r.path == "" {
+		r.path = "/"
+	}
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			if n.Redactor != nil {
+				v, _ = n.Redactor.RedactKeyed(k, v)
+			}
+			r.query[k] = append(r.query[k], v)
+		}
+	}
+	r.qkey = r.query.Encode() // sorted by key
+	s := string(body)
+	if n.Redactor != nil && len(s) > 0 {
+		s, _ = n.Redactor.Redact(s)
+	}
+	r.body = []byte(s)
+	r.bkey = s
+	if t := bytes.TrimSpace(r.body); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		dec := json.NewDecoder(bytes.NewReader(t))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err == nil && !dec.More() {
+			r.json = v
+			if c, err := json.Marshal(v); err == nil { // maps marshal with sorted keys
+				r.bkey = "json:" + string(c)
+			}
+		}
+	}
+	return r
+}
+
+// Difference is the first field in which a request differs from a recorded one.
+type Difference struct {
+	Field    string // "method", "path", "query.<name>", "body", "body.<json path>"
+	Expected string // the recorded value (normalised, at most 200 bytes shown)
+	Got      string // the live value
+}
+
+func (d Difference) String() string {
+	return fmt.Sprintf("%s: expected %s, got %s", d.Field, d.Expected, d.Got)
+}
+
+// diff returns the first difference of live from rec, in the order method, path, query, body;
+// ok is false when they match.
+func diff(rec, live *request) (Difference, bool) {
+	if rec.method != live.method {
+		return Difference{"method", rec.method, live.method}, true
+	}
+	if rec.path != live.path {
+		return Difference{"path", rec.path, live.path}, true
+	}
+	if rec.qkey != live.qkey {
+		keys := map[string]bool{}
+		for k := range rec.query {
+			keys[k] = true
+		}
+		for k := range live.query {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			a, b := strings.Join(rec.query[k], ","), strings.Join(live.query[k], ",")
+			_, ina := rec.query[k]
+			_, inb := live.query[k]
+			if a != b || ina != inb {
+				return Difference{"query." + k, showOpt(a, ina), showOpt(b, inb)}, true
+			}
+		}
+	}
+	if rec.bkey != live.bkey {
+		if rec.json != nil && live.json != nil {
+			if d, ok := jsonDiff("body", rec.json, live.json); ok {
+				return d, true
+			}
+		}
+		return Difference{"body", bodyShow(rec.body, live.body), bodyShow(live.body, rec.body)}, true
+	}
+	return Difference{}, false
+}
+
+func showOpt(v string, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	return strconv.Quote(clip(v))
+}
+
+// bodyShow shows a around the first byte where it differs from b.
+func bodyShow(a, b []byte) string {
+	if len(a) == 0 {
+		return "(empty)"
+	}
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-40)
+	hi := min(len(a), i+160)
+	s := string(a[lo:hi])
+	if lo > 0 {
+		s = "..." + s
+	}
+	if hi < len(a) {
+		s += "..."
+	}
+	return fmt.Sprintf("%s (%d bytes, differs at byte %d)", strconv.Quote(s), len(a), i)
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+func jsonShow(v any) string {
+	if v == nil {
+		return "null"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return clip(string(b))
+}
+
+// jsonDiff finds the first differing path between two decoded JSON values.
+func jsonDiff(path string, a, b any) (Difference, bool) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := map[string]bool{}
+		for k := range av {
+			keys[k] = true
+		}
+		for k := range bv {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			x, inA := av[k]
+			y, inB := bv[k]
+			p := path + "." + k
+			if !inA {
+				return Difference{p, "(absent)", jsonShow(y)}, true
+			}
+			if !inB {
+				return Difference{p, jsonShow(x), "(absent)"}, true
+			}
+			if d, ok := jsonDiff(p, x, y); ok {
+				return d, true
+			}
+		}
+		return Difference{}, false
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			break
+		}
+		for i := 0; i < len(av) && i < len(bv); i++ {
+			if d, ok := jsonDiff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i]); ok {
+				return d, true
+			}
+		}
+		if len(av) != len(bv) {
+			return Difference{path + ".length", strconv.Itoa(len(av)), strconv.Itoa(len(bv))}, true
+		}
+		return Difference{}, false
+	}
+	ja, jb := jsonShow(a), jsonShow(b)
+	if ja != jb {
+		return Difference{path, ja, jb}, true
+	}
+	return Difference{}, false
+}
+
+// similarity scores how close live is to rec, for picking the nearest recorded request.
+func similarity(rec, live *request) float64 {
+	s := 0.0
+	if rec.method == live.method {
+		s += 8
+	}
+	if rec.path == live.path {
+		s += 4
+	}
+	if rec.qkey == live.qkey {
+		s += 2
+	}
+	if rec.bkey == live.bkey {
+		s++
+	} else if rec.json != nil && live.json != nil {
+		s += jsonSimilarity(rec.json, live.json, 0)
+	}
+	return s
+}
+
+// jsonSimilarity is the fraction (0..1) of equal leaves.
+func jsonSimilarity(a, b any, depth int) float64 {
+	if depth > 32 {
+		return 0
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok || len(av)+len(bv) == 0 {
+			return boolF(ok)
+		}
+		n, sum := 0, 0.0
+		for k, x := range av {
+			n++
+			if y, ok := bv[k]; ok {
+				sum += jsonSimilarity(x, y, depth+1)
+			}
+		}
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				n++
+			}
+		}
+		return sum / float64(n)
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av)+len(bv) == 0 {
+			return boolF(ok)
+		}
+		n := max(len(av), len(bv))
+		sum := 0.0
+		for i := 0; i < len(av) && i < len(bv); i++ {
+			sum += jsonSimilarity(av[i], bv[i], depth+1)
+		}
+		return sum / float64(n)
+	}
+	return boolF(jsonShow(a) == jsonShow(b))
+}
+
+func boolF(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
