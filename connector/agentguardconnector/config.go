@@ -98,6 +98,8 @@ type ToolErrorsConfig struct {
 	// BaselineFactor: the window rate must also be at least this times the tool's own baseline
 	// rate (calls that left the window, exponentially decayed).
 	BaselineFactor float64 `mapstructure:"baseline_factor"`
+	// BaselineHalfLife is the half-life of the exponentially decayed baseline counts.
+	BaselineHalfLife time.Duration `mapstructure:"baseline_half_life"`
 	// MaxTools bounds the (service, tool) pairs tracked.
 	MaxTools int `mapstructure:"max_tools"`
 }
@@ -134,7 +136,7 @@ func createDefaultConfig() *Config {
 			RelativeAccuracy: 0.01, MaxGroups: 1000,
 		},
 		ToolErrors: ToolErrorsConfig{
-			Enabled: true, Window: 5 * time.Minute, MinCalls: 10, Threshold: 0.5, BaselineFactor: 2, MaxTools: 1000,
+			Enabled: true, Window: 5 * time.Minute, MinCalls: 10, Threshold: 0.5, BaselineFactor: 2, BaselineHalfLife: time.Hour, MaxTools: 1000,
 		},
 		ContextPressure: ContextPressureConfig{
 			Enabled: true, Window: 10 * time.Minute, MinResponses: 20, Threshold: 0.2,
@@ -210,6 +212,7 @@ func (c *Config) Validate() error {
 		if c.ToolErrors.BaselineFactor < 1 {
 			errs = append(errs, fmt.Errorf("tool_errors.baseline_factor: must be at least 1, got %v", c.ToolErrors.BaselineFactor))
 		}
+		dur("tool_errors.baseline_half_life", c.ToolErrors.BaselineHalfLife)
 		pos("tool_errors.max_tools", c.ToolErrors.MaxTools)
 	}
 	if c.ContextPressure.Enabled {

@@ -53,7 +53,9 @@ type handle struct {
 	once    sync.Once
 }
 
-func (h *handle) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: false} }
+func (h *handle) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
 
 func (h *handle) Start(context.Context, component.Host) error {
 	h.g.start()

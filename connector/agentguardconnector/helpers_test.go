@@ -160,12 +160,18 @@ func alertsOf(ld plog.Logs) []plog.LogRecord {
 }
 
 func attrStr(m pcommon.Map, k string) string {
-	v, _ := m.Get(k)
+	v, ok := m.Get(k)
+	if !ok {
+		return ""
+	}
 	return v.AsString()
 }
 
 func attrInt(m pcommon.Map, k string) int64 {
-	v, _ := m.Get(k)
+	v, ok := m.Get(k)
+	if !ok {
+		return -1
+	}
 	return v.Int()
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Emitted metric names and units (OpenTelemetry GenAI semantic conventions where they exist).
 const (
-	MetricTokenUsage = "gen_ai.client.token.usage"       // histogram, {token}, by gen_ai.token.type
+	MetricTokenUsage = "gen_ai.client.token.usage"        // histogram, {token}, by gen_ai.token.type
 	MetricDuration   = "gen_ai.client.operation.duration" // histogram, s
 	MetricCost       = "runagain.cost"                    // counter, USD
 	MetricUnpriced   = "runagain.cost.unpriced"           // counter, {call}: LLM calls with usage but no known price

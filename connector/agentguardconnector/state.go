@@ -3,6 +3,7 @@ package agentguardconnector // import "github.com/runagain/runagain/connector/ag
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
@@ -76,23 +77,25 @@ type rateWindow struct {
 	newest    int64
 	baseTotal float64
 	baseHits  float64
+	halfLife  int64 // ns
+	lastFold  int64 // bucket index of the last folded bucket
 	lastAlert int64
 	recent    []hitRef
 }
 
 type bucket struct {
-	idx          int64
-	total, hits  int
+	idx         int64
+	total, hits int
 }
 
 type hitRef struct {
 	spanRef
 	session string
+	ts      int64
 }
 
 const (
 	nBuckets    = 10
-	baseDecay   = 0.9
 	maxRecent   = 10
 	maxRunSpans = 64
 )
@@ -198,12 +201,12 @@ func (b *baseline) median() float64 {
 	return b.med
 }
 
-func newRateWindow(window time.Duration) *rateWindow {
+func newRateWindow(window, halfLife time.Duration) *rateWindow {
 	w := int64(window) / nBuckets
 	if w <= 0 {
 		w = 1
 	}
-	rw := &rateWindow{width: w}
+	rw := &rateWindow{width: w, halfLife: max(int64(halfLife), 1), lastFold: -1}
 	for i := range rw.buckets {
 		rw.buckets[i].idx = -1
 	}
@@ -212,8 +215,16 @@ func newRateWindow(window time.Duration) *rateWindow {
 
 func (w *rateWindow) fold(b *bucket) {
 	if b.total > 0 {
-		w.baseTotal = w.baseTotal*baseDecay + float64(b.total)
-		w.baseHits = w.baseHits*baseDecay + float64(b.hits)
+		// Exponential decay by the time elapsed since the last fold (half-life halfLife).
+		decay := 1.0
+		if w.lastFold >= 0 && b.idx > w.lastFold {
+			decay = math.Exp2(-float64((b.idx-w.lastFold)*w.width) / float64(w.halfLife))
+		}
+		w.baseTotal = w.baseTotal*decay + float64(b.total)
+		w.baseHits = w.baseHits*decay + float64(b.hits)
+		if b.idx > w.lastFold {
+			w.lastFold = b.idx
+		}
 	}
 	*b = bucket{idx: -1}
 }
@@ -260,6 +271,17 @@ func (w *rateWindow) baseRate(minCalls int) float64 {
 		return 0
 	}
 	return w.baseHits / w.baseTotal
+}
+
+// inWindow returns the remembered hits that ended at or after since.
+func (w *rateWindow) inWindow(since int64) []hitRef {
+	var out []hitRef
+	for _, h := range w.recent {
+		if h.ts >= since {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (w *rateWindow) remember(r hitRef) {
@@ -356,7 +378,7 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 				for _, r := range reasons {
 					hit = hit || st.reasons[r]
 				}
-				st.checkContext(model, hit, int64(end), hitRef{ref, s.id}, s, agent, e.service, b)
+				st.checkContext(model, hit, int64(end), hitRef{ref, s.id, int64(end)}, s, agent, e.service, b)
 			}
 		}
 		if st.cfg.Loop.Enabled {
@@ -373,7 +395,7 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		}
 		st.agg.record(st.agg.get(mDuration, e.service, []kv{{genai.AttrAgentName, agent}, {genai.AttrOperationName, op}, {genai.AttrToolName, name}, {genai.AttrErrorType, errType}}, b.ts), dur, ex)
 		if st.cfg.ToolErrors.Enabled {
-			st.checkToolErrors(name, errType != "", int64(end), hitRef{ref, s.id}, s, agent, e.service, b)
+			st.checkToolErrors(name, errType != "", int64(end), hitRef{ref, s.id, int64(end)}, s, agent, e.service, b)
 		}
 		if st.cfg.Loop.Enabled {
 			if args := genai.ToolArguments(attrs); args.Recorded() {
@@ -548,7 +570,7 @@ func (st *state) checkToolErrors(name string, isErr bool, ts int64, hr hitRef, s
 	key := service + "\x00" + name
 	w, ok := st.tools.Get(key)
 	if !ok {
-		w = newRateWindow(cfg.Window)
+		w = newRateWindow(cfg.Window, cfg.BaselineHalfLife)
 		st.tools.Add(key, w)
 	}
 	base := w.baseRate(cfg.MinCalls)
@@ -567,7 +589,7 @@ func (st *state) checkToolErrors(name string, isErr bool, ts int64, hr hitRef, s
 	w.lastAlert = ts
 	b.raise(&alert{
 		kind: KindToolErrorSpike, service: service, agent: agent, session: s.id, at: hr.spanRef,
-		subject: kv{genai.AttrToolName, name}, hits: append([]hitRef(nil), w.recent...),
+		subject: kv{genai.AttrToolName, name}, hits: w.inWindow(ts - int64(cfg.Window)),
 		evidence: []evidence{
 			{"runagain.alert.calls", int64(total)},
 			{"runagain.alert.errors", int64(hits)},
@@ -585,7 +607,7 @@ func (st *state) checkContext(model string, hit bool, ts int64, hr hitRef, s *se
 	cfg := st.cfg.ContextPressure
 	w, ok := st.models.Get(model)
 	if !ok {
-		w = newRateWindow(cfg.Window)
+		w = newRateWindow(cfg.Window, cfg.Window)
 		st.models.Add(model, w)
 	}
 	total, hits := w.add(ts, hit)
@@ -603,7 +625,7 @@ func (st *state) checkContext(model string, hit bool, ts int64, hr hitRef, s *se
 	w.lastAlert = ts
 	b.raise(&alert{
 		kind: KindContextPressure, service: service, agent: agent, session: s.id, at: hr.spanRef,
-		subject: kv{genai.AttrRequestModel, model}, hits: append([]hitRef(nil), w.recent...),
+		subject: kv{genai.AttrRequestModel, model}, hits: w.inWindow(ts - int64(cfg.Window)),
 		evidence: []evidence{
 			{"runagain.alert.responses", int64(total)},
 			{"runagain.alert.truncated", int64(hits)},
