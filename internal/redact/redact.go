@@ -177,6 +177,17 @@ func (r *Redactor) Find(s string) []Finding {
 		for _, m := range r.ac.FindAllOverlapping(b) {
 			for _, ri := range r.acRules[m.PatternID] {
 				ru := r.rules[ri]
+				if ru.kwBoundary && m.Start > 0 && isAlnum(s[m.Start-1]) {
+					continue // inside a word ("task-", "laws")
+				}
+				if ru.narrow != nil {
+					lo, hi, ok := ru.narrow(s, m.Start, m.End)
+					if ok && lo >= lastEnd[ri] {
+						lastEnd[ri] = hi
+						cs = r.runRule(cs, s, ri, lo, hi)
+					}
+					continue
+				}
 				if m.End+ru.after <= lastEnd[ri] {
 					continue // an earlier window of this rule already covered the trigger
 				}
@@ -190,9 +201,12 @@ func (r *Redactor) Find(s string) []Finding {
 		cs = r.runRule(cs, s, ri, 0, len(s))
 	}
 	if len(r.digitIdx) > 0 {
-		scanDigitClusters(s, func(lo, hi int) {
+		scanDigitClusters(s, func(lo, hi, digits int, dot bool) {
 			for _, ri := range r.digitIdx {
 				ru := r.rules[ri]
+				if digits < ru.minDigits || (ru.needDot && !dot) {
+					continue
+				}
 				wlo, whi := window(s, lo-ru.before, hi+ru.after, 24)
 				cs = r.runRule(cs, s, ri, wlo, whi)
 			}
@@ -211,7 +225,11 @@ func (r *Redactor) Find(s string) []Finding {
 func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 	ru := r.rules[ri]
 	w := s[lo:hi]
-	for _, m := range ru.re.FindAllStringSubmatchIndex(w, -1) {
+	n := -1
+	if ru.narrow != nil {
+		n = 1 // the window starts at the key: only its own match counts
+	}
+	for _, m := range ru.re.FindAllStringSubmatchIndex(w, n) {
 		a, b := m[0], m[1]
 		if ru.group > 0 {
 			if m[2*ru.group] < 0 {
@@ -291,7 +309,7 @@ func isTokenByte(c byte) bool {
 
 // scanDigitClusters calls f for each run of digits and separators (space - . ( ) +) holding at
 // least 4 digits, where separators come at most two in a row.
-func scanDigitClusters(s string, f func(lo, hi int)) {
+func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 	n := len(s)
 	for i := 0; i < n; {
 		c := s[i]
@@ -301,6 +319,7 @@ func scanDigitClusters(s string, f func(lo, hi int)) {
 		}
 		lo, digits, j, last := i, 0, i, i
 		gap := 0
+		dot := false
 		for j < n {
 			c := s[j]
 			if c >= '0' && c <= '9' {
@@ -308,6 +327,7 @@ func scanDigitClusters(s string, f func(lo, hi int)) {
 				gap = 0
 				last = j + 1
 			} else if c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '+' {
+				dot = dot || c == '.'
 				gap++
 				if gap > 2 {
 					break
@@ -318,7 +338,7 @@ func scanDigitClusters(s string, f func(lo, hi int)) {
 			j++
 		}
 		if digits >= 4 {
-			f(lo, last)
+			f(lo, last, digits, dot)
 		}
 		i = max(j, i+1)
 	}

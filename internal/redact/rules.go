@@ -22,6 +22,14 @@ type rule struct {
 	// adjusted bounds of the replaced span (relative to s).
 	check  func(s string, m []int, start, end int) (int, int, bool)
 	action Action
+	// kwBoundary: a keyword trigger counts only at the start of a token (not after a letter or digit).
+	kwBoundary bool
+	// narrow, if set, replaces the window of a keyword trigger at [a, b) (or rejects the trigger).
+	narrow func(s string, a, b int) (int, int, bool)
+	// minDigits gates digit-cluster rules: the cluster must hold at least this many digits.
+	minDigits int
+	// needDot gates digit-cluster rules: the cluster must contain a '.'.
+	needDot bool
 }
 
 func caseVariants(words ...string) []string {
@@ -182,27 +190,40 @@ func compileBuiltinRules() []*rule {
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
+		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey:
+		default:
+			r.kwBoundary = true
+		}
+		if r.name == RulePasswordKey {
+			r.narrow = keyValueWindow
+		}
+		switch r.name {
 		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials:
 			r.group = 1
 		}
 	}
-	pii := func(name, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
-		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check}
+	pii := func(name string, minDigits int, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
+		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check, minDigits: minDigits}
 	}
 	rs = append(rs,
-		pii(RuleIBAN, `\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}`, ibanRefine),
+		pii(RuleIBAN, 6, `\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}`, ibanRefine),
 		&rule{name: RuleEmail, cat: CategoryPII, re: regexp.MustCompile(`[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}\b`),
 			keywords: []string{"@"}, before: 80, after: 260, check: emailCheck},
-		pii(RuleCreditCard, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{12,19}\b`,
+		pii(RuleCreditCard, 12, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{12,19}\b`,
 			func(s string, _ []int, a, b int) (int, int, bool) {
 				// "+4477..." is a phone number in international format
 				return a, b, (a == 0 || s[a-1] != '+') && creditCardValid(s[a:b])
 			}),
-		pii(RuleUSSSN, `\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b`, valueCheck(ssnValid)),
-		pii(RuleIPv4, `\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b`, ipv4Check),
+		pii(RuleUSSSN, 9, `\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b`, valueCheck(ssnValid)),
+		pii(RuleIPv4, 4, `\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b`, ipv4Check),
 		&rule{name: RuleIPv6, cat: CategoryPII}, // found by the byte scanner (scanIPv6), no regex
-		pii(RulePhone, `(?:\+\d{1,3}[ .\-]?|\b00\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d[\d .\-()]{4,22}\d(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6})?`, phoneRefine),
+		pii(RulePhone, 7, `(?:\+\d{1,3}[ .\-]?|\b00\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d[\d .\-()]{4,22}\d(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6})?`, phoneRefine),
 	)
+	for _, r := range rs {
+		if r.name == RuleIPv4 {
+			r.needDot = true
+		}
+	}
 	return rs
 }
 
@@ -401,11 +422,12 @@ var streetWords = map[string]bool{"street": true, "st": true, "avenue": true, "a
 var phoneLabels = map[string]bool{"i": true, "i'd": true, "i'm": true, "office": true, "fax": true, "mobile": true,
 	"home": true, "work": true, "cell": true, "tel": true, "phone": true, "ext": true, "desk": true}
 
-var phoneNegativeContext = []string{"license", "licence", "passport", "zip", "postal", "postcode", "account", "order", "invoice", "serial"}
+var phoneNegativeContext = []string{"license", "licence", "passport", "zip", "postal", "postcode",
+	"account number", "order number", "invoice number", "serial number", "tracking number"}
 
 // phoneContextOK rejects digit groups that read as something else: a street number followed by a
 // street name, a postal code shape, a bare run of digits that is not a full national number, or
-// a number introduced as a licence, passport, postal code, account or order number.
+// a national number introduced as a licence, passport, postal code, account or order number.
 func phoneContextOK(s string, a, b int) bool {
 	v := s[a:b]
 	intl := strings.HasPrefix(v, "+") || strings.HasPrefix(v, "00") || strings.Contains(v, "(")
@@ -435,6 +457,9 @@ func phoneContextOK(s string, a, b int) bool {
 			}
 		}
 	}
+	if intl {
+		return true
+	}
 	before := strings.ToLower(s[max(0, a-40):a])
 	for _, k := range phoneNegativeContext {
 		if strings.Contains(before, k) {
@@ -442,4 +467,30 @@ func phoneContextOK(s string, a, b int) bool {
 		}
 	}
 	return true
+}
+
+func isKeyByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
+
+// keyValueWindow narrows a password-like keyword trigger to "key <sep> value": the key token
+// around the keyword, then optional quote and blanks, then ':' or '='; otherwise no window.
+func keyValueWindow(s string, a, b int) (int, int, bool) {
+	lo := a
+	for lo > 0 && isKeyByte(s[lo-1]) && a-lo < 48 {
+		lo--
+	}
+	hi := b
+	for hi < len(s) && isKeyByte(s[hi]) && hi-b < 48 {
+		hi++
+	}
+	j := hi
+	if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		j++
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j >= len(s) || (s[j] != ':' && s[j] != '=') {
+		return 0, 0, false
+	}
+	return lo, min(len(s), j+1+300), true
 }

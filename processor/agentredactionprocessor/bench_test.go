@@ -1,0 +1,215 @@
+package agentredactionprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+)
+
+// contribBlockedValues are the contrib redaction processor's equivalents of our rules: one
+// regex per kind planted in the benchmark spans (email, phone, card, SSN, IBAN, IPv4, OpenAI
+// key, AWS access key id).
+var contribBlockedValues = []string{
+	`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`,
+	`\+?\d{1,3}?[ .\-]?\(?\d{3}\)?[ .\-]?\d{3}[ .\-]?\d{4}`,
+	`\b(?:\d[ \-]?){13,16}\b`,
+	`\b\d{3}-\d{2}-\d{4}\b`,
+	`\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b`,
+	`\b(?:\d{1,3}\.){3}\d{1,3}\b`,
+	`sk-[A-Za-z0-9_\-]{20,}`,
+	`AKIA[0-9A-Z]{16}`,
+}
+
+var vocabulary = strings.Fields(`the agent called tool search with query weather forecast for tomorrow and
+returned results including temperature humidity wind speed please summarise the following document
+about quarterly revenue growth customers churn pipeline deployment kubernetes cluster error retry
+timeout function arguments output assistant user system message content model response tokens
+order invoice shipment tracking number status delivered pending refund policy section paragraph`)
+
+// planted returns the sensitive values planted in span i, in formats that vary across spans.
+func planted(i int) []string {
+	return []string{
+		fmt.Sprintf("user%d.name@example%d.com", i, i%7),
+		[]string{"+44 20 7946 0958", "(415) 555-2671", "+49 30 901820", "020 7946 0018"}[i%4],
+		[]string{"4111 1111 1111 1111", "5500005555555559", "3782 822463 10005", "6011000990139424"}[i%4],
+		fmt.Sprintf("%03d-%02d-%04d", 100+i%500, 10+i%80, 1000+i),
+		[]string{"DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "FR1420041010050500013M02606", "NL91ABNA0417164300"}[i%4],
+		fmt.Sprintf("10.%d.%d.%d", i%250, (i*7)%250, (i*13)%250+1),
+		"sk-proj-" + strings.Repeat(fmt.Sprintf("A%dbC%dd", i%10, (i*3)%10), 6),
+		fmt.Sprintf("AKIA%016d", 1000000000+i)[:4] + fmt.Sprintf("Q%015dZ", i)[:16],
+	}
+}
+
+// benchSpans builds n agent chat spans whose gen_ai.input.messages hold 10 KB to 100 KB of JSON
+// with the planted values spread through the text.
+func benchSpans(n int) (ptrace.Traces, [][]string, int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	var all [][]string
+	total := 0
+	for i := 0; i < n; i++ {
+		size := 10_000 + i*90_000/max(1, n-1)
+		vals := planted(i)
+		all = append(all, vals)
+		var msgs []map[string]any
+		cur := 0
+		vi := 0
+		for cur < size {
+			var sb strings.Builder
+			for sb.Len() < 1500 {
+				sb.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+				sb.WriteByte(' ')
+				if rng.IntN(40) == 0 {
+					fmt.Fprintf(&sb, "%d ", rng.IntN(100000))
+				}
+			}
+			if vi < len(vals) && cur > vi*size/len(vals) {
+				sb.WriteString(" value: " + vals[vi] + ". ")
+				vi++
+			}
+			role := []string{"user", "assistant", "tool"}[len(msgs)%3]
+			msgs = append(msgs, map[string]any{"role": role, "parts": []map[string]any{{"type": "text", "content": sb.String()}}})
+			cur += sb.Len() + 60
+		}
+		for ; vi < len(vals); vi++ {
+			msgs = append(msgs, map[string]any{"role": "user", "parts": []map[string]any{{"type": "text", "content": "also " + vals[vi]}}})
+		}
+		b, _ := json.Marshal(msgs)
+		s := spans.AppendEmpty()
+		s.SetName("chat gpt-4o")
+		s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		s.Attributes().PutStr("gen_ai.input.messages", string(b))
+		total += len(b)
+	}
+	return td, all, total
+}
+
+type tracesProc interface {
+	ConsumeTraces(context.Context, ptrace.Traces) error
+	Shutdown(context.Context) error
+}
+
+func newAgentProc(tb testing.TB, next consumer.Traces) tracesProc {
+	cfg := createDefaultConfig().(*Config)
+	cfg.HashKey = "bench-key"
+	p, err := NewFactory().CreateTraces(context.Background(), processortest.NewNopSettings(component.MustNewType("agent_redaction")), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+func newContribProc(tb testing.TB, next consumer.Traces) tracesProc {
+	f := redactionprocessor.NewFactory()
+	cfg := f.CreateDefaultConfig().(*redactionprocessor.Config)
+	cfg.AllowAllKeys = true
+	cfg.BlockedValues = contribBlockedValues
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+// recall is the fraction of planted values absent from the processed spans.
+func recall(tb testing.TB, mk func(testing.TB, consumer.Traces) tracesProc, td ptrace.Traces, vals [][]string) float64 {
+	sink := new(consumertest.TracesSink)
+	p := mk(tb, sink)
+	in := ptrace.NewTraces()
+	td.CopyTo(in)
+	require.NoError(tb, p.ConsumeTraces(context.Background(), in))
+	spans := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	found, total := 0, 0
+	for i := 0; i < spans.Len(); i++ {
+		v, _ := spans.At(i).Attributes().Get("gen_ai.input.messages")
+		for _, pv := range vals[i] {
+			total++
+			if !strings.Contains(v.Str(), pv) {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(total)
+}
+
+// BenchmarkAgentVsContrib runs both processors on the same agent spans (10 KB to 100 KB of JSON
+// messages each) in one run and reports MB/s of each, the throughput ratio, and each one's
+// recall of the planted values.
+func BenchmarkAgentVsContrib(b *testing.B) {
+	td, vals, size := benchSpans(20)
+	agentRecall := recall(b, newAgentProc, td, vals)
+	contribRecall := recall(b, newContribProc, td, vals)
+	agent, contrib := newAgentProc(b, consumertest.NewNop()), newContribProc(b, consumertest.NewNop())
+	var agentDur, contribDur time.Duration
+	n := 0
+	for b.Loop() {
+		x, y := ptrace.NewTraces(), ptrace.NewTraces()
+		td.CopyTo(x)
+		td.CopyTo(y)
+		runtime.GC() // neither side pays for the other's garbage
+		t0 := time.Now()
+		if err := agent.ConsumeTraces(context.Background(), x); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		agentDur += t1.Sub(t0)
+		runtime.GC()
+		t1 = time.Now()
+		if err := contrib.ConsumeTraces(context.Background(), y); err != nil {
+			b.Fatal(err)
+		}
+		contribDur += time.Since(t1)
+		n++
+	}
+	mb := float64(size*n) / 1e6
+	b.ReportMetric(mb/agentDur.Seconds(), "agent_MB/s")
+	b.ReportMetric(mb/contribDur.Seconds(), "contrib_MB/s")
+	b.ReportMetric(contribDur.Seconds()/agentDur.Seconds(), "speedup_x")
+	b.ReportMetric(agentRecall, "agent_recall")
+	b.ReportMetric(contribRecall, "contrib_recall")
+	_ = agent.Shutdown(context.Background())
+	_ = contrib.Shutdown(context.Background())
+}
+
+func benchOne(b *testing.B, mk func(testing.TB, consumer.Traces) tracesProc) {
+	td, _, size := benchSpans(20)
+	p := mk(b, consumertest.NewNop())
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		b.StopTimer()
+		x := ptrace.NewTraces()
+		td.CopyTo(x)
+		b.StartTimer()
+		if err := p.ConsumeTraces(context.Background(), x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAgentRedaction is agent_redaction alone on the benchmark spans (MB/s from SetBytes).
+func BenchmarkAgentRedaction(b *testing.B) { benchOne(b, newAgentProc) }
+
+// BenchmarkContribRedaction is the contrib redaction processor alone on the same spans.
+func BenchmarkContribRedaction(b *testing.B) { benchOne(b, newContribProc) }
+
+// TestBenchmarkData checks the benchmark's inputs: the spans span 10 KB to 100 KB, and
+// agent_redaction removes every planted value (so its recall in the table means something).
+func TestBenchmarkData(t *testing.T) {
+	td, vals, _ := benchSpans(20)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	first, _ := spans.At(0).Attributes().Get("gen_ai.input.messages")
+	last, _ := spans.At(spans.Len() - 1).Attributes().Get("gen_ai.input.messages")
+	require.GreaterOrEqual(t, len(first.Str()), 10_000)
+	require.LessOrEqual(t, len(last.Str()), 110_000)
+	require.Equal(t, 1.0, recall(t, newAgentProc, td, vals))
+}
