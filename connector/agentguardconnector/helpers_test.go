@@ -2,6 +2,7 @@ package agentguardconnector
 
 import (
 	"context"
+	"fmt"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ import (
 // t0 is the time of the first span of every scenario; the fake clock starts one hour later.
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
+var harnessN int
+
 // harness runs one agent_guard connector id with both signals wired as the collector does:
 // every traces batch goes to the traces->metrics and the traces->logs instance.
 type harness struct {
@@ -42,7 +45,8 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 	h := &harness{t: t, clock: clockwork.NewFakeClockAt(t0.Add(time.Hour)), ms: &consumertest.MetricsSink{}, ls: &consumertest.LogsSink{}}
 	ctx := clockwork.AddToContext(context.Background(), h.clock)
 	set := connectortest.NewNopSettings(metadata.Type)
-	set.ID = component.NewIDWithName(metadata.Type, t.Name())
+	harnessN++
+	set.ID = component.NewIDWithName(metadata.Type, fmt.Sprintf("h%d", harnessN))
 	f := NewFactory()
 	var err error
 	h.tm, err = f.CreateTracesToMetrics(ctx, set, cfg, h.ms)
