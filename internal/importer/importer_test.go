@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -335,6 +336,48 @@ func TestIsLoopback(t *testing.T) {
 	} {
 		if got := IsLoopback(ep); got != want {
 			t.Errorf("IsLoopback(%q) = %v", ep, got)
+		}
+	}
+}
+
+// TestLargeValuesWhole: multi-megabyte strings with escapes, in every format, come out whole.
+func TestLargeValuesWhole(t *testing.T) {
+	big := strings.Repeat("line \"quoted\"\n\tcafé 😀 <tag> \\ ", 100000) // ~3.1 MB
+	attrs := map[string]any{"gen_ai.input.messages": big, "n": 1}
+	meta, err := json.Marshal(map[string]any{"attributes": attrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]any{
+		"langfuse": map[string]any{
+			"trace": map[string]any{"id": "0123456789abcdef0123456789abcdef"},
+			"observations": []any{map[string]any{
+				"id": "aaaaaaaaaaaaaaaa", "name": "big", "startTime": "2025-01-02T03:04:05Z", "metadata": string(meta),
+			}},
+		},
+		"any-agent": map[string]any{"spans": []any{map[string]any{
+			"name": "big", "kind": "internal", "context": map[string]any{"trace_id": 1, "span_id": 2},
+			"attributes": attrs, "status": map[string]any{"status_code": "ok"},
+		}}},
+	}
+	for format, doc := range docs {
+		data, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ParseBytes(format+".json", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Format != format {
+			t.Fatalf("detected %s", res.Format)
+		}
+		sp := res.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+		if got := attr(t, sp.Attributes(), "gen_ai.input.messages").Str(); got != big {
+			t.Errorf("%s: %d bytes, want %d equal bytes", format, len(got), len(big))
+		}
+		if attr(t, sp.Attributes(), "n").Int() != 1 {
+			t.Errorf("%s: n", format)
 		}
 	}
 }
