@@ -109,10 +109,21 @@ func TestCorpusRunsArriveWhole(t *testing.T) {
 		total += int64(len(spans))
 	}
 
-	c := collectortest.Start(t, collectortest.Options{})
+	// Redaction is taken out of the pipeline here: this test is about storage, offload and
+	// rehydration keeping every byte; TestPlantedSecretsNeverStored covers redaction end to end.
+	c := collectortest.Start(t, collectortest.Options{Config: defaultConfigWithout(t, "agent_redaction")})
 	out := cli(t, c, append([]string{"import", "--endpoint", c.GRPC}, files...)...)
 	t.Log(out)
 	rows := waitForSpans(t, c, total)
+	// Large values went to blob storage and came back through `show` (rehydration).
+	blobs := 0
+	_ = filepath.WalkDir(filepath.Join(c.DataDir, "blobs"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			blobs++
+		}
+		return nil
+	})
+	assert.Positive(t, blobs, "payload_offload stored no object under %s/blobs", c.DataDir)
 	require.Len(t, rows, len(src), "one run per trace id")
 
 	shows := map[string]string{}
@@ -164,6 +175,19 @@ func TestCorpusRunsArriveWhole(t *testing.T) {
 	for traceID, raw := range shows {
 		assert.Equal(t, raw, cli(t, c, "show", "--json", traceID), "show %s after restart", traceID)
 	}
+}
+
+// defaultConfigWithout writes config/default.yaml with the named processor taken out of every
+// pipeline and returns the file's path.
+func defaultConfigWithout(t *testing.T, processor string) string {
+	t.Helper()
+	base, err := os.ReadFile(filepath.Join(collectortest.RepoRoot(t), "config", "default.yaml"))
+	require.NoError(t, err)
+	cfg := strings.ReplaceAll(string(base), processor+", ", "")
+	require.NotEqual(t, string(base), cfg, "%s is not in a pipeline of default.yaml", processor)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	return path
 }
 
 func TestSessionsNewestFirstAndSince(t *testing.T) {
