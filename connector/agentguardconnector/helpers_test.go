@@ -2,8 +2,8 @@ package agentguardconnector
 
 import (
 	"context"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 

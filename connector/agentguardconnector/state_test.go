@@ -1,0 +1,93 @@
+package agentguardconnector
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/runaway"
+)
+
+func (h *harness) sessionCount() int {
+	h.g.mu.Lock()
+	defer h.g.mu.Unlock()
+	return h.g.state.sessions.Len()
+}
+
+// TestSessionsBoundedAndExpired checks the LRU bound, that idle sessions end on the expiry
+// ticker (driven by the injected clock), and that ended sessions feed the cost baseline.
+func TestSessionsBoundedAndExpired(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxSessions = 50
+	h := newHarness(t, cfg)
+	for batch := 0; batch < 10; batch++ {
+		b := newTraceBuilder()
+		for i := 0; i < 50; i++ {
+			n := uint64(batch*50 + i)
+			b.span("svc", n+1, n+1, t0.Add(time.Duration(n)*time.Second), time.Second,
+				llmAttrs(fmt.Sprintf("s-%03d", n), "agent", "gpt-4o-mini", 1000, 100, "stop"))
+		}
+		h.feed(b.td)
+		require.LessOrEqual(t, h.sessionCount(), 50)
+	}
+	assert.Equal(t, 50, h.sessionCount())
+
+	// Not idle long enough: nothing ends.
+	h.clock.Advance(cfg.SessionIdleTimeout / 2)
+	h.g.expire()
+	assert.Equal(t, 50, h.sessionCount())
+
+	// The ticker goroutine ends them once the clock passes the idle timeout.
+	require.NoError(t, h.clock.BlockUntilContext(context.Background(), 1))
+	h.clock.Advance(cfg.SessionIdleTimeout)
+	require.Eventually(t, func() bool { return h.sessionCount() == 0 }, 5*time.Second, time.Millisecond)
+
+	h.g.mu.Lock()
+	bl, ok := h.g.state.groups.Get("agent\x00svc")
+	h.g.mu.Unlock()
+	require.True(t, ok)
+	// 500 ended sessions: 450 evicted, 50 expired; baseline_sessions is 500, so all of them
+	// are in the previous generation.
+	assert.Equal(t, 500.0, bl.count())
+	assert.InEpsilon(t, (1000*0.15+100*0.6)/1e6, bl.median(), 0.02)
+}
+
+// TestLogsOnlyPipeline checks that without a metrics pipeline the traces->logs instance does
+// the analysis itself.
+func TestLogsOnlyPipeline(t *testing.T) {
+	ls := &consumertest.LogsSink{}
+	set := connectortest.NewNopSettings(metadata.Type)
+	set.ID = component.NewIDWithName(metadata.Type, "logs_only")
+	ctx := clockwork.AddToContext(context.Background(), clockwork.NewFakeClockAt(t0))
+	c, err := NewFactory().CreateTracesToLogs(ctx, set, createDefaultConfig(), ls)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, c.Shutdown(ctx)) }()
+	require.NoError(t, c.ConsumeTraces(ctx, runaway.Generate(runaway.Default())))
+	require.Equal(t, 1, ls.LogRecordCount())
+}
+
+// TestRecordedSpansUntouched checks that analysing a batch leaves the recorded spans as they
+// were (inferred records are new records).
+func TestRecordedSpansUntouched(t *testing.T) {
+	td := runaway.Generate(runaway.Default())
+	before := td.SpanCount()
+	cp := runaway.Generate(runaway.Default())
+	h := newHarness(t, createDefaultConfig())
+	h.feed(td)
+	require.Equal(t, before, td.SpanCount())
+	a, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	b, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(cp)
+	assert.Equal(t, string(b), string(a))
+}
