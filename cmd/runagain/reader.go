@@ -1,19 +1,100 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/clickhousestore"
+	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
 )
 
-// openReader opens the store the collector's embedded default writes under --data-dir.
-func openReader() (store.Reader, error) {
-	path := filepath.Join(dataDirFlag, "hot.db")
-	db, err := sqlitestore.Open(path, sqlitestore.Options{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("open store in %s (is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?): %w", dataDirFlag, err)
+// Where the tiers are read from. With --clickhouse the hot, warm and cold tiers are read from
+// that ClickHouse (the hot tier in the contrib exporter's otel_traces/otel_logs tables);
+// otherwise from the embedded default's files under --data-dir: hot.db, warm.db and cold/.
+// --cold-url adds a Parquet cold tier on any gocloud.dev/blob URL (s3://..., gs://...).
+var (
+	clickhouseFlag   string
+	clickhouseDBFlag string
+	coldURLFlag      string
+)
+
+func init() {
+	rootCmd.PersistentFlags().StringVar(&clickhouseFlag, "clickhouse", os.Getenv("RUNAGAIN_CLICKHOUSE_ENDPOINT"),
+		"read the tiers from this ClickHouse (tcp://host:9000 or http://host:8123; env RUNAGAIN_CLICKHOUSE_ENDPOINT)")
+	def := os.Getenv("RUNAGAIN_CLICKHOUSE_DATABASE")
+	if def == "" {
+		def = "default"
 	}
-	return db, nil
+	rootCmd.PersistentFlags().StringVar(&clickhouseDBFlag, "clickhouse-database", def,
+		"ClickHouse database of the tier tables (env RUNAGAIN_CLICKHOUSE_DATABASE)")
+	rootCmd.PersistentFlags().StringVar(&coldURLFlag, "cold-url", os.Getenv("RUNAGAIN_COLD_URL"),
+		"cold tier Parquet bucket URL (gocloud.dev/blob) or directory; default <data-dir>/cold (env RUNAGAIN_COLD_URL)")
+}
+
+// openReader opens every tier it finds and reads them as one, falling back hot -> warm -> cold:
+// a run past the hot retention still shows its warm summary, and past that its cold session.
+func openReader() (store.Reader, error) {
+	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, coldURLFlag)
+}
+
+func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, coldURL string) (store.Reader, error) {
+	var readers []store.Reader
+	fail := func(err error) (store.Reader, error) {
+		for _, r := range readers {
+			r.Close()
+		}
+		return nil, err
+	}
+	if chEndpoint != "" {
+		db, err := clickhousestore.OpenDB(chEndpoint, os.Getenv("RUNAGAIN_CLICKHOUSE_USERNAME"), os.Getenv("RUNAGAIN_CLICKHOUSE_PASSWORD"), nil)
+		if err != nil {
+			return nil, err
+		}
+		readers = append(readers, clickhousestore.Open(db, clickhousestore.HotTables{Database: chDatabase},
+			clickhousestore.Schema{Database: chDatabase}, nil))
+	} else {
+		hot := filepath.Join(dataDir, "hot.db")
+		if exists(hot) {
+			db, err := sqlitestore.Open(hot, sqlitestore.Options{ReadOnly: true})
+			if err != nil {
+				return fail(err)
+			}
+			readers = append(readers, db)
+		}
+		warm := filepath.Join(dataDir, "warm.db")
+		if exists(warm) {
+			db, err := sqlitestore.OpenWarm(warm, sqlitestore.Options{ReadOnly: true})
+			if err != nil {
+				return fail(err)
+			}
+			readers = append(readers, db)
+		}
+	}
+	if coldURL == "" && chEndpoint == "" {
+		if dir := filepath.Join(dataDir, "cold"); exists(dir) {
+			coldURL = dir
+		}
+	}
+	if coldURL != "" {
+		st, err := coldstore.Open(ctx, coldURL, coldstore.Options{ReadOnly: true})
+		if err != nil {
+			return fail(err)
+		}
+		readers = append(readers, st)
+	}
+	if len(readers) == 0 {
+		return nil, fmt.Errorf("open store in %s: %w (no hot.db, warm.db or cold/ there; is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?)",
+			dataDir, errors.New("no tier found"))
+	}
+	return store.NewTiered(readers...), nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

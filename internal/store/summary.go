@@ -245,14 +245,29 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			p.LastSeen = last
 		}
 	}
+	// A run's session is named by any of its spans (often only the root carries the key): the
+	// first span of a trace in this batch that names one names it for all its spans here.
+	runSession := map[string]string{}
 	if td != (ptrace.Traces{}) {
+		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
+			if s.TraceID().IsEmpty() {
+				return
+			}
+			trace := s.TraceID().String()
+			if _, done := runSession[trace]; done {
+				return
+			}
+			if id, ok := genai.SessionID(s.Attributes(), res.Attributes(), sessionKeys); ok {
+				runSession[trace] = id
+			}
+		})
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
 				return
 			}
 			attrs := s.Attributes()
 			trace := s.TraceID().String()
-			session, ok := genai.SessionID(attrs, res.Attributes(), sessionKeys)
+			session, ok := runSession[trace]
 			if !ok {
 				session = trace
 			}
@@ -283,6 +298,9 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 				trace = lr.TraceID().String()
 			}
 			session, ok := genai.SessionID(lr.Attributes(), res.Attributes(), sessionKeys)
+			if !ok {
+				session, ok = runSession[trace]
+			}
 			if !ok {
 				session = trace
 			}

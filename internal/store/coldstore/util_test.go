@@ -1,0 +1,5 @@
+package coldstore
+
+import "bytes"
+
+func bytesReaderAt(b []byte) *bytes.Reader { return bytes.NewReader(b) }
