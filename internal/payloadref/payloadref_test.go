@@ -296,8 +296,9 @@ func TestURIs(t *testing.T) {
 	key := "sha256/" + strings.Repeat("ab", 32) + ".zst"
 	cases := []struct{ bucket, uri, splitBucket, splitKey string }{
 		{"file:///data/blobs", "file:///data/blobs/" + key, "file:///data/blobs", key},
-		{"file:///data/blobs/?create_dir=true&metadata=skip", "file:///data/blobs/" + key + "?metadata=skip", "file:///data/blobs?metadata=skip", key},
+		{"file:///data/blobs/?create_dir=true&metadata=skip&no_tmp_dir=1", "file:///data/blobs/" + key, "file:///data/blobs", key},
 		{"file://./rel/blobs", "file://" + cwd + "/rel/blobs/" + key, "file://" + cwd + "/rel/blobs", key},
+		{"file://rel/blobs?create_dir=true", "file://" + cwd + "/rel/blobs/" + key, "file://" + cwd + "/rel/blobs", key},
 		{"file:///data?prefix=p/", "file:///data/p/" + key, "file:///data/p", key},
 		{"s3://bkt?endpoint=http://127.0.0.1:9000&region=us-east-1&use_path_style=true&prefix=payloads/",
 			"s3://bkt/payloads/" + key + "?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=us-east-1&use_path_style=true",
@@ -320,7 +321,7 @@ func TestURIs(t *testing.T) {
 			t.Errorf("ParseKey(%q): %v", k, err)
 		}
 	}
-	for _, bad := range []string{"", "no-scheme/path", "file://host/x", "%zz"} {
+	for _, bad := range []string{"", "no-scheme/path", "%zz"} {
 		if _, err := ObjectURI(bad, key); err == nil {
 			t.Errorf("ObjectURI(%q) accepted", bad)
 		}
@@ -383,5 +384,30 @@ func TestRehydrate(t *testing.T) {
 	}
 	if v, _ := lr.Attributes().Get("gen_ai.output.messages"); v.Str() != in {
 		t.Fatal("log attribute not rehydrated")
+	}
+}
+
+// TestRelativeFileURL: a relative file:// storage URL (the embedded default
+// file://${env:RUNAGAIN_DATA_DIR:-./data}/blobs) gives absolute references that resolve from any
+// working directory.
+func TestRelativeFileURL(t *testing.T) {
+	base := t.TempDir()
+	t.Chdir(base)
+	ctx := context.Background()
+	for _, url := range []string{"file://./data/blobs?create_dir=true", "file://data2/blobs?create_dir=true"} {
+		s := newStore(t, url, StoreOptions{})
+		res, err := s.Put(ctx, []byte(shapes["array compact"]), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.URI, "file://"+base+"/") || strings.Contains(res.URI, "?") {
+			t.Fatalf("%s: URI %s is not absolute under %s, or carries writer parameters", url, res.URI, base)
+		}
+		t.Chdir(t.TempDir())
+		got, err := newResolver(t).Fetch(ctx, res.URI)
+		if err != nil || string(got) != shapes["array compact"] {
+			t.Fatalf("%s: fetch from another directory: %v", url, err)
+		}
+		t.Chdir(base)
 	}
 }

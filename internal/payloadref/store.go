@@ -87,6 +87,10 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	q := u.Query()
 	prefix := q.Get("prefix")
 	q.Del("prefix")
+	if u.Scheme == "file" && q.Get("no_tmp_dir") == "" {
+		// Temporary files next to the objects: a rename from os.TempDir fails across mounts.
+		q.Set("no_tmp_dir", "true")
+	}
 	u.RawQuery = q.Encode()
 	b, closeFn, err := OpenBucket(ctx, u.String())
 	if err != nil {

@@ -30,7 +30,9 @@
 //
 // The URI of an object is the bucket URL with the object key appended to its path and the bucket's
 // query parameters kept (so the reader can open the same bucket: endpoint, region...), except
-// "prefix" (folded into the path) and "create_dir" (a writer concern). Examples:
+// "prefix" (folded into the path) and fileblob's writer-only create_dir, no_tmp_dir, dir_file_mode
+// and metadata. file:// URLs are made absolute (file://./data and file://data are relative to the
+// working directory). Examples:
 //
 //	file:///var/lib/runagain/blobs/sha256/3a/...
 //	s3://payloads/runagain/sha256/3a...zst?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=us-east-1&use_path_style=true
@@ -160,10 +162,10 @@ func normalizeBucketURL(raw string) (*url.URL, error) {
 		switch {
 		case u.Opaque != "":
 			p = u.Opaque
-		case u.Host == "." || u.Host == "..":
-			p = u.Host + p
 		case u.Host != "" && u.Host != "localhost":
-			return nil, fmt.Errorf("bucket URL %q: file URLs take no host (use file:///abs/path or file://./rel/path)", raw)
+			// file://./data, file://data/blobs: a path relative to the working directory (as
+			// "file://${env:RUNAGAIN_DATA_DIR:-./data}/blobs" gives for a relative data dir).
+			p = u.Host + p
 		}
 		abs, err := filepath.Abs(filepath.FromSlash(p))
 		if err != nil {
@@ -184,12 +186,18 @@ func ObjectURI(bucketURL, key string) (string, error) {
 	q := u.Query()
 	prefix := q.Get("prefix")
 	q.Del("prefix")
-	q.Del("create_dir")
+	for _, p := range writerOnlyParams {
+		q.Del(p)
+	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + prefix + key
 	u.RawPath = ""
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// writerOnlyParams are fileblob URL parameters that matter only when writing; they are left out
+// of reference URIs.
+var writerOnlyParams = []string{"create_dir", "no_tmp_dir", "dir_file_mode", "metadata"}
 
 var memBuckets = struct {
 	sync.Mutex

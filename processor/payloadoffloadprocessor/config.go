@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gobwas/glob"
+	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
 	"gocloud.dev/blob"
@@ -104,6 +105,8 @@ type Config struct {
 	DedupCacheSize int `mapstructure:"dedup_cache_size"`
 	// Concurrency is how many values of one batch are stored at once. Default 4.
 	Concurrency int `mapstructure:"concurrency"`
+	// CompressionLevel is the zstd level: fastest, default, better or best. Default "default".
+	CompressionLevel string `mapstructure:"compression_level"`
 
 	_ struct{} // prevent unkeyed literals
 }
@@ -116,15 +119,16 @@ func createDefaultConfig() component.Config {
 	retry.MaxInterval = 1 * time.Second
 	retry.MaxElapsedTime = 5 * time.Second
 	return &Config{
-		Storage:        StorageConfig{Timeout: 10 * time.Second},
-		Keys:           append([]string(nil), DefaultKeys...),
-		SplitKeys:      append([]string(nil), DefaultSplitKeys...),
-		MinSize:        4096,
-		LogBody:        true,
-		OnFailure:      OnFailureKeepInline,
-		RetryOnFailure: retry,
-		DedupCacheSize: 100000,
-		Concurrency:    4,
+		Storage:          StorageConfig{Timeout: 10 * time.Second},
+		Keys:             append([]string(nil), DefaultKeys...),
+		SplitKeys:        append([]string(nil), DefaultSplitKeys...),
+		MinSize:          4096,
+		LogBody:          true,
+		OnFailure:        OnFailureKeepInline,
+		RetryOnFailure:   retry,
+		DedupCacheSize:   100000,
+		Concurrency:      4,
+		CompressionLevel: "default",
 	}
 }
 
@@ -173,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("concurrency: must be at least 1, got %d", c.Concurrency))
+	}
+	if ok, _ := zstd.EncoderLevelFromString(c.CompressionLevel); !ok {
+		errs = append(errs, fmt.Errorf("compression_level: %q is not fastest, default, better or best", c.CompressionLevel))
 	}
 	return errors.Join(errs...)
 }

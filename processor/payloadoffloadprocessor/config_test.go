@@ -49,7 +49,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatalf("full: %v", err)
 	}
 	if full.Storage.Timeout != 3*time.Second || full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject ||
-		full.DedupCacheSize != 1000 || full.Concurrency != 8 || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
+		full.DedupCacheSize != 1000 || full.Concurrency != 8 || full.CompressionLevel != "fastest" || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
 		len(full.SplitKeys) != 1 || full.RetryOnFailure.MaxElapsedTime != 2*time.Second || full.RetryOnFailure.InitialInterval != 50*time.Millisecond {
 		t.Fatalf("full config not loaded as written: %+v", full)
 	}
@@ -62,7 +62,7 @@ func equalConfig(a, b *Config) bool {
 	return a.Storage == b.Storage && strings.Join(a.Keys, ",") == strings.Join(b.Keys, ",") &&
 		strings.Join(a.SplitKeys, ",") == strings.Join(b.SplitKeys, ",") && a.MinSize == b.MinSize &&
 		a.LogBody == b.LogBody && a.OnFailure == b.OnFailure && a.RetryOnFailure == b.RetryOnFailure &&
-		a.DedupCacheSize == b.DedupCacheSize && a.Concurrency == b.Concurrency
+		a.DedupCacheSize == b.DedupCacheSize && a.Concurrency == b.Concurrency && a.CompressionLevel == b.CompressionLevel
 }
 
 // TestValidateNamesFields checks that each invalid setting is reported with its field name.
@@ -70,7 +70,7 @@ func TestValidateNamesFields(t *testing.T) {
 	cases := map[string][]string{
 		"no_url":     {"storage.url: required"},
 		"bad_scheme": {`storage.url: scheme "ftp" not supported`},
-		"bad_values": {"storage.timeout", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time"},
+		"bad_values": {"storage.timeout", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time", "compression_level"},
 		"no_keys":    {"keys: at least one"},
 	}
 	for name, fields := range cases {

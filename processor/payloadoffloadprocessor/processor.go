@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -54,7 +55,8 @@ func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, err
 }
 
 func (o *offloader) start(ctx context.Context, _ component.Host) error {
-	s, err := payloadref.NewStore(ctx, o.cfg.Storage.URL, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize})
+	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
+	s, err := payloadref.NewStore(ctx, o.cfg.Storage.URL, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize, Level: level})
 	if err != nil {
 		return fmt.Errorf("storage.url: %w", err)
 	}
