@@ -177,7 +177,7 @@ func TestValidateCatchesBrokenGateway(t *testing.T) {
 	require.Error(t, err, "gateway.yaml without RUNAGAIN_PAYLOAD_URL must not validate:\n%s", out)
 	assert.Contains(t, out, "storage.url")
 
-	broken := bytes.Replace(body, []byte("    hot:\n      retention: 168h\n"), []byte("    hot:\n      retention: 168h\n      retension: 1h\n"), 1)
+	broken := bytes.Replace(body, []byte("      retention: 168h\n"), []byte("      retention: 168h\n      retension: 1h\n"), 1)
 	require.NotEqual(t, body, broken, "gateway.yaml no longer has the hot tier block this test edits")
 	require.NoError(t, os.WriteFile(path, broken, 0o600))
 	out, err = validate(bin, path, envList(gatewayEnv(t)))
