@@ -303,7 +303,7 @@ type fakeFormat struct{}
 
 func (fakeFormat) Name() string { return "fake-cassette" }
 func (fakeFormat) Detect(s *Sniff) bool {
-	return strings.HasPrefix(string(s.Data), "interactions:")
+	return strings.HasPrefix(string(s.Data), "fake-cassette v1\n")
 }
 func (fakeFormat) Parse([]byte) (ptrace.Traces, error) {
 	td := ptrace.NewTraces()
@@ -314,11 +314,11 @@ func (fakeFormat) Parse([]byte) (ptrace.Traces, error) {
 func TestRegistryAddsFormat(t *testing.T) {
 	r := NewRegistry(Default.Formats()...)
 	r.Register(fakeFormat{})
-	res, err := r.ParseBytes("c.yaml", []byte("interactions:\n- request: {}\n"))
+	res, err := r.ParseBytes("c.fake", []byte("fake-cassette v1\nGET /\n"))
 	if err != nil || res.Format != "fake-cassette" || res.SpanCount() != 1 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if _, err := Default.ParseBytes("c.yaml", []byte("interactions:\n")); !errors.Is(err, ErrUnknownFormat) {
+	if _, err := Default.ParseBytes("c.fake", []byte("fake-cassette v1\nGET /\n")); !errors.Is(err, ErrUnknownFormat) {
 		t.Fatalf("default registry changed: %v", err)
 	}
 	defer func() {

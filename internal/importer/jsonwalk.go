@@ -172,7 +172,14 @@ func putRawMap(raw []byte, dst pcommon.Map) error {
 	if err := putRaw(t, v); err != nil {
 		return err
 	}
-	v.Map().MoveTo(dst)
+	if dst.Len() == 0 {
+		v.Map().MoveTo(dst)
+		return nil
+	}
+	v.Map().Range(func(k string, val pcommon.Value) bool {
+		val.CopyTo(dst.PutEmpty(k))
+		return true
+	})
 	return nil
 }
 

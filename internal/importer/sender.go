@@ -119,7 +119,7 @@ func (s *Sender) Send(ctx context.Context, td ptrace.Traces) (SendStats, error) 
 			if ps.ErrorMessage() != "" {
 				rejected.Messages = append(rejected.Messages, ps.ErrorMessage())
 			}
-			st.Spans -= int(ps.RejectedSpans())
+			st.Spans -= int(min(ps.RejectedSpans(), int64(n)))
 		case ps.ErrorMessage() != "":
 			st.Warnings = append(st.Warnings, ps.ErrorMessage())
 		}
