@@ -1,0 +1,220 @@
+package agentguardconnector
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+)
+
+// benchLoad generates the benchmark spans: sessions x 10 spans (5 chat, 5 execute_tool with
+// distinct arguments), 100 sessions starting per batch and each session spread over 10
+// consecutive batches, so ~1000 spans per batch and ~1000 sessions active at once.
+type benchLoad struct {
+	sessions int
+	models   []string
+	tools    []string
+}
+
+const benchSpansPerSession = 10
+
+func (l *benchLoad) batches() int { return l.sessions/100 + benchSpansPerSession - 1 }
+
+func (l *benchLoad) batch(b int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	byService := map[int]ptrace.SpanSlice{}
+	for j := 0; j < benchSpansPerSession; j++ {
+		block := b - j
+		if block < 0 || block*100 >= l.sessions {
+			continue
+		}
+		for s := block * 100; s < block*100+100 && s < l.sessions; s++ {
+			svc := s % 10
+			ss, ok := byService[svc]
+			if !ok {
+				rs := td.ResourceSpans().AppendEmpty()
+				rs.Resource().Attributes().PutStr("service.name", fmt.Sprintf("agent-svc-%d", svc))
+				ss = rs.ScopeSpans().AppendEmpty().Spans()
+				byService[svc] = ss
+			}
+			sp := ss.AppendEmpty()
+			var tid pcommon.TraceID
+			var sid pcommon.SpanID
+			putU64(tid[8:], uint64(s)+1)
+			putU64(sid[:], uint64(s)*16+uint64(j)+1)
+			sp.SetTraceID(tid)
+			sp.SetSpanID(sid)
+			start := t0.Add(time.Duration(b) * time.Second).Add(time.Duration(s%100) * time.Millisecond)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(800 * time.Millisecond)))
+			a := sp.Attributes()
+			a.PutStr("gen_ai.conversation.id", "sess-"+strconv.Itoa(s))
+			a.PutStr("gen_ai.agent.name", fmt.Sprintf("agent-%d", s%5))
+			if j%2 == 0 {
+				model := l.models[s%len(l.models)]
+				sp.SetName("chat " + model)
+				sp.SetKind(ptrace.SpanKindClient)
+				a.PutStr("gen_ai.operation.name", "chat")
+				a.PutStr("gen_ai.provider.name", "openai")
+				a.PutStr("gen_ai.request.model", model)
+				a.PutInt("gen_ai.usage.input_tokens", int64(500+s%1000+j*100))
+				a.PutInt("gen_ai.usage.output_tokens", int64(20+s%200))
+				a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr("tool_calls")
+			} else {
+				tool := l.tools[(s+j)%len(l.tools)]
+				sp.SetName("execute_tool " + tool)
+				a.PutStr("gen_ai.operation.name", "execute_tool")
+				a.PutStr("gen_ai.tool.name", tool)
+				a.PutStr("gen_ai.tool.call.arguments", `{"query":"`+strconv.Itoa(s)+`","page":`+strconv.Itoa(j)+`}`)
+				if (s+j)%17 == 0 {
+					sp.Status().SetCode(ptrace.StatusCodeError)
+				}
+			}
+		}
+	}
+	return td
+}
+
+func putU64(b []byte, v uint64) {
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}
+
+type passResult struct {
+	spans    int
+	elapsed  time.Duration
+	peakHeap uint64
+}
+
+// runPass feeds every batch to consume, timing only consume (and flush), and samples the heap.
+func runPass(l *benchLoad, consume func(ptrace.Traces), flush func()) passResult {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var r passResult
+	for b := 0; b < l.batches(); b++ {
+		td := l.batch(b)
+		r.spans += td.SpanCount()
+		t := time.Now()
+		consume(td)
+		if flush != nil && b%10 == 9 {
+			flush()
+		}
+		r.elapsed += time.Since(t)
+		if b%20 == 0 {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > base && ms.HeapAlloc-base > r.peakHeap {
+				r.peakHeap = ms.HeapAlloc - base
+			}
+		}
+	}
+	if flush != nil {
+		t := time.Now()
+		flush()
+		r.elapsed += time.Since(t)
+	}
+	return r
+}
+
+// BenchmarkAgentGuardVsSpanMetrics runs 1,000,000 spans over 100,000 sessions (override with
+// RUNAGAIN_BENCH_SESSIONS) through agent_guard and, in the same run, through the contrib
+// span_metrics connector (exemplars on, dimensions provider/model/agent, flushed every 10
+// batches), and reports throughput and peak heap of both and their ratios. Run with
+//
+//	go test -run '^$' -bench AgentGuardVsSpanMetrics -benchtime 1x ./connector/agentguardconnector/
+func BenchmarkAgentGuardVsSpanMetrics(b *testing.B) {
+	sessions := 100000
+	if v, err := strconv.Atoi(os.Getenv("RUNAGAIN_BENCH_SESSIONS")); err == nil && v > 0 {
+		sessions = v
+	}
+	l := &benchLoad{sessions: sessions, models: []string{"gpt-4o-mini", "gpt-4o", "claude-sonnet-4-5", "gemini-2.0-flash", "o3-mini"},
+		tools: []string{"search", "fetch_page", "read_file", "write_file", "run_sql", "send_email", "get_weather", "calculator"}}
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		// agent_guard, as wired in a collector: one traces->metrics and one traces->logs instance.
+		set := connectortest.NewNopSettings(metadata.Type)
+		set.ID = component.NewIDWithName(metadata.Type, fmt.Sprintf("bench%d", i))
+		f := NewFactory()
+		cfg := createDefaultConfig()
+		tm, err := f.CreateTracesToMetrics(ctx, set, cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		tl, err := f.CreateTracesToLogs(ctx, set, cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = tm.Start(ctx, componenttest.NewNopHost())
+		_ = tl.Start(ctx, componenttest.NewNopHost())
+		ag := runPass(l, func(td ptrace.Traces) {
+			_ = tm.ConsumeTraces(ctx, td)
+			_ = tl.ConsumeTraces(ctx, td)
+		}, nil)
+		_ = tm.Shutdown(ctx)
+		_ = tl.Shutdown(ctx)
+
+		// span_metrics on the same spans, driven by a fake clock so that its flushes (its
+		// equivalent of our per-batch emission) are timed too.
+		clock := clockwork.NewFakeClock()
+		smf := spanmetricsconnector.NewFactory()
+		smCfg := smf.CreateDefaultConfig().(*spanmetricsconnector.Config)
+		smCfg.Dimensions = []spanmetricsconnector.Dimension{{Name: "gen_ai.provider.name"}, {Name: "gen_ai.request.model"}, {Name: "gen_ai.agent.name"}}
+		smCfg.Exemplars.Enabled = true
+		flushed := make(chan struct{}, 1)
+		sink, _ := consumer.NewMetrics(func(context.Context, pmetric.Metrics) error {
+			select {
+			case flushed <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+		smSet := connectortest.NewNopSettings(component.MustNewType("spanmetrics"))
+		sm, err := smf.CreateTracesToMetrics(clockwork.AddToContext(ctx, clock), smSet, smCfg, sink)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = sm.Start(ctx, componenttest.NewNopHost())
+		_ = clock.BlockUntilContext(ctx, 1)
+		smr := runPass(l, func(td ptrace.Traces) { _ = sm.ConsumeTraces(ctx, td) }, func() {
+			clock.Advance(smCfg.MetricsFlushInterval)
+			select {
+			case <-flushed:
+			case <-time.After(30 * time.Second):
+				b.Fatal("span_metrics did not flush")
+			}
+		})
+		_ = sm.Shutdown(ctx)
+
+		agRate := float64(ag.spans) / ag.elapsed.Seconds()
+		smRate := float64(smr.spans) / smr.elapsed.Seconds()
+		b.ReportMetric(agRate, "agent_guard_spans/s")
+		b.ReportMetric(smRate, "spanmetrics_spans/s")
+		b.ReportMetric(agRate/smRate, "throughput_ratio")
+		b.ReportMetric(float64(ag.peakHeap)/(1<<20), "agent_guard_peak_heap_MB")
+		b.ReportMetric(float64(smr.peakHeap)/(1<<20), "spanmetrics_peak_heap_MB")
+		b.ReportMetric(float64(ag.peakHeap)/float64(max(smr.peakHeap, 1)), "heap_ratio")
+		b.ReportMetric(float64(ag.spans), "spans")
+	}
+}
+
+var _ connector.Traces = (*handle)(nil)
