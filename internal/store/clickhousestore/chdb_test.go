@@ -1,0 +1,121 @@
+//go:build chdb
+
+package clickhousestore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+	"github.com/runagain/runagain/internal/testutil/chdbtest"
+)
+
+var (
+	t0   = time.Date(2026, 10, 30, 12, 0, 0, 0, time.UTC).UnixNano()
+	runA = storetest.Run{Seed: "a", Session: "conv-1", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: t0, LLMCalls: 2, ToolFail: true}
+	runB = storetest.Run{Seed: "b", Session: "conv-1", Service: "svc", Agent: "weather", Model: "claude-sonnet-4", Start: t0 + int64(time.Hour), LLMCalls: 1}
+	runC = storetest.Run{Seed: "c", Service: "other", Agent: "x", Model: "gpt-4.1", Start: t0 + int64(2*time.Hour), LLMCalls: 1}
+)
+
+// TestWarmColdDDLWritesAndReadersOnChDB runs our warm and cold DDL, the writers' inserts
+// (clickhouse-go over HTTP) and every reader query against chDB.
+func TestWarmColdDDLWritesAndReadersOnChDB(t *testing.T) {
+	ctx := context.Background()
+	srv := chdbtest.Start(t)
+	db, err := OpenDB(srv.Endpoint, "", "", nil)
+	require.NoError(t, err)
+	defer db.Close()
+	schema := Schema{Database: "runagain", WarmTTL: 90 * 24 * time.Hour}
+	w := &Writer{DB: db, Schema: schema, Now: func() time.Time { return time.Unix(0, t0) }}
+	require.NoError(t, w.CreateWarm(ctx))
+	require.NoError(t, w.CreateCold(ctx))
+	require.NoError(t, w.CreateWarm(ctx), "DDL is idempotent")
+
+	td := storetest.Traces(runA, runB, runC)
+	alert := storetest.Alert(runA, "loop detected")
+	require.NoError(t, w.WriteWarmTraces(ctx, td))
+	require.NoError(t, w.WriteWarmTraces(ctx, td), "an at-least-once duplicate")
+	require.NoError(t, w.WriteWarmLogs(ctx, alert))
+	require.NoError(t, w.WriteCold(ctx, storetest.Traces(runA, runC), alert))
+	require.NoError(t, w.WriteCold(ctx, storetest.Traces(runB), storetest.Alert(runB, "x")))
+
+	out, err := srv.Query("SELECT count() FROM runagain.runagain_span_summaries", "TSV")
+	require.NoError(t, err)
+	assert.Equal(t, "16\n", out, "8 spans written twice: the table appends, readers collapse")
+	ddl, err := srv.Query("SHOW CREATE TABLE runagain.runagain_span_summaries", "TSVRaw")
+	require.NoError(t, err)
+	assert.Contains(t, ddl, "TTL toDateTime(intDiv(ingested_unix_nano, 1000000000)) + toIntervalSecond(7776000)")
+	ddl, err = srv.Query("SHOW CREATE TABLE runagain.runagain_sessions", "TSVRaw")
+	require.NoError(t, err)
+	assert.Contains(t, ddl, "AggregatingMergeTree")
+
+	warm := &WarmReader{DB: db, Schema: schema}
+	runs, err := warm.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, runs, 3)
+	assert.Equal(t, storetest.TraceID("c").String(), runs[0].TraceID, "newest first")
+	byTrace := map[string]store.RunSummary{}
+	for _, r := range runs {
+		byTrace[r.TraceID] = r
+	}
+	a := byTrace[storetest.TraceID("a").String()]
+	assert.Equal(t, "conv-1", a.SessionID)
+	assert.EqualValues(t, runA.Spans(), a.Spans)
+	assert.EqualValues(t, 200, a.InputTokens)
+	assert.EqualValues(t, 40, a.OutputTokens)
+	assert.EqualValues(t, 1, a.Errors)
+	assert.Equal(t, []string{"gpt-4.1"}, a.Models)
+	assert.Equal(t, time.Unix(0, t0).UTC(), a.Start)
+	since, err := warm.Runs(ctx, store.RunFilter{Since: time.Unix(0, t0+int64(30*time.Minute)), Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, since, 1)
+	assert.Equal(t, storetest.TraceID("c").String(), since[0].TraceID)
+
+	run, err := warm.Run(ctx, storetest.TraceID("a").String())
+	require.NoError(t, err)
+	assert.Equal(t, "warm", run.Tier)
+	assert.Equal(t, runA.Spans(), run.Traces.SpanCount())
+	assert.Equal(t, 1, run.Logs.LogRecordCount())
+	_, err = warm.Run(ctx, strings.Repeat("0", 31)+"1")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	cold := &ColdReader{DB: db, Schema: schema}
+	rows, err := cold.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	var conv store.RunSummary
+	for _, r := range rows {
+		if r.SessionID == "conv-1" {
+			conv = r
+		}
+	}
+	assert.EqualValues(t, runA.Spans()+runB.Spans(), conv.Spans)
+	assert.EqualValues(t, 300, conv.InputTokens)
+	assert.EqualValues(t, 2, conv.Alerts)
+	assert.Equal(t, []string{"claude-sonnet-4", "gpt-4.1"}, conv.Models)
+	assert.ElementsMatch(t, []string{storetest.TraceID("a").String(), storetest.TraceID("b").String()}, conv.TraceIDs)
+	crun, err := cold.Run(ctx, storetest.TraceID("b").String())
+	require.NoError(t, err)
+	require.NotNil(t, crun.Session)
+	assert.Equal(t, "conv-1", crun.Session.SessionID)
+	assert.EqualValues(t, 2, crun.Session.Partials)
+	_, err = cold.Run(ctx, strings.Repeat("0", 31)+"1")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	// Merging in the engine: OPTIMIZE FINAL folds partials into one row per session, and the
+	// readers' answer does not change.
+	_, err = srv.Query("OPTIMIZE TABLE runagain.runagain_sessions FINAL", "TSV")
+	require.NoError(t, err)
+	out, err = srv.Query("SELECT count() FROM runagain.runagain_sessions", "TSV")
+	require.NoError(t, err)
+	assert.Equal(t, "2\n", out)
+	again, err := cold.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, rows, again)
+}
