@@ -1,9 +1,11 @@
 package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -99,6 +101,9 @@ type guard struct {
 	metricsOut consumer.Metrics
 	logsOut    consumer.Logs
 	state      *state
+	events     []event
+	order      []orderKey
+	traceAgent map[pcommon.TraceID]string
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -115,7 +120,7 @@ func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, done: make(chan struct{})}
+	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, done: make(chan struct{}), traceAgent: map[pcommon.TraceID]string{}}
 	g.state, err = newState(cfg, g.onSessionEnd)
 	if err != nil {
 		return nil, err
@@ -179,10 +184,12 @@ type event struct {
 }
 
 func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
+	g.mu.Lock()
 	// Agent names per trace, from any span that names one (agent spans usually end after
-	// their children and so may come later in the batch).
-	traceAgent := map[pcommon.TraceID]string{}
-	var events []event
+	// their children and so may come later in the batch). Buffers are reused between batches.
+	traceAgent := g.traceAgent
+	clear(traceAgent)
+	events := g.events[:0]
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -215,24 +222,30 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 			}
 		}
 	}
+	g.events = events
 	if len(events) == 0 {
+		g.mu.Unlock()
 		return nil
 	}
 	// Run order (DESIGN.md "Order"): start time, then span id.
-	sort.SliceStable(events, func(a, b int) bool {
-		if events[a].start != events[b].start {
-			return events[a].start < events[b].start
+	order := slices.Grow(g.order[:0], len(events))[:len(events)]
+	g.order = order
+	for i := range events {
+		sid := events[i].span.SpanID()
+		order[i] = orderKey{start: uint64(events[i].start), sid: binary.BigEndian.Uint64(sid[:]), i: int32(i)}
+	}
+	slices.SortStableFunc(order, func(a, b orderKey) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
 		}
-		sa, sb := events[a].span.SpanID(), events[b].span.SpanID()
-		return string(sa[:]) < string(sb[:])
+		return cmp.Compare(a.sid, b.sid)
 	})
 
-	g.mu.Lock()
 	now := g.clock.Now()
 	out := g.state.newBatch(now)
 	unpriced := int64(0)
-	for i := range events {
-		e := &events[i]
+	for _, o := range order {
+		e := &events[o.i]
 		if e.agent == "" {
 			e.agent = traceAgent[e.span.TraceID()]
 		}
@@ -242,6 +255,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 	}
 	md, ld := out.build()
 	metricsOut, logsOut := g.metricsOut, g.logsOut
+	clear(events) // drop references to the batch
 	g.mu.Unlock()
 
 	if unpriced > 0 {
@@ -261,6 +275,11 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 		}
 	}
 	return nil
+}
+
+type orderKey struct {
+	start, sid uint64
+	i          int32
 }
 
 func traceIDHex(id pcommon.TraceID) string {

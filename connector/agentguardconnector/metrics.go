@@ -2,7 +2,6 @@ package agentguardconnector // import "github.com/runagain/runagain/connector/ag
 
 import (
 	"sort"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -79,7 +78,7 @@ type aggregator struct {
 	maxExemplars int
 	series       map[string]*series
 	touched      []*series
-	keyBuf       strings.Builder
+	keyBuf       []byte
 }
 
 func newAggregator(maxSeries, maxExemplars int) *aggregator {
@@ -87,28 +86,25 @@ func newAggregator(maxSeries, maxExemplars int) *aggregator {
 }
 
 func (a *aggregator) get(m metricID, service string, attrs []kv, now pcommon.Timestamp) *series {
-	b := &a.keyBuf
-	b.Reset()
-	b.WriteByte(byte('0' + m))
-	b.WriteByte(0)
-	b.WriteString(service)
+	b := append(a.keyBuf[:0], byte('0'+m), 0)
+	b = append(b, service...)
 	for _, p := range attrs {
 		if p.v == "" {
 			continue
 		}
-		b.WriteByte(0)
-		b.WriteString(p.k)
-		b.WriteByte('=')
-		b.WriteString(p.v)
+		b = append(b, 0)
+		b = append(b, p.k...)
+		b = append(b, '=')
+		b = append(b, p.v...)
 	}
-	key := b.String()
-	s, ok := a.series[key]
+	a.keyBuf = b
+	s, ok := a.series[string(b)] // no allocation on lookup
 	if !ok {
 		if len(a.series) >= a.max {
 			return a.overflow(m, service, now)
 		}
 		s = a.newSeries(m, service, attrs, now)
-		a.series[key] = s
+		a.series[string(b)] = s
 	}
 	return s
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/cespare/xxhash/v2"
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -101,11 +101,12 @@ const (
 )
 
 type state struct {
-	cfg      *Config
-	sessions *lru.Cache[string, *session]
-	groups   *lru.Cache[string, *baseline]
-	tools    *lru.Cache[string, *rateWindow]
-	models   *lru.Cache[string, *rateWindow]
+	cfg *Config
+	// simplelru (no internal locking): the guard's mutex guards all state.
+	sessions *simplelru.LRU[string, *session]
+	groups   *simplelru.LRU[string, *baseline]
+	tools    *simplelru.LRU[string, *rateWindow]
+	models   *simplelru.LRU[string, *rateWindow]
 	agg      *aggregator
 	reasons  map[string]bool
 	onEnd    func(*session, bool)
@@ -115,16 +116,16 @@ type state struct {
 func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
 	st := &state{cfg: cfg, onEnd: onEnd, agg: newAggregator(cfg.MaxSeries, cfg.Exemplars.MaxPerDataPoint), reasons: map[string]bool{}}
 	var err error
-	if st.sessions, err = lru.NewWithEvict(cfg.MaxSessions, st.endSession); err != nil {
+	if st.sessions, err = simplelru.NewLRU(cfg.MaxSessions, st.endSession); err != nil {
 		return nil, fmt.Errorf("max_sessions: %w", err)
 	}
-	if st.groups, err = lru.New[string, *baseline](max(cfg.CostSpike.MaxGroups, 1)); err != nil {
+	if st.groups, err = simplelru.NewLRU[string, *baseline](max(cfg.CostSpike.MaxGroups, 1), nil); err != nil {
 		return nil, fmt.Errorf("cost_spike.max_groups: %w", err)
 	}
-	if st.tools, err = lru.New[string, *rateWindow](max(cfg.ToolErrors.MaxTools, 1)); err != nil {
+	if st.tools, err = simplelru.NewLRU[string, *rateWindow](max(cfg.ToolErrors.MaxTools, 1), nil); err != nil {
 		return nil, fmt.Errorf("tool_errors.max_tools: %w", err)
 	}
-	if st.models, err = lru.New[string, *rateWindow](max(cfg.ContextPressure.MaxModels, 1)); err != nil {
+	if st.models, err = simplelru.NewLRU[string, *rateWindow](max(cfg.ContextPressure.MaxModels, 1), nil); err != nil {
 		return nil, fmt.Errorf("context_pressure.max_models: %w", err)
 	}
 	for _, r := range cfg.ContextPressure.FinishReasons {
@@ -349,25 +350,27 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		if op == "" {
 			op = "chat"
 		}
-		base := []kv{{genai.AttrAgentName, agent}, {genai.AttrOperationName, op}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}, {genai.AttrResponseModel, respModel}}
-		st.agg.record(st.agg.get(mDuration, e.service, append(base, kv{genai.AttrErrorType, errType}), b.ts), dur, ex)
+		base := [6]kv{{genai.AttrAgentName, agent}, {genai.AttrOperationName, op}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}, {genai.AttrResponseModel, respModel}, {genai.AttrErrorType, errType}}
+		st.agg.record(st.agg.get(mDuration, e.service, base[:], b.ts), dur, ex)
 		u := genai.TokenUsage(attrs)
 		if u.Input > 0 {
-			st.agg.record(st.agg.get(mTokenUsage, e.service, append(base, kv{"gen_ai.token.type", "input"}), b.ts), float64(u.Input), ex)
+			base[5] = kv{"gen_ai.token.type", "input"}
+			st.agg.record(st.agg.get(mTokenUsage, e.service, base[:], b.ts), float64(u.Input), ex)
 		}
 		if u.Output > 0 {
-			st.agg.record(st.agg.get(mTokenUsage, e.service, append(base, kv{"gen_ai.token.type", "output"}), b.ts), float64(u.Output), ex)
+			base[5] = kv{"gen_ai.token.type", "output"}
+			st.agg.record(st.agg.get(mTokenUsage, e.service, base[:], b.ts), float64(u.Output), ex)
 		}
 		if u.Input > 0 || u.Output > 0 || u.CacheRead > 0 || u.CacheWrite > 0 {
-			costAttrs := []kv{{genai.AttrAgentName, agent}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}}
+			costAttrs := [3]kv{{genai.AttrAgentName, agent}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}}
 			if r, ok := prices.Lookup(provider, genai.Model(attrs)); ok {
 				c := r.Cost(pricingUsage(u), sp.StartTimestamp().AsTime())
-				st.agg.record(st.agg.get(mCost, e.service, costAttrs, b.ts), c, ex)
+				st.agg.record(st.agg.get(mCost, e.service, costAttrs[:], b.ts), c, ex)
 				s.cost += c
 				s.priced++
 				st.checkCost(s, ref, b)
 			} else {
-				st.agg.record(st.agg.get(mUnpriced, e.service, costAttrs, b.ts), 1, ex)
+				st.agg.record(st.agg.get(mUnpriced, e.service, costAttrs[:], b.ts), 1, ex)
 				priced = false
 			}
 		}
@@ -393,7 +396,8 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		if op == "" {
 			op = "execute_tool"
 		}
-		st.agg.record(st.agg.get(mDuration, e.service, []kv{{genai.AttrAgentName, agent}, {genai.AttrOperationName, op}, {genai.AttrToolName, name}, {genai.AttrErrorType, errType}}, b.ts), dur, ex)
+		toolAttrs := [4]kv{{genai.AttrAgentName, agent}, {genai.AttrOperationName, op}, {genai.AttrToolName, name}, {genai.AttrErrorType, errType}}
+		st.agg.record(st.agg.get(mDuration, e.service, toolAttrs[:], b.ts), dur, ex)
 		if st.cfg.ToolErrors.Enabled {
 			st.checkToolErrors(name, errType != "", int64(end), hitRef{ref, s.id, int64(end)}, s, agent, e.service, b)
 		}
