@@ -189,3 +189,38 @@ func TestCorpusPlaceholdersLeftAlone(t *testing.T) {
 	}
 	t.Logf("%d placeholders left alone", seen)
 }
+
+// TestCorpusRecordingsKeepNumbers: the corpus agent recordings (cassettes, traces, fixtures; 14
+// MB) hold many numbers (timestamps, durations, model versions, logprobs, embeddings, token
+// counts, rate limits) and no phone, card, SSN or IBAN; none of them may be taken for one.
+func TestCorpusRecordingsKeepNumbers(t *testing.T) {
+	r := newTest(t, Config{})
+	files := corpus.Walk(t, ".", func(p string) bool {
+		if strings.Contains(p, "/secrets/") || strings.Contains(p, "/pii/") || strings.Contains(p, "/large-payloads/") {
+			return false
+		}
+		ext := filepath.Ext(p)
+		return ext == ".json" || ext == ".yaml" || ext == ".yml"
+	})
+	digitRules := map[string]bool{RulePhone: true, RuleCreditCard: true, RuleUSSSN: true, RuleIBAN: true}
+	total, perRule := 0, map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		total += len(s)
+		_, fs := r.Redact(s)
+		for _, x := range fs {
+			perRule[x.Rule]++
+			if digitRules[x.Rule] {
+				t.Errorf("%s: %s taken in %q", filepath.Base(f), x.Rule, s[max(0, x.Start-30):min(len(s), x.End+10)])
+			}
+		}
+	}
+	if total < 5_000_000 {
+		t.Fatalf("read %d bytes of recordings, want the ~14 MB in the corpus", total)
+	}
+	t.Logf("%d files, %d bytes, findings per rule %v", len(files), total, perRule)
+}

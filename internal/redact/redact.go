@@ -230,6 +230,12 @@ func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 		n = 1 // the window starts at the key: only its own match counts
 	}
 	for _, m := range ru.re.FindAllStringSubmatchIndex(w, n) {
+		// offsets in s, so that checks see the context outside the window
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += lo
+			}
+		}
 		a, b := m[0], m[1]
 		if ru.group > 0 {
 			if m[2*ru.group] < 0 {
@@ -239,10 +245,10 @@ func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 		}
 		ok := true
 		if ru.check != nil {
-			a, b, ok = ru.check(w, m, a, b)
+			a, b, ok = ru.check(s, m, a, b)
 		}
 		if ok && b > a {
-			cs = append(cs, cand{prio: ri, start: lo + a, end: lo + b})
+			cs = append(cs, cand{prio: ri, start: a, end: b})
 		}
 	}
 	return cs
@@ -308,7 +314,8 @@ func isTokenByte(c byte) bool {
 }
 
 // scanDigitClusters calls f for each run of digits and separators (space - . ( ) +) holding at
-// least 4 digits, where separators come at most two in a row.
+// least 4 digits, where separators come at most two in a row, unless the run holds a decimal
+// fraction (a '.' between digits followed by 5 or more digits: floats in embeddings, logprobs).
 func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 	n := len(s)
 	for i := 0; i < n; {
@@ -320,14 +327,26 @@ func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 		lo, digits, j, last := i, 0, i, i
 		gap := 0
 		dot := false
+		decimal := false // a '.' directly followed by 5 or more digits: a decimal fraction
+		afterDot := -1
 		for j < n {
 			c := s[j]
 			if c >= '0' && c <= '9' {
 				digits++
 				gap = 0
 				last = j + 1
+				if afterDot >= 0 {
+					afterDot++
+					if afterDot >= 5 {
+						decimal = true
+					}
+				}
 			} else if c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '+' {
 				dot = dot || c == '.'
+				afterDot = -1
+				if c == '.' && j > 0 && s[j-1] >= '0' && s[j-1] <= '9' {
+					afterDot = 0
+				}
 				gap++
 				if gap > 2 {
 					break
@@ -337,7 +356,7 @@ func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 			}
 			j++
 		}
-		if digits >= 4 {
+		if digits >= 4 && !decimal {
 			f(lo, last, digits, dot)
 		}
 		i = max(j, i+1)

@@ -64,6 +64,18 @@ func TestRulesFindAndSkip(t *testing.T) {
 		{"cookie", "Cookie: session=8f14e45fceea167a; theme=dark", RuleCookie, "session=8f14e45fceea167a; theme=dark"},
 		{"password key", "db_password=hunter2hunter2", RulePasswordKey, "hunter2hunter2"},
 		{"max_tokens is not a secret", `max_tokens: 4096, "prompt_tokens": 12345`, "", ""},
+		{"model version", `"model":"claude-haiku-4-5-20251001"`, "", ""},
+		{"float", `"logprob": -0.7750023603439331, x`, "", ""},
+		{"year range", "Population (1950-2026) | Macro", "", ""},
+		{"thousands", "population is 8 967 665.", "", ""},
+		{"unix time", `"created": 1773338921,`, "", ""},
+		{"json number after colon", `"total_duration":8633813833,`, "", ""},
+		{"date range", "this week (17.02.26-23.02.26)", "", ""},
+		{"iso standard", "ISO 8859-1 (1987).", "", ""},
+		{"counter", "x-ratelimit: '9999999893'", "", ""},
+		{"decimal with commas", "**-428,330,955.97745**", "", ""},
+		{"loopback", "http://127.0.0.1:11434/api", "", ""},
+		{"api key from env", `API_KEY = os.getenv("API_KEY")`, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -183,7 +183,8 @@ func compileBuiltinRules() []*rule {
 					return 0, 0, false
 				}
 				v := s[m[4]:m[5]]
-				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%'
+				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%' &&
+					!strings.ContainsAny(v, "()[]")
 
 			}),
 	}
@@ -212,9 +213,12 @@ func compileBuiltinRules() []*rule {
 		pii(RuleCreditCard, 12, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{12,19}\b`,
 			func(s string, _ []int, a, b int) (int, int, bool) {
 				// "+4477..." is a phone number in international format
-				return a, b, (a == 0 || s[a-1] != '+') && creditCardValid(s[a:b])
+				return a, b, (a == 0 || s[a-1] != '+') && !glued(s, a, b, true) && creditCardValid(s[a:b])
 			}),
-		pii(RuleUSSSN, 9, `\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b`, valueCheck(ssnValid)),
+		pii(RuleUSSSN, 9, `\b\d{3}-\d{2}-\d{4}\b|\b\d{3} \d{2} \d{4}\b`,
+			func(s string, _ []int, a, b int) (int, int, bool) {
+				return a, b, !glued(s, a, b, true) && ssnValid(s[a:b])
+			}),
 		pii(RuleIPv4, 4, `\b(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}\b`, ipv4Check),
 		&rule{name: RuleIPv6, cat: CategoryPII}, // found by the byte scanner (scanIPv6), no regex
 		pii(RulePhone, 7, `(?:\+\d{1,3}[ .\-]?|\b00\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d[\d .\-()]{4,22}\d(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6})?`, phoneRefine),
@@ -270,8 +274,11 @@ func emailCheck(s string, _ []int, a, b int) (int, int, bool) {
 }
 
 func ipv4Check(s string, _ []int, a, b int) (int, int, bool) {
-	// part of a longer dotted sequence (a version number, an OID): not an address
+	// part of a longer dotted sequence (a version number, an OID) or of an identifier: not an address
 	if (a > 0 && s[a-1] == '.') || (b+1 < len(s) && s[b] == '.' && s[b+1] >= '0' && s[b+1] <= '9') {
+		return 0, 0, false
+	}
+	if (a >= 2 && (s[a-1] == '-' || s[a-1] == '_') && isAlnum(s[a-2])) || (b+1 < len(s) && (s[b] == '-' || s[b] == '_') && isAlnum(s[b+1])) {
 		return 0, 0, false
 	}
 	return a, b, ipValid(s[a:b])
@@ -317,8 +324,9 @@ func phoneRefine(s string, _ []int, a, b int) (int, int, bool) {
 		if b < len(s) && (isAlpha(s[b]) && s[b] != 'x' || s[b] == '/' || s[b] == ':') {
 			return 0, 0, false
 		}
-		if phoneValid(v) {
-			return a, b, phoneContextOK(s, a, b)
+		// cheap shape and context checks first: parsing with phone metadata is the costly part
+		if phoneContextOK(s, a, b) && phoneValid(v) {
+			return a, b, true
 		}
 		cut := strings.LastIndexAny(v, " .-")
 		if cut <= 0 {
@@ -327,6 +335,27 @@ func phoneRefine(s string, _ []int, a, b int) (int, int, bool) {
 		b = a + cut
 	}
 	return 0, 0, false
+}
+
+// glued reports whether the number s[a:b] is part of a larger token: a decimal fraction
+// ("0.7750023603439331"), an identifier ("claude-haiku-4-5-20251001", "x_1234567"), a path or a
+// dotted version. With dash, a following "-<digit>" also glues ("1747933766623-0.0.1.1").
+func glued(s string, a, b int, dash bool) bool {
+	if a >= 2 && isAlnum(s[a-2]) {
+		switch s[a-1] {
+		case '.', '-', '_', '/', ':', '=', ',':
+			return true
+		}
+	}
+	if b+1 < len(s) && isAlnum(s[b+1]) {
+		switch s[b] {
+		case '.', '_', '/':
+			return true
+		case '-':
+			return dash && s[b+1] >= '0' && s[b+1] <= '9'
+		}
+	}
+	return false
 }
 
 func isAlnum(c byte) bool {
@@ -422,7 +451,8 @@ var streetWords = map[string]bool{"street": true, "st": true, "avenue": true, "a
 var phoneLabels = map[string]bool{"i": true, "i'd": true, "i'm": true, "office": true, "fax": true, "mobile": true,
 	"home": true, "work": true, "cell": true, "tel": true, "phone": true, "ext": true, "desk": true}
 
-var phoneNegativeContext = []string{"license", "licence", "passport", "zip", "postal", "postcode",
+var phoneNegativeContext = []string{"license number", "licence number", "license no", "licence no", "license #",
+	"passport number", "passport no", "zip", "postal code", "postcode",
 	"account number", "order number", "invoice number", "serial number", "tracking number"}
 
 // phoneContextOK rejects digit groups that read as something else: a street number followed by a
@@ -431,13 +461,27 @@ var phoneNegativeContext = []string{"license", "licence", "passport", "zip", "po
 func phoneContextOK(s string, a, b int) bool {
 	v := s[a:b]
 	intl := strings.HasPrefix(v, "+") || strings.HasPrefix(v, "00") || strings.Contains(v, "(")
+	if glued(s, a, b, true) {
+		return false
+	}
 	g := phoneGroups(v)
+	if strings.Count(v, "(") != strings.Count(v, ")") || lowVariety(v) {
+		return false
+	}
 	if !intl {
 		switch {
+		case strings.Contains(v, ".") && strings.Contains(v, "-"):
+			return false // a date range, 17.02.26-23.02.26
+		case len(g) == 2 && g[0] == 4 && g[1] == 4 && (v[0] == '1' || v[0] == '2') && v[4] == '-' && v[:4] < v[5:9]:
+			return false // a year range, 1950-2026
+		case len(g) >= 3 && g[0] == 1:
+			return false // thousands grouping, 8 967 665
 		case len(g) == 3 && g[0] == 3 && g[1] == 2 && g[2] == 4:
 			return false // the shape of a US SSN
 		case len(g) == 1 && g[0] != 10 && g[0] != 11:
 			return false
+		case len(g) == 1 && v[0] == '1':
+			return false // a Unix time in seconds (1000000000 to 1999999999), not a national number
 		case len(g) == 2 && (g[0] < 3 || g[0] > 4 || g[1] < 4):
 			return false
 		}
@@ -460,7 +504,7 @@ func phoneContextOK(s string, a, b int) bool {
 	if intl {
 		return true
 	}
-	before := strings.ToLower(s[max(0, a-40):a])
+	before := strings.ToLower(s[max(0, a-24):a])
 	for _, k := range phoneNegativeContext {
 		if strings.Contains(before, k) {
 			return false
@@ -493,4 +537,19 @@ func keyValueWindow(s string, a, b int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return lo, min(len(s), j+1+300), true
+}
+
+// lowVariety: one digit makes up more than 60% of the digits (9999999893, 1000000000).
+func lowVariety(v string) bool {
+	var c [10]int
+	n, top := 0, 0
+	for i := 0; i < len(v); i++ {
+		if v[i] >= '0' && v[i] <= '9' {
+			d := v[i] - '0'
+			c[d]++
+			n++
+			top = max(top, c[d])
+		}
+	}
+	return n > 0 && top*10 > n*6
 }

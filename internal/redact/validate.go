@@ -138,8 +138,8 @@ func ipValid(s string) bool {
 		return false
 	}
 	if a.Is4() {
-		// 0.0.0.0 and version-like strings such as 1.2.3.4 stay; only reject the unspecified address.
-		return !a.IsUnspecified()
+		// loopback, link-local and unspecified addresses identify no one
+		return !a.IsUnspecified() && !a.IsLoopback() && !a.IsLinkLocalUnicast()
 	}
 	// IPv6: require at least 3 groups so "a::b" in code is not taken; reject "::".
 	return !a.IsUnspecified() && strings.Count(s, ":") >= 2 && !a.IsLoopback()
@@ -202,7 +202,7 @@ func phoneValid(s string) bool {
 
 // placeholderMarkers occur in example, test and template values that are not credentials.
 var placeholderMarkers = []string{"test", "dummy", "fake", "placeholder", "redacted", "changeme", "change_me",
-	"your_", "your-", "yourkey", "your key", "xxxx", "****", "....", "<", ">", "${", "{{", "%s", "replace_me", "insert"}
+	"your_", "your-", "filtered", "masked", "hidden", "omitted", "removed", "yourkey", "your key", "xxxx", "****", "....", "<", ">", "${", "{{", "%s", "replace_me", "insert"}
 
 // isPlaceholder reports whether v is an obvious non-credential: a test or template value, an
 // environment variable name (OPENAI_API_KEY), too short, or one repeated character.
