@@ -36,5 +36,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Load benchmark: the same agent traffic (runagain loadgen) through baseline (otlp -> batch -> nop),
+# contrib redaction and $(CONFIG); writes bench/results/ and BENCHMARKS.md (docs/loadgen.md).
+# BENCH_FLAGS passes options to bench/cmd/bench, e.g. BENCH_FLAGS='-sessions 100'.
+bench: build
+	$(GO) run ./bench/cmd/bench -bin $(BIN) -config $(CONFIG) $(BENCH_FLAGS)
+
 clean:
 	rm -rf _build $(BIN)

@@ -235,7 +235,8 @@ func (r *runner) newAgent(ctx context.Context, i int) (*agent, error) {
 		sdktrace.WithBatcher(&countingExporter{r: r, next: exp},
 			sdktrace.WithBlocking(), // never drop: generation waits for the collector
 			sdktrace.WithMaxExportBatchSize(cfg.BatchSize),
-			sdktrace.WithMaxQueueSize(max(2048, 4*cfg.BatchSize)),
+			// a short queue: when the run stops, little is left to flush
+			sdktrace.WithMaxQueueSize(2*cfg.BatchSize),
 			sdktrace.WithBatchTimeout(200*time.Millisecond),
 			sdktrace.WithExportTimeout(cfg.ExportTimeout+10*time.Second),
 		),
