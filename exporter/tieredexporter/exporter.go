@@ -137,7 +137,8 @@ func (e *tieredExporter) addContribClickHouse(ctx context.Context, set exporter.
 	chCfg := *hot.ClickHouse.Get()
 	chCfg.TTL = hot.Retention
 	cset := set
-	cset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), "hot_clickhouse"))
+	// The contrib factory insists on its own type: clickhouse/tiered_<name>_hot.
+	cset.ID = component.NewIDWithName(f.Type(), joinName(joinName(set.ID.Type().String(), set.ID.Name()), "hot"))
 	switch sig {
 	case signalTraces:
 		te, err := f.CreateTraces(ctx, cset, &chCfg)
