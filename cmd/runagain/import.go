@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,12 +39,15 @@ endpoint (the runagain collector by default) with the standard OTLP client.
 Formats: OTLP/JSON as written by the collector's file exporter (one document per line or one
 whole document), Langfuse trace JSON ({"trace":...,"observations":[...]}; the original OTel
 attributes, resource and scope are read from each observation's metadata), and any-agent span
-JSON ({"spans":[...]}). Attribute values keep their types and are never truncated.
+JSON ({"spans":[...]}), plus every other format registered in internal/importer (see the list
+below). Attribute values keep their types and are never truncated.
 
 Each file is parsed completely before anything from it is sent: a malformed file fails with
 FILE:LINE:COLUMN and nothing from it is sent; the other files are still imported. Requests are
 split to stay under --max-request-bytes; a single span larger than that is sent alone, and the
-receiver must accept it (otlp receiver protocols.grpc.max_recv_msg_size_mib).`,
+receiver must accept it (otlp receiver protocols.grpc.max_recv_msg_size_mib).
+
+Formats, in detection order: ` + formatNames() + `.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("insecure") {
@@ -98,4 +102,13 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 		return fmt.Errorf("%d of %d files failed:\n%w", len(failed), len(files), errors.Join(failed...))
 	}
 	return nil
+}
+
+// formatNames lists the registered import formats in detection order.
+func formatNames() string {
+	var names []string
+	for _, f := range importer.Default.Formats() {
+		names = append(names, f.Name())
+	}
+	return strings.Join(names, ", ")
 }
