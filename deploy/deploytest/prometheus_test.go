@@ -282,7 +282,8 @@ func gatewayTelemetryMetrics(t *testing.T) map[string]any {
 }
 
 // runawaySession is one agent run that loops: the same tool with the same arguments 20 times,
-// each after an LLM call that stops at the token limit, all in one session.
+// each after an LLM call that stops at the token limit, all in one session; the last LLM call uses
+// a model no price table knows.
 func runawaySession() ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -301,18 +302,22 @@ func runawaySession() ptrace.Traces {
 	root.Attributes().PutStr("session.id", "deploytest-session")
 	for i := 0; i < 20; i++ {
 		at := start.Add(time.Duration(i*2) * time.Second)
+		model := "gpt-4o"
+		if i == 19 {
+			model = "in-house-llm-7b" // not in any price table: counted as unpriced
+		}
 		llm := ss.Spans().AppendEmpty()
 		llm.SetTraceID(traceID)
 		llm.SetSpanID(pcommon.SpanID([8]byte{2, byte(i)}))
 		llm.SetParentSpanID(root.SpanID())
-		llm.SetName("chat gpt-4o")
+		llm.SetName("chat " + model)
 		llm.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
 		llm.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Second)))
 		a := llm.Attributes()
 		a.PutStr("gen_ai.operation.name", "chat")
 		a.PutStr("gen_ai.provider.name", "openai")
-		a.PutStr("gen_ai.request.model", "gpt-4o")
-		a.PutStr("gen_ai.response.model", "gpt-4o-2024-08-06")
+		a.PutStr("gen_ai.request.model", model)
+		a.PutStr("gen_ai.response.model", model)
 		a.PutStr("gen_ai.agent.name", "support-bot")
 		a.PutStr("session.id", "deploytest-session")
 		a.PutInt("gen_ai.usage.input_tokens", 1200)
