@@ -1,7 +1,6 @@
 package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -441,11 +440,8 @@ func canonical(p genai.Payload) string {
 		return p.Identity()
 	}
 	if c := p.Value[0]; c == '{' || c == '[' {
-		var v any
-		if err := json.Unmarshal([]byte(p.Value), &v); err == nil {
-			if b, err := json.Marshal(v); err == nil {
-				return string(b)
-			}
+		if b, ok := canonicalJSON(make([]byte, 0, len(p.Value)), []byte(p.Value)); ok {
+			return string(b)
 		}
 	}
 	return p.Value
