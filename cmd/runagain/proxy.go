@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	fx "github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/redact"
+)
+
+// proxyOptions are the flags shared by `runagain proxy` and `runagain replay`.
+type proxyOptions struct {
+	listen       string
+	routes       []string
+	mitm         bool
+	endpoint     string
+	insecure     bool
+	redactBodies bool
+	hashKeyEnv   string
+}
+
+func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", defListen, "address to listen on (127.0.0.1:0 picks a free port)")
+	f.StringArrayVar(&o.routes, "route", nil, "reverse-proxy route NAME=URL: /NAME/... goes to URL/... (repeatable; defaults: "+strings.Join(proxy.DefaultRoutes, ", ")+")")
+	f.BoolVar(&o.mitm, "mitm", false, "intercept HTTPS (CONNECT) with a local CA kept in --data-dir (proxy-ca.pem); clients must trust it, see internal/proxy/README.md")
+	def := os.Getenv("RUNAGAIN_ENDPOINT")
+	if def == "" {
+		def = "127.0.0.1:4317"
+	}
+	f.StringVar(&o.endpoint, "endpoint", def, "collector OTLP gRPC endpoint (env RUNAGAIN_ENDPOINT)")
+	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
+	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction; use the agent_redaction processor's key so hashed values match in replay")
+}
+
+// config builds the proxy configuration: routes, redactor, CA, OTLP sink.
+func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *proxy.OTLPSink, string, error) {
+	if !cmd.Flags().Changed("insecure") {
+		o.insecure = importer.IsLoopback(o.endpoint)
+	}
+	routes, err := proxy.NewRoutes(o.routes)
+	if err != nil {
+		return proxy.Config{}, nil, "", fmt.Errorf("--route: %w", err)
+	}
+	rd, err := redact.New(redact.Config{HashKey: []byte(os.Getenv(o.hashKeyEnv))})
+	if err != nil {
+		return proxy.Config{}, nil, "", err
+	}
+	cfg := proxy.Config{Routes: routes, Redactor: rd, RedactBodies: o.redactBodies, Logger: logger}
+	caPath := ""
+	if o.mitm {
+		ca, p, err := proxy.LoadOrCreateCA(dataDirFlag)
+		if err != nil {
+			return proxy.Config{}, nil, "", fmt.Errorf("--mitm: %w", err)
+		}
+		cfg.CA, caPath = ca, p
+	}
+	sink, err := proxy.DialOTLP(o.endpoint, o.insecure)
+	if err != nil {
+		return proxy.Config{}, nil, "", fmt.Errorf("--endpoint %s: %w", o.endpoint, err)
+	}
+	cfg.Sink = sink
+	return cfg, sink, caPath, nil
+}
+
+// childEnv points a command at the proxy: SDK base URLs at the routes, HTTP_PROXY (and
+// HTTPS_PROXY with --mitm) at the proxy, the CA for Node, and TRACEPARENT when a root span exists.
+func childEnv(addr, caPath string, root proxy.Root) []string {
+	base := "http://" + addr
+	env := []string{"HTTP_PROXY=" + base, "http_proxy=" + base, "RUNAGAIN_PROXY=" + base}
+	for k, suffix := range proxy.BaseURLEnv {
+		env = append(env, k+"="+base+suffix)
+	}
+	if caPath != "" {
+		env = append(env, "HTTPS_PROXY="+base, "https_proxy="+base, "NODE_EXTRA_CA_CERTS="+caPath, "RUNAGAIN_PROXY_CA="+caPath)
+	}
+	if !root.TraceID.IsEmpty() {
+		env = append(env, fmt.Sprintf("TRACEPARENT=00-%s-%s-01", root.TraceID, root.SpanID))
+	}
+	return env
+}
+
+// runChild runs args with env added, forwarding SIGINT/SIGTERM, and returns its exit code.
+func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer) (int, error) {
+	c := exec.CommandContext(ctx, args[0], args[1:]...)
+	c.Env = append(os.Environ(), env...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = 10 * time.Second
+	err := c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("run %s: %w", args[0], err)
+	}
+	return 0, nil
+}
+
+func init() {
+	rootCmd.AddCommand(newProxyCmd())
+}
+
+func newProxyCmd() *cobra.Command {
+	o := &proxyOptions{}
+	var record bool
+	cmd := &cobra.Command{
+		Use:   "proxy --record [flags] [-- COMMAND...]",
+		Short: "Record every outbound HTTP exchange of an agent as fixture spans in its trace",
+		Long: `proxy --record forwards an agent's HTTP calls and records each exchange as an HTTP client span
+(HTTP semantic conventions) under the caller's span (W3C traceparent), with redacted headers and the
+full request and response bodies (http.request.body, http.response.body; SSE streams chunk by chunk
+as http.response.chunk events), sent to the collector over OTLP.
+
+Point an agent at it in one of three ways:
+  base URL     OPENAI_BASE_URL=http://127.0.0.1:8765/openai/v1   (routes: --route NAME=URL)
+  HTTP proxy   HTTP_PROXY=http://127.0.0.1:8765
+  HTTPS proxy  HTTPS_PROXY=http://127.0.0.1:8765 with --mitm and the CA in --data-dir trusted
+
+With -- COMMAND, the command runs with all of these set, its exchanges share one trace (a root
+span "runagain record"), and the trace id is printed when it ends; the exit code is the
+command's. Without a command the proxy serves until interrupted.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !record {
+				return errors.New("--record is required (replay a run with `runagain replay TRACE_ID -- COMMAND`)")
+			}
+			return runProxyRecord(cmd, o, args)
+		},
+	}
+	cmd.Flags().BoolVar(&record, "record", false, "record exchanges (the only proxy mode; replay with: runagain replay TRACE_ID -- COMMAND)")
+	cmd.Flags().BoolVar(&o.redactBodies, "redact-bodies", false, "also redact bodies in the proxy (by default the collector's agent_redaction processor does)")
+	o.flags(cmd, "127.0.0.1:8765")
+	return cmd
+}
+
+func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
+	errOut := cmd.ErrOrStderr()
+	logger := log.New(errOut, "", 0)
+	cfg, sink, caPath, err := o.config(cmd, logger)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
+	var root proxy.Root
+	if len(args) > 0 {
+		root = proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
+	}
+	rec := proxy.NewRecorder(cfg, root)
+	srv := proxy.Serve(l, rec)
+	addr := l.Addr().String()
+	fmt.Fprintf(errOut, "runagain proxy: recording on http://%s (routes: %s), spans to %s\n", addr, strings.Join(cfg.Routes.Names(), ", "), o.endpoint)
+	if caPath != "" {
+		fmt.Fprintf(errOut, "runagain proxy: intercepting HTTPS with the CA %s\n", caPath)
+	}
+	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := 0
+	start := time.Now()
+	if len(args) > 0 {
+		code, err = runChild(ctx, args, childEnv(addr, caPath, root), cmd.OutOrStdout(), errOut)
+	} else {
+		<-ctx.Done()
+	}
+	shutErr := srv.Shutdown(30 * time.Second)
+	if len(args) > 0 {
+		rec.Emit(rootSpan(root, args, start, time.Now(), code))
+	}
+	closeErr := rec.Close()
+	st := rec.Stats()
+	if len(args) > 0 {
+		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges; run trace %s\n", st.Exchanges, root.TraceID)
+	} else {
+		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges in %d traces\n", st.Exchanges, len(st.Traces))
+	}
+	switch {
+	case err != nil:
+		return err
+	case closeErr != nil:
+		return closeErr
+	case shutErr != nil:
+		return shutErr
+	case code != 0:
+		return fmt.Errorf("command exited with code %d", code)
+	}
+	return nil
+}
+
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// rootSpan is the span of a recorded command run; its exchanges without traceparent are its children.
+func rootSpan(root proxy.Root, args []string, start, end time.Time, code int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "runagain-proxy")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(fx.ScopeName)
+	sp := ss.Spans().AppendEmpty()
+	sp.SetTraceID(root.TraceID)
+	sp.SetSpanID(root.SpanID)
+	sp.SetName("runagain record " + filepath.Base(args[0]))
+	sp.SetKind(ptrace.SpanKindInternal)
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
+	a := sp.Attributes()
+	s := a.PutEmptySlice("process.command_args")
+	for _, x := range args {
+		s.AppendEmpty().SetStr(x)
+	}
+	a.PutInt("process.exit.code", int64(code))
+	if code != 0 {
+		sp.Status().SetCode(ptrace.StatusCodeError)
+	}
+	return td
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/proxy"
+)
+
+func init() {
+	rootCmd.AddCommand(newReplayCmd())
+}
+
+// ErrDiverged is returned (exit code 1) when the replayed command made a request that matches
+// nothing recorded.
+var ErrDiverged = errors.New("replay diverged")
+
+func newReplayCmd() *cobra.Command {
+	o := &proxyOptions{}
+	var allow []string
+	var realtime bool
+	cmd := &cobra.Command{
+		Use:   "replay TRACE_ID -- COMMAND...",
+		Short: "Run a command against the HTTP responses recorded in a run, offline",
+		Long: `replay reads the run TRACE_ID from the store (--data-dir), starts the proxy in replay mode and
+runs COMMAND with its environment pointed at it (OPENAI_BASE_URL and the other SDK base URLs at
+the routes, HTTP_PROXY, and HTTPS_PROXY with --mitm). Every request is answered from the
+recorded exchanges: matched on method, path, query and body (after the redactor's
+normalisation, so a value stored as a hash token still matches; JSON compared as values), in
+recorded order per match key. Nothing reaches the network unless its host is given with
+--allow-host.
+
+The first request that matches nothing gets an HTTP 400 JSON error naming the field that differs
+from the nearest recorded request (expected and got), every later request is refused, a log
+record (event runagain.replay.divergence) pointing at the nearest recorded span is sent to the
+collector, and replay exits non-zero. A command that exits non-zero also makes replay fail.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
+				return errors.New("usage: runagain replay TRACE_ID -- COMMAND [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd, o, args[0], args[1:], allow, realtime)
+		},
+	}
+	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
+	cmd.Flags().BoolVar(&realtime, "realtime", false, "pace SSE chunks with their recorded timing")
+	o.flags(cmd, "127.0.0.1:0")
+	return cmd
+}
+
+func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args, allow []string, realtime bool) error {
+	errOut := cmd.ErrOrStderr()
+	logger := log.New(errOut, "", 0)
+	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tid, err := parseTraceID(strings.TrimSpace(traceID))
+	if err != nil {
+		return err
+	}
+	rd, err := openReader()
+	if err != nil {
+		return err
+	}
+	run, err := rd.Run(ctx, tid.String())
+	rd.Close()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", traceID, err)
+	}
+	res := payloadref.NewResolver()
+	err = res.RehydrateTraces(ctx, run.Traces)
+	res.Close()
+	if err != nil {
+		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", traceID, err)
+	}
+	cfg, sink, caPath, err := o.config(cmd, logger)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
+	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, proxy.ReplayOptions{AllowHosts: allow, Realtime: realtime})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("run %s: %w", traceID, err)
+	}
+	if rp.Exchanges() == 0 {
+		l.Close()
+		return fmt.Errorf("run %s has no recorded HTTP exchanges (spans with %s); record one with `runagain proxy --record` or import a cassette", traceID, "runagain.fixture.source")
+	}
+	srv := proxy.Serve(l, rp)
+	addr := l.Addr().String()
+	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s\n", rp.Exchanges(), tid, addr)
+	code, runErr := runChild(ctx, args, childEnv(addr, caPath, proxy.Root{}), cmd.OutOrStdout(), errOut)
+	shutErr := srv.Shutdown(10 * time.Second)
+	sinkErr := rp.Close()
+	r := rp.Result()
+	fmt.Fprintf(errOut, "runagain replay: served %d of %d recorded exchanges (%d requests, %d recorded exchanges not requested)\n",
+		r.Served, r.Recorded, r.Requests, r.Unserved)
+	var errs []string
+	if r.Divergence != nil {
+		fmt.Fprintln(errOut, r.Divergence.Message())
+		if sinkErr != nil {
+			fmt.Fprintf(errOut, "runagain replay: the divergence record could not be sent to %s: %v\n", o.endpoint, sinkErr)
+		}
+		errs = append(errs, fmt.Sprintf("%v at request %d: %s", ErrDiverged, r.Divergence.Request, r.Divergence.Diff))
+	}
+	if runErr != nil {
+		errs = append(errs, runErr.Error())
+	} else if code != 0 {
+		errs = append(errs, fmt.Sprintf("command exited with code %d", code))
+	}
+	if shutErr != nil {
+		errs = append(errs, shutErr.Error())
+	}
+	if len(errs) > 0 {
+		if r.Divergence != nil {
+			return fmt.Errorf("%w", errors.Join(ErrDiverged, errors.New(strings.Join(errs, "; "))))
+		}
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
