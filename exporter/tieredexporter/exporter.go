@@ -321,3 +321,23 @@ func (j *janitor) stop() {
 	j.cancel()
 	<-j.done
 }
+
+// runJanitors runs every active retention janitor once, now (tests and maintenance).
+func runJanitors(ctx context.Context) (int64, error) {
+	sharedMu.Lock()
+	var js []*janitor
+	for _, r := range resources {
+		if r.janitor != nil {
+			js = append(js, r.janitor)
+		}
+	}
+	sharedMu.Unlock()
+	var total int64
+	var errs []error
+	for _, j := range js {
+		n, err := j.runOnce(ctx)
+		total += n
+		errs = append(errs, err)
+	}
+	return total, errors.Join(errs...)
+}
