@@ -162,3 +162,22 @@ func TestImportNeedsFiles(t *testing.T) {
 		t.Fatal("import without files must fail")
 	}
 }
+
+// TestImportInsecureFlag: --insecure=false makes the client speak TLS, which a plaintext
+// receiver refuses; nothing is delivered and the error says which request failed.
+func TestImportInsecureFlag(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	cmd := newImportCmd() // a fresh command: flag state does not leak into other tests
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	f := fixture("otlp_whole.json")
+	cmd.SetArgs([]string{"--endpoint", srv.Addr, "--insecure=false", "--timeout", "5s", f})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), f+": sent 0 of 2 spans: export request 1 of 1") {
+		t.Fatalf("error %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests delivered over a refused TLS connection", n)
+	}
+}

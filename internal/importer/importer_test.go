@@ -46,6 +46,18 @@ func TestParseFixtures(t *testing.T) {
 		}},
 		{"langfuse_small.json", "langfuse", 3, 1, checkLangfuseSmall},
 		{"anyagent_small.json", "any-agent", 3, 2, checkAnyAgentSmall},
+		{"langfuse_trace_only.json", "langfuse", 1, 1, func(t *testing.T, td ptrace.Traces) {
+			sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+			a := sp.Attributes()
+			// A UUID trace id keeps its bytes; the original spelling is kept beside it.
+			if sp.TraceID().String() != "0cff26913a454988a2438cb8c508aa25" || attr(t, a, "langfuse.trace.id").Str() != "0cff2691-3a45-4988-a243-8cb8c508aa25" {
+				t.Errorf("trace id %s %v", sp.TraceID(), a.AsRaw())
+			}
+			if sp.Name() != "solo" || attr(t, a, "langfuse.trace.input").Str() != `{"q":"hi"}` || attr(t, a, "langfuse.trace.output").Str() != "yo" ||
+				attr(t, a, "session.id").Str() != "s" || sp.SpanID().IsEmpty() || sp.StartTimestamp() == 0 {
+				t.Errorf("trace-only span %q %v", sp.Name(), a.AsRaw())
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

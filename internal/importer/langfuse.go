@@ -101,11 +101,11 @@ func (p *lfParser) parse() error {
 		}
 	}
 	if len(obs) == 0 {
-		if err := p.traceOnly(tr, trF.off, traceID); err != nil {
+		if err := p.traceOnly(tr, traceID); err != nil {
 			return err
 		}
 	}
-	return p.traceFields(tr, trF.off)
+	return p.traceFields(tr)
 }
 
 // lfMeta is an observation's (or the trace's) metadata split into its parts.
@@ -307,7 +307,7 @@ func (p *lfParser) setTime(f field, what string, required bool, set func(pcommon
 }
 
 // traceOnly builds the single span of a trace exported without observations.
-func (p *lfParser) traceOnly(tr map[string]field, off int64, traceID string) error {
+func (p *lfParser) traceOnly(tr map[string]field, traceID string) error {
 	md, err := p.meta(tr["metadata"], "trace.metadata")
 	if err != nil {
 		return err
@@ -346,12 +346,11 @@ func (p *lfParser) traceOnly(tr map[string]field, off int64, traceID string) err
 		}
 	}
 	p.roots = append(p.roots, span)
-	_ = off
 	return nil
 }
 
 // traceFields puts trace-level fields on the root spans and attaches scores as events.
-func (p *lfParser) traceFields(tr map[string]field, off int64) error {
+func (p *lfParser) traceFields(tr map[string]field) error {
 	md, err := p.meta(tr["metadata"], "trace.metadata")
 	if err != nil {
 		return err
@@ -390,19 +389,17 @@ func (p *lfParser) traceFields(tr map[string]field, off int64) error {
 			putStrIfAbsent(attrs, "langfuse.trace.metadata", md.whole)
 		}
 	}
-	scores, err := arrayAt(p.data, tr["scores"].off, "trace.scores")
-	if tr["scores"].isNull() {
-		scores, err = nil, nil
-	}
-	if err != nil {
-		return err
+	var scores []field
+	if !tr["scores"].isNull() {
+		if scores, err = arrayAt(p.data, tr["scores"].off, "trace.scores"); err != nil {
+			return err
+		}
 	}
 	for i, sc := range scores {
 		if err := p.score(i, sc); err != nil {
 			return err
 		}
 	}
-	_ = off
 	return nil
 }
 
