@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -223,4 +224,87 @@ func TestCorpusRecordingsKeepNumbers(t *testing.T) {
 		t.Fatalf("read %d bytes of recordings, want the ~14 MB in the corpus", total)
 	}
 	t.Logf("%d files, %d bytes, findings per rule %v", len(files), total, perRule)
+}
+
+// gitleaksIDs maps gitleaks rule ids to the rule here that claims the same credentials.
+var gitleaksIDs = map[string]string{
+	"aws-access-token":         RuleAWSAccessKeyID,
+	"anthropic-api-key":        RuleAnthropic,
+	"openai-api-key":           RuleOpenAI,
+	"github-pat":               RuleGitHub,
+	"github-oauth":             RuleGitHub,
+	"github-fine-grained-pat":  RuleGitHub,
+	"gitlab-pat":               RuleGitLab,
+	"gcp-api-key":              RuleGoogleAPIKey,
+	"slack-bot-token":          RuleSlackToken,
+	"slack-user-token":         RuleSlackToken,
+	"slack-webhook-url":        RuleSlackWebhook,
+	"stripe-access-token":      RuleStripe,
+	"huggingface-access-token": RuleHuggingFace,
+	"npm-access-token":         RuleNPM,
+	"sendgrid-api-token":       RuleSendGrid,
+	"databricks-api-token":     RuleDatabricks,
+	"jwt":                      RuleJWT,
+	"private-key":              RulePEMPrivateKey,
+}
+
+// gitleaksRules reads id and regex of the mapped rules from the corpus gitleaks.toml.
+func gitleaksRules(t *testing.T) map[string]*regexp.Regexp {
+	b, err := os.ReadFile(filepath.Join(corpus.Dir(t), "secrets", "gitleaks", "config", "gitleaks.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*regexp.Regexp{}
+	id := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, `id = "`); ok {
+			id = strings.TrimSuffix(v, `"`)
+		}
+		if v, ok := strings.CutPrefix(l, "regex = '''"); ok && gitleaksIDs[id] != "" {
+			re, err := regexp.Compile(strings.TrimSuffix(v, "'''"))
+			if err != nil {
+				t.Fatalf("gitleaks %s: %v", id, err)
+			}
+			out[id] = re
+		}
+	}
+	if len(out) < len(gitleaksIDs)-2 {
+		t.Fatalf("found %d of the %d mapped gitleaks rules", len(out), len(gitleaksIDs))
+	}
+	return out
+}
+
+// TestGitleaksRulesAgree uses gitleaks' own rules (corpus secrets/gitleaks/config/gitleaks.toml)
+// as an independent judge for the provider formats we claim: every credential they find in the
+// corpus secrets/ files is removed from a gen_ai.input.messages value (unless it is a placeholder
+// such as AKIATEST...).
+func TestGitleaksRulesAgree(t *testing.T) {
+	r := newTest(t, Config{})
+	rules := gitleaksRules(t)
+	found := 0
+	for f, text := range secretFiles(t) {
+		for id, re := range rules {
+			for _, m := range re.FindAllStringSubmatch(text, -1) {
+				v := m[0]
+				if len(m) > 1 && m[1] != "" {
+					v = m[1]
+				}
+				if isPlaceholder(v) {
+					continue
+				}
+				found++
+				out, _ := r.Redact(inputMessages(t, v))
+				for _, l := range leaves(t, out) {
+					if strings.Contains(l, v) {
+						t.Errorf("gitleaks %s finds %q in %s; it survived", id, v, filepath.Base(f))
+						break
+					}
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("gitleaks rules found nothing in the corpus secrets/ files")
+	}
+	t.Logf("%d gitleaks findings in corpus secrets/ removed", found)
 }
