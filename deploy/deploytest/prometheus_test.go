@@ -197,6 +197,15 @@ func scrape(t *testing.T, url string, into exposed) {
 	}
 }
 
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (e exposed) names() []string {
 	var out []string
 	for n := range e {
@@ -323,6 +332,9 @@ func runawaySession() ptrace.Traces {
 		a.PutInt("gen_ai.usage.input_tokens", 1200)
 		a.PutInt("gen_ai.usage.output_tokens", 300)
 		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr("length")
+		// A conversation large enough to be offloaded (>= 4 KiB), holding an e-mail address to redact.
+		a.PutStr("gen_ai.input.messages", fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"Turn %d. I am jane.doe@example.com and want a refund. %s"}]}]`,
+			i, strings.Repeat("Please check the refund policy again. ", 150)))
 
 		tool := ss.Spans().AppendEmpty()
 		tool.SetTraceID(traceID)
@@ -438,6 +450,26 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 		},
 	}
 	pipelines := cfg["service"].(map[string]any)["pipelines"].(map[string]any)
+	processors := cfg["processors"].(map[string]any)
+	exporters := cfg["exporters"].(map[string]any)
+	traces := pipelines["traces"].(map[string]any)
+	if have["processors"]["agent_redaction"] {
+		processors["agent_redaction"] = map[string]any{}
+		traces["processors"] = append(traces["processors"].([]string), "agent_redaction")
+	}
+	if have["processors"]["payload_offload"] {
+		// One offload to a working file:// bucket, and one (in a second pipeline fed by the same
+		// receiver) to an S3 endpoint where nothing listens, so both success and failure counters exist.
+		processors["payload_offload"] = map[string]any{"storage": map[string]any{
+			"url": "file://" + filepath.Join(t.TempDir(), "payloads") + "?create_dir=true"}}
+		traces["processors"] = append(traces["processors"].([]string), "payload_offload")
+		processors["payload_offload/down"] = map[string]any{
+			"storage": map[string]any{"timeout": "1s", "url": fmt.Sprintf(
+				"s3://deploytest?region=us-east-1&use_path_style=true&disable_https=true&endpoint=http://127.0.0.1:%d", collectortest.FreePort(t))},
+			"retry_on_failure": map[string]any{"enabled": true, "initial_interval": "10ms", "max_interval": "50ms", "max_elapsed_time": "300ms"}}
+		exporters["nop"] = map[string]any{}
+		pipelines["traces/offload_down"] = map[string]any{"receivers": []string{"otlp"}, "processors": []string{"payload_offload/down"}, "exporters": []string{"nop"}}
+	}
 	if withGuard {
 		cfg["connectors"] = map[string]any{"agent_guard": map[string]any{}}
 		pipelines["traces"].(map[string]any)["exporters"] = []string{"tiered", "otlp_grpc/down", "agent_guard"}
@@ -483,6 +515,13 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	var ours []string
+	for _, n := range got.names() {
+		if strings.HasPrefix(n, "runagain_") || strings.HasPrefix(n, "gen_ai_") || strings.HasPrefix(n, "otelcol_processor_") || strings.HasPrefix(n, "otelcol_exporter_") {
+			ours = append(ours, fmt.Sprintf("%s%v", n, sortedKeys(got[n])))
+		}
+	}
+	t.Logf("exposed:\n%s", strings.Join(ours, "\n"))
 	assert.Empty(t, miss, "rules/dashboard use metrics or labels the binary does not expose; exposed:\n%s", strings.Join(got.names(), "\n"))
 	// The names the rules are built on, as the binary translates them.
 	for _, n := range []string{"runagain_alerts_total", "runagain_cost_USD_total", "gen_ai_client_token_usage_bucket", "otelcol_exporter_sent_spans_total"} {
