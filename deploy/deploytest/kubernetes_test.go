@@ -62,6 +62,9 @@ func kubernetesManifestFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, rel := range deployFiles(t, ".yaml", ".yml") {
+		if filepath.Base(rel) == "kustomization.yaml" {
+			continue // kustomize's own kind, checked in TestKustomization
+		}
 		if strings.HasPrefix(rel, filepath.Join("deploy", "kubernetes")+string(filepath.Separator)) {
 			out = append(out, rel)
 			continue
@@ -303,4 +306,28 @@ func metaAccessor(obj runtime.Object) (string, error) {
 		return "", fmt.Errorf("%T has no namespace", obj)
 	}
 	return n.GetNamespace(), nil
+}
+
+// TestKustomization: deploy/kubernetes/kustomization.yaml (known fields only) lists every manifest
+// of the directory except the Secret template, which holds placeholders and is never applied.
+func TestKustomization(t *testing.T) {
+	var k struct {
+		APIVersion string   `yaml:"apiVersion"`
+		Kind       string   `yaml:"kind"`
+		Resources  []string `yaml:"resources"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(readFile(t, "deploy/kubernetes/kustomization.yaml"))))
+	dec.KnownFields(true)
+	require.NoError(t, dec.Decode(&k))
+	assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
+	assert.Equal(t, "Kustomization", k.Kind)
+	var want []string
+	for _, rel := range kubernetesManifestFiles(t) {
+		dir, base := filepath.Split(rel)
+		if filepath.Clean(dir) == filepath.Join("deploy", "kubernetes") && base != "secret.template.yaml" {
+			want = append(want, base)
+		}
+	}
+	assert.ElementsMatch(t, want, k.Resources)
+	assert.NotContains(t, k.Resources, "secret.template.yaml")
 }
