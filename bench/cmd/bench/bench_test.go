@@ -74,6 +74,8 @@ extensions:
 exporters:
   prometheus:
     endpoint: 127.0.0.1:8889
+  prometheus/env:
+    endpoint: ${env:RUNAGAIN_PROMETHEUS_ENDPOINT:-127.0.0.1:8889}
   nop:
 service:
   extensions: [health_check]
@@ -84,9 +86,12 @@ service:
 		t.Fatal(err)
 	}
 	next := 50000
-	cfg, err := runagainConfig(path, ports{pprof: 41000}, func() (int, error) { next++; return next, nil })
+	cfg, env, err := runagainConfig(path, ports{pprof: 41000}, func() (int, error) { next++; return next, nil })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(env) != 1 || !strings.HasPrefix(env[0], "RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:5000") {
+		t.Errorf("environment for env-given endpoints: %q", env)
 	}
 	out, _ := yaml.Marshal(cfg)
 	for _, want := range []string{"127.0.0.1:50001", "${env:RUNAGAIN_HEALTH_ENDPOINT:-127.0.0.1:13133}", "pprof/bench", "127.0.0.1:41000"} {
@@ -94,7 +99,7 @@ service:
 			t.Errorf("rewritten config lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(string(out), ":8889") {
+	if strings.Contains(string(out), "endpoint: 127.0.0.1:8889") {
 		t.Errorf("literal endpoint 127.0.0.1:8889 was not moved:\n%s", out)
 	}
 	exts := cfg["service"].(map[string]any)["extensions"].([]any)
@@ -106,7 +111,7 @@ service:
 	}
 
 	// the real default configuration parses and keeps its pipelines
-	def, err := runagainConfig(filepath.Join("..", "..", "..", "config", "default.yaml"), ports{pprof: 41000}, func() (int, error) { next++; return next, nil })
+	def, _, err := runagainConfig(filepath.Join("..", "..", "..", "config", "default.yaml"), ports{pprof: 41000}, func() (int, error) { next++; return next, nil })
 	if err != nil {
 		t.Fatalf("config/default.yaml: %v", err)
 	}

@@ -113,31 +113,54 @@ func telemetry(p ports) map[string]any {
 // literalEndpoint is a host:port written into a config without an environment variable.
 var literalEndpoint = regexp.MustCompile(`^(?:127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\])?:\d+$`)
 
+// envEndpoint is an endpoint taken from an environment variable with a default.
+var envEndpoint = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*):-[^}]*:\d+\}$`)
+
 // runagainConfig is config/default.yaml as it is now, plus the pprof extension on a free port.
 // Endpoints the file gives through RUNAGAIN_* variables are moved by ports.env; literal
 // loopback endpoints (a component added later with a fixed port) are moved to free ports too.
-func runagainConfig(path string, p ports, free func() (int, error)) (map[string]any, error) {
+//
+// Endpoints given as ${env:NAME:-host:port} with NAME not one of ports.env get NAME set to a
+// free port in the returned environment (RUNAGAIN_PROMETHEUS_ENDPOINT and the like).
+func runagainConfig(path string, p ports, free func() (int, error)) (map[string]any, []string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var cfg map[string]any
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
+	known := map[string]bool{}
+	for _, kv := range p.env("") {
+		known[kv[:strings.IndexByte(kv, '=')]] = true
+	}
+	var env []string
 	var walkErr error
 	var walk func(v any)
 	walk = func(v any) {
 		switch m := v.(type) {
 		case map[string]any:
 			for k, sub := range m {
-				if s, ok := sub.(string); ok && k == "endpoint" && literalEndpoint.MatchString(strings.TrimSpace(s)) {
-					port, err := free()
-					if err != nil {
-						walkErr = err
+				if s, ok := sub.(string); ok && k == "endpoint" {
+					s = strings.TrimSpace(s)
+					if literalEndpoint.MatchString(s) {
+						port, err := free()
+						if err != nil {
+							walkErr = err
+						}
+						m[k] = fmt.Sprintf("127.0.0.1:%d", port)
+						continue
 					}
-					m[k] = fmt.Sprintf("127.0.0.1:%d", port)
-					continue
+					if g := envEndpoint.FindStringSubmatch(s); g != nil && !known[g[1]] {
+						port, err := free()
+						if err != nil {
+							walkErr = err
+						}
+						known[g[1]] = true
+						env = append(env, fmt.Sprintf("%s=127.0.0.1:%d", g[1], port))
+						continue
+					}
 				}
 				walk(sub)
 			}
@@ -149,7 +172,7 @@ func runagainConfig(path string, p ports, free func() (int, error)) (map[string]
 	}
 	walk(cfg)
 	if walkErr != nil {
-		return nil, walkErr
+		return nil, nil, walkErr
 	}
 	ext, _ := cfg["extensions"].(map[string]any)
 	if ext == nil {
@@ -159,11 +182,11 @@ func runagainConfig(path string, p ports, free func() (int, error)) (map[string]
 	ext["pprof/bench"] = map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", p.pprof)}
 	svc, _ := cfg["service"].(map[string]any)
 	if svc == nil {
-		return nil, fmt.Errorf("%s: no service section", path)
+		return nil, nil, fmt.Errorf("%s: no service section", path)
 	}
 	exts, _ := svc["extensions"].([]any)
 	svc["extensions"] = append(exts, "pprof/bench")
-	return cfg, nil
+	return cfg, env, nil
 }
 
 func writeYAML(path string, cfg map[string]any) error {

@@ -245,13 +245,14 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		return r, err
 	}
 	var cfg map[string]any
+	var extraEnv []string
 	switch name {
 	case "baseline":
 		cfg = plainConfig(p, false)
 	case "contrib":
 		cfg = plainConfig(p, true)
 	case "runagain":
-		if cfg, err = runagainConfig(o.config, p, freePort); err != nil {
+		if cfg, extraEnv, err = runagainConfig(o.config, p, freePort); err != nil {
 			return r, err
 		}
 	}
@@ -259,7 +260,7 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 	if err := writeYAML(cfgPath, cfg); err != nil {
 		return r, err
 	}
-	c, err := startCollector(col, cfgPath, dir, p.env(dataDir))
+	c, err := startCollector(col, cfgPath, dir, append(p.env(dataDir), extraEnv...))
 	if err != nil {
 		return r, err
 	}
