@@ -26,6 +26,7 @@ import (
 	"github.com/runagain/runagain/internal/corpus"
 	fx "github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -206,10 +207,16 @@ var reTrace = func(s string) string {
 // a message naming body.messages[0].content, a non-nil error (exit code 1), and a divergence
 // log record pointing at the recorded span.
 func TestRecordReplayOpenAI(t *testing.T) {
-	col := collectortest.Start(t, collectortest.Options{})
+	// The collector's agent_redaction and the replay normaliser share the HMAC key.
+	key := "RUNAGAIN_REDACTION_KEY=replay-test-" + randHex(8)
+	col := collectortest.Start(t, collectortest.Options{Env: []string{key}})
 	up := newUpstream(t)
 	secret := "sk-proj-" + randHex(24) + "T3BlbkFJ" + randHex(20)
-	env := map[string]string{helperEnv: "1", "OPENAI_API_KEY": secret, "RUNAGAIN_TEST_PROMPT": "Say this is a test"}
+	// A prompt over payload_offload's 4 KiB threshold: the request bodies are stored as blobs
+	// (http.request.body_ref) and replay must rehydrate them to match.
+	padding := strings.Repeat(" The quick brown fox jumps over the lazy dog.", 120)
+	env := map[string]string{helperEnv: "1", "OPENAI_API_KEY": secret, "RUNAGAIN_TEST_PROMPT": "Say this is a test." + padding,
+		"RUNAGAIN_REDACTION_KEY": strings.TrimPrefix(key, "RUNAGAIN_REDACTION_KEY=")}
 	common := []string{"--data-dir", col.DataDir, "--endpoint", col.GRPC, "--listen", "127.0.0.1:0", "--route", "openai=" + up.srv.URL}
 
 	// Record.
@@ -231,11 +238,30 @@ func TestRecordReplayOpenAI(t *testing.T) {
 		t.Fatalf("no trace id printed:\n%s", recErr)
 	}
 	run := waitRun(t, col.DataDir, traceID, 3, 0)
+	refs := 0
+	rss := run.Traces.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
+			ss := rss.At(i).ScopeSpans().At(j).Spans()
+			for k := 0; k < ss.Len(); k++ {
+				if _, ok := ss.At(k).Attributes().Get(fx.AttrRequestBodyRef); ok {
+					refs++
+				}
+			}
+		}
+	}
+	if refs != 2 {
+		t.Errorf("%d stored spans have %s, want 2 (payload_offload in the default pipeline)", refs, fx.AttrRequestBodyRef)
+	}
+	res := payloadref.NewResolver()
+	if err := res.RehydrateTraces(context.Background(), run.Traces); err != nil {
+		t.Fatal(err)
+	}
+	res.Close()
 
 	// The stored run: a root span and two client spans with the bodies the upstream sent.
 	var exs []*fx.Exchange
 	var spans []ptrace.Span
-	rss := run.Traces.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
 			ss := rss.At(i).ScopeSpans().At(j).Spans()
@@ -277,7 +303,7 @@ func TestRecordReplayOpenAI(t *testing.T) {
 		if !bytes.Equal(ex.ResponseBody, want.ResponseBody) {
 			t.Errorf("span %d: stored response body differs from what the upstream sent", i)
 		}
-		if !strings.Contains(string(ex.RequestBody), "Say this is a test") {
+		if !strings.Contains(string(ex.RequestBody), "Say this is a test."+padding) {
 			t.Errorf("span %d: request body %q", i, ex.RequestBody)
 		}
 		if a := ex.RequestHeader.Get("Authorization"); a == "" || strings.Contains(a, secret) {
@@ -304,12 +330,12 @@ func TestRecordReplayOpenAI(t *testing.T) {
 	}
 
 	// Divergence: one field changed.
-	env["RUNAGAIN_TEST_PROMPT"] = "Say this is not a test"
+	env["RUNAGAIN_TEST_PROMPT"] = "Say this is not a test." + padding
 	divOut, divErr, err := cli(t, env, append(append([]string{"replay", traceID}, common[:len(common)-2]...), append([]string{"--"}, helperArgs()...)...)...)
 	if err == nil || !errors.Is(err, ErrDiverged) {
 		t.Fatalf("diverging replay returned %v, want ErrDiverged\nstderr:\n%s", err, divErr)
 	}
-	for _, want := range []string{"request 1 (POST", "body.messages[0].content", `expected "Say this is a test"`, `got "Say this is not a test"`} {
+	for _, want := range []string{"request 1 (POST", "body.messages[0].content", `expected "Say this is a test. The quick`, `got "Say this is not a test. The quick`} {
 		if !strings.Contains(divErr, want) {
 			t.Errorf("divergence report lacks %q:\n%s", want, divErr)
 		}
