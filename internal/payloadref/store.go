@@ -99,9 +99,11 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	return &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, enc: enc, opts: opts}, nil
 }
 
-// Close closes the bucket.
+// Close closes the bucket and releases the encoder.
 func (s *Store) Close() error {
-	return s.closeFn()
+	err := s.closeFn()
+	_ = s.enc.Close()
+	return err
 }
 
 // URI returns the reference URI of key (a full bucket key, prefix included) in this store's bucket.
