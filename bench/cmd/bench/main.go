@@ -106,6 +106,7 @@ type Result struct {
 	PeakRSSMB   float64 `json:"peak_rss_mb"`
 	// loadgen's own view
 	LoadgenSpansPerSec float64         `json:"loadgen_spans_per_s"`
+	LoadgenCPUSeconds  float64         `json:"loadgen_cpu_s"`
 	Latency            loadgen.Latency `json:"export_latency"`
 	StoppedBy          string          `json:"stopped_by"`
 	// runagain only
@@ -312,6 +313,9 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		"--duration", maxDur.String(), "--progress", "10s", "--json", lgJSON)
 	lg.Stdout, lg.Stderr = os.Stderr, os.Stderr
 	lgErr := lg.Run()
+	if lg.ProcessState != nil {
+		r.LoadgenCPUSeconds = (lg.ProcessState.UserTime() + lg.ProcessState.SystemTime()).Seconds()
+	}
 	rep, err := readLoadgen(lgJSON)
 	if err != nil {
 		return r, errors.Join(fmt.Errorf("loadgen: %v", lgErr), err)

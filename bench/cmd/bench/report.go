@@ -120,9 +120,11 @@ func analyzeProfile(path string) ([]componentShare, []string, error) {
 	if err != nil {
 		return shares, lines, fmt.Errorf("go tool pprof -top -cum: %w", err)
 	}
-	own := pprofTable(string(cum), func(l string) bool { return strings.Contains(l, "github.com/runagain/runagain/") }, 12)
+	own := pprofTable(string(cum), func(l string) bool {
+		return strings.Contains(l, "github.com/runagain/runagain/") || strings.Contains(l, "gocloud.dev/blob")
+	}, 16)
 	if len(own) > 1 {
-		lines = append(append(lines, "", "runagain code by cumulative time:"), own...)
+		lines = append(append(lines, "", "runagain code (and the blob library it calls) by cumulative time:"), own...)
 	}
 	return shares, lines, nil
 }
@@ -195,8 +197,8 @@ func writeResults(o *options, res *Results) error {
 
 func markdownTable(res *Results) string {
 	var sb strings.Builder
-	sb.WriteString("| pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans | peak RSS MB | storage bytes / session | hot-tier spans | export p50 / p99 ms |\n")
-	sb.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans | peak RSS MB | storage bytes / session | hot-tier spans | export p50 / p99 ms | loadgen CPU s |\n")
+	sb.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Pipelines {
 		storage, hot := "–", "–"
 		if r.Pipeline == "runagain" {
@@ -208,9 +210,9 @@ func markdownTable(res *Results) string {
 				hot += " (LOSS)"
 			}
 		}
-		fmt.Fprintf(&sb, "| %s (%s) | %d (%s) | %.0f | %.2f | %.3f | %.0f | %s | %s | %.0f / %.0f |\n",
+		fmt.Fprintf(&sb, "| %s (%s) | %d (%s) | %.0f | %.2f | %.3f | %.0f | %s | %s | %.0f / %.0f | %.1f |\n",
 			r.Pipeline, r.Description, r.SpansSent, r.StoppedBy, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, r.PeakRSSMB, storage, hot,
-			r.Latency.P50, r.Latency.P99)
+			r.Latency.P50, r.Latency.P99, r.LoadgenCPUSeconds)
 	}
 	sb.WriteString("\n")
 	keys := make([]string, 0, len(res.Ratios))
@@ -273,6 +275,11 @@ Loadgen runs on the same 2 cores, so every pipeline competes with the same clien
 			}
 			fmt.Fprintf(&sb, "**Target c/a >= 0.5:** runagain sustains %.2f of the baseline's spans/s: it %s the target.\n\n", ratio, verdict)
 		}
+		if c.StorageBytesPerSes > 0 && c.Sessions > 0 && c.Bytes > 0 {
+			fmt.Fprintf(&sb, "**Storage:** %.0f bytes per session (hot.db %d, payload blobs and other stores %d, persistent queue %d after draining), %.0f%% of the OTLP bytes received.\n\n",
+				c.StorageBytesPerSes, c.StorageHotBytes, c.StorageOtherBytes, c.StorageQueueBytes,
+				100*float64(c.StorageHotBytes+c.StorageOtherBytes)/float64(c.Bytes))
+		}
 		if c.ZeroLoss != nil {
 			if *c.ZeroLoss {
 				fmt.Fprintf(&sb, "**Zero loss:** the hot tier holds %d spans in %d sessions, exactly the %d spans loadgen sent.\n\n", c.HotSpans, c.HotSessions, c.SpansSent)
@@ -282,6 +289,15 @@ Loadgen runs on the same 2 cores, so every pipeline competes with the same clien
 		}
 		if len(c.Components) > 0 {
 			fmt.Fprintf(&sb, "## Where the time goes (runagain, CPU profile of %d s from the pprof extension)\n\n", o.profileSeconds)
+			if ratio, ok := res.Ratios["c/a spans_per_s"]; ok && ratio < 0.5 {
+				var names []string
+				for _, s := range c.Components {
+					if len(names) < 3 && s.Percent >= 5 {
+						names = append(names, fmt.Sprintf("%s (%.0f%%)", s.Name, s.Percent))
+					}
+				}
+				fmt.Fprintf(&sb, "runagain reaches %.2f of the baseline; most of its CPU goes to %s. The call paths are below.\n\n", ratio, strings.Join(names, ", "))
+			}
 			sb.WriteString("Each sample is charged to the most specific component on its stack (leaf to root).\n\n| component | CPU s | share |\n|---|---:|---:|\n")
 			for _, s := range c.Components {
 				fmt.Fprintf(&sb, "| %s | %.2f | %.1f%% |\n", s.Name, s.Seconds, s.Percent)
