@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -60,6 +61,9 @@ func TestHelperOpenAIClient(t *testing.T) {
 		os.Exit(2)
 	}
 	fmt.Fprintln(out, c.RawJSON())
+	if os.Getenv("RUNAGAIN_TEST_STREAM") == "0" {
+		os.Exit(0)
+	}
 	stream := client.Chat.Completions.NewStreaming(ctx, params)
 	n := 0
 	for stream.Next() {
@@ -399,4 +403,64 @@ func randHex(n int) string {
 	b := make([]byte, n/2)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// TestImportedCassetteReplayBinary: the real binaries. `runagain import` sends a nock cassette of
+// the OpenAI JS client to the collector; `runagain replay` serves it to the openai-go client,
+// which gets the recorded response; a changed prompt makes `runagain replay` exit with code 1
+// and name the field.
+func TestImportedCassetteReplayBinary(t *testing.T) {
+	col := collectortest.Start(t, collectortest.Options{})
+	file := filepath.Join(corpus.Dir(t), "otel-js-contrib-nock/packages/instrumentation-openai/test/mock-responses/openai-chat-completions-adds-genai-conventions.json")
+	res, err := importer.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traceID := res.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
+	want := corpusExchangeFile(t, file)
+	out, errOut, err := col.CLI("import", "--endpoint", col.GRPC, file)
+	if err != nil || !strings.Contains(out, "nock, 2 spans") {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+	waitRun(t, col.DataDir, traceID, 2, 0)
+
+	run := func(prompt string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), append([]string{"replay", traceID, "--"}, helperArgs()...)...)
+		cmd.Env = append(append([]string(nil), col.Env...), "RUNAGAIN_ENDPOINT="+col.GRPC, helperEnv+"=1", "RUNAGAIN_TEST_STREAM=0",
+			"OPENAI_API_KEY=test_openai_api_key", "RUNAGAIN_TEST_PROMPT="+prompt)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), code
+	}
+	o, e, code := run("Answer in up to 3 words: Which ocean contains Bouvet Island?")
+	if code != 0 {
+		t.Fatalf("replay exited %d\nstdout:\n%s\nstderr:\n%s", code, o, e)
+	}
+	if strings.TrimSpace(o) != strings.TrimSpace(string(want.ResponseBody)) {
+		t.Errorf("client got\n%s\nrecorded\n%s", o, want.ResponseBody)
+	}
+	o, e, code = run("Answer in up to 5 words: Which ocean contains Bouvet Island?")
+	if code != 1 {
+		t.Fatalf("diverging replay exited %d, want 1\nstderr:\n%s", code, e)
+	}
+	if !strings.Contains(e, "body.messages[0].content") || !strings.Contains(e, "replay diverged") || !strings.Contains(o, "ERROR") {
+		t.Errorf("divergence not reported:\nstdout:\n%s\nstderr:\n%s", o, e)
+	}
+}
+
+func corpusExchangeFile(t *testing.T, file string) *fx.Exchange {
+	t.Helper()
+	rel, err := filepath.Rel(corpus.Dir(t), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return corpusExchange(t, rel)
 }
