@@ -174,12 +174,34 @@ func TestGatewayAuthFullConfig(t *testing.T) {
 		"RUNAGAIN_COLD_URL=file://" + filepath.Join(dir, "cold") + "?create_dir=true",
 		"RUNAGAIN_TELEMETRY_HOST=127.0.0.1",
 	}
-	runAuthChecks(t, filepath.Join(repoRoot(t), "config", "gateway.yaml"), env, false)
+	c, send := runAuthChecks(t, filepath.Join(repoRoot(t), "config", "gateway.yaml"), env, false)
+
+	// The production pipeline behind the door: a runaway session sent with the token reaches
+	// agent_guard, whose loop alert and cost appear on the gateway's Prometheus endpoint, and the
+	// gateway's own metrics carry the classic names the alert rules use.
+	require.NoError(t, send(runawaySession()))
+	promURL := "http://" + envValue(c.Env, "RUNAGAIN_PROMETHEUS_ENDPOINT") + "/metrics"
+	telURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := exposed{}
+		scrape(t, promURL, got)
+		scrape(t, telURL, got)
+		ok := got["runagain_alerts_total"]["alert_kind"] && got["runagain_cost_USD_total"] != nil &&
+			got["otelcol_receiver_accepted_spans_total"] != nil && got["otelcol_processor_payload_offload_values_offloaded_total"] != nil
+		if ok {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "gateway did not expose agent_guard and pipeline metrics within 30s; exposed:\n%s\n%s",
+			strings.Join(got.names(), "\n"), c.Output())
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // runAuthChecks starts the collector on config and runs the authentication checks. readBack
 // says whether accepted spans can be read back from the SQLite hot tier in the data directory.
-func runAuthChecks(t *testing.T, config string, extraEnv []string, readBack bool) {
+// It returns the running collector and a function that sends traces with the (current) token.
+func runAuthChecks(t *testing.T, config string, extraEnv []string, readBack bool) (*collectortest.Collector, func(ptrace.Traces) error) {
 	pki := newTestPKI(t)
 	token := randomToken(t)
 	tokenFile := filepath.Join(t.TempDir(), "tokens")
@@ -194,7 +216,7 @@ func runAuthChecks(t *testing.T, config string, extraEnv []string, readBack bool
 	tlsCfg := &tls.Config{RootCAs: pki.caPool, MinVersion: tls.VersionTLS12}
 	conn, err := grpc.NewClient(c.GRPC, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
 	require.NoError(t, err)
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	client := ptraceotlp.NewGRPCClient(conn)
 	exportGRPC := func(cl ptraceotlp.GRPCClient, bearer string, td ptrace.Traces) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -286,9 +308,10 @@ func runAuthChecks(t *testing.T, config string, extraEnv []string, readBack bool
 	}
 	err = exportGRPC(client, token, refuse(0x32))
 	assert.Equal(t, codes.Unauthenticated, status.Code(err), "the old token after rotation: %v", err)
+	send := func(td ptrace.Traces) error { return exportGRPC(client, newToken, td) }
 
 	if !readBack {
-		return
+		return c, send
 	}
 	// What was accepted is stored; nothing refused is.
 	deadline = time.Now().Add(30 * time.Second)
@@ -311,6 +334,7 @@ func runAuthChecks(t *testing.T, config string, extraEnv []string, readBack bool
 		assert.False(t, stored[id], "refused trace %s reached the hot tier", id)
 	}
 	assert.Len(t, stored, len(accepted), "the hot tier holds exactly the accepted traces")
+	return c, send
 }
 
 // storedTraces lists the trace ids in the hot tier through `runagain sessions --json`.
