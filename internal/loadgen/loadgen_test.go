@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"cmp"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -420,7 +421,16 @@ func startHTTPSink(t *testing.T, s *traceSink) string {
 			http.Error(w, "unexpected "+r.URL.Path+" "+r.Header.Get("Content-Type"), http.StatusBadRequest)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		var rd io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			rd = zr
+		}
+		body, err := io.ReadAll(rd)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -512,6 +522,23 @@ func TestRunBounds(t *testing.T) {
 	// the rate limiter allows at most rate*duration plus one burst
 	if limit := int64(400*time.Since(t0).Seconds()) + int64(max(cfg.maxSpansPerTrace(), 40)); rep.SpansSent > limit {
 		t.Fatalf("rate 400/s for %v: %d spans sent, more than %d", time.Since(t0), rep.SpansSent, limit)
+	}
+}
+
+func TestRunHTTPGzipCountsCompressedBytes(t *testing.T) {
+	sink := &traceSink{}
+	cfg := smallConfig(startHTTPSink(t, sink), ProtocolHTTP)
+	cfg.Compression = "gzip"
+	rep, err := Run(context.Background(), cfg, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SpansSent != rep.Generated.Spans || sink.spans.Load() != rep.SpansSent {
+		t.Fatalf("sent %d, received %d, generated %d", rep.SpansSent, sink.spans.Load(), rep.Generated.Spans)
+	}
+	// generated prose compresses well: the gzip bodies are smaller than the attribute text
+	if rep.Bytes <= 0 || rep.Bytes >= rep.Generated.AttrBytes || rep.UncompressedBytes != 0 {
+		t.Fatalf("gzip: bytes %d (uncompressed %d) for %d attribute bytes", rep.Bytes, rep.UncompressedBytes, rep.Generated.AttrBytes)
 	}
 }
 

@@ -396,13 +396,28 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.ContentLength > 0 {
+	switch {
+	case req.ContentLength > 0:
 		t.r.bytes.Add(req.ContentLength)
 		if !t.gzip {
 			t.r.rawBytes.Add(req.ContentLength)
 		}
+	case req.Body != nil && req.Body != http.NoBody:
+		// a streamed (gzip) body: count what is read from it
+		req.Body = &countingBody{ReadCloser: req.Body, n: &t.r.bytes}
 	}
 	return t.next.RoundTrip(req)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 func (r *runner) progressLoop(w io.Writer, every time.Duration, start time.Time) {
