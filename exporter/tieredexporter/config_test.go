@@ -46,11 +46,44 @@ func TestLoadConfig(t *testing.T) {
 		assert.EqualValues(t, 5000, hot.Queue.Get().QueueSize)
 		assert.Equal(t, []string{"gen_ai.conversation.id", "session.id", "langfuse.session.id"}, cfg.SessionKeys)
 	})
+	t.Run("all", func(t *testing.T) {
+		cfg, err := load(t, "all")
+		require.NoError(t, err)
+		hot := cfg.Hot.Get()
+		assert.False(t, hot.SQLite.HasValue())
+		ch := hot.ClickHouse.Get()
+		assert.Equal(t, "tcp://127.0.0.1:9000", ch.Endpoint)
+		assert.Equal(t, "otel", ch.Database)
+		assert.Equal(t, "otel_traces", ch.TracesTableName, "contrib defaults fill the nested block")
+		assert.EqualValues(t, 500, ch.QueueSettings.Get().QueueSize)
+		warm := cfg.Warm.Get()
+		assert.Equal(t, 720*time.Hour, warm.Retention)
+		assert.Equal(t, "runagain", warm.ClickHouse.Get().Username)
+		assert.Equal(t, "5s", warm.ClickHouse.Get().ConnectionParams["dial_timeout"])
+		assert.True(t, warm.ClickHouse.Get().CreateSchema)
+		cold := cfg.Cold.Get()
+		assert.Equal(t, DefaultColdRetention, cold.Retention)
+		assert.Equal(t, "s3://runagain-cold?region=eu-west-1&prefix=sessions/", cold.Parquet.Get().URL)
+		assert.Equal(t, 30*time.Minute, cfg.JanitorInterval)
+	})
+	t.Run("embedded", func(t *testing.T) {
+		cfg, err := load(t, "embedded")
+		require.NoError(t, err)
+		assert.Equal(t, DefaultWarmRetention, cfg.Warm.Get().Retention)
+		assert.Equal(t, "/data/warm.db", cfg.Warm.Get().SQLite.Get().Path)
+		assert.Equal(t, "default", cfg.Cold.Get().ClickHouse.Get().Database)
+		assert.Equal(t, DefaultJanitorInterval, cfg.JanitorInterval)
+	})
 	for name, want := range map[string]string{
-		"nohot":     "no tier configured",
-		"nobackend": "hot::sqlite",
-		"negative":  "hot::retention",
-		"unknown":   "jounral",
+		"nohot":          "no tier configured",
+		"nobackend":      "hot::sqlite",
+		"negative":       "hot::retention",
+		"unknown":        "jounral",
+		"twobackends":    "warm: set one backend",
+		"warmnobackend":  "set `warm::sqlite` or `warm::clickhouse`",
+		"coldnourl":      "cold::parquet::url",
+		"badendpoint":    "cold::clickhouse::endpoint",
+		"contribinvalid": "endpoint must be specified",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := load(t, name)
