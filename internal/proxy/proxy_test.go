@@ -433,3 +433,37 @@ func TestRoutes(t *testing.T) {
 		t.Fatal("unknown route resolved")
 	}
 }
+
+// TestReplayMITM: with a CA, HTTPS requests through CONNECT are intercepted and answered from
+// the recording without any connection to the recorded host; without one, CONNECT is refused
+// and counted as the divergence.
+func TestReplayMITM(t *testing.T) {
+	ca, caPath, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, _ := os.ReadFile(caPath)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	// api.invalid cannot resolve: an answer proves nothing was dialled.
+	td, tid := recorded(&fixture.Exchange{Method: "POST", URL: "https://api.invalid/v1/x", RequestBody: []byte(`{"a":1}`),
+		ResponseBody: []byte(`{"ok":true}`), ResponseHeader: http.Header{"Content-Type": {"application/json"}}})
+	rp, err := NewReplayer(Config{Redactor: newRedactor(t), CA: ca, Logger: quietLogger()}, td, tid, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := do(t, proxyClient(serve(t, rp, nil), roots), mustReq(t, "POST", "https://api.invalid/v1/x", `{"a":1}`))
+	if resp.StatusCode != 200 || string(body) != `{"ok":true}` || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("mitm replay: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	rp2, err := NewReplayer(Config{Redactor: newRedactor(t), Logger: quietLogger()}, td, tid, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proxyClient(serve(t, rp2, nil), roots).Do(mustReq(t, "POST", "https://api.invalid/v1/x", `{"a":1}`)); err == nil {
+		t.Fatal("CONNECT without --mitm must be refused in replay")
+	}
+	if d := rp2.Result().Divergence; d == nil || d.Diff.Field != "connect" {
+		t.Fatalf("divergence %+v", d)
+	}
+}
