@@ -164,6 +164,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
+	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl")
 	var root proxy.Root
 	if len(args) > 0 {
 		root = proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/importer"
 )
 
 // captureSink keeps what the proxy sends.
@@ -465,5 +466,32 @@ func TestReplayMITM(t *testing.T) {
 	}
 	if d := rp2.Result().Divergence; d == nil || d.Diff.Field != "connect" {
 		t.Fatalf("divergence %+v", d)
+	}
+}
+
+type failingSink struct{ captureSink }
+
+func (*failingSink) ConsumeTraces(context.Context, ptrace.Traces) error {
+	return fmt.Errorf("collector unavailable")
+}
+
+// TestRecordSpillsWhenCollectorDown: spans the sink refuses are kept as OTLP/JSON lines that
+// `runagain import` reads back, and Close reports the failure.
+func TestRecordSpillsWhenCollectorDown(t *testing.T) {
+	up := sseUpstream(t, false)
+	spillPath := filepath.Join(t.TempDir(), "unsent.jsonl")
+	rec := NewRecorder(Config{Redactor: newRedactor(t), Sink: &failingSink{}, SpillPath: spillPath, Logger: quietLogger()}, Root{})
+	c := proxyClient(serve(t, rec, nil), nil)
+	do(t, c, mustReq(t, "POST", up.URL+"/a", "one"))
+	do(t, c, mustReq(t, "POST", up.URL+"/b", "two"))
+	if err := rec.Close(); err == nil || !strings.Contains(err.Error(), "2 span batches") {
+		t.Fatalf("Close: %v", err)
+	}
+	res, err := importer.ParseFile(spillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != "otlp-json" || len(onlyFixture(t, res.Traces)) != 2 {
+		t.Fatalf("spilled %s with %d fixture spans", res.Format, len(onlyFixture(t, res.Traces)))
 	}
 }

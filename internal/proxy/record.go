@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ type Config struct {
 	Sink Sink
 	// Logger for warnings; default log.Default().
 	Logger *log.Logger
+	// SpillPath, when set, receives the spans the sink could not take (after its retries) as
+	// OTLP/JSON lines, which `runagain import` sends again; nothing recorded is dropped silently.
+	SpillPath string
 	// SelfHosts are host:port values that address the proxy itself (absolute-form requests to
 	// them are served like relative ones). Serve fills it in from its listener.
 	SelfHosts []string
@@ -382,6 +386,13 @@ func (r *Recorder) sendLoop() {
 			continue
 		}
 		if err := r.cfg.Sink.ConsumeTraces(context.Background(), td); err != nil {
+			if r.cfg.SpillPath != "" {
+				if serr := spill(r.cfg.SpillPath, td); serr == nil {
+					err = fmt.Errorf("%w; kept in %s (send it with: runagain import %s)", err, r.cfg.SpillPath, r.cfg.SpillPath)
+				} else {
+					err = fmt.Errorf("%w; and keeping it in %s failed: %v", err, r.cfg.SpillPath, serr)
+				}
+			}
 			r.cfg.Logger.Printf("runagain proxy: sending %d spans: %v", td.SpanCount(), err)
 			r.stats.Lock()
 			r.stats.sendErrors++
@@ -389,6 +400,23 @@ func (r *Recorder) sendLoop() {
 			r.stats.Unlock()
 		}
 	}
+}
+
+// spill appends td to path as one OTLP/JSON line.
+func spill(path string, td ptrace.Traces) error {
+	b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Stats is what a Recorder did so far.
