@@ -248,6 +248,9 @@ func (r *Recorder) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.
 		return resp
 	}
 	p.ex.Status = resp.StatusCode
+	if v := protoVersion(resp.Proto); v != "" {
+		p.ex.Protocol = v // the upstream connection's protocol (network.protocol.version)
+	}
 	p.ex.ResponseHeader = http.Header{}
 	for k, vs := range resp.Header {
 		for _, v := range vs {
