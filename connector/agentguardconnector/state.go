@@ -3,6 +3,7 @@ package agentguardconnector // import "github.com/runagain/runagain/connector/ag
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
@@ -38,7 +39,10 @@ type session struct {
 	costAlerted        bool
 	lastSeen           time.Time
 
-	fps map[uint64]*occurrences
+	// Fingerprints seen once are kept inline (most calls of a healthy session); those seen
+	// twice or more in the window get an occurrences record.
+	seen []fpSeen
+	reps map[uint64]*occurrences
 	// loopAlerted holds the subjects ("tool:<name>", "llm:<model>") that already raised a loop
 	// alert in this session: one loop alert per subject per session.
 	loopAlerted map[string]bool
@@ -51,6 +55,12 @@ type session struct {
 type spanRef struct {
 	trace pcommon.TraceID
 	span  pcommon.SpanID
+}
+
+type fpSeen struct {
+	fp  uint64
+	ts  int64
+	ref spanRef
 }
 
 // occurrences are the recent end times (ns) and spans of one call fingerprint, at most N.
@@ -450,23 +460,38 @@ func canonical(p genai.Payload) string {
 func (st *state) checkRepeat(s *session, fp uint64, subject, rule string, subj kv, ts int64, ref spanRef, agent string, b *batch) {
 	cfg := st.cfg.Loop
 	win := int64(cfg.Window)
-	if s.fps == nil {
-		s.fps = map[uint64]*occurrences{}
-	}
-	o, ok := s.fps[fp]
+	o, ok := s.reps[fp]
 	if !ok {
-		if len(s.fps) >= cfg.MaxFingerprints {
-			for k, v := range s.fps {
-				if last := v.times[len(v.times)-1]; last < ts-win {
-					delete(s.fps, k)
+		k := slices.IndexFunc(s.seen, func(e fpSeen) bool { return e.fp == fp })
+		if k >= 0 && s.seen[k].ts < ts-win {
+			s.seen[k] = fpSeen{fp, ts, ref} // the earlier call left the window
+			return
+		}
+		if k < 0 {
+			if len(s.seen)+len(s.reps) >= cfg.MaxFingerprints {
+				s.pruneFingerprints(ts - win)
+				if len(s.seen)+len(s.reps) >= cfg.MaxFingerprints {
+					return
 				}
 			}
-			if len(s.fps) >= cfg.MaxFingerprints {
+			s.seen = append(s.seen, fpSeen{fp, ts, ref})
+			if cfg.Repeats > 1 {
 				return
 			}
+			k = len(s.seen) - 1
 		}
-		o = &occurrences{}
-		s.fps[fp] = o
+		// Second occurrence within the window: promote to a record.
+		first := s.seen[k]
+		s.seen[k] = s.seen[len(s.seen)-1]
+		s.seen = s.seen[:len(s.seen)-1]
+		o = &occurrences{times: []int64{first.ts}, spans: []spanRef{first.ref}}
+		if first.ts == ts && first.ref == ref {
+			o.times, o.spans = o.times[:0], o.spans[:0]
+		}
+		if s.reps == nil {
+			s.reps = map[uint64]*occurrences{}
+		}
+		s.reps[fp] = o
 	}
 	o.times = append(o.times, ts)
 	o.spans = append(o.spans, ref)
@@ -498,6 +523,16 @@ func (st *state) checkRepeat(s *session, fp uint64, subject, rule string, subj k
 			},
 			message: fmt.Sprintf("loop: %s %d times with identical input within %s in session %s", kindWord, len(o.times), cfg.Window, s.id),
 		})
+	}
+}
+
+// pruneFingerprints forgets fingerprints whose last call ended before cutoff.
+func (s *session) pruneFingerprints(cutoff int64) {
+	s.seen = slices.DeleteFunc(s.seen, func(e fpSeen) bool { return e.ts < cutoff })
+	for k, v := range s.reps {
+		if v.times[len(v.times)-1] < cutoff {
+			delete(s.reps, k)
+		}
 	}
 }
 

@@ -91,3 +91,45 @@ func TestRecordedSpansUntouched(t *testing.T) {
 	b, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(cp)
 	assert.Equal(t, string(b), string(a))
 }
+
+// TestLoopWindow checks that identical calls spread wider than loop.window do not raise a loop
+// alert, and that they do once N of them fall within the window.
+func TestLoopWindow(t *testing.T) {
+	cfg := createDefaultConfig() // N=5 within 10m
+	h := newHarness(t, cfg)
+	b := newTraceBuilder()
+	for i := 0; i < 8; i++ { // one call every 3 minutes: at most 4 in any 10 minutes
+		b.span("svc", 1, uint64(i+1), t0.Add(time.Duration(i)*3*time.Minute), time.Second, toolAttrs("s1", "lookup", `{"id":7}`))
+		b.span("svc", 1, uint64(100+i), t0.Add(time.Duration(i)*3*time.Minute+time.Second), time.Second, toolAttrs("s1", "other", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	_, ld := h.feed(b.td)
+	assert.Empty(t, alertsOf(ld))
+
+	b = newTraceBuilder()
+	for i := 0; i < 5; i++ { // then five within two minutes
+		b.span("svc", 2, uint64(200+i), t0.Add(time.Hour+time.Duration(i)*20*time.Second), time.Second, toolAttrs("s1", "lookup", `{"id":7}`))
+	}
+	_, ld = h.feed(b.td)
+	recs := alertsOf(ld)
+	require.Len(t, recs, 1)
+	assert.Equal(t, RuleRepeatedToolCall, attrStr(recs[0].Attributes(), AttrAlertRule))
+}
+
+// TestFingerprintsBounded checks that a session calling many distinct tools keeps at most
+// loop.max_fingerprints fingerprints.
+func TestFingerprintsBounded(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Loop.MaxFingerprints = 16
+	h := newHarness(t, cfg)
+	b := newTraceBuilder()
+	for i := 0; i < 200; i++ {
+		b.span("svc", 1, uint64(i+1), t0.Add(time.Duration(i)*time.Second), time.Second, toolAttrs("s1", fmt.Sprintf("tool%d", i%7), fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	h.feed(b.td)
+	h.g.mu.Lock()
+	s, ok := h.g.state.sessions.Get("s1")
+	n := len(s.seen) + len(s.reps)
+	h.g.mu.Unlock()
+	require.True(t, ok)
+	assert.LessOrEqual(t, n, 16)
+}
