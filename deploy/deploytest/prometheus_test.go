@@ -100,7 +100,7 @@ func TestAlertRulesParse(t *testing.T) {
 	assert.Contains(t, all, "otelcol_exporter_send_failed_spans_total", "an alert on pipeline health")
 
 	// The parser really rejects a broken rule file (so the check above means something).
-	broken := strings.Replace(string(readFile(t, rulesFile)), "expr: sum by (alert_kind) (increase(runagain_alerts_total[5m])) > 0", "expr: sum by (alert_kind) (increase(runagain_alerts_total[5m]) > 0", 1)
+	broken := strings.Replace(string(readFile(t, rulesFile)), "expr: sum(rate(runagain_cost_USD_total[1h])) * 86400 > 500", "expr: sum(rate(runagain_cost_USD_total[1h]) * 86400 > 500", 1)
 	require.NotEqual(t, string(readFile(t, rulesFile)), broken)
 	_, errs := rulefmt.Parse([]byte(broken), false, model.UTF8Validation, promParser, slog.New(slog.DiscardHandler))
 	assert.NotEmpty(t, errs, "an unbalanced parenthesis must not parse")
