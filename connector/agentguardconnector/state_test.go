@@ -133,3 +133,29 @@ func TestFingerprintsBounded(t *testing.T) {
 	require.True(t, ok)
 	assert.LessOrEqual(t, n, 16)
 }
+
+// TestOffloadedArgumentsCompareByContentHash: tool arguments moved to blob storage by
+// payload_offload (gen_ai.tool.call.arguments_ref) are the same call when the content hash in
+// the URI is the same, whatever the bucket; a different hash is a different call.
+func TestOffloadedArgumentsCompareByContentHash(t *testing.T) {
+	const h1 = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
+	const h2 = "fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"
+	run := func(hashes []string) int {
+		h := newHarness(t, createDefaultConfig())
+		b := newTraceBuilder()
+		for i, hh := range hashes {
+			a := map[string]any{
+				"gen_ai.operation.name":          "execute_tool",
+				"gen_ai.tool.name":               "upload_report",
+				"gen_ai.conversation.id":         "s-ref",
+				"gen_ai.tool.call.arguments_ref": fmt.Sprintf("file:///data/blobs-%d/sha256/%s.zst", i%2, hh),
+			}
+			b.span("svc", 1, uint64(i+1), t0.Add(time.Duration(i)*time.Second), time.Second, a)
+			b.span("svc", 1, uint64(100+i), t0.Add(time.Duration(i)*time.Second+500*time.Millisecond), time.Second, toolAttrs("s-ref", "notify", fmt.Sprintf(`{"i":%d}`, i)))
+		}
+		_, ld := h.feed(b.td)
+		return len(alertsOf(ld))
+	}
+	assert.Equal(t, 1, run([]string{h1, h1, h1, h1, h1}))
+	assert.Equal(t, 0, run([]string{h1, h2, h1, h2, h1}))
+}
