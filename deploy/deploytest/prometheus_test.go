@@ -529,3 +529,77 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 	}
 	assert.True(t, got["runagain_alerts_total"]["alert_kind"], "runagain_alerts_total carries alert_kind")
 }
+
+// TestDashboardStructure: the Grafana dashboard JSON is importable as is: unique panel ids, panels
+// inside the 24-column grid without overlapping, every query on the dashboard's Prometheus
+// data-source variable, and a unit on every time series.
+func TestDashboardStructure(t *testing.T) {
+	type gridPos struct{ H, W, X, Y int }
+	var dash struct {
+		UID        string `json:"uid"`
+		Title      string `json:"title"`
+		Templating struct {
+			List []struct {
+				Name, Type, Query string
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			ID         int     `json:"id"`
+			Type       string  `json:"type"`
+			Title      string  `json:"title"`
+			GridPos    gridPos `json:"gridPos"`
+			Datasource *struct {
+				Type, UID string
+			} `json:"datasource"`
+			FieldConfig struct {
+				Defaults struct {
+					Unit string `json:"unit"`
+				} `json:"defaults"`
+			} `json:"fieldConfig"`
+			Targets []struct {
+				Expr       string `json:"expr"`
+				Datasource *struct{ Type, UID string }
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(readFile(t, dashboardFile))))
+	require.NoError(t, dec.Decode(&dash))
+	require.NotEmpty(t, dash.UID)
+	require.NotEmpty(t, dash.Title)
+	dsVar := ""
+	for _, v := range dash.Templating.List {
+		if v.Type == "datasource" && v.Query == "prometheus" {
+			dsVar = "${" + v.Name + "}"
+		}
+	}
+	require.NotEmpty(t, dsVar, "a Prometheus data-source variable")
+	ids := map[int]string{}
+	type cell struct{ x, y int }
+	used := map[cell]string{}
+	for _, p := range dash.Panels {
+		prev, dup := ids[p.ID]
+		assert.False(t, dup, "panel id %d used by %q and %q", p.ID, prev, p.Title)
+		ids[p.ID] = p.Title
+		g := p.GridPos
+		assert.True(t, g.W > 0 && g.H > 0 && g.X >= 0 && g.X+g.W <= 24, "panel %q gridPos %+v", p.Title, g)
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, ok := used[cell{x, y}]; ok {
+					t.Errorf("panels %q and %q overlap at %d,%d", other, p.Title, x, y)
+				}
+				used[cell{x, y}] = p.Title
+			}
+		}
+		if p.Type == "row" {
+			continue
+		}
+		require.NotNil(t, p.Datasource, "panel %q has no datasource", p.Title)
+		assert.Equal(t, dsVar, p.Datasource.UID, "panel %q", p.Title)
+		assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title)
+		assert.NotEmpty(t, p.FieldConfig.Defaults.Unit, "panel %q has no unit", p.Title)
+		for _, tg := range p.Targets {
+			require.NotNil(t, tg.Datasource, "panel %q target", p.Title)
+			assert.Equal(t, dsVar, tg.Datasource.UID)
+		}
+	}
+}
