@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -262,6 +263,13 @@ func TestManifestsAgree(t *testing.T) {
 	require.True(t, claimed["data"])
 	assert.Equal(t, filepath.Clean(mounts["data"].MountPath), filepath.Clean(env["RUNAGAIN_DATA_DIR"]))
 	assert.Contains(t, string(gateway), "${env:RUNAGAIN_DATA_DIR:-/var/lib/runagain}/queue")
+
+	// GOMEMLIMIT is 80% of the memory limit.
+	limit := c.Resources.Limits.Memory()
+	require.False(t, limit.IsZero(), "the container has a memory limit")
+	goMem, err := resource.ParseQuantity(strings.TrimSuffix(env["GOMEMLIMIT"], "B"))
+	require.NoError(t, err, "GOMEMLIMIT %q", env["GOMEMLIMIT"])
+	assert.InDelta(t, 0.8, float64(goMem.Value())/float64(limit.Value()), 0.01, "GOMEMLIMIT / limits.memory")
 
 	// Non-root, read-only root filesystem (the data volume is the only writable place besides /tmp).
 	require.NotNil(t, pod.Spec.SecurityContext.RunAsNonRoot)
