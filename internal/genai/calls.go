@@ -38,12 +38,13 @@ func (p Payload) Identity() string {
 	return p.Value
 }
 
-// payload reads key or key_ref from attrs.
-func payload(attrs pcommon.Map, key string) Payload {
+// payload reads key, else refKey (key + RefSuffix, passed precomputed to avoid an allocation
+// per span) from attrs.
+func payload(attrs pcommon.Map, key, refKey string) Payload {
 	if v, ok := attrs.Get(key); ok {
 		return Payload{Value: v.AsString()}
 	}
-	if v, ok := attrs.Get(key + RefSuffix); ok {
+	if v, ok := attrs.Get(refKey); ok {
 		return Payload{Ref: v.AsString()}
 	}
 	return Payload{}
@@ -62,24 +63,24 @@ func ToolName(attrs pcommon.Map) string {
 // ToolArguments returns the tool call arguments: gen_ai.tool.call.arguments (or its _ref), else
 // OpenInference input.value (or its _ref) on a tool span.
 func ToolArguments(attrs pcommon.Map) Payload {
-	if p := payload(attrs, AttrToolCallArguments); p.Recorded() {
+	if p := payload(attrs, AttrToolCallArguments, AttrToolCallArguments+RefSuffix); p.Recorded() {
 		return p
 	}
-	return payload(attrs, AttrOpenInferenceInputValue)
+	return payload(attrs, AttrOpenInferenceInputValue, AttrOpenInferenceInputValue+RefSuffix)
 }
 
 // LLMRequest returns what identifies an LLM request's content: gen_ai.input.messages (or its
 // _ref), else OpenInference input.value (or its _ref). System instructions are returned
 // separately by SystemInstructions.
 func LLMRequest(attrs pcommon.Map) Payload {
-	if p := payload(attrs, AttrInputMessages); p.Recorded() {
+	if p := payload(attrs, AttrInputMessages, AttrInputMessages+RefSuffix); p.Recorded() {
 		return p
 	}
-	return payload(attrs, AttrOpenInferenceInputValue)
+	return payload(attrs, AttrOpenInferenceInputValue, AttrOpenInferenceInputValue+RefSuffix)
 }
 
 // SystemInstructions returns gen_ai.system_instructions (or its _ref).
-func SystemInstructions(attrs pcommon.Map) Payload { return payload(attrs, AttrSystemInstructions) }
+func SystemInstructions(attrs pcommon.Map) Payload { return payload(attrs, AttrSystemInstructions, AttrSystemInstructions+RefSuffix) }
 
 // FinishReasons returns gen_ai.response.finish_reasons (a string array per semconv; a single
 // string is accepted too).
