@@ -91,6 +91,9 @@ func FuzzRedactJSON(f *testing.F) {
 	}
 	r := newTest(f, Config{})
 	f.Fuzz(func(t *testing.T, doc string, leaf, which uint8) {
+		if validJSON(doc) != json.Valid([]byte(doc)) {
+			t.Fatalf("validJSON=%v, encoding/json.Valid=%v for %q", validJSON(doc), !validJSON(doc), doc)
+		}
 		out, fs, ok := r.RedactJSON(doc)
 		t0 := strings.TrimLeft(doc, " \t\r\n")
 		isDoc := json.Valid([]byte(doc)) && t0 != "" && (t0[0] == '{' || t0[0] == '[')

@@ -59,7 +59,7 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // array in valid JSON.
 func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	t := strings.TrimLeft(s, " \t\r\n")
-	if t == "" || (t[0] != '{' && t[0] != '[') || !json.Valid([]byte(s)) {
+	if t == "" || (t[0] != '{' && t[0] != '[') || !validJSON(s) {
 		return s, nil, false
 	}
 	edits := r.jsonEdits(s, 0)
@@ -139,7 +139,7 @@ func (r *Redactor) jsonEdits(s string, depth int) []edit {
 		// a JSON document inside a string leaf
 		if !isKey && depth < maxJSONDepth {
 			t := strings.TrimLeft(dec, " \t\r\n")
-			if t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(dec)) {
+			if t != "" && (t[0] == '{' || t[0] == '[') && validJSON(dec) {
 				for _, e := range r.jsonEdits(dec, depth+1) {
 					f := e.f
 					f.Start, f.End = mapOff(e.start), mapOff(e.end)

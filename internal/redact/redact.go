@@ -170,10 +170,14 @@ func (r *Redactor) Find(s string) []Finding {
 	var cs []cand
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	if r.ac != nil && len(s) > 0 {
-		lastEnd := make([]int, len(r.rules))
-		for i := range lastEnd {
-			lastEnd[i] = -1
+		// Windows of one rule that overlap are merged and scanned once, so the regex work stays
+		// linear in len(s) however many triggers there are.
+		type win struct{ lo, hi int }
+		open := make([]win, len(r.rules))
+		for i := range open {
+			open[i] = win{-1, -1}
 		}
+		lastKey := make([]int, len(r.rules))
 		for _, m := range r.ac.FindAllOverlapping(b) {
 			for _, ri := range r.acRules[m.PatternID] {
 				ru := r.rules[ri]
@@ -181,19 +185,30 @@ func (r *Redactor) Find(s string) []Finding {
 					continue // inside a word ("task-", "laws")
 				}
 				if ru.narrow != nil {
+					// one window per key, starting at the key: its first match is the key's value
 					lo, hi, ok := ru.narrow(s, m.Start, m.End)
-					if ok && lo >= lastEnd[ri] {
-						lastEnd[ri] = hi
+					if ok && lo+1 != lastKey[ri] {
+						lastKey[ri] = lo + 1
 						cs = r.runRule(cs, s, ri, lo, hi)
 					}
 					continue
 				}
-				if m.End+ru.after <= lastEnd[ri] {
-					continue // an earlier window of this rule already covered the trigger
-				}
 				lo, hi := window(s, m.Start-ru.before, m.End+ru.after, 256)
-				lastEnd[ri] = hi
-				cs = r.runRule(cs, s, ri, lo, hi)
+				w := &open[ri]
+				switch {
+				case w.lo < 0:
+					*w = win{lo, hi}
+				case lo <= w.hi && hi >= w.lo:
+					w.lo, w.hi = min(w.lo, lo), max(w.hi, hi)
+				default:
+					cs = r.runRule(cs, s, ri, w.lo, w.hi)
+					*w = win{lo, hi}
+				}
+			}
+		}
+		for ri, w := range open {
+			if w.lo >= 0 {
+				cs = r.runRule(cs, s, ri, w.lo, w.hi)
 			}
 		}
 	}

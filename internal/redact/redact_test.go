@@ -243,3 +243,20 @@ func TestDecodeJSONStringOffsets(t *testing.T) {
 		t.Errorf("offsets %v", offs)
 	}
 }
+
+func TestManyTriggers(t *testing.T) {
+	r := newTest(t, Config{})
+	// two keys inside one window: both values found
+	out, fs := r.RedactString("password=hunter2hunter2 password=correcthorse9")
+	if len(fs) != 2 || strings.Contains(out, "hunter2") || strings.Contains(out, "correcthorse9") {
+		t.Errorf("close keys: %q %v", out, fs)
+	}
+	// thousands of triggers of one rule are merged into one scan; the real key after them is found
+	noise := strings.Repeat("-----BEGIN sk- eyJ @ ", 5000)
+	pem := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+	key := "sk-proj-" + rep("Ab3dE5gH7jK9", 48)
+	out, fs = r.RedactString(noise + pem + " " + key)
+	if strings.Contains(out, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC") || strings.Contains(out, key) {
+		t.Errorf("after %d bytes of triggers: findings %v", len(noise), fs)
+	}
+}
