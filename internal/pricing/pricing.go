@@ -270,10 +270,11 @@ type Table struct {
 	Providers     []Provider `json:"providers"`
 
 	overrides []Override
-	cache     sync.Map // lookupKey -> *Result (nil result cached as resultNone)
-	cacheN    int64
-	mu        sync.Mutex
+	mu        sync.RWMutex
+	cache     map[lookupKey]*Result // bounded by maxCached; an empty Result caches "no price"
 }
+
+type lookupKey struct{ provider, model string }
 
 // Usage is the token usage of one call, in tokens. Input is the total input tokens, cache
 // reads and writes included (genai-prices convention).
@@ -461,21 +462,23 @@ func (t *Table) Lookup(provider, model string) (res *Result, ok bool) {
 	if model == "" {
 		return nil, false
 	}
-	key := provider + "\x00" + model
-	if v, hit := t.cache.Load(key); hit {
-		r := v.(*Result)
-		return r, r.model != nil || r.override != nil
+	key := lookupKey{provider, model}
+	t.mu.RLock()
+	r, hit := t.cache[key]
+	t.mu.RUnlock()
+	if !hit {
+		if r = t.lookup(provider, model); r == nil {
+			r = &Result{}
+		}
+		t.mu.Lock()
+		if t.cache == nil {
+			t.cache = map[lookupKey]*Result{}
+		}
+		if len(t.cache) < maxCached {
+			t.cache[key] = r
+		}
+		t.mu.Unlock()
 	}
-	r := t.lookup(provider, model)
-	if r == nil {
-		r = &Result{}
-	}
-	t.mu.Lock()
-	if t.cacheN < maxCached {
-		t.cache.Store(key, r)
-		t.cacheN++
-	}
-	t.mu.Unlock()
 	return r, r.model != nil || r.override != nil
 }
 
