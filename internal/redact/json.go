@@ -40,12 +40,12 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 }
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
-	name, ok := SensitiveKey(key)
+	name, weak, ok := sensitiveKey(key)
 	if !ok || !r.keyRuleOn[name] || v == "" {
 		return Finding{}, false
 	}
 	t := strings.TrimSpace(v)
-	if t == "" || t[0] == '{' || t[0] == '[' || isBooleanOrNull(t) || isPlaceholder(stripScheme(t)) {
+	if t == "" || t[0] == '{' || t[0] == '[' || isBooleanOrNull(t) || isPlaceholder(stripScheme(t)) || (weak && !looksRandom(t)) {
 		return Finding{}, false
 	}
 	ru := r.byName[name]

@@ -224,6 +224,10 @@ func TestRedactFallsBackToText(t *testing.T) {
 	if len(fs) != 1 || out != "[REDACTED:authorization]" {
 		t.Errorf("keyed: %q %v", out, fs)
 	}
+	out, fs, _ = r.RedactJSON(`{"logprobs":[{"token":"Hello","logprob":-0.1},{"token":" world"}],"auth":{"token":"dG9rZW4tNzY1NDMyMS1hYmNkZWY"}}`)
+	if len(fs) != 1 || !strings.Contains(out, `"token":"Hello"`) || strings.Contains(out, "dG9rZW4tNzY1NDMyMS1hYmNkZWY") {
+		t.Errorf("bare token key: %q %v", out, fs)
+	}
 	out, fs = r.RedactKeyed("http.request.header.authorization", "Bearer test_openai_api_key")
 	if len(fs) != 0 || out != "Bearer test_openai_api_key" {
 		t.Errorf("placeholder under key: %q %v", out, fs)

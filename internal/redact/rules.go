@@ -179,10 +179,14 @@ func compileBuiltinRules() []*rule {
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["']?[ \t]*[:=][ \t]*["']?([^\s"',;&<>]{4,256})`,
 			caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey"), 300,
 			func(s string, m []int, a, b int) (int, int, bool) {
-				if name, ok := SensitiveKey(s[m[2]:m[3]]); !ok || name != RulePasswordKey {
+				name, weak, ok := sensitiveKey(s[m[2]:m[3]])
+				if !ok || name != RulePasswordKey {
 					return 0, 0, false
 				}
 				v := s[m[4]:m[5]]
+				if weak && !looksRandom(v) {
+					return 0, 0, false
+				}
 				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%' &&
 					!strings.ContainsAny(v, "()[]")
 
@@ -384,8 +388,15 @@ var sensitiveKeySuffixes = []string{"password", "passwd", "pwd", "passphrase", "
 // header name) are credentials as a whole, and which rule names them: "authorization",
 // "cookie" or "password_key".
 func SensitiveKey(key string) (string, bool) {
+	name, _, ok := sensitiveKey(key)
+	return name, ok
+}
+
+// sensitiveKey is SensitiveKey that also reports a weak match: a key that is only "token"
+// (logprobs and tokenizer output use {"token": "Hello"}), whose value must look random.
+func sensitiveKey(key string) (string, bool, bool) {
 	if len(key) > 128 {
-		return "", false
+		return "", false, false
 	}
 	var buf [128]byte
 	n := 0
@@ -404,20 +415,23 @@ func SensitiveKey(key string) (string, bool) {
 	k := string(buf[:n])
 	switch {
 	case strings.HasSuffix(k, "authorization"):
-		return RuleAuthorization, true
+		return RuleAuthorization, false, true
 	case strings.HasSuffix(k, "cookie"), strings.HasSuffix(k, "cookies"):
-		return RuleCookie, true
+		return RuleCookie, false, true
+	case k == "token":
+		return RulePasswordKey, true, true
 	}
 	for _, suf := range sensitiveKeySuffixes {
 		if strings.HasSuffix(k, suf) {
 			if suf == "token" && (strings.HasSuffix(k, "maxtoken") || strings.HasSuffix(k, "nexttoken") ||
-				strings.HasSuffix(k, "pagetoken") || strings.HasSuffix(k, "stoptoken") || strings.HasSuffix(k, "eostoken")) {
-				return "", false
+				strings.HasSuffix(k, "pagetoken") || strings.HasSuffix(k, "stoptoken") || strings.HasSuffix(k, "eostoken") ||
+				strings.HasSuffix(k, "bostoken") || strings.HasSuffix(k, "padtoken") || strings.HasSuffix(k, "unktoken")) {
+				return "", false, false
 			}
-			return RulePasswordKey, true
+			return RulePasswordKey, false, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // phoneGroups returns the lengths of the digit groups of v before any extension.
@@ -552,4 +566,9 @@ func lowVariety(v string) bool {
 		}
 	}
 	return n > 0 && top*10 > n*6
+}
+
+// looksRandom: at least 16 bytes without blanks and with the entropy of a generated value.
+func looksRandom(v string) bool {
+	return len(v) >= 16 && !strings.ContainsAny(v, " \t\n") && entropy(v) >= 3.0
 }
