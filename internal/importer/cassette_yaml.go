@@ -230,7 +230,7 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		if ex.RequestHeader, err = ymHeaders(ymGet(req, "headers"), what+".request.headers"); err != nil {
 			return ptrace.Traces{}, err
 		}
-		if pb := ymGet(req, "parsed_body"); pb != nil {
+		if pb := ymGet(req, "parsed_body"); pb != nil && !isNullNode(pb) {
 			source = "vcrpy-pydantic"
 			ex.RequestBody = pyJSONDumps(pb)
 		} else if ex.RequestBody, err = vcrBody(ymGet(req, "body"), what+".request.body"); err != nil {
@@ -256,7 +256,7 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		if ex.ResponseHeader, err = ymHeaders(ymGet(resp, "headers"), what+".response.headers"); err != nil {
 			return ptrace.Traces{}, err
 		}
-		if pb := ymGet(resp, "parsed_body"); pb != nil {
+		if pb := ymGet(resp, "parsed_body"); pb != nil && !isNullNode(pb) {
 			source = "vcrpy-pydantic"
 			ex.ResponseBody = pyJSONDumps(pb)
 		} else if c := ymGet(resp, "content"); c != nil && ymGet(resp, "body") == nil {
