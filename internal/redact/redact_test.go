@@ -30,6 +30,8 @@ func TestRulesFindAndSkip(t *testing.T) {
 		{"phone intl", "call +44 20 7946 0958 now", RulePhone, "+44 20 7946 0958"},
 		{"phone us", "call (415) 555-2671 now", RulePhone, "(415) 555-2671"},
 		{"phone not a date", "on 2024-05-12 we met", "", ""},
+		{"phone before a name", "call 415 555 2671 Monday please", RulePhone, "415 555 2671"},
+		{"street number", "ship to 3747 3911 Fourth Avenue", "", ""},
 		{"card", "card 4111 1111 1111 1111 ok", RuleCreditCard, "4111 1111 1111 1111"},
 		{"card bad luhn", "id 4111111111111112 ok", "", ""},
 		{"ssn", "ssn 123-45-6789.", RuleUSSSN, "123-45-6789"},

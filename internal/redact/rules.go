@@ -462,15 +462,12 @@ var streetWords = map[string]bool{"street": true, "st": true, "avenue": true, "a
 	"lane": true, "ln": true, "drive": true, "dr": true, "court": true, "ct": true, "close": true, "place": true,
 	"way": true, "boulevard": true, "blvd": true, "rue": true, "suite": true, "apt": true, "highway": true, "square": true}
 
-var phoneLabels = map[string]bool{"i": true, "i'd": true, "i'm": true, "office": true, "fax": true, "mobile": true,
-	"home": true, "work": true, "cell": true, "tel": true, "phone": true, "ext": true, "desk": true}
-
-var phoneNegativeContext = []string{"license number", "licence number", "license no", "licence no", "license #",
+var phoneNegativeContext = []string{"suite ", "apt ", "apt. ", "apartment ", "unit ", "floor ", "license number", "licence number", "license no", "licence no", "license #",
 	"passport number", "passport no", "zip", "postal code", "postcode",
 	"account number", "order number", "invoice number", "serial number", "tracking number"}
 
 // phoneContextOK rejects digit groups that read as something else: a street number followed by a
-// street name, a postal code shape, a bare run of digits that is not a full national number, or
+// street name or after "Suite"/"Apt", a postal code shape, a bare run of digits that is not a full national number, or
 // a national number introduced as a licence, passport, postal code, account or order number.
 func phoneContextOK(s string, a, b int) bool {
 	v := s[a:b]
@@ -504,11 +501,6 @@ func phoneContextOK(s string, a, b int) bool {
 	rest := s[b:min(len(s), b+40)]
 	words := strings.Fields(rest)
 	if len(rest) > 0 && rest[0] == ' ' && len(words) > 0 {
-		w0 := strings.Trim(words[0], ".,;:!?")
-		lw := strings.ToLower(w0)
-		if w0 != "" && isAlpha(w0[0]) && w0[0] >= 'A' && w0[0] <= 'Z' && !phoneLabels[lw] {
-			return false
-		}
 		for _, w := range words[:min(2, len(words))] {
 			if streetWords[strings.ToLower(strings.Trim(w, ".,;:!?"))] {
 				return false
