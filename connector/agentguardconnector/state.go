@@ -425,6 +425,8 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 // cached tokens; some instrumentations (Anthropic's own usage shape) report only the uncached
 // input, recognisable when cache reads plus writes exceed it: then they are added.
 func pricingUsage(u genai.Usage) pricing.Usage {
+	// Negative counts are malformed; they count as not recorded so a cost is never negative.
+	u.Input, u.Output, u.CacheRead, u.CacheWrite = max(u.Input, 0), max(u.Output, 0), max(u.CacheRead, 0), max(u.CacheWrite, 0)
 	in := u.Input
 	if u.CacheRead+u.CacheWrite > in {
 		in += u.CacheRead + u.CacheWrite

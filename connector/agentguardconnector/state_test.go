@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
@@ -158,4 +160,28 @@ func TestOffloadedArgumentsCompareByContentHash(t *testing.T) {
 	}
 	assert.Equal(t, 1, run([]string{h1, h1, h1, h1, h1}))
 	assert.Equal(t, 0, run([]string{h1, h2, h1, h2, h1}))
+}
+
+// TestMalformedSpans: odd values neither panic nor produce a negative cost, and the spans pass
+// through unchanged.
+func TestMalformedSpans(t *testing.T) {
+	b := newTraceBuilder()
+	b.span("svc", 1, 1, t0, time.Second, map[string]any{
+		"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+		"gen_ai.usage.input_tokens": "many", "gen_ai.usage.output_tokens": int64(-50),
+		"gen_ai.response.finish_reasons": int64(3),
+	})
+	b.span("svc", 1, 2, t0, -time.Second, map[string]any{ // ends before it starts
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "", "gen_ai.tool.call.arguments": `{"unterminated`,
+	})
+	sp := b.span("", 0, 0, t0, time.Second, map[string]any{"gen_ai.operation.name": "chat"}) // no ids, no model
+	sp.SetTraceID(pcommon.NewTraceIDEmpty())
+	before, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
+	h := newHarness(t, createDefaultConfig())
+	md, _ := h.feed(b.td)
+	sumPoints(md, MetricCost, func(_ pcommon.Map, dp pmetric.NumberDataPoint) {
+		assert.GreaterOrEqual(t, dp.DoubleValue(), 0.0)
+	})
+	after, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
+	assert.Equal(t, before, after)
 }
