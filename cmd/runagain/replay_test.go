@@ -160,6 +160,8 @@ func cli(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
+	saved := dataDirFlag
+	t.Cleanup(func() { dataDirFlag = saved })
 	root := &cobra.Command{Use: "runagain", SilenceUsage: true, SilenceErrors: true}
 	root.PersistentFlags().StringVar(&dataDirFlag, "data-dir", "./data", "")
 	root.AddCommand(newProxyCmd(), newReplayCmd())
