@@ -119,3 +119,19 @@ func TestWarmColdDDLWritesAndReadersOnChDB(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, rows, again)
 }
+
+// TestReadersOnEmptyChDB: tiers that were never configured (no tables, no database) read as
+// empty, so the CLI can point at a ClickHouse that holds only some tiers.
+func TestReadersOnEmptyChDB(t *testing.T) {
+	ctx := context.Background()
+	srv := chdbtest.Start(t)
+	db, err := OpenDB(srv.Endpoint, "", "", nil)
+	require.NoError(t, err)
+	r := Open(db, HotTables{Database: "nope"}, Schema{Database: "nope"}, nil)
+	defer r.Close()
+	runs, err := r.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	assert.Empty(t, runs)
+	_, err = r.Run(ctx, strings.Repeat("ab", 16))
+	assert.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -171,9 +171,27 @@ func split(s string) []string {
 	return strings.Split(s, ",")
 }
 
+// MissingTable reports whether err says a table or database does not exist (ClickHouse codes
+// 60 UNKNOWN_TABLE, 81 UNKNOWN_DATABASE): a tier that was never configured reads as empty.
+func MissingTable(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	for _, s := range []string{"UNKNOWN_TABLE", "UNKNOWN_DATABASE", "Code: 60", "Code: 81", "does not exist", "doesn't exist"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Runs implements store.Reader.
 func (r *HotReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	rows, err := r.DB.QueryContext(ctx, r.RunsQuery(f))
+	if MissingTable(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse hot tier: list runs: %w", err)
 	}
@@ -210,6 +228,9 @@ func (r *HotReader) Run(ctx context.Context, traceID string) (*store.Run, error)
 		return nil, err
 	}
 	rows, err := r.DB.QueryContext(ctx, r.SpansQuery(traceID))
+	if MissingTable(err) {
+		return nil, store.ErrNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse hot tier: read run %s: %w", traceID, err)
 	}
@@ -269,6 +290,9 @@ func (r *HotReader) Run(ctx context.Context, traceID string) (*store.Run, error)
 		return nil, store.ErrNotFound
 	}
 	lrows, err := r.DB.QueryContext(ctx, r.LogsQuery(traceID))
+	if MissingTable(err) {
+		return run, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse hot tier: read logs of %s: %w", traceID, err)
 	}
@@ -448,6 +472,9 @@ GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
 // Runs implements store.Reader.
 func (r *WarmReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	rows, err := r.DB.QueryContext(ctx, r.RunsQuery(f))
+	if MissingTable(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse warm tier: list runs: %w", err)
 	}
@@ -480,6 +507,9 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 		return nil, err
 	}
 	rows, err := r.DB.QueryContext(ctx, r.SpansQuery(traceID))
+	if MissingTable(err) {
+		return nil, store.ErrNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse warm tier: read run %s: %w", traceID, err)
 	}
@@ -499,6 +529,9 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 		return nil, err
 	}
 	erows, err := r.DB.QueryContext(ctx, r.EventsQuery(traceID))
+	if MissingTable(err) {
+		return nil, store.ErrNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse warm tier: read events of %s: %w", traceID, err)
 	}
@@ -550,6 +583,9 @@ FROM %s GROUP BY session_id)`, r.Schema.Table(TableSessions))
 
 func (r *ColdReader) sessions(ctx context.Context, where string) ([]store.Session, error) {
 	rows, err := r.DB.QueryContext(ctx, r.SessionsQuery(where))
+	if MissingTable(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse cold tier: read sessions: %w", err)
 	}
