@@ -43,9 +43,9 @@ type session struct {
 	// twice or more in the window get an occurrences record.
 	seen []fpSeen
 	reps map[uint64]*occurrences
-	// loopAlerted holds the subjects ("tool:<name>", "llm:<model>") that already raised a loop
+	// loopAlerted holds the subjects (a tool, or an LLM model) that already raised a loop
 	// alert in this session: one loop alert per subject per session.
-	loopAlerted map[string]bool
+	loopAlerted map[subject]bool
 
 	lastTool string
 	run      int
@@ -55,6 +55,12 @@ type session struct {
 type spanRef struct {
 	trace pcommon.TraceID
 	span  pcommon.SpanID
+}
+
+// subject is what a loop is about: kind 't' (tool name) or 'l' (LLM request model).
+type subject struct {
+	kind byte
+	name string
 }
 
 type fpSeen struct {
@@ -395,8 +401,8 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		}
 		if st.cfg.Loop.Enabled {
 			if req := genai.LLMRequest(attrs); req.Recorded() {
-				fp := fingerprint("llm", genai.Model(attrs), genai.SystemInstructions(attrs).Identity(), req.Identity())
-				st.checkRepeat(s, fp, "llm:"+reqModel, RuleRepeatedLLMRequest, kv{genai.AttrRequestModel, reqModel}, int64(end), ref, agent, b)
+				fp := fingerprint("llm", reqModel, genai.SystemInstructions(attrs).Identity(), req.Identity())
+				st.checkRepeat(s, fp, subject{'l', reqModel}, RuleRepeatedLLMRequest, kv{genai.AttrRequestModel, reqModel}, int64(end), ref, agent, b)
 			}
 		}
 
@@ -413,7 +419,7 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		if st.cfg.Loop.Enabled {
 			if args := genai.ToolArguments(attrs); args.Recorded() {
 				fp := fingerprint("tool", name, canonical(args))
-				st.checkRepeat(s, fp, "tool:"+name, RuleRepeatedToolCall, kv{genai.AttrToolName, name}, int64(end), ref, agent, b)
+				st.checkRepeat(s, fp, subject{'t', name}, RuleRepeatedToolCall, kv{genai.AttrToolName, name}, int64(end), ref, agent, b)
 			}
 			st.checkConsecutive(s, name, ref, agent, b)
 		}
@@ -436,10 +442,12 @@ func pricingUsage(u genai.Usage) pricing.Usage {
 }
 
 func fingerprint(parts ...string) uint64 {
-	d := xxhash.New()
+	var d xxhash.Digest
+	d.Reset()
+	sep := [1]byte{0}
 	for _, p := range parts {
 		_, _ = d.WriteString(p)
-		_, _ = d.Write([]byte{0})
+		_, _ = d.Write(sep[:])
 	}
 	return d.Sum64()
 }
@@ -459,7 +467,7 @@ func canonical(p genai.Payload) string {
 	return p.Value
 }
 
-func (st *state) checkRepeat(s *session, fp uint64, subject, rule string, subj kv, ts int64, ref spanRef, agent string, b *batch) {
+func (st *state) checkRepeat(s *session, fp uint64, subj0 subject, rule string, subj kv, ts int64, ref spanRef, agent string, b *batch) {
 	cfg := st.cfg.Loop
 	win := int64(cfg.Window)
 	o, ok := s.reps[fp]
@@ -508,8 +516,8 @@ func (st *state) checkRepeat(s *session, fp uint64, subject, rule string, subj k
 		o.times = append(o.times[:0], o.times[drop:]...)
 		o.spans = append(o.spans[:0], o.spans[drop:]...)
 	}
-	if len(o.times) >= cfg.Repeats && !s.loopAlerted[subject] {
-		st.markLoop(s, subject)
+	if len(o.times) >= cfg.Repeats && !s.loopAlerted[subj0] {
+		st.markLoop(s, subj0)
 		kindWord := "tool " + subj.v + " called"
 		if rule == RuleRepeatedLLMRequest {
 			kindWord = "the same request sent to model " + subj.v
@@ -538,11 +546,11 @@ func (s *session) pruneFingerprints(cutoff int64) {
 	}
 }
 
-func (st *state) markLoop(s *session, subject string) {
+func (st *state) markLoop(s *session, subj subject) {
 	if s.loopAlerted == nil {
-		s.loopAlerted = map[string]bool{}
+		s.loopAlerted = map[subject]bool{}
 	}
-	s.loopAlerted[subject] = true
+	s.loopAlerted[subj] = true
 }
 
 func (st *state) checkConsecutive(s *session, name string, ref spanRef, agent string, b *batch) {
@@ -558,9 +566,9 @@ func (st *state) checkConsecutive(s *session, name string, ref spanRef, agent st
 	if len(s.runSpans) < maxRunSpans {
 		s.runSpans = append(s.runSpans, ref)
 	}
-	subject := "tool:" + name
-	if s.run >= m && !s.loopAlerted[subject] {
-		st.markLoop(s, subject)
+	subj := subject{'t', name}
+	if s.run >= m && !s.loopAlerted[subj] {
+		st.markLoop(s, subj)
 		b.raise(&alert{
 			kind: KindLoop, rule: RuleConsecutiveTool, service: s.service, agent: agent, session: s.id, at: ref,
 			subject: kv{genai.AttrToolName, name}, spans: append([]spanRef(nil), s.runSpans...),
