@@ -45,7 +45,16 @@ func TestWarmColdDDLWritesAndReadersOnChDB(t *testing.T) {
 	require.NoError(t, w.WriteCold(ctx, storetest.Traces(runA, runC), alert))
 	require.NoError(t, w.WriteCold(ctx, storetest.Traces(runB), storetest.Alert(runB, "x")))
 
-	out, err := srv.Query("SELECT count() FROM runagain.runagain_span_summaries", "TSV")
+	// A retried cold batch carries the same insert_deduplication_token: the server drops it.
+	out, err := srv.Query("SELECT count() FROM runagain.runagain_sessions", "TSV")
+	require.NoError(t, err)
+	require.Equal(t, "3\n", out)
+	require.NoError(t, w.WriteCold(ctx, storetest.Traces(runB), storetest.Alert(runB, "x")))
+	out, err = srv.Query("SELECT count() FROM runagain.runagain_sessions", "TSV")
+	require.NoError(t, err)
+	assert.Equal(t, "3\n", out, "deduplicated by batch id")
+
+	out, err = srv.Query("SELECT count() FROM runagain.runagain_span_summaries", "TSV")
 	require.NoError(t, err)
 	assert.Equal(t, "16\n", out, "8 spans written twice: the table appends, readers collapse")
 	ddl, err := srv.Query("SHOW CREATE TABLE runagain.runagain_span_summaries", "TSVRaw")
