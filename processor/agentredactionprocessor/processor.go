@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -134,6 +135,17 @@ func (p *redactionProcessor) value(key string, v pcommon.Value, t *tally) (int, 
 		return total, false
 	case pcommon.ValueTypeMap:
 		return p.attrs(v.Map(), t), false
+	case pcommon.ValueTypeBytes:
+		// text sent as bytes (an HTTP body) is examined like a string
+		b := v.Bytes().AsRaw()
+		if !utf8.Valid(b) {
+			return 0, false
+		}
+		out, n, drop := p.str(key, string(b), t)
+		if n > 0 && !drop {
+			v.SetEmptyBytes().FromRaw([]byte(out))
+		}
+		return n, drop
 	}
 	return 0, false
 }
@@ -182,6 +194,16 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 				links := span.Links()
 				for l := 0; l < links.Len(); l++ {
 					n += p.attrs(links.At(l).Attributes(), &t)
+				}
+				if msg := span.Status().Message(); msg != "" {
+					out, sn, drop := p.str("", msg, &t)
+					if drop {
+						out = ""
+					}
+					if sn > 0 {
+						span.Status().SetMessage(out)
+						n += sn
+					}
 				}
 				addCount(span.Attributes(), n)
 			}

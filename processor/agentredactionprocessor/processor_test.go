@@ -72,6 +72,8 @@ func newTraces() ptrace.Traces {
 	hdr.AppendEmpty().SetStr("Bearer " + plantedKey)
 	http.Attributes().PutEmptySlice("http.request.header.x-api-key").AppendEmpty().SetStr("test_openai_api_key")
 	http.Attributes().PutStr("http.request.body", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	http.Attributes().PutEmptyBytes("http.response.body").FromRaw([]byte(`{"error":"bad key for ` + plantedEmail + `"}`))
+	http.Status().SetMessage("401: key " + plantedAWS + " rejected")
 
 	clean := spans.AppendEmpty()
 	clean.SetName("tool search")
@@ -128,19 +130,23 @@ func TestTracesRedacted(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, int64(7), cnt.Int())
 	n, _ := spans.At(1).Attributes().Get(CountAttribute)
-	assert.Equal(t, int64(1), n.Int())
+	assert.Equal(t, int64(3), n.Int(), "authorization header, bytes body, status message")
+	body, _ := spans.At(1).Attributes().Get("http.response.body")
+	assert.NotContains(t, string(body.Bytes().AsRaw()), plantedEmail)
+	assert.True(t, json.Valid(body.Bytes().AsRaw()))
+	assert.NotContains(t, spans.At(1).Status().Message(), plantedAWS)
 	assert.Equal(t, before, spans.At(2).Attributes().AsRaw(), "a span without findings is untouched")
 	rc, _ := out.ResourceSpans().At(0).Resource().Attributes().Get(CountAttribute)
 	assert.Equal(t, int64(1), rc.Int())
 
 	rule := func(name string) attribute.Set { return attribute.NewSet(attribute.String("rule", name)) }
 	metadatatest.AssertEqualProcessorAgentRedactionFindings(t, tt, []metricdata.DataPoint[int64]{
-		{Attributes: rule("email"), Value: 3},
+		{Attributes: rule("email"), Value: 4},
 		{Attributes: rule("phone_number"), Value: 1},
 		{Attributes: rule("credit_card"), Value: 1},
 		{Attributes: rule("openai_api_key"), Value: 1},
 		{Attributes: rule("password_key"), Value: 1},
-		{Attributes: rule("aws_access_key_id"), Value: 1},
+		{Attributes: rule("aws_access_key_id"), Value: 2},
 		{Attributes: rule("authorization"), Value: 1},
 	}, metricdatatest.IgnoreTimestamp())
 }
