@@ -263,7 +263,9 @@ func (r *Recorder) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.
 	if resp.Uncompressed {
 		p.ex.DecodedEncoding = "gzip" // Go's transport removed the gzip encoding it asked for
 	}
-	if resp.Body == nil || resp.Body == http.NoBody {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		// A protocol upgrade (WebSocket) is recorded as its handshake only; goproxy needs the
+		// upstream connection (resp.Body) untouched to relay the frames.
 		p.ex.End = time.Now()
 		r.finish(p)
 		return resp
