@@ -81,6 +81,10 @@ type StorageConfig struct {
 	URL string `mapstructure:"url"`
 	// Timeout bounds one attempt to store one value (all its objects). Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// Cooldown: after a value failed its whole retry, storage is not tried again for this long;
+	// values meanwhile fail at once (on_failure applies without waiting), so a long outage does
+	// not hold every batch for the retry time. 0 disables. Default 5s.
+	Cooldown time.Duration `mapstructure:"cooldown"`
 }
 
 // Config is the payload_offload processor configuration.
@@ -144,6 +148,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("storage.timeout: must be positive, got %v", c.Storage.Timeout))
+	}
+	if c.Storage.Cooldown < 0 {
+		errs = append(errs, fmt.Errorf("storage.cooldown: must not be negative, got %v", c.Storage.Cooldown))
 	}
 	if len(c.Keys) == 0 {
 		errs = append(errs, errors.New("keys: at least one key or pattern is required"))

@@ -48,7 +48,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("full: %v", err)
 	}
-	if full.Storage.Timeout != 3*time.Second || full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject ||
+	if full.Storage.Timeout != 3*time.Second || full.Storage.Cooldown != time.Second || full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject ||
 		full.DedupCacheSize != 1000 || full.Concurrency != 8 || full.CompressionLevel != "fastest" || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
 		len(full.SplitKeys) != 1 || full.RetryOnFailure.MaxElapsedTime != 2*time.Second || full.RetryOnFailure.InitialInterval != 50*time.Millisecond {
 		t.Fatalf("full config not loaded as written: %+v", full)
@@ -70,7 +70,7 @@ func TestValidateNamesFields(t *testing.T) {
 	cases := map[string][]string{
 		"no_url":     {"storage.url: required"},
 		"bad_scheme": {`storage.url: scheme "ftp" not supported`},
-		"bad_values": {"storage.timeout", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time", "compression_level"},
+		"bad_values": {"storage.timeout", "storage.cooldown", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time", "compression_level"},
 		"no_keys":    {"keys: at least one"},
 	}
 	for name, fields := range cases {

@@ -34,9 +34,13 @@ type offloader struct {
 	keys   *keyMatcher
 	split  *keyMatcher
 
-	mu    sync.Mutex
-	store *payloadref.Store
+	mu        sync.Mutex
+	store     *payloadref.Store
+	coolUntil time.Time // storage is not tried before this time (Storage.Cooldown)
 }
+
+// errCooling is the error of values not tried because storage failed recently.
+var errCooling = errors.New("storage failed recently: not retried until storage.cooldown has passed")
 
 func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, error) {
 	keys, err := newKeyMatcher(cfg.Keys)
@@ -187,24 +191,40 @@ func (b *batch) run(ctx context.Context) error {
 		return nil
 	}
 	b.o.mu.Lock()
-	store := b.o.store
+	store, coolUntil := b.o.store, b.o.coolUntil
 	b.o.mu.Unlock()
 	if store == nil {
 		return errors.New("payload_offload: storage not started")
 	}
-	sem := make(chan struct{}, b.o.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for _, j := range b.order {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(j *job) {
-			defer func() { <-sem; wg.Done() }()
-			start := time.Now()
-			j.res, j.err = b.o.put(ctx, store, j)
-			b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
-		}(j)
+	if time.Now().Before(coolUntil) {
+		for _, j := range b.order {
+			j.err = errCooling
+		}
+	} else {
+		sem := make(chan struct{}, b.o.cfg.Concurrency)
+		var wg sync.WaitGroup
+		for _, j := range b.order {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(j *job) {
+				defer func() { <-sem; wg.Done() }()
+				start := time.Now()
+				j.res, j.err = b.o.put(ctx, store, j)
+				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+			}(j)
+		}
+		wg.Wait()
+		if b.o.cfg.Storage.Cooldown > 0 && ctx.Err() == nil {
+			for _, j := range b.order {
+				if j.err != nil {
+					b.o.mu.Lock()
+					b.o.coolUntil = time.Now().Add(b.o.cfg.Storage.Cooldown)
+					b.o.mu.Unlock()
+					break
+				}
+			}
+		}
 	}
-	wg.Wait()
 
 	var failed int
 	var firstErr error

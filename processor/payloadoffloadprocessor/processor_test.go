@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -263,6 +264,49 @@ func TestReject(t *testing.T) {
 	}
 	if !td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Equal(orig.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()) {
 		t.Fatal("rejected batch was modified")
+	}
+	if got := h.metric("failures"); got != 2 {
+		t.Errorf("failures = %d, want 2", got)
+	}
+}
+
+// TestCooldown: after a value fails its whole retry, storage is not tried during storage.cooldown
+// (values fail at once and stay inline), then it is tried again and offload resumes.
+func TestCooldown(t *testing.T) {
+	url, breakIt := brokenStorage(t)
+	cfg := testConfig(url)
+	cfg.Storage.Cooldown = 200 * time.Millisecond
+	h := newHarness(t, cfg)
+	breakIt()
+	send := func(i int) ptrace.Span {
+		td, s := oneSpan()
+		s.Attributes().PutStr("gen_ai.tool.call.result", fmt.Sprintf("%d %s", i, strings.Repeat("r", 5000)))
+		if err := h.traces.ConsumeTraces(context.Background(), td); err != nil {
+			t.Fatal(err)
+		}
+		all := h.tsink.AllTraces()
+		return all[len(all)-1].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	}
+	attempts := func() int64 { return h.metric("upload_duration") }
+
+	if _, ok := send(1).Attributes().Get(FailedKeysAttr); !ok || attempts() != 1 {
+		t.Fatalf("first batch: marked=%v attempts=%d, want a failed attempt", ok, attempts())
+	}
+	if _, ok := send(2).Attributes().Get(FailedKeysAttr); !ok || attempts() != 1 {
+		t.Fatalf("second batch within the cooldown: marked=%v attempts=%d, want kept inline without an attempt", ok, attempts())
+	}
+	// Storage comes back; after the cooldown the next value is tried and offloaded.
+	dir := strings.TrimPrefix(strings.SplitN(url, "?", 2)[0], "file://")
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	s := send(3)
+	if _, ok := s.Attributes().Get("gen_ai.tool.call.result_ref"); !ok || attempts() != 2 {
+		t.Fatalf("after the cooldown: attempts=%d, attributes %v: want the value offloaded", attempts(), s.Attributes().AsRaw())
 	}
 	if got := h.metric("failures"); got != 2 {
 		t.Errorf("failures = %d, want 2", got)

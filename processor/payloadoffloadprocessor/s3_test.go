@@ -43,8 +43,11 @@ func outage(t *testing.T, mode OnFailure) {
 	srv := miniotest.Start(t)
 	cfg := testConfig(srv.URL(""))
 	cfg.OnFailure = mode
-	cfg.Storage.Timeout = 2 * time.Second
+	// gocloud's s3blob retries inside each attempt (AWS SDK standard retryer: 3 attempts with
+	// backoff); storage.timeout bounds that.
+	cfg.Storage.Timeout = 1 * time.Second
 	cfg.RetryOnFailure.MaxElapsedTime = 500 * time.Millisecond
+	cfg.Storage.Cooldown = 200 * time.Millisecond
 	h := newHarness(t, cfg)
 	ctx := context.Background()
 
