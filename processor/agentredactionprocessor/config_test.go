@@ -57,3 +57,34 @@ func TestLoadInvalidConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestShippedConfigs: the agent_redaction section of every shipped pipeline config
+// (config/*.yaml) unmarshals into Config and validates.
+func TestShippedConfigs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "*.yaml"))
+	require.NoError(t, err)
+	if len(files) == 0 {
+		t.Skip("no config/*.yaml in this tree")
+	}
+	seen := 0
+	for _, f := range files {
+		cm, err := confmaptest.LoadConf(f)
+		require.NoError(t, err)
+		procs, err := cm.Sub("processors")
+		require.NoError(t, err)
+		for key := range procs.ToStringMap() {
+			id := component.ID{}
+			require.NoError(t, id.UnmarshalText([]byte(key)))
+			if id.Type() != metadata.Type {
+				continue
+			}
+			seen++
+			sub, err := procs.Sub(key)
+			require.NoError(t, err)
+			cfg := NewFactory().CreateDefaultConfig()
+			require.NoError(t, sub.Unmarshal(cfg), "%s: %s", f, key)
+			require.NoError(t, confmap.Validate(cfg), "%s: %s", f, key)
+		}
+	}
+	t.Logf("%d agent_redaction sections in %d files", seen, len(files))
+}
