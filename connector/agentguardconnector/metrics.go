@@ -71,8 +71,8 @@ type series struct {
 
 type kv struct{ k, v string }
 
-// aggregator keeps cumulative series, bounded by max_series (excess goes to an overflow
-// series per metric and service).
+// aggregator keeps cumulative series, bounded by max_series (excess goes to one overflow
+// series per metric).
 type aggregator struct {
 	max          int
 	maxExemplars int
@@ -101,7 +101,7 @@ func (a *aggregator) get(m metricID, service string, attrs []kv, now pcommon.Tim
 	s, ok := a.series[string(b)] // no allocation on lookup
 	if !ok {
 		if len(a.series) >= a.max {
-			return a.overflow(m, service, now)
+			return a.overflow(m, now)
 		}
 		s = a.newSeries(m, service, attrs, now)
 		a.series[string(b)] = s
@@ -123,11 +123,13 @@ func (a *aggregator) newSeries(m metricID, service string, attrs []kv, now pcomm
 	return s
 }
 
-func (a *aggregator) overflow(m metricID, service string, now pcommon.Timestamp) *series {
-	key := "overflow\x00" + string(rune('0'+m)) + "\x00" + service
+// overflow returns the one series of metric m that takes every attribute combination (and
+// service) beyond max_series; it has no service.name and otel.metric.overflow=true.
+func (a *aggregator) overflow(m metricID, now pcommon.Timestamp) *series {
+	key := "overflow\x00" + string(rune('0'+m))
 	s, ok := a.series[key]
 	if !ok {
-		s = a.newSeries(m, service, []kv{{"otel.metric.overflow", "true"}}, now)
+		s = a.newSeries(m, "", []kv{{"otel.metric.overflow", "true"}}, now)
 		a.series[key] = s
 	}
 	return s

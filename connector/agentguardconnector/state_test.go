@@ -185,3 +185,29 @@ func TestMalformedSpans(t *testing.T) {
 	after, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
 	assert.Equal(t, before, after)
 }
+
+// TestSeriesOverflow: attribute combinations beyond max_series go to one overflow series per
+// metric, so metric cardinality stays bounded whatever models the agents name.
+func TestSeriesOverflow(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxSeries = 4
+	h := newHarness(t, cfg)
+	b := newTraceBuilder()
+	for i := 0; i < 50; i++ {
+		b.span("svc", uint64(i+1), uint64(i+1), t0, time.Second, llmAttrs(fmt.Sprintf("s%d", i), "a", fmt.Sprintf("custom-model-%d", i), 10, 1, "stop"))
+	}
+	md, _ := h.feed(b.td)
+	overflow, total := 0.0, 0.0
+	sumPoints(md, MetricUnpriced, func(_ pcommon.Map, dp pmetric.NumberDataPoint) {
+		total += float64(dp.IntValue())
+		if attrStr(dp.Attributes(), "otel.metric.overflow") == "true" {
+			overflow += float64(dp.IntValue())
+		}
+	})
+	assert.Equal(t, 50.0, total, "no call lost")
+	assert.Greater(t, overflow, 0.0)
+	h.g.mu.Lock()
+	n := len(h.g.state.agg.series)
+	h.g.mu.Unlock()
+	assert.LessOrEqual(t, n, cfg.MaxSeries+int(numMetrics), "at most max_series plus one overflow series per metric")
+}
