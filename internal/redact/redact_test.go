@@ -266,3 +266,20 @@ func TestManyTriggers(t *testing.T) {
 		t.Errorf("after %d bytes of triggers: findings %v", len(noise), fs)
 	}
 }
+
+// TestIdempotent: redacting redacted output finds nothing more, under mask and hash.
+func TestIdempotent(t *testing.T) {
+	for _, a := range []Action{ActionMask, ActionHash} {
+		r := newTest(t, Config{PIIAction: a, SecretAction: a})
+		in := `{"password":"hunter2hunter2","headers":{"Authorization":"Bearer abcDEF1234567890xyz"},` +
+			`"text":"mail bob@example.com, call +44 20 7946 0958, card 4111 1111 1111 1111, ssn 123-45-6789, ip 203.0.113.7, key ghp_` + rep("a1B2c3D4e5", 36) + `"}`
+		once, fs, ok := r.RedactJSON(in)
+		if !ok || len(fs) != 8 {
+			t.Fatalf("%s: first pass %v", a, fs)
+		}
+		twice, fs, _ := r.RedactJSON(once)
+		if len(fs) != 0 || twice != once {
+			t.Errorf("%s: second pass found %v in %s", a, fs, once)
+		}
+	}
+}

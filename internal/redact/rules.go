@@ -187,6 +187,9 @@ func compileBuiltinRules() []*rule {
 				if weak && !looksRandom(v) {
 					return 0, 0, false
 				}
+				if m[4] == m[3]+1 && isToken(s[m[2]:m[5]]) {
+					return 0, 0, false // a hash token made by this package, "github_token:f2b281871f07"
+				}
 				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%' &&
 					!strings.ContainsAny(v, "()[]")
 

@@ -207,7 +207,7 @@ var placeholderMarkers = []string{"test", "dummy", "fake", "placeholder", "redac
 // isPlaceholder reports whether v is an obvious non-credential: a test or template value, an
 // environment variable name (OPENAI_API_KEY), too short, or one repeated character.
 func isPlaceholder(v string) bool {
-	if len(v) < 4 {
+	if len(v) < 4 || isToken(v) {
 		return true
 	}
 	l := strings.ToLower(v)
@@ -263,4 +263,19 @@ func entropy(s string) float64 {
 		}
 	}
 	return h
+}
+
+// isToken reports whether v is a replacement this package made ("rule:<12 hex>"), so that
+// redacting redacted data changes nothing.
+func isToken(v string) bool {
+	i := strings.LastIndexByte(v, ':')
+	if i < 1 || len(v)-i-1 != 12 || !ruleNameRE.MatchString(v[:i]) {
+		return false
+	}
+	for _, c := range []byte(v[i+1:]) {
+		if !isHex(c) || (c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
