@@ -27,7 +27,7 @@ var ErrDiverged = errors.New("replay diverged")
 
 func newReplayCmd() *cobra.Command {
 	o := &proxyOptions{}
-	var allow []string
+	var allow, ignoreBody, ignoreQuery []string
 	var realtime bool
 	cmd := &cobra.Command{
 		Use:   "replay TRACE_ID -- COMMAND...",
@@ -37,8 +37,9 @@ runs COMMAND with its environment pointed at it (OPENAI_BASE_URL and the other S
 the routes, HTTP_PROXY, and HTTPS_PROXY with --mitm). Every request is answered from the
 recorded exchanges: matched on method, path, query and body (after the redactor's
 normalisation, so a value stored as a hash token still matches; JSON compared as values), in
-recorded order per match key. Nothing reaches the network unless its host is given with
---allow-host.
+recorded order per match key. Multipart and URL-encoded forms are compared part by part;
+--ignore-body-field and --ignore-query leave out fields that change on every run. Nothing
+reaches the network unless its host is given with --allow-host.
 
 The first request that matches nothing gets an HTTP 400 JSON error naming the field that differs
 from the nearest recorded request (expected and got), every later request is refused, a log
@@ -51,16 +52,18 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReplay(cmd, o, args[0], args[1:], allow, realtime)
+			return runReplay(cmd, o, args[0], args[1:], proxy.ReplayOptions{AllowHosts: allow, Realtime: realtime, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery})
 		},
 	}
 	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
 	cmd.Flags().BoolVar(&realtime, "realtime", false, "pace SSE chunks with their recorded timing")
+	cmd.Flags().StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching, e.g. metadata.request_id or messages[*].id (repeatable)")
+	cmd.Flags().StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
 	return cmd
 }
 
-func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args, allow []string, realtime bool) error {
+func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []string, ro proxy.ReplayOptions) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
@@ -94,7 +97,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args, allow 
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
-	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, proxy.ReplayOptions{AllowHosts: allow, Realtime: realtime})
+	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("run %s: %w", traceID, err)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/url"
 	"sort"
 	"strconv"
@@ -16,8 +19,18 @@ import (
 // through the redactor (the detection core of agent_redaction, with the same hash key), so a
 // value the pipeline stored as "[REDACTED:rule]" or "rule:<hash>" matches the live value; JSON
 // bodies are then compared as values (key order and whitespace do not matter).
+//
+// Multipart and URL-encoded form bodies are compared as their parts (multipart boundaries are
+// random per request), as "body.parts[i].name/filename/content_type/body" and "body.<field>".
+// IgnoreBody and IgnoreQuery remove fields that legitimately change between runs (a request id,
+// a timestamp in a prompt) before matching.
 type Normalizer struct {
 	Redactor *redact.Redactor // nil: no redaction
+	// IgnoreBody are JSON paths removed from bodies before matching: "metadata.request_id",
+	// "messages[*].id" ([*] is every element; a path names a key of an object).
+	IgnoreBody []string
+	// IgnoreQuery are query parameter names removed before matching.
+	IgnoreQuery []string
 }
 
 // request is a request in normalised form.
@@ -35,12 +48,16 @@ func (r *request) key() string {
 	return r.method + " " + r.path + "?" + r.qkey + "\x00" + r.bkey
 }
 
-func (n Normalizer) normalize(method string, u *url.URL, body []byte) *request {
+func (n Normalizer) normalize(method string, u *url.URL, contentType string, body []byte) *request {
 	r := &request{method: strings.ToUpper(method), path: u.EscapedPath(), query: url.Values{}}
 	if r.path == "" {
 		r.path = "/"
 	}
-	for k, vs := range u.Query() {
+	q := u.Query()
+	for _, k := range n.IgnoreQuery {
+		delete(q, k)
+	}
+	for k, vs := range q {
 		for _, v := range vs {
 			if n.Redactor != nil {
 				v, _ = n.Redactor.RedactKeyed(k, v)
@@ -55,18 +72,143 @@ func (n Normalizer) normalize(method string, u *url.URL, body []byte) *request {
 	}
 	r.body = []byte(s)
 	r.bkey = s
-	if t := bytes.TrimSpace(r.body); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	if v, ok := formValue(contentType, body, n.Redactor); ok {
+		r.json = v
+	} else if t := bytes.TrimSpace(r.body); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err == nil && !dec.More() {
 			r.json = v
-			if c, err := json.Marshal(v); err == nil { // maps marshal with sorted keys
-				r.bkey = "json:" + string(c)
-			}
+		}
+	}
+	if r.json != nil {
+		for _, p := range n.IgnoreBody {
+			r.json = removePath(r.json, splitPath(p))
+		}
+		if c, err := json.Marshal(r.json); err == nil { // maps marshal with sorted keys
+			r.bkey = "json:" + string(c)
 		}
 	}
 	return r
+}
+
+// formValue decodes a multipart or URL-encoded form body into a JSON-like value: multipart as
+// {"parts": [{"name", "filename", "content_type", "body"}...]} (the boundary left out),
+// URL-encoded as {field: value or [values]}. Values pass through the redactor.
+func formValue(contentType string, body []byte, rd *redact.Redactor) (any, bool) {
+	if contentType == "" {
+		return nil, false
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, false
+	}
+	red := func(k, v string) string {
+		if rd != nil {
+			v, _ = rd.RedactKeyed(k, v)
+		}
+		return v
+	}
+	switch {
+	case strings.HasPrefix(mt, "multipart/") && params["boundary"] != "":
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		var parts []any
+		for i := 0; i < 10000; i++ {
+			p, err := mr.NextRawPart()
+			if err == io.EOF {
+				return map[string]any{"parts": parts}, true
+			}
+			if err != nil {
+				return nil, false
+			}
+			b, err := io.ReadAll(p)
+			if err != nil {
+				return nil, false
+			}
+			parts = append(parts, map[string]any{"name": p.FormName(), "filename": p.FileName(),
+				"content_type": p.Header.Get("Content-Type"), "body": red(p.FormName(), string(b))})
+		}
+		return nil, false
+	case mt == "application/x-www-form-urlencoded":
+		vs, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, false
+		}
+		m := map[string]any{}
+		for k, v := range vs {
+			if len(v) == 1 {
+				m[k] = red(k, v[0])
+				continue
+			}
+			l := make([]any, len(v))
+			for i, x := range v {
+				l[i] = red(k, x)
+			}
+			m[k] = l
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// splitPath splits "a.b[*].c" into ["a", "b", "[*]", "c"]; "[3]" selects one element.
+func splitPath(p string) []string {
+	var out []string
+	for _, seg := range strings.Split(p, ".") {
+		for seg != "" {
+			i := strings.IndexByte(seg, '[')
+			if i < 0 {
+				out = append(out, seg)
+				break
+			}
+			if i > 0 {
+				out = append(out, seg[:i])
+			}
+			j := strings.IndexByte(seg[i:], ']')
+			if j < 0 {
+				out = append(out, seg[i:])
+				break
+			}
+			out = append(out, seg[i:i+j+1])
+			seg = seg[i+j+1:]
+		}
+	}
+	return out
+}
+
+// removePath deletes the value at path from v (in place where possible) and returns v.
+func removePath(v any, path []string) any {
+	if len(path) == 0 {
+		return v
+	}
+	seg := path[0]
+	switch x := v.(type) {
+	case map[string]any:
+		if strings.HasPrefix(seg, "[") {
+			return v
+		}
+		if len(path) == 1 {
+			delete(x, seg)
+			return x
+		}
+		if c, ok := x[seg]; ok {
+			x[seg] = removePath(c, path[1:])
+		}
+		return x
+	case []any:
+		if !strings.HasPrefix(seg, "[") || len(path) == 1 {
+			return v
+		}
+		idx := strings.Trim(seg, "[]")
+		for i := range x {
+			if idx == "*" || idx == strconv.Itoa(i) {
+				x[i] = removePath(x[i], path[1:])
+			}
+		}
+		return x
+	}
+	return v
 }
 
 // Difference is the first field in which a request differs from a recorded one.

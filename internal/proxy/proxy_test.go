@@ -393,7 +393,7 @@ func TestReplayMatching(t *testing.T) {
 func TestDifferences(t *testing.T) {
 	n := Normalizer{Redactor: newRedactor(t)}
 	u := func(s string) *url.URL { x, _ := url.Parse(s); return x }
-	base := n.normalize("POST", u("http://h/v1/a?x=1"), []byte(`{"messages":[{"role":"user","content":"hi"}],"model":"m"}`))
+	base := n.normalize("POST", u("http://h/v1/a?x=1"), "", []byte(`{"messages":[{"role":"user","content":"hi"}],"model":"m"}`))
 	cases := []struct {
 		method, url, body, field string
 	}{
@@ -406,12 +406,12 @@ func TestDifferences(t *testing.T) {
 		{"POST", "http://h/v1/a?x=1", `not json`, "body"},
 	}
 	for _, c := range cases {
-		d, ok := diff(base, n.normalize(c.method, u(c.url), []byte(c.body)))
+		d, ok := diff(base, n.normalize(c.method, u(c.url), "", []byte(c.body)))
 		if !ok || d.Field != c.field {
 			t.Errorf("%s %s %s: got %v (%v), want field %s", c.method, c.url, c.body, d, ok, c.field)
 		}
 	}
-	if _, ok := diff(base, n.normalize("post", u("http://other/v1/a?x=1"), []byte(` {"model":"m","messages":[{"content":"hi","role":"user"}]}`))); ok {
+	if _, ok := diff(base, n.normalize("post", u("http://other/v1/a?x=1"), "application/json", []byte(` {"model":"m","messages":[{"content":"hi","role":"user"}]}`))); ok {
 		t.Error("host, method case, whitespace and key order must not matter")
 	}
 }
@@ -493,5 +493,40 @@ func TestRecordSpillsWhenCollectorDown(t *testing.T) {
 	}
 	if res.Format != "otlp-json" || len(onlyFixture(t, res.Traces)) != 2 {
 		t.Fatalf("spilled %s with %d fixture spans", res.Format, len(onlyFixture(t, res.Traces)))
+	}
+}
+
+// TestNormalizeFormsAndIgnored: multipart bodies match across boundaries and differ by part,
+// URL-encoded forms by field, and ignored body paths and query parameters do not take part.
+func TestNormalizeFormsAndIgnored(t *testing.T) {
+	n := Normalizer{Redactor: newRedactor(t), IgnoreBody: []string{"metadata.request_id", "messages[*].id"}, IgnoreQuery: []string{"ts"}}
+	u := func(s string) *url.URL { x, _ := url.Parse(s); return x }
+	mp := func(boundary, file string) (string, []byte) {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "--%s\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n", boundary)
+		fmt.Fprintf(&b, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\n%s\r\n--%s--\r\n", boundary, file, boundary)
+		return "multipart/form-data; boundary=" + boundary, b.Bytes()
+	}
+	ct1, b1 := mp("AAAA1111", "RIFFdata")
+	ct2, b2 := mp("BBBB2222", "RIFFdata")
+	ct3, b3 := mp("CCCC3333", "RIFFdatX")
+	rec := n.normalize("POST", u("http://h/v1/audio?ts=1"), ct1, b1)
+	if d, ok := diff(rec, n.normalize("POST", u("http://h/v1/audio?ts=2"), ct2, b2)); ok {
+		t.Errorf("same multipart with another boundary and an ignored query differs: %v", d)
+	}
+	if d, ok := diff(rec, n.normalize("POST", u("http://h/v1/audio"), ct3, b3)); !ok || d.Field != "body.parts[1].body" {
+		t.Errorf("changed file part: %v %v", d, ok)
+	}
+	f := "application/x-www-form-urlencoded"
+	if d, ok := diff(n.normalize("POST", u("http://h/t"), f, []byte("grant=a&scope=x")), n.normalize("POST", u("http://h/t"), f, []byte("scope=y&grant=a"))); !ok || d.Field != "body.scope" {
+		t.Errorf("form field: %v %v", d, ok)
+	}
+	j1 := `{"messages":[{"id":"m1","content":"hi"}],"metadata":{"request_id":"r1","team":"a"}}`
+	j2 := `{"messages":[{"id":"m2","content":"hi"}],"metadata":{"request_id":"r2","team":"a"}}`
+	if d, ok := diff(n.normalize("POST", u("http://h/x"), "", []byte(j1)), n.normalize("POST", u("http://h/x"), "", []byte(j2))); ok {
+		t.Errorf("ignored paths still differ: %v", d)
+	}
+	if got := splitPath("a.b[*].c[2]"); strings.Join(got, " ") != "a b [*] c [2]" {
+		t.Errorf("splitPath: %q", got)
 	}
 }

@@ -93,6 +93,8 @@ type ReplayOptions struct {
 	AllowHosts []string
 	// Realtime paces SSE chunks with their recorded timing; default: as fast as possible.
 	Realtime bool
+	// IgnoreBody and IgnoreQuery: see Normalizer.
+	IgnoreBody, IgnoreQuery []string
 }
 
 // NewReplayer loads the fixture spans of td (offloaded bodies must be rehydrated already).
@@ -100,7 +102,7 @@ type ReplayOptions struct {
 // (start time, then runagain.fixture.index) per match key.
 func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o ReplayOptions) (*Replayer, error) {
 	cfg.defaults()
-	r := &Replayer{cfg: cfg, norm: Normalizer{Redactor: cfg.Redactor}, traceID: traceID, queues: map[string][]*entry{},
+	r := &Replayer{cfg: cfg, norm: Normalizer{Redactor: cfg.Redactor, IgnoreBody: o.IgnoreBody, IgnoreQuery: o.IgnoreQuery}, traceID: traceID, queues: map[string][]*entry{},
 		allow: map[string]bool{}, realtime: o.Realtime}
 	for _, h := range o.AllowHosts {
 		r.allow[strings.ToLower(h)] = true
@@ -136,7 +138,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 		if err != nil {
 			return nil, fmt.Errorf("recorded request %d (span %s): url.full %q: %w", i+1, e.spanID, e.ex.URL, err)
 		}
-		e.req = r.norm.normalize(e.ex.Method, u, e.ex.RequestBody)
+		e.req = r.norm.normalize(e.ex.Method, u, e.ex.RequestHeader.Get("Content-Type"), e.ex.RequestBody)
 		k := e.req.key()
 		r.queues[k] = append(r.queues[k], e)
 	}
@@ -196,7 +198,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 		}
 		body = b
 	}
-	live := r.norm.normalize(req.Method, req.URL, body)
+	live := r.norm.normalize(req.Method, req.URL, req.Header.Get("Content-Type"), body)
 	r.mu.Lock()
 	r.live++
 	n := r.live
