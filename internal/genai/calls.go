@@ -80,7 +80,9 @@ func LLMRequest(attrs pcommon.Map) Payload {
 }
 
 // SystemInstructions returns gen_ai.system_instructions (or its _ref).
-func SystemInstructions(attrs pcommon.Map) Payload { return payload(attrs, AttrSystemInstructions, AttrSystemInstructions+RefSuffix) }
+func SystemInstructions(attrs pcommon.Map) Payload {
+	return payload(attrs, AttrSystemInstructions, AttrSystemInstructions+RefSuffix)
+}
 
 // FinishReasons returns gen_ai.response.finish_reasons (a string array per semconv; a single
 // string is accepted too).
