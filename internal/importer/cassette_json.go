@@ -19,12 +19,14 @@ import (
 // {"scope", "method", "path", "body", "status", "response", "rawHeaders", "responseIsBinary"}.
 // A JSON body or response is re-encoded compactly in recorded key order; a response given as an
 // array of hex strings (nock's form for compressed bodies) is the concatenation of their bytes;
-// responseIsBinary means the response string is hex.
+// responseIsBinary means the response string is hex. A JSON response without a recorded
+// Content-Type gets "application/json" (what nock replies with for an object).
 type Nock struct{}
 
 // HAR reads HTTP Archive 1.2 files ({"log": {"entries": [...]}}, e.g. Polly.JS recordings):
 // request method, url, headers and postData.text; response status, headers and content.text
-// (base64 when content.encoding is "base64"); startedDateTime and time (ms) give the span times.
+// (base64 when content.encoding is "base64"), content.mimeType as Content-Type when no header
+// gives one; startedDateTime and time (ms) give the span times; HTTP/2 pseudo-headers are left out.
 type HAR struct{}
 
 // Name implements Format.
