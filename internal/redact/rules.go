@@ -90,6 +90,14 @@ const (
 	RuleReplicate      = "replicate_api_token"
 	RuleDatabricks     = "databricks_token"
 	RulePyPI           = "pypi_token"
+	RulePerplexity     = "perplexity_api_key"
+	RuleTavily         = "tavily_api_key"
+	RuleLangSmith      = "langsmith_api_key"
+	RulePinecone       = "pinecone_api_key"
+	RuleNotion         = "notion_token"
+	RuleLinear         = "linear_api_key"
+	RuleShopify        = "shopify_token"
+	RuleDigitalOcean   = "digitalocean_token"
 	RuleURLCredentials = "url_credentials"
 	RuleAuthorization  = "authorization"
 	RuleCookie         = "cookie"
@@ -156,6 +164,14 @@ func compileBuiltinRules() []*rule {
 		sec(RuleReplicate, `\br8_[A-Za-z0-9]{37}\b`, []string{"r8_"}, 48, nil),
 		sec(RuleDatabricks, `\bdapi[a-f0-9]{32}(?:-\d)?\b`, []string{"dapi"}, 48, nil),
 		sec(RulePyPI, `\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, []string{"pypi-AgEIcHlwaS5vcmc"}, 1024, nil),
+		sec(RulePerplexity, `\bpplx-[A-Za-z0-9]{40,64}\b`, []string{"pplx-"}, 80, randomSecret),
+		sec(RuleTavily, `\btvly-(?:dev-|prod-)?[A-Za-z0-9]{20,64}\b`, []string{"tvly-"}, 80, randomSecret),
+		sec(RuleLangSmith, `\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b`, []string{"lsv2_"}, 64, nil),
+		sec(RulePinecone, `\bpcsk_[A-Za-z0-9_]{40,100}\b`, []string{"pcsk_"}, 120, randomSecret),
+		sec(RuleNotion, `\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b`, []string{"ntn_", "secret_"}, 64, randomSecret),
+		sec(RuleLinear, `\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b`, []string{"lin_api_", "lin_oauth_"}, 64, nil),
+		sec(RuleShopify, `\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b`, []string{"shpat_", "shpca_", "shppa_", "shpss_"}, 48, nil),
+		sec(RuleDigitalOcean, `\bdo[opr]_v1_[a-f0-9]{64}\b`, []string{"dop_v1_", "doo_v1_", "dor_v1_"}, 80, nil),
 		sec(RuleURLCredentials, `\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://([^\s:@/?#"'<>\\]{1,128}:([^\s@/?#"'<>\\]{1,256}))@`, []string{"://"}, 400,
 			func(s string, m []int, a, b int) (int, int, bool) {
 				return a, b, !isPlaceholder(s[m[4]:m[5]])
