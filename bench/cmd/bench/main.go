@@ -143,6 +143,7 @@ type machine struct {
 	MemoryGB float64 `json:"memory_gb"`
 	CPUModel string  `json:"cpu_model"`
 	Load1    string  `json:"load_average_at_start"`
+	LoadEnd  string  `json:"load_average_at_end"`
 	Kernel   string  `json:"kernel"`
 	GoVer    string  `json:"go"`
 }
@@ -232,6 +233,7 @@ func run(ctx context.Context, o *options) (*Results, error) {
 		}
 	}
 	res.DurationS = time.Since(t0).Seconds()
+	res.Machine.LoadEnd = machineInfo().Load1
 	return res, errors.Join(errs...)
 }
 
