@@ -33,8 +33,9 @@ type RunSummary struct {
 	// greatest trace id when runs cannot be told apart), TraceIDs all its runs, and Start/End
 	// its first and last seen times. Other tiers leave TraceIDs empty.
 	TraceIDs []string `json:"trace_ids,omitempty"`
-	CostUSD  float64  `json:"cost_usd"`         // 0 until internal/pricing is wired (TODO)
-	Alerts   int64    `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
+	CostUSD  float64  `json:"cost_usd"`           // USD (warm, cold: internal/pricing; hot: 0, not computed)
+	Unpriced int64    `json:"unpriced,omitempty"` // LLM calls with usage but no known price (warm, cold)
+	Alerts   int64    `json:"alerts,omitempty"`   // agent_guard alert records (cold tier)
 }
 
 // Duration is End minus Start.

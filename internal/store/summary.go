@@ -44,7 +44,8 @@ type SpanSummary struct {
 	Model         string  `parquet:"model"`
 	InputTokens   int64   `parquet:"input_tokens"`
 	OutputTokens  int64   `parquet:"output_tokens"`
-	CostUSD       float64 `parquet:"cost_usd"` // 0 until internal/pricing exists (TODO)
+	CostUSD       float64 `parquet:"cost_usd"` // SpanCost: genai-prices table, USD
+	Unpriced      int32   `parquet:"unpriced"` // 1 for an LLM call with usage but no known price
 	ToolName      string  `parquet:"tool_name"`
 	AgentName     string  `parquet:"agent_name"`
 	ErrorType     string  `parquet:"error_type"` // error.type, else the first exception.type, else '' (see Error)
@@ -115,6 +116,11 @@ func Summarize(td ptrace.Traces, sessionKeys []string) ([]SpanSummary, []KeyEven
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
 			ToolName: str(attrs, genai.AttrToolName), AgentName: str(attrs, genai.AttrAgentName),
 			ErrorType: str(attrs, "error.type"),
+		}
+		cost, unpriced := SpanCost(attrs, s.StartTimestamp())
+		sum.CostUSD = cost
+		if unpriced {
+			sum.Unpriced = 1
 		}
 		if !s.ParentSpanID().IsEmpty() {
 			sum.ParentSpanID = s.ParentSpanID().String()
@@ -206,7 +212,8 @@ type SessionPartial struct {
 	Spans        int64    `parquet:"spans"`
 	InputTokens  int64    `parquet:"input_tokens"`
 	OutputTokens int64    `parquet:"output_tokens"`
-	CostUSD      float64  `parquet:"cost_usd"` // 0 until internal/pricing exists (TODO)
+	CostUSD      float64  `parquet:"cost_usd"` // sum of SpanCost over the batch's spans
+	Unpriced     int64    `parquet:"unpriced"` // LLM calls with usage but no known price
 	Errors       int64    `parquet:"errors"`   // spans with status ERROR
 	Alerts       int64    `parquet:"alerts"`   // agent_guard alert records
 	Ingested     int64    `parquet:"ingested_unix_nano"`
@@ -277,6 +284,11 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			u := genai.TokenUsage(attrs)
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output
+			cost, unpriced := SpanCost(attrs, s.StartTimestamp())
+			p.CostUSD += cost
+			if unpriced {
+				p.Unpriced++
+			}
 			if s.Status().Code() == ptrace.StatusCodeError {
 				p.Errors++
 			}
@@ -343,6 +355,7 @@ type Session struct {
 	InputTokens  int64    `json:"input_tokens"`
 	OutputTokens int64    `json:"output_tokens"`
 	CostUSD      float64  `json:"cost_usd"`
+	Unpriced     int64    `json:"unpriced"` // LLM calls with usage but no known price
 	Errors       int64    `json:"errors"`
 	Alerts       int64    `json:"alerts"`
 	Partials     int64    `json:"partials"` // distinct batches merged
@@ -384,6 +397,7 @@ func MergePartials(ps []SessionPartial) []Session {
 		s.InputTokens += p.InputTokens
 		s.OutputTokens += p.OutputTokens
 		s.CostUSD += p.CostUSD
+		s.Unpriced += p.Unpriced
 		s.Errors += p.Errors
 		s.Alerts += p.Alerts
 		s.Partials++

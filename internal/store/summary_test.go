@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 )
@@ -166,4 +167,39 @@ func TestSessionRunTellsWhatColdKnows(t *testing.T) {
 	assert.Contains(t, lr.Body().Str(), "Session conv-1: 1 runs, 4 spans, 1 errors, 1 alerts, tokens in 200 out 40")
 	_, ok = store.FindSession(ss, storetest.TraceID("zzz").String())
 	assert.False(t, ok)
+}
+
+func TestCostFromPricingTable(t *testing.T) {
+	unknown := storetest.Run{Seed: "u", Session: "conv-u", Service: "svc", Agent: "x", Model: "no-such-model-xyz", Start: t0, LLMCalls: 1}
+	td := storetest.Traces(runA, unknown)
+	spans, _ := store.Summarize(td, nil)
+	r, ok := pricing.Default().Lookup("", "gpt-4.1")
+	require.True(t, ok, "gpt-4.1 is in the genai-prices table")
+	one := r.Cost(pricing.Usage{Input: 100, Output: 20}, time.Unix(0, t0))
+	require.Greater(t, one, 0.0)
+	var known float64
+	for _, s := range spans {
+		switch {
+		case s.Model == "gpt-4.1":
+			assert.InDelta(t, one, s.CostUSD, 1e-12)
+			assert.Zero(t, s.Unpriced)
+			known += s.CostUSD
+		case s.Model == "no-such-model-xyz":
+			assert.Zero(t, s.CostUSD)
+			assert.EqualValues(t, 1, s.Unpriced, "usage without a price is counted, not free")
+		default:
+			assert.Zero(t, s.CostUSD, s.Name)
+			assert.Zero(t, s.Unpriced, s.Name)
+		}
+	}
+	ss := store.MergePartials(store.Partials(td, plog.Logs{}, nil, 1))
+	require.Len(t, ss, 2)
+	for _, s := range ss {
+		if s.SessionID == "conv-1" {
+			assert.InDelta(t, known, s.CostUSD, 1e-12)
+			assert.Zero(t, s.Unpriced)
+		} else {
+			assert.EqualValues(t, 1, s.Unpriced)
+		}
+	}
 }

@@ -218,8 +218,8 @@ func SessionRun(traceID string, s Session) *Run {
 	lr.SetEventName(SessionSummaryEventName)
 	lr.SetTimestamp(pcommon.Timestamp(s.FirstSeen))
 	lr.Body().SetStr(fmt.Sprintf("only the cold tier holds this run: its spans are past the hot and warm retention. "+
-		"Session %s: %d runs, %d spans, %d errors, %d alerts, tokens in %d out %d, cost %.6f USD, models %s, %s to %s",
-		s.SessionID, len(s.TraceIDs), s.Spans, s.Errors, s.Alerts, s.InputTokens, s.OutputTokens, s.CostUSD,
+		"Session %s: %d runs, %d spans, %d errors, %d alerts, tokens in %d out %d, cost %.6f USD (%d LLM calls unpriced), models %s, %s to %s",
+		s.SessionID, len(s.TraceIDs), s.Spans, s.Errors, s.Alerts, s.InputTokens, s.OutputTokens, s.CostUSD, s.Unpriced,
 		strings.Join(s.Models, ","), time.Unix(0, s.FirstSeen).UTC().Format(time.RFC3339Nano),
 		time.Unix(0, s.LastSeen).UTC().Format(time.RFC3339Nano)))
 	a := lr.Attributes()
@@ -233,6 +233,7 @@ func SessionRun(traceID string, s Session) *Run {
 	a.PutInt("gen_ai.usage.input_tokens", s.InputTokens)
 	a.PutInt("gen_ai.usage.output_tokens", s.OutputTokens)
 	a.PutDouble("runagain.session.cost_usd", s.CostUSD)
+	a.PutInt("runagain.session.unpriced_calls", s.Unpriced)
 	ms := a.PutEmptySlice("runagain.session.models")
 	for _, m := range s.Models {
 		ms.AppendEmpty().SetStr(m)
@@ -259,7 +260,7 @@ func SessionRows(ss []Session, since time.Time) []RunSummary {
 		}
 		out = append(out, RunSummary{SessionID: s.SessionID, TraceID: last, TraceIDs: s.TraceIDs, Start: start,
 			End: time.Unix(0, s.LastSeen).UTC(), Spans: s.Spans, Models: nonNil(s.Models), InputTokens: s.InputTokens,
-			OutputTokens: s.OutputTokens, Errors: s.Errors, Tier: TierCold, CostUSD: s.CostUSD, Alerts: s.Alerts})
+			OutputTokens: s.OutputTokens, Errors: s.Errors, Tier: TierCold, CostUSD: s.CostUSD, Unpriced: s.Unpriced, Alerts: s.Alerts})
 	}
 	return out
 }

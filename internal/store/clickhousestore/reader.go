@@ -140,6 +140,7 @@ func limit(f store.RunFilter) string {
 }
 
 func scanSummaries(rows *sql.Rows, tier string, withCost bool) ([]store.RunSummary, error) {
+	// withCost: the query has two more columns, cost_usd and unpriced.
 	defer rows.Close()
 	var out []store.RunSummary
 	for rows.Next() {
@@ -148,7 +149,7 @@ func scanSummaries(rows *sql.Rows, tier string, withCost bool) ([]store.RunSumma
 		var models string
 		dest := []any{&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens, &r.OutputTokens, &r.Errors}
 		if withCost {
-			dest = append(dest, &r.CostUSD)
+			dest = append(dest, &r.CostUSD, &r.Unpriced)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -462,7 +463,7 @@ func (r *WarmReader) RunsQuery(f store.RunFilter) string {
   min(start_time_unix_nano) AS start_ns, max(end_time_unix_nano) AS end_ns, toInt64(count()) AS spans,
   arrayStringConcat(arraySort(groupUniqArrayIf(toString(model), model != '')), ',') AS models,
   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-  toInt64(countIf(status_code = 2)) AS errors, sum(cost_usd) AS cost
+  toInt64(countIf(status_code = 2)) AS errors, sum(cost_usd) AS cost, toInt64(sum(unpriced)) AS unpriced
 FROM (SELECT * FROM %s LIMIT 1 BY trace_id, span_id)
 GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
 	q += having(f, "start_ns")
@@ -485,7 +486,7 @@ func (r *WarmReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSu
 func (r *WarmReader) SpansQuery(traceID string) string {
 	return fmt.Sprintf(`SELECT trace_id, span_id, parent_span_id, session_id, toString(name), kind, start_time_unix_nano,
   end_time_unix_nano, status_code, status_message, toString(service_name), toString(genai_kind), toString(model),
-  input_tokens, output_tokens, cost_usd, toString(tool_name), toString(agent_name), toString(error_type), attributes
+  input_tokens, output_tokens, cost_usd, unpriced, toString(tool_name), toString(agent_name), toString(error_type), attributes
 FROM %s WHERE trace_id = %s
 ORDER BY start_time_unix_nano, span_id
 LIMIT 1 BY span_id`, r.Schema.Table(TableSpanSummaries), Quote(traceID))
@@ -518,7 +519,7 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 		var s store.SpanSummary
 		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
 			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
-			&s.CostUSD, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
+			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -567,13 +568,13 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 // WHERE clause on the merged row.
 func (r *ColdReader) SessionsQuery(where string) string {
 	q := fmt.Sprintf(`SELECT session_id, first_seen, last_seen, agent, service, models, trace_ids, spans, input_tokens,
-  output_tokens, cost_usd, errors, alerts, partials FROM (
+  output_tokens, cost_usd, unpriced, errors, alerts, partials FROM (
 SELECT session_id, min(first_seen_unix_nano) AS first_seen, max(last_seen_unix_nano) AS last_seen,
   max(agent) AS agent, max(service) AS service,
   arrayStringConcat(arraySort(groupUniqArrayArray(models)), ',') AS models,
   arrayStringConcat(arraySort(groupUniqArrayArray(trace_ids)), ',') AS trace_ids,
   sum(spans) AS spans, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-  sum(cost_usd) AS cost_usd, sum(errors) AS errors, sum(alerts) AS alerts, sum(partials) AS partials
+  sum(cost_usd) AS cost_usd, sum(unpriced) AS unpriced, sum(errors) AS errors, sum(alerts) AS alerts, sum(partials) AS partials
 FROM %s GROUP BY session_id)`, r.Schema.Table(TableSessions))
 	if where != "" {
 		q += "\nWHERE " + where
@@ -595,7 +596,7 @@ func (r *ColdReader) sessions(ctx context.Context, where string) ([]store.Sessio
 		var s store.Session
 		var models, traces string
 		if err := rows.Scan(&s.SessionID, &s.FirstSeen, &s.LastSeen, &s.Agent, &s.Service, &models, &traces, &s.Spans,
-			&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Errors, &s.Alerts, &s.Partials); err != nil {
+			&s.InputTokens, &s.OutputTokens, &s.CostUSD, &s.Unpriced, &s.Errors, &s.Alerts, &s.Partials); err != nil {
 			return nil, err
 		}
 		s.Models, s.TraceIDs = split(models), split(traces)

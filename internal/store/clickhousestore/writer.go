@@ -106,7 +106,7 @@ func (w *Writer) WriteWarmLogs(ctx context.Context, ld plog.Logs) error {
 
 // SpanColumns is the insert column list of runagain_span_summaries.
 const SpanColumns = `trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
- status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd, tool_name,
+ status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd, unpriced, tool_name,
  agent_name, error_type, attributes, ingested_unix_nano`
 
 // EventColumns is the insert column list of runagain_key_events.
@@ -115,14 +115,14 @@ const EventColumns = `event_id, trace_id, span_id, session_id, time_unix_nano, k
 
 // SessionColumns is the insert column list of runagain_sessions.
 const SessionColumns = `session_id, first_seen_unix_nano, last_seen_unix_nano, agent, service, models, trace_ids,
- spans, input_tokens, output_tokens, cost_usd, errors, alerts, partials, ingested_unix_nano`
+ spans, input_tokens, output_tokens, cost_usd, unpriced, errors, alerts, partials, ingested_unix_nano`
 
 func (w *Writer) insertSpans(ctx context.Context, spans []store.SpanSummary) error {
 	now := w.now()
 	rows := make([][]any, len(spans))
 	for i, s := range spans {
 		rows[i] = []any{s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind, s.Start, s.End, s.StatusCode,
-			s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD, s.ToolName,
+			s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName,
 			s.AgentName, s.ErrorType, s.Attributes, now}
 	}
 	return w.insert(ctx, TableSpanSummaries, SpanColumns, rows)
@@ -148,7 +148,7 @@ func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) 
 	rows := make([][]any, len(ps))
 	for i, p := range ps {
 		rows[i] = []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service, p.Models, p.TraceIDs, p.Spans,
-			p.InputTokens, p.OutputTokens, p.CostUSD, p.Errors, p.Alerts, int64(1), p.Ingested}
+			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), p.Ingested}
 	}
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": ps[0].BatchID}))
 	return w.insert(ctx, TableSessions, SessionColumns, rows)

@@ -8,7 +8,8 @@ package sqlitestore
 //	  start_time_unix_nano, end_time_unix_nano                  INTEGER
 //	  status_message, service_name, genai_kind, model           TEXT
 //	  input_tokens, output_tokens                               INTEGER
-//	  cost_usd                                                  REAL (0 until pricing is wired)
+//	  cost_usd                                                  REAL USD (internal/pricing, default table)
+//	  unpriced                                                  INTEGER 1: LLM call with usage, no known price
 //	  tool_name, agent_name, error_type                         TEXT ('' when absent)
 //	  attributes                                                TEXT JSON object of the summary
 //	                                                            attributes (store.SummaryAttribute)
@@ -57,6 +58,7 @@ CREATE TABLE IF NOT EXISTS span_summaries (
   input_tokens         INTEGER NOT NULL,
   output_tokens        INTEGER NOT NULL,
   cost_usd             REAL    NOT NULL,
+  unpriced             INTEGER NOT NULL,
   tool_name            TEXT    NOT NULL,
   agent_name           TEXT    NOT NULL,
   error_type           TEXT    NOT NULL,
@@ -184,8 +186,8 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries
 		  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
 		   status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd,
-		   tool_name, agent_name, error_type, attributes, ingested_unix_nano)
-		  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		   unpriced, tool_name, agent_name, error_type, attributes, ingested_unix_nano)
+		  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 		if err != nil {
 			return err
 		}
@@ -193,7 +195,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 		for _, s := range spans {
 			if _, err := stmt.ExecContext(ctx, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind,
 				s.Start, s.End, s.StatusCode, s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens,
-				s.OutputTokens, s.CostUSD, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
+				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
 				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
 			}
 		}
@@ -220,7 +222,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
-	        SUM(status_code = 2), SUM(cost_usd)
+	        SUM(status_code = 2), SUM(cost_usd), SUM(unpriced)
 	      FROM span_summaries GROUP BY trace_id`
 	var args []any
 	if !f.Since.IsZero() {
@@ -242,7 +244,7 @@ func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummar
 		var start, end int64
 		var models string
 		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD); err != nil {
+			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced); err != nil {
 			return nil, err
 		}
 		if r.SessionID == "" {
@@ -261,7 +263,7 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	rows, err := w.db.QueryContext(ctx, `SELECT trace_id, span_id, parent_span_id, session_id, name, kind,
 	  start_time_unix_nano, end_time_unix_nano, status_code, status_message, service_name, genai_kind, model,
-	  input_tokens, output_tokens, cost_usd, tool_name, agent_name, error_type, attributes
+	  input_tokens, output_tokens, cost_usd, unpriced, tool_name, agent_name, error_type, attributes
 	  FROM span_summaries WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
@@ -271,7 +273,7 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		var s store.SpanSummary
 		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
 			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
-			&s.CostUSD, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
+			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
 			rows.Close()
 			return nil, err
 		}
