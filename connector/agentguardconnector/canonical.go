@@ -1,8 +1,8 @@
 package agentguardconnector // import "github.com/runagain/runagain/connector/agentguardconnector"
 
 import (
-	"bytes"
 	"slices"
+	"strings"
 )
 
 // canonicalJSON appends to dst a canonical form of the JSON text src: whitespace outside strings
@@ -12,7 +12,7 @@ import (
 //
 // It replaces decoding into interface{} and re-encoding, which costs several allocations per
 // value on the hot path of loop detection.
-func canonicalJSON(dst, src []byte) (out []byte, ok bool) {
+func canonicalJSON(dst []byte, src string) (out []byte, ok bool) {
 	i := skipSpace(src, 0)
 	out, i, ok = canonValue(dst, src, i, 0)
 	if !ok || skipSpace(src, i) != len(src) {
@@ -23,7 +23,7 @@ func canonicalJSON(dst, src []byte) (out []byte, ok bool) {
 
 const maxDepth = 64
 
-func skipSpace(s []byte, i int) int {
+func skipSpace(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
@@ -31,7 +31,7 @@ func skipSpace(s []byte, i int) int {
 }
 
 // scanString returns the index after the string starting at s[i] == '"'.
-func scanString(s []byte, i int) (int, bool) {
+func scanString(s string, i int) (int, bool) {
 	for j := i + 1; j < len(s); j++ {
 		switch s[j] {
 		case '\\':
@@ -43,7 +43,7 @@ func scanString(s []byte, i int) (int, bool) {
 	return 0, false
 }
 
-func canonValue(dst, s []byte, i, depth int) ([]byte, int, bool) {
+func canonValue(dst []byte, s string, i, depth int) ([]byte, int, bool) {
 	if i >= len(s) || depth > maxDepth {
 		return dst, i, false
 	}
@@ -97,14 +97,18 @@ func canonValue(dst, s []byte, i, depth int) ([]byte, int, bool) {
 	}
 }
 
-type member struct{ key, val []byte }
+type member struct {
+	key string
+	val []byte
+}
 
-func canonObject(dst, s []byte, i, depth int) ([]byte, int, bool) {
+func canonObject(dst []byte, s string, i, depth int) ([]byte, int, bool) {
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return append(dst, '{', '}'), i + 1, true
 	}
-	var members []member
+	var stack [8]member
+	members := stack[:0]
 	for {
 		if i >= len(s) || s[i] != '"' {
 			return dst, i, false
@@ -119,11 +123,13 @@ func canonObject(dst, s []byte, i, depth int) ([]byte, int, bool) {
 			return dst, i, false
 		}
 		i = skipSpace(s, i+1)
-		var val []byte
-		if val, i, ok = canonValue(nil, s, i, depth+1); !ok {
+		// The value is canonicalised at the end of dst (as scratch space) and copied out of
+		// it when the members are written in key order.
+		start := len(dst)
+		if dst, i, ok = canonValue(dst, s, i, depth+1); !ok {
 			return dst, i, false
 		}
-		members = append(members, member{key, val})
+		members = append(members, member{key, dst[start:len(dst):len(dst)]})
 		i = skipSpace(s, i)
 		if i >= len(s) {
 			return dst, i, false
@@ -137,7 +143,14 @@ func canonObject(dst, s []byte, i, depth int) ([]byte, int, bool) {
 		}
 		i = skipSpace(s, i+1)
 	}
-	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	// The canonical values sit at the end of dst in source order; write the object after them
+	// and move it down over them.
+	valuesStart := len(dst)
+	for _, m := range members {
+		valuesStart -= len(m.val)
+	}
+	out := len(dst)
 	dst = append(dst, '{')
 	for k, m := range members {
 		if k > 0 {
@@ -147,5 +160,7 @@ func canonObject(dst, s []byte, i, depth int) ([]byte, int, bool) {
 		dst = append(dst, ':')
 		dst = append(dst, m.val...)
 	}
-	return append(dst, '}'), i, true
+	dst = append(dst, '}')
+	n := copy(dst[valuesStart:], dst[out:])
+	return dst[:valuesStart+n], i, true
 }

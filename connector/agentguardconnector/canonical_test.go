@@ -2,9 +2,12 @@ package agentguardconnector
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCanonicalJSON(t *testing.T) {
@@ -15,8 +18,8 @@ func TestCanonicalJSON(t *testing.T) {
 		{`[]`, ` [ ] `},
 	}
 	for _, p := range same {
-		a, ok1 := canonicalJSON(nil, []byte(p[0]))
-		b, ok2 := canonicalJSON(nil, []byte(p[1]))
+		a, ok1 := canonicalJSON(nil, p[0])
+		b, ok2 := canonicalJSON(nil, p[1])
 		assert.True(t, ok1 && ok2, "%q / %q", p[0], p[1])
 		assert.Equal(t, string(a), string(b))
 		assert.True(t, json.Valid(a), "%s", a)
@@ -27,12 +30,85 @@ func TestCanonicalJSON(t *testing.T) {
 		{`{"a":"x y"}`, `{"a":"xy"}`},
 	}
 	for _, p := range differ {
-		a, _ := canonicalJSON(nil, []byte(p[0]))
-		b, _ := canonicalJSON(nil, []byte(p[1]))
+		a, _ := canonicalJSON(nil, p[0])
+		b, _ := canonicalJSON(nil, p[1])
 		assert.NotEqual(t, string(a), string(b))
 	}
 	for _, bad := range []string{`{"a":}`, `{"a" 1}`, `[1,`, `{"a":"unterminated}`, `{} x`, ``} {
-		_, ok := canonicalJSON(nil, []byte(bad))
+		_, ok := canonicalJSON(nil, bad)
 		assert.False(t, ok, "%q", bad)
+	}
+}
+
+// randomJSON writes v (built from maps, slices, strings, numbers) with members in an order and
+// spacing chosen by r.
+func randomJSON(r *rand.Rand, v any) string {
+	sp := func() string { return []string{"", " ", "\n  "}[r.IntN(3)] }
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		out := "{" + sp()
+		for i, k := range keys {
+			if i > 0 {
+				out += "," + sp()
+			}
+			kb, _ := json.Marshal(k)
+			out += string(kb) + sp() + ":" + sp() + randomJSON(r, x[k])
+		}
+		return out + sp() + "}"
+	case []any:
+		out := "[" + sp()
+		for i, e := range x {
+			if i > 0 {
+				out += "," + sp()
+			}
+			out += randomJSON(r, e)
+		}
+		return out + "]"
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+func randomValue(r *rand.Rand, depth int) any {
+	switch n := r.IntN(6); {
+	case depth > 3 || n == 0:
+		return fmt.Sprintf("s%d \"q\" %d", r.IntN(5), r.IntN(3))
+	case n == 1:
+		return float64(r.IntN(100))
+	case n == 2:
+		s := make([]any, r.IntN(4))
+		for i := range s {
+			s[i] = randomValue(r, depth+1)
+		}
+		return s
+	default:
+		m := map[string]any{}
+		for i := r.IntN(12); i > 0; i-- {
+			m[fmt.Sprintf("k%d", r.IntN(20))] = randomValue(r, depth+1)
+		}
+		return m
+	}
+}
+
+// TestCanonicalJSONProperty: two renderings of the same value with different member order and
+// spacing have the same canonical form, and the canonical form decodes to that value.
+func TestCanonicalJSONProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 500; i++ {
+		v := map[string]any{"root": randomValue(r, 0)}
+		a, b := randomJSON(r, v), randomJSON(r, v)
+		ca, ok1 := canonicalJSON(nil, a)
+		cb, ok2 := canonicalJSON(nil, b)
+		require.True(t, ok1 && ok2, "%s / %s", a, b)
+		require.Equal(t, string(ca), string(cb), "%s / %s", a, b)
+		var back any
+		require.NoError(t, json.Unmarshal(ca, &back), "%s", ca)
+		require.Equal(t, v, back)
 	}
 }

@@ -126,6 +126,7 @@ type state struct {
 	reasons  map[string]bool
 	onEnd    func(*session, bool)
 	expiring bool
+	scratch  []byte // canonical JSON buffer, reused
 }
 
 func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
@@ -418,7 +419,7 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		}
 		if st.cfg.Loop.Enabled {
 			if args := genai.ToolArguments(attrs); args.Recorded() {
-				fp := fingerprint("tool", name, canonical(args))
+				fp := st.argsFingerprint(name, args)
 				st.checkRepeat(s, fp, subject{'t', name}, RuleRepeatedToolCall, kv{genai.AttrToolName, name}, int64(end), ref, agent, b)
 			}
 			st.checkConsecutive(s, name, ref, agent, b)
@@ -452,19 +453,32 @@ func fingerprint(parts ...string) uint64 {
 	return d.Sum64()
 }
 
-// canonical returns the identity of tool arguments: the content hash of an offloaded value, or
-// the inline JSON re-encoded with sorted keys (so key order and spacing do not matter), or the
-// inline text as is.
-func canonical(p genai.Payload) string {
-	if p.Ref != "" || p.Value == "" {
-		return p.Identity()
-	}
-	if c := p.Value[0]; c == '{' || c == '[' {
-		if b, ok := canonicalJSON(make([]byte, 0, len(p.Value)), []byte(p.Value)); ok {
-			return string(b)
+// argsFingerprint hashes a tool call: the tool name and the identity of its arguments, which is
+// the content hash of an offloaded value, or the inline JSON in canonical form (members sorted,
+// no insignificant whitespace, so key order and spacing do not matter), or the inline text.
+func (st *state) argsFingerprint(tool string, p genai.Payload) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	sep := [1]byte{0}
+	_, _ = d.WriteString("tool")
+	_, _ = d.Write(sep[:])
+	_, _ = d.WriteString(tool)
+	_, _ = d.Write(sep[:])
+	switch {
+	case p.Ref != "" || p.Value == "":
+		_, _ = d.WriteString(p.Identity())
+	case p.Value[0] == '{' || p.Value[0] == '[':
+		if b, ok := canonicalJSON(st.scratch[:0], p.Value); ok {
+			_, _ = d.Write(b)
+			st.scratch = b[:0]
+		} else {
+			_, _ = d.WriteString(p.Value)
 		}
+	default:
+		_, _ = d.WriteString(p.Value)
 	}
-	return p.Value
+	_, _ = d.Write(sep[:])
+	return d.Sum64()
 }
 
 func (st *state) checkRepeat(s *session, fp uint64, subj0 subject, rule string, subj kv, ts int64, ref spanRef, agent string, b *batch) {
