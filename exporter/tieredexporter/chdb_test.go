@@ -103,6 +103,16 @@ func TestClickHouseTiersOnChDB(t *testing.T) {
 	assert.EqualValues(t, 200, runs[1].InputTokens)
 	assert.EqualValues(t, 1, runs[1].Errors)
 
+	hotOnly := &clickhousestore.HotReader{DB: db, Tables: clickhousestore.HotTables{Database: "otel"}}
+	recent, err := hotOnly.Runs(ctx, store.RunFilter{Since: time.Unix(0, now-int64(time.Second)), Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, recent, 1)
+	assert.Equal(t, storetest.TraceID("b").String(), recent[0].TraceID)
+	newest, err := hotOnly.Runs(ctx, store.RunFilter{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, newest, 1)
+	assert.Equal(t, storetest.TraceID("b").String(), newest[0].TraceID)
+
 	run, err := r.Run(ctx, storetest.TraceID("a").String())
 	require.NoError(t, err)
 	assert.Equal(t, "hot", run.Tier)
