@@ -49,6 +49,11 @@ type ExemplarsConfig struct {
 type PricingConfig struct {
 	// Models are consulted before the embedded table, in order.
 	Models []pricing.Override `mapstructure:"models"`
+	// AddReasoningTokens adds gen_ai.usage.reasoning.output_tokens to the output tokens before
+	// pricing. Off by default: semconv and OpenAI count reasoning inside the output tokens; turn
+	// it on for instrumentations that report them apart (Gemini's thoughtsTokenCount as
+	// recorded by some SDKs), which providers bill as output.
+	AddReasoningTokens bool `mapstructure:"add_reasoning_tokens"`
 }
 
 // LoopConfig configures loop detection.

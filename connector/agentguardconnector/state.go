@@ -380,7 +380,11 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		if u.Input > 0 || u.Output > 0 || u.CacheRead > 0 || u.CacheWrite > 0 {
 			costAttrs := [3]kv{{genai.AttrAgentName, agent}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}}
 			if r, ok := prices.Lookup(provider, genai.Model(attrs)); ok {
-				c := r.Cost(pricingUsage(u), sp.StartTimestamp().AsTime())
+				pu := pricingUsage(u)
+				if st.cfg.Pricing.AddReasoningTokens && u.Reasoning > 0 {
+					pu.Output += u.Reasoning
+				}
+				c := r.Cost(pu, sp.StartTimestamp().AsTime())
 				st.agg.record(st.agg.get(mCost, e.service, costAttrs[:], b.ts), c, ex)
 				s.cost += c
 				s.priced++
@@ -438,7 +442,8 @@ func pricingUsage(u genai.Usage) pricing.Usage {
 	if u.CacheRead+u.CacheWrite > in {
 		in += u.CacheRead + u.CacheWrite
 	}
-	// Reasoning tokens are part of the output tokens (semconv, OpenAI), not added again.
+	// Reasoning tokens are part of the output tokens (semconv, OpenAI), not added again unless
+	// pricing.add_reasoning_tokens says so.
 	return pricing.Usage{Input: in, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Output: u.Output}
 }
 

@@ -211,3 +211,24 @@ func TestSeriesOverflow(t *testing.T) {
 	h.g.mu.Unlock()
 	assert.LessOrEqual(t, n, cfg.MaxSeries+int(numMetrics), "at most max_series plus one overflow series per metric")
 }
+
+// TestReasoningTokens: reasoning tokens are inside the output tokens by default and added to
+// them with pricing.add_reasoning_tokens.
+func TestReasoningTokens(t *testing.T) {
+	cost := func(add bool) float64 {
+		cfg := createDefaultConfig()
+		cfg.Pricing.AddReasoningTokens = add
+		cfg.Pricing.Models = append(cfg.Pricing.Models, overrideFor("", "thinker-1", 1, 10))
+		h := newHarness(t, cfg)
+		b := newTraceBuilder()
+		a := llmAttrs("s", "a", "thinker-1", 1000, 100, "stop")
+		a["gen_ai.usage.reasoning.output_tokens"] = int64(400)
+		b.span("svc", 1, 1, t0, time.Second, a)
+		md, _ := h.feed(b.td)
+		got := 0.0
+		sumPoints(md, MetricCost, func(_ pcommon.Map, dp pmetric.NumberDataPoint) { got += dp.DoubleValue() })
+		return got
+	}
+	assert.InDelta(t, (1000*1+100*10)/1e6, cost(false), 1e-15)
+	assert.InDelta(t, (1000*1+500*10)/1e6, cost(true), 1e-15)
+}
