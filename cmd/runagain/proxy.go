@@ -47,7 +47,7 @@ func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
 	}
 	f.StringVar(&o.endpoint, "endpoint", def, "collector OTLP gRPC endpoint (env RUNAGAIN_ENDPOINT)")
 	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
-	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction; use the agent_redaction processor's key so hashed values match in replay")
+	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction (else <data-dir>/redaction.key, as config/default.yaml's agent_redaction uses); use the processor's key so hashed values match in replay")
 }
 
 // config builds the proxy configuration: routes, redactor, CA, OTLP sink.
@@ -59,7 +59,14 @@ func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Con
 	if err != nil {
 		return proxy.Config{}, nil, "", fmt.Errorf("--route: %w", err)
 	}
-	rd, err := redact.New(redact.Config{HashKey: []byte(os.Getenv(o.hashKeyEnv))})
+	key := []byte(os.Getenv(o.hashKeyEnv))
+	if len(key) == 0 {
+		// The embedded default's agent_redaction keeps its key here (hash_key_file).
+		if key, err = redact.LoadOrCreateKeyFile(filepath.Join(dataDirFlag, "redaction.key")); err != nil {
+			return proxy.Config{}, nil, "", err
+		}
+	}
+	rd, err := redact.New(redact.Config{HashKey: key})
 	if err != nil {
 		return proxy.Config{}, nil, "", err
 	}

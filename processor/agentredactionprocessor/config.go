@@ -25,6 +25,10 @@ type Config struct {
 	// (default RUNAGAIN_REDACTION_KEY). Without either, a random key is drawn at start and
 	// tokens are stable only for the life of the process.
 	HashKeyEnv string `mapstructure:"hash_key_env"`
+	// HashKeyFile is a file holding the key (hex), used when neither hash_key nor the variable is
+	// set. A missing file is created with a random key (mode 0600), so tokens stay stable across
+	// restarts and `runagain replay` (which reads the same file) matches hashed values.
+	HashKeyFile string `mapstructure:"hash_key_file"`
 	// PIIAction is the default action of PII rules: mask, hash (default) or drop.
 	PIIAction redact.Action `mapstructure:"pii_action"`
 	// SecretAction is the default action of secret rules: mask (default), hash or drop.

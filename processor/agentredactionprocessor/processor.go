@@ -33,8 +33,14 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 		rc.HashKey = []byte(cfg.HashKey)
 	case cfg.HashKeyEnv != "" && os.Getenv(cfg.HashKeyEnv) != "":
 		rc.HashKey = []byte(os.Getenv(cfg.HashKeyEnv))
+	case cfg.HashKeyFile != "":
+		key, err := redact.LoadOrCreateKeyFile(cfg.HashKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("agent_redaction: hash_key_file: %w", err)
+		}
+		rc.HashKey = key
 	default:
-		set.Logger.Warn("agent_redaction: no hash key configured (hash_key, or the variable named by hash_key_env); "+
+		set.Logger.Warn("agent_redaction: no hash key configured (hash_key, hash_key_file, or the variable named by hash_key_env); "+
 			"using a random key, so hash tokens are stable only until the collector restarts",
 			zap.String("hash_key_env", cfg.HashKeyEnv))
 	}

@@ -122,6 +122,11 @@ func TestPlantedSecretsNeverStored(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, searched, 1)
 
+	// The hash key persists under the data directory, so tokens survive restarts and replays.
+	st, err := os.Stat(filepath.Join(c.DataDir, "redaction.key"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
 	// The runs are still there and readable, with redaction counted on the spans.
 	c.StartAgain()
 	show := cli(t, c, "show", "--json", rows[0].TraceID)

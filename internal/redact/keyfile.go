@@ -1,0 +1,50 @@
+package redact
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// KeyFileBytes is the size of a generated HMAC key (256 bits, the SHA-256 block-size guidance of
+// RFC 2104 section 3 is met by any key of at least the hash length).
+const KeyFileBytes = 32
+
+// LoadOrCreateKeyFile returns the HMAC key stored in path (hex, one line). When the file does not
+// exist it draws a random key, writes it with mode 0600 (creating the directory) and returns it,
+// so every process pointed at the same file (collector restarts, `runagain replay`) hashes a value
+// to the same token. Errors name the path; an empty or non-hex file is an error, never replaced.
+func LoadOrCreateKeyFile(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(key) == 0 {
+			return nil, fmt.Errorf("redaction key file %s: want one line of hex", path)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("redaction key file: %w", err)
+	}
+	key := make([]byte, KeyFileBytes)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("redaction key file %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("redaction key file: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) { // another process created it first: use theirs
+		return LoadOrCreateKeyFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redaction key file: %w", err)
+	}
+	if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("redaction key file %s: %w", path, err)
+	}
+	return key, f.Close()
+}

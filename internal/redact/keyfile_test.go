@@ -1,0 +1,38 @@
+package redact
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadOrCreateKeyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "redaction.key")
+	k1, err := LoadOrCreateKeyFile(path)
+	require.NoError(t, err)
+	assert.Len(t, k1, KeyFileBytes)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	k2, err := LoadOrCreateKeyFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, k1, k2, "the same file gives the same key")
+
+	// The same key gives the same token in two redactors (collector restart, replay).
+	r1, err := New(Config{HashKey: k1})
+	require.NoError(t, err)
+	r2, err := New(Config{HashKey: k2})
+	require.NoError(t, err)
+	a, _ := r1.Redact("mail jane.doe@example-corp.com")
+	b, _ := r2.Redact("mail jane.doe@example-corp.com")
+	assert.Equal(t, a, b)
+	assert.NotContains(t, a, "jane.doe")
+
+	bad := filepath.Join(t.TempDir(), "bad.key")
+	require.NoError(t, os.WriteFile(bad, []byte("not hex\n"), 0o600))
+	_, err = LoadOrCreateKeyFile(bad)
+	assert.ErrorContains(t, err, bad)
+}
