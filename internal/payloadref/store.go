@@ -26,6 +26,11 @@ type StoreOptions struct {
 	Fanout int
 	// Level is the zstd level. Default zstd.SpeedDefault.
 	Level zstd.EncoderLevel
+	// ExistsCheckMin: values at least this long (bytes, uncompressed) are checked for existence
+	// before they are written; smaller ones are written directly with an if-not-exists
+	// precondition (one request instead of two; the store refuses a duplicate). Default 64 KiB;
+	// negative checks every object first.
+	ExistsCheckMin int
 }
 
 // Store writes values to a bucket in the payloadref layout. It is safe for concurrent use.
@@ -63,6 +68,9 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	}
 	if opts.Fanout < 4 {
 		opts.Fanout = 64
+	}
+	if opts.ExistsCheckMin == 0 {
+		opts.ExistsCheckMin = 64 << 10
 	}
 	if opts.Level == 0 {
 		opts.Level = zstd.SpeedDefault
@@ -200,6 +208,15 @@ func (s *Store) present(ctx context.Context, key string) (bool, error) {
 // (IfNotExist precondition failure) counts as present: same key, same content.
 func (s *Store) writeOnce(ctx context.Context, key string, content []byte, manifest bool, res *PutResult) error {
 	res.Objects++
+	if s.isKnown(key) {
+		res.DedupHits++
+		return nil
+	}
+	if len(content) < s.opts.ExistsCheckMin {
+		// Small object: one conditional write instead of an existence check plus a write;
+		// a store that already holds it refuses the write (a dedup hit).
+		return s.writeObject(ctx, key, content, manifest, res)
+	}
 	present, err := s.present(ctx, key)
 	if err != nil {
 		return err
