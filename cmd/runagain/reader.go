@@ -18,9 +18,10 @@ import (
 // otherwise from the embedded default's files under --data-dir: hot.db, warm.db and cold/.
 // --cold-url adds a Parquet cold tier on any gocloud.dev/blob URL (s3://..., gs://...).
 var (
-	clickhouseFlag   string
-	clickhouseDBFlag string
-	coldURLFlag      string
+	clickhouseFlag      string
+	clickhouseDBFlag    string
+	clickhouseHotDBFlag string
+	coldURLFlag         string
 )
 
 func init() {
@@ -32,6 +33,8 @@ func init() {
 	}
 	rootCmd.PersistentFlags().StringVar(&clickhouseDBFlag, "clickhouse-database", def,
 		"ClickHouse database of the tier tables (env RUNAGAIN_CLICKHOUSE_DATABASE)")
+	rootCmd.PersistentFlags().StringVar(&clickhouseHotDBFlag, "clickhouse-hot-database", os.Getenv("RUNAGAIN_CLICKHOUSE_HOT_DATABASE"),
+		"ClickHouse database of the hot tier's otel_traces/otel_logs (the clickhouseexporter's database); default --clickhouse-database (env RUNAGAIN_CLICKHOUSE_HOT_DATABASE)")
 	rootCmd.PersistentFlags().StringVar(&coldURLFlag, "cold-url", os.Getenv("RUNAGAIN_COLD_URL"),
 		"cold tier Parquet bucket URL (gocloud.dev/blob) or directory; default <data-dir>/cold (env RUNAGAIN_COLD_URL)")
 }
@@ -39,10 +42,10 @@ func init() {
 // openReader opens every tier it finds and reads them as one, falling back hot -> warm -> cold:
 // a run past the hot retention still shows its warm summary, and past that its cold session.
 func openReader() (store.Reader, error) {
-	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, coldURLFlag)
+	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag, coldURLFlag)
 }
 
-func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, coldURL string) (store.Reader, error) {
+func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, chHotDatabase, coldURL string) (store.Reader, error) {
 	var readers []store.Reader
 	fail := func(err error) (store.Reader, error) {
 		for _, r := range readers {
@@ -55,7 +58,10 @@ func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, coldURL str
 		if err != nil {
 			return nil, err
 		}
-		readers = append(readers, clickhousestore.Open(db, clickhousestore.HotTables{Database: chDatabase},
+		if chHotDatabase == "" {
+			chHotDatabase = chDatabase
+		}
+		readers = append(readers, clickhousestore.Open(db, clickhousestore.HotTables{Database: chHotDatabase},
 			clickhousestore.Schema{Database: chDatabase}, nil))
 	} else {
 		hot := filepath.Join(dataDir, "hot.db")

@@ -46,7 +46,7 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 
 	id := storetest.TraceID("cli").String()
 	show := func() (string, *ShowRun) {
-		r, err := openTiers(ctx, dir, "", "", "")
+		r, err := openTiers(ctx, dir, "", "", "", "")
 		require.NoError(t, err)
 		defer r.Close()
 		got, err := r.Run(ctx, id)
@@ -92,7 +92,7 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 }
 
 func TestOpenTiersNoStore(t *testing.T) {
-	_, err := openTiers(context.Background(), t.TempDir(), "", "", "")
+	_, err := openTiers(context.Background(), t.TempDir(), "", "", "", "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no tier found")
 }
