@@ -62,15 +62,22 @@ func BenchmarkOffload(b *testing.B) {
 					if store == "file" {
 						url = "file://" + b.TempDir() + "?metadata=skip"
 					}
-					benchOffload(b, url, kind, size)
+					benchOffload(b, url, kind, size, "default")
 				})
 			}
 		}
 	}
+	// The same text values on mem:// with compression_level: fastest.
+	for _, size := range []int{4 << 10, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("mem/text-fastest/%dKiB", size>>10), func(b *testing.B) {
+			benchOffload(b, fmt.Sprintf("mem://bench-%d", time.Now().UnixNano()), "text", size, "fastest")
+		})
+	}
 }
 
-func benchOffload(b *testing.B, url, kind string, size int) {
+func benchOffload(b *testing.B, url, kind string, size int, level string) {
 	cfg := testConfig(url)
+	cfg.CompressionLevel = level
 	h := newHarness(b, cfg)
 	ctx := context.Background()
 	v := benchValue(kind, size)
