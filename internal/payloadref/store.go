@@ -82,7 +82,8 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level))
+	// Lower encoder memory: smaller match tables to reset per value, same output size on agent text.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, err
 	}
