@@ -44,7 +44,7 @@ func (h *hotSQLite) writeLogs(ctx context.Context, ld plog.Logs) error {
 
 func hotSQLiteTier(logger *zap.Logger, cfg *HotConfig, keys []string, now func() time.Time, every time.Duration) *tier {
 	path := cfg.SQLite.Get().Path
-	return &tier{name: "hot", key: "sqlite:" + path, sending: cfg.TierSending,
+	return &tier{name: "hot", key: "sqlite-hot:" + path, sending: cfg.TierSending,
 		open: func(context.Context) (*resource, error) {
 			db, err := sqlitestore.Open(path, sqlitestore.Options{SessionKeys: keys, Now: now})
 			if err != nil {
@@ -127,7 +127,7 @@ func warmTier(logger *zap.Logger, cfg *WarmConfig, keys []string, now func() tim
 			}}
 	}
 	path := cfg.SQLite.Get().Path
-	return &tier{name: "warm", key: "sqlite:" + path, sending: cfg.TierSending,
+	return &tier{name: "warm", key: "sqlite-warm:" + path, sending: cfg.TierSending,
 		open: func(context.Context) (*resource, error) {
 			db, err := sqlitestore.OpenWarm(path, sqlitestore.Options{SessionKeys: keys, Now: now})
 			if err != nil {

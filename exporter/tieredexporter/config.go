@@ -154,6 +154,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("cold: no backend configured: set `cold::parquet` or `cold::clickhouse`"))
 		}
 	}
+	if c.Hot.HasValue() && c.Warm.HasValue() && c.Hot.Get().SQLite.HasValue() && c.Warm.Get().SQLite.HasValue() &&
+		c.Hot.Get().SQLite.Get().Path == c.Warm.Get().SQLite.Get().Path {
+		errs = append(errs, fmt.Errorf("warm::sqlite::path %q is the hot tier's file: give each tier its own file", c.Warm.Get().SQLite.Get().Path))
+	}
 	for i, k := range c.SessionKeys {
 		if k == "" {
 			errs = append(errs, fmt.Errorf("session_keys[%d] must not be empty", i))
