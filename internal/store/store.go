@@ -33,7 +33,7 @@ type RunSummary struct {
 	// greatest trace id when runs cannot be told apart), TraceIDs all its runs, and Start/End
 	// its first and last seen times. Other tiers leave TraceIDs empty.
 	TraceIDs []string `json:"trace_ids,omitempty"`
-	CostUSD  float64  `json:"cost_usd"`           // USD (warm, cold: internal/pricing; hot: 0, not computed)
+	CostUSD  float64  `json:"cost_usd,omitempty"` // USD (warm, cold: internal/pricing); the hot tier does not compute it
 	Unpriced int64    `json:"unpriced,omitempty"` // LLM calls with usage but no known price (warm, cold)
 	Alerts   int64    `json:"alerts,omitempty"`   // agent_guard alert records (cold tier)
 }
