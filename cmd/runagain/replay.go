@@ -81,6 +81,10 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	if err != nil {
 		return fmt.Errorf("run %s: %w", traceID, err)
 	}
+	if run.Tier != "hot" {
+		// Warm and cold keep summaries only: no recorded bodies to serve.
+		return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be replayed", traceID, run.Tier)
+	}
 	res := payloadref.NewResolver()
 	err = res.RehydrateTraces(ctx, run.Traces)
 	res.Close()

@@ -169,6 +169,9 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 			Attributes: s.Attributes().AsRaw(), OTLP: raw,
 		})
 	}
+	if view.SessionID == "" && run.Session != nil {
+		view.SessionID = run.Session.SessionID
+	}
 	if view.SessionID == "" {
 		view.SessionID = run.TraceID
 	}
@@ -211,7 +214,11 @@ func printShow(w io.Writer, v *ShowRun) {
 		}
 	}
 	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
-	fmt.Fprintf(w, "start %s  duration %s  spans %d\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans))
+	if len(v.Spans) > 0 {
+		fmt.Fprintf(w, "start %s  duration %s  spans %d\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans))
+	} else {
+		fmt.Fprintf(w, "no spans are kept for this run any more (past the %s tier's retention); what is known:\n", v.Tier)
+	}
 	for _, s := range v.Spans {
 		ind := strings.Repeat("  ", s.Depth)
 		fmt.Fprintf(w, "%s▸ [%s] %s  +%s  %s  %s", ind, s.GenAIKind, s.Name,
