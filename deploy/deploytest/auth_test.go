@@ -170,6 +170,7 @@ func TestGatewayAuthFullConfig(t *testing.T) {
 		fmt.Sprintf("RUNAGAIN_CLICKHOUSE_ENDPOINT=tcp://127.0.0.1:%d", collectortest.FreePort(t)),
 		"RUNAGAIN_CLICKHOUSE_USERNAME=runagain", "RUNAGAIN_CLICKHOUSE_PASSWORD=unused",
 		"RUNAGAIN_CLICKHOUSE_CREATE_SCHEMA=false",
+		"RUNAGAIN_REDACTION_KEY=" + randomToken(t),
 		"RUNAGAIN_PAYLOAD_URL=file://" + filepath.Join(dir, "payloads") + "?create_dir=true",
 		"RUNAGAIN_COLD_URL=file://" + filepath.Join(dir, "cold") + "?create_dir=true",
 		"RUNAGAIN_TELEMETRY_HOST=127.0.0.1",

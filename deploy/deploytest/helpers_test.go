@@ -112,10 +112,15 @@ func skipIfMissing(t *testing.T, bin, name string, config []byte) {
 }
 
 // validate runs `otelcol-runagain validate --config path` with env (KEY=VALUE) added to a
-// clean environment and returns the combined output and error.
-func validate(bin, path string, env []string) (string, error) {
+// clean environment and returns the combined output and error. Validation builds the pipelines,
+// and some components create files when built (agent_redaction's hash_key_file under the data
+// directory), so it runs in a temporary directory with RUNAGAIN_DATA_DIR pointing into it.
+func validate(t *testing.T, bin, path string, env []string) (string, error) {
+	dir := t.TempDir()
 	cmd := exec.Command(bin, "validate", "--config", path)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
+	cmd.Env = append(cmd.Env, "RUNAGAIN_DATA_DIR="+filepath.Join(dir, "data"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan error, 1)

@@ -155,7 +155,7 @@ func TestShippedCollectorConfigsValidate(t *testing.T) {
 			skipIfMissing(t, bin, c.name, c.body)
 			path := filepath.Join(t.TempDir(), "config.yaml")
 			require.NoError(t, os.WriteFile(path, c.body, 0o600))
-			out, err := validate(bin, path, envList(c.env))
+			out, err := validate(t, bin, path, envList(c.env))
 			require.NoError(t, err, "otelcol-runagain validate %s:\n%s", c.name, out)
 		})
 	}
@@ -173,14 +173,14 @@ func TestValidateCatchesBrokenGateway(t *testing.T) {
 
 	env := gatewayEnv(t)
 	delete(env, "RUNAGAIN_PAYLOAD_URL")
-	out, err := validate(bin, path, envList(env))
+	out, err := validate(t, bin, path, envList(env))
 	require.Error(t, err, "gateway.yaml without RUNAGAIN_PAYLOAD_URL must not validate:\n%s", out)
 	assert.Contains(t, out, "storage.url")
 
 	broken := bytes.Replace(body, []byte("      retention: 168h\n"), []byte("      retention: 168h\n      retension: 1h\n"), 1)
 	require.NotEqual(t, body, broken, "gateway.yaml no longer has the hot tier block this test edits")
 	require.NoError(t, os.WriteFile(path, broken, 0o600))
-	out, err = validate(bin, path, envList(gatewayEnv(t)))
+	out, err = validate(t, bin, path, envList(gatewayEnv(t)))
 	require.Error(t, err, "an unknown tiered key must not validate:\n%s", out)
 	assert.Contains(t, out, "retension")
 }
