@@ -175,7 +175,14 @@ func TestGatewayAuthFullConfig(t *testing.T) {
 		"RUNAGAIN_COLD_URL=file://" + filepath.Join(dir, "cold") + "?create_dir=true",
 		"RUNAGAIN_TELEMETRY_HOST=127.0.0.1",
 	}
+	before := dirEntries(t, ".")
 	c, send := runAuthChecks(t, filepath.Join(repoRoot(t), "config", "gateway.yaml"), env, false)
+	// In Kubernetes the gateway runs with a read-only root filesystem: it must write only under
+	// the configured directories, never relative to where it was started (here, this package's directory).
+	defer func() {
+		c.Stop()
+		assert.Equal(t, before, dirEntries(t, "."), "the gateway wrote into its working directory")
+	}()
 
 	// The production pipeline behind the door: a runaway session sent with the token reaches
 	// agent_guard, whose loop alert and cost appear on the gateway's Prometheus endpoint, and the
@@ -353,6 +360,17 @@ func storedTraces(t *testing.T, c *collectortest.Collector) map[string]bool {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(stdout)), &rows), stdout)
 	for _, r := range rows {
 		out[r.TraceID] = true
+	}
+	return out
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
 	}
 	return out
 }
