@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,4 +312,63 @@ func TestCooldown(t *testing.T) {
 	if got := h.metric("failures"); got != 2 {
 		t.Errorf("failures = %d, want 2", got)
 	}
+}
+
+// TestConcurrentBatches sends overlapping conversations from several goroutines at once (the
+// same messages are stored by concurrent writers) and checks every value comes back.
+func TestConcurrentBatches(t *testing.T) {
+	for _, url := range []string{"mem://concurrent", "file://" + t.TempDir() + "?create_dir=true&metadata=skip"} {
+		cfg := testConfig(url)
+		h := newHarness(t, cfg)
+		history := []string{}
+		for i := 0; i < 12; i++ {
+			history = append(history, msgJSON(i))
+		}
+		value := func(n int) string { return "[" + strings.Join(history[:n], ",") + "]" }
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 2; n <= 12; n++ {
+					td, s := oneSpan()
+					s.SetName(fmt.Sprint(n))
+					s.Attributes().PutStr("gen_ai.input.messages", value(n))
+					if err := h.traces.ConsumeTraces(context.Background(), td); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		all := h.tsink.AllTraces()
+		if len(all) != 8*11 {
+			t.Fatalf("%d batches delivered, want %d", len(all), 8*11)
+		}
+		for _, td := range all {
+			s := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+			var n int
+			fmt.Sscan(s.Name(), &n)
+			if err := h.res.RehydrateSpan(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := str(s.Attributes(), "gen_ai.input.messages"); v != value(n) {
+				t.Fatalf("%s: turn %d not rehydrated byte for byte", url, n)
+			}
+		}
+		if h.metric("failures") != 0 {
+			t.Fatalf("%s: failures counted", url)
+		}
+	}
+}
+
+func msgJSON(i int) string {
+	b, _ := json.Marshal(textMsg([]string{"user", "assistant"}[i%2], fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 60))))
+	return string(b)
 }
