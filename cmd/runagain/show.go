@@ -139,13 +139,7 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 	var jm ptrace.JSONMarshaler
 	for _, n := range flat {
 		s := n.Span
-		one := ptrace.NewTraces()
-		rs := one.ResourceSpans().AppendEmpty()
-		n.Resource.CopyTo(rs.Resource())
-		ss := rs.ScopeSpans().AppendEmpty()
-		n.Scope.CopyTo(ss.Scope())
-		s.CopyTo(ss.Spans().AppendEmpty())
-		raw, err := jm.MarshalTraces(one)
+		raw, err := jm.MarshalTraces(store.SpanTraces(n.ResourceSpans, n.ScopeSpans, s))
 		if err != nil {
 			return nil, fmt.Errorf("encode span %s: %w", s.SpanID(), err)
 		}

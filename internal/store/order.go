@@ -16,8 +16,11 @@ type Node struct {
 	Span     ptrace.Span
 	Resource pcommon.Resource
 	Scope    pcommon.InstrumentationScope
-	Children []*Node
-	Depth    int
+	// ResourceSpans and ScopeSpans hold Span (for schema URLs and SpanTraces).
+	ResourceSpans ptrace.ResourceSpans
+	ScopeSpans    ptrace.ScopeSpans
+	Children      []*Node
+	Depth         int
 }
 
 // Order arranges the spans of td as a forest in the order DESIGN.md specifies: siblings by the
@@ -36,7 +39,7 @@ func Order(td ptrace.Traces, sequenceKeys []string) (roots []*Node, flat []*Node
 		for j := 0; j < rs.ScopeSpans().Len(); j++ {
 			ss := rs.ScopeSpans().At(j)
 			for k := 0; k < ss.Spans().Len(); k++ {
-				n := &Node{Span: ss.Spans().At(k), Resource: rs.Resource(), Scope: ss.Scope()}
+				n := &Node{Span: ss.Spans().At(k), Resource: rs.Resource(), Scope: ss.Scope(), ResourceSpans: rs, ScopeSpans: ss}
 				byID[n.Span.SpanID()] = n
 				all = append(all, n)
 			}
@@ -107,4 +110,18 @@ func sequence(s ptrace.Span, keys []string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// SpanTraces returns a Traces holding one copy of span with its resource and scope (and their
+// schema URLs): the unit the hot tier stores and `runagain show --json` prints.
+func SpanTraces(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) ptrace.Traces {
+	one := ptrace.NewTraces()
+	ors := one.ResourceSpans().AppendEmpty()
+	rs.Resource().CopyTo(ors.Resource())
+	ors.SetSchemaUrl(rs.SchemaUrl())
+	oss := ors.ScopeSpans().AppendEmpty()
+	ss.Scope().CopyTo(oss.Scope())
+	oss.SetSchemaUrl(ss.SchemaUrl())
+	span.CopyTo(oss.Spans().AppendEmpty())
+	return one
 }

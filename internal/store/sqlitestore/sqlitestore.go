@@ -131,15 +131,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
 					continue
 				}
-				one := ptrace.NewTraces()
-				ors := one.ResourceSpans().AppendEmpty()
-				rs.Resource().CopyTo(ors.Resource())
-				ors.SetSchemaUrl(rs.SchemaUrl())
-				oss := ors.ScopeSpans().AppendEmpty()
-				ss.Scope().CopyTo(oss.Scope())
-				oss.SetSchemaUrl(ss.SchemaUrl())
-				span.CopyTo(oss.Spans().AppendEmpty())
-				buf, err := m.MarshalTraces(one)
+				buf, err := m.MarshalTraces(store.SpanTraces(rs, ss, span))
 				if err != nil {
 					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
 				}

@@ -157,14 +157,7 @@ func each(td ptrace.Traces, f func(ptrace.ResourceSpans, ptrace.ScopeSpans, ptra
 }
 
 func single(t *testing.T, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, s ptrace.Span) []byte {
-	one := ptrace.NewTraces()
-	ors := one.ResourceSpans().AppendEmpty()
-	rs.Resource().CopyTo(ors.Resource())
-	ors.SetSchemaUrl(rs.SchemaUrl())
-	oss := ors.ScopeSpans().AppendEmpty()
-	ss.Scope().CopyTo(oss.Scope())
-	s.CopyTo(oss.Spans().AppendEmpty())
-	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(one)
+	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(store.SpanTraces(rs, ss, s))
 	require.NoError(t, err)
 	return b
 }
