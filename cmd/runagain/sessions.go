@@ -23,9 +23,14 @@ func init() {
 		Long: `List stored runs (one row per trace), newest first: session, trace id, start, duration,
 spans, models, tokens (input/output) and error spans.
 
---since takes a duration back from now (24h, 90m) or an RFC 3339 time (2025-09-30T00:00:00Z).`,
+--since takes a duration back from now (24h, 90m), a date (2025-09-30, UTC) or an RFC 3339 time
+(2025-09-30T00:00:00Z). It filters on when the run started (its first span), not on when it was
+stored: an imported run keeps its original time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: must be 0 (all) or positive", limit)
+			}
 			f := store.RunFilter{Limit: limit}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
@@ -75,10 +80,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		}
 		return now.Add(-d), nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
 	}
-	return time.Time{}, fmt.Errorf("--since %q: want a duration (24h, 90m) or an RFC 3339 time (2025-09-30T00:00:00Z)", s)
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (24h, 90m), a date (2025-09-30) or an RFC 3339 time (2025-09-30T00:00:00Z)", s)
 }
 
 func dash(s string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,6 +144,9 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode span %s: %w", s.SpanID(), err)
 		}
+		// pdata's JSON encoder copies string bytes as they are; JSON must be UTF-8, so invalid
+		// sequences (stored as received) are shown as U+FFFD, as encoding/json does.
+		raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
 		if view.SessionID == "" {
 			if id, ok := genai.SessionID(s.Attributes(), n.Resource.Attributes(), genai.DefaultSessionKeys); ok {
 				view.SessionID = id

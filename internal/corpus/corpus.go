@@ -1,7 +1,7 @@
 // Package corpus locates the shared third-party test corpus for tests.
 //
-// Tests read it through RUNAGAIN_CORPUS (default ../shared/corpus relative to the repository
-// root). When it is missing the test is skipped locally and fails under CI=true, so a CI run can
+// Tests read it through RUNAGAIN_CORPUS (default ../shared/corpus; a relative path is taken from
+// the repository root). When it is missing the test is skipped locally and fails under CI=true, so a CI run can
 // never pass by silently not reading it.
 package corpus
 
@@ -15,11 +15,16 @@ import (
 // Dir returns the corpus directory, or skips/fails t when it is absent.
 func Dir(tb testing.TB) string {
 	tb.Helper()
+	// A relative RUNAGAIN_CORPUS (and the default) is taken from the repository root, not from
+	// each test's package directory.
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
 	dir := os.Getenv("RUNAGAIN_CORPUS")
 	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir = filepath.Join(root, "..", "shared", "corpus")
+		dir = filepath.Join("..", "shared", "corpus")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
 	}
 	abs, err := filepath.Abs(dir)
 	if err == nil {

@@ -152,23 +152,41 @@ func TokenUsage(attrs pcommon.Map) Usage {
 	}
 }
 
+// MaxTokens bounds a token count read from one span. The largest context windows offered are
+// around 10^7 tokens (2025); a count above 10^10 (or below zero) is malformed input and is read
+// as absent, so one bad span cannot overflow sums or costs downstream (it stays recorded as is).
+const MaxTokens = 10_000_000_000
+
 func firstInt(attrs pcommon.Map, keys ...string) int64 {
 	for _, k := range keys {
 		v, ok := attrs.Get(k)
 		if !ok {
 			continue
 		}
+		var n int64
 		switch v.Type() {
 		case pcommon.ValueTypeInt:
-			return v.Int()
+			n = v.Int()
 		case pcommon.ValueTypeDouble:
-			return int64(v.Double())
+			f := v.Double()
+			if !(f >= 0 && f <= MaxTokens) { // also rejects NaN
+				continue
+			}
+			n = int64(f)
 		case pcommon.ValueTypeStr:
 			// Some exporters (Langfuse, Pydantic AI via logfire) stringify counts: "55".
-			if n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64); err == nil {
-				return n
+			p, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64)
+			if err != nil {
+				continue
 			}
+			n = p
+		default:
+			continue
 		}
+		if n < 0 || n > MaxTokens {
+			continue
+		}
+		return n
 	}
 	return 0
 }

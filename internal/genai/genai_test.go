@@ -47,3 +47,13 @@ func TestSessionIDSpanBeforeResource(t *testing.T) {
 	id, _ = SessionID(span, res, DefaultSessionKeys)
 	assert.Equal(t, "conv-1", id)
 }
+
+func TestTokenUsageRejectsAbsurdCounts(t *testing.T) {
+	m := pcommon.NewMap()
+	m.PutInt(AttrUsageInputTokens, 5_000_000_000_000_000_000)
+	m.PutInt(AttrLegacyPromptTokens, 40) // the next dialect still counts
+	m.PutInt(AttrUsageOutputTokens, -3)
+	m.PutDouble(AttrUsageCacheRead, 1e300)
+	m.PutStr(AttrUsageReasoning, "99999999999999999999")
+	assert.Equal(t, Usage{Input: 40}, TokenUsage(m))
+}

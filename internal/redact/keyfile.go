@@ -10,9 +10,13 @@ import (
 	"strings"
 )
 
-// KeyFileBytes is the size of a generated HMAC key (256 bits, the SHA-256 block-size guidance of
-// RFC 2104 section 3 is met by any key of at least the hash length).
+// KeyFileBytes is the size of a generated HMAC key (256 bits: RFC 2104 section 3 advises a key
+// at least as long as the hash output, 32 bytes for SHA-256).
 const KeyFileBytes = 32
+
+// MinKeyBytes is the shortest key accepted from a key file: 128 bits, the least RFC 2104
+// section 3 advises (a key shorter than the hash output weakens the HMAC).
+const MinKeyBytes = 16
 
 // LoadOrCreateKeyFile returns the HMAC key stored in path (hex, one line). When the file does not
 // exist it draws a random key, writes it with mode 0600 (creating the directory) and returns it,
@@ -21,8 +25,8 @@ const KeyFileBytes = 32
 func LoadOrCreateKeyFile(path string) ([]byte, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(key) == 0 {
-			return nil, fmt.Errorf("redaction key file %s: want one line of hex", path)
+		if err != nil || len(key) < MinKeyBytes {
+			return nil, fmt.Errorf("redaction key file %s: want one line of hex, at least %d bytes (%d hex digits)", path, MinKeyBytes, 2*MinKeyBytes)
 		}
 		return key, nil
 	} else if !errors.Is(err, os.ErrNotExist) {

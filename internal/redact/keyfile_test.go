@@ -35,4 +35,8 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("not hex\n"), 0o600))
 	_, err = LoadOrCreateKeyFile(bad)
 	assert.ErrorContains(t, err, bad)
+	short := filepath.Join(t.TempDir(), "short.key")
+	require.NoError(t, os.WriteFile(short, []byte("ab\n"), 0o600))
+	_, err = LoadOrCreateKeyFile(short)
+	assert.ErrorContains(t, err, "at least 16 bytes")
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -296,6 +297,8 @@ func TestInvalidSpansDoNotCrash(t *testing.T) {
 	if stored {
 		raw := cli(t, c, "show", "--json", "aa010000000000000000000000000000")
 		assert.Contains(t, raw, "bad utf8")
+		assert.True(t, utf8.ValidString(raw), "show --json prints valid UTF-8 JSON")
+		assert.True(t, json.Valid([]byte(raw)))
 		assert.NotContains(t, cli(t, c, "sessions", "--json"), `"trace_id": "00000000000000000000000000000000"`)
 		assert.Contains(t, c.Output(), "empty trace_id")
 	} else {
