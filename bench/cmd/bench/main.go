@@ -156,8 +156,13 @@ var descriptions = map[string]string{
 
 func run(ctx context.Context, o *options) (*Results, error) {
 	t0 := time.Now()
-	col := filepath.Join(o.bin, "otelcol-runagain")
-	cli := filepath.Join(o.bin, "runagain")
+	// absolute: the collectors run in their own working directories
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return nil, err
+	}
+	col := filepath.Join(bin, "otelcol-runagain")
+	cli := filepath.Join(bin, "runagain")
 	for _, b := range []string{col, cli} {
 		if _, err := os.Stat(b); err != nil {
 			return nil, fmt.Errorf("%s: %w (run make build)", b, err)

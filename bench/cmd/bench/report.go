@@ -189,8 +189,12 @@ func writeResults(o *options, res *Results) error {
 		return err
 	}
 	fmt.Print(table)
-	if o.benchmarksMD == "" {
-		return nil
+	measured := false
+	for _, r := range res.Pipelines {
+		measured = measured || r.SpansSent > 0
+	}
+	if o.benchmarksMD == "" || !measured {
+		return nil // keep the last good table
 	}
 	return os.WriteFile(o.benchmarksMD, []byte(benchmarksMD(o, res, table)), 0o644)
 }
