@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&o.benchmarksMD, "benchmarks-md", "BENCHMARKS.md", "file to write the latest table to ('' to skip)")
 	flag.StringVar(&o.command, "command", "make bench", "the command recorded in BENCHMARKS.md")
 	flag.StringVar(&o.pipelines, "pipelines", "baseline,contrib,runagain", "pipelines to run, in order")
-	flag.Int64Var(&o.sessions, "sessions", 600, "loadgen --sessions (the same load for every pipeline)")
+	flag.Int64Var(&o.sessions, "sessions", 1200, "loadgen --sessions (the same load for every pipeline)")
 	flag.IntVar(&o.turns, "turns", 5, "loadgen --turns")
 	flag.IntVar(&o.tools, "tools-per-turn", 3, "loadgen --tools-per-turn")
 	flag.IntVar(&o.messageBytes, "message-bytes", 512, "loadgen --message-bytes")

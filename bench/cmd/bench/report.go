@@ -248,7 +248,7 @@ func benchmarksMD(o *options, res *Results, table string) string {
 	fmt.Fprintf(&sb, "- Machine: %d cores (%s), %.1f GB memory, Linux %s, %s; load average %s at start, %s at end (the machine is shared: absolute rates vary with the load, ratios less)\n",
 		m.Cores, m.CPUModel, m.MemoryGB, m.Kernel, m.GoVer, m.Load1, m.LoadEnd)
 	fmt.Fprintf(&sb, "- Command: `%s`\n", res.Command)
-	fmt.Fprintf(&sb, "- Load (the same for every pipeline, OTLP gRPC through the OTel Go SDK): %s sessions × %s turns × %s tools per turn, %s-byte messages, %s agent processes, batches of %s spans, seed %s; %s. The contrib pipeline is cut after %s (\"stopped by duration\"): it gets a prefix of the same sessions.\n",
+	fmt.Fprintf(&sb, "- Load (the same for every pipeline, OTLP gRPC through the OTel Go SDK): %s sessions × %s turns × %s tools per turn, %s-byte messages, %s agent processes, batches of %s spans, seed %s; %s. The contrib pipeline is capped at %s: when it reaches the cap its row says \"stopped by duration\" and it got a prefix of the same sessions.\n",
 		res.Load["sessions"], res.Load["turns"], res.Load["tools_per_turn"], res.Load["message_bytes"], res.Load["concurrency"], res.Load["batch_size"], res.Load["seed"], res.Load["other"], res.Load["contrib_max_duration"])
 	if len(res.Components) > 0 {
 		fmt.Fprintf(&sb, "- runagain pipelines (%s at run time): `%s`\n", res.Config, strings.Join(res.Components, "`; `"))
