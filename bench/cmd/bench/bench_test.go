@@ -90,11 +90,14 @@ service:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(env) != 1 || !strings.HasPrefix(env[0], "RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:5000") {
-		t.Errorf("environment for env-given endpoints: %q", env)
+	// two free ports were taken (in map order): one for the literal endpoint, one for the env one
+	lit := cfg["exporters"].(map[string]any)["prometheus"].(map[string]any)["endpoint"]
+	if len(env) != 1 || (lit != "127.0.0.1:50001" && lit != "127.0.0.1:50002") ||
+		env[0] == "RUNAGAIN_PROMETHEUS_ENDPOINT="+lit.(string) || !strings.HasPrefix(env[0], "RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:5000") {
+		t.Errorf("literal endpoint moved to %v, environment for env-given endpoints %q", lit, env)
 	}
 	out, _ := yaml.Marshal(cfg)
-	for _, want := range []string{"127.0.0.1:50001", "${env:RUNAGAIN_HEALTH_ENDPOINT:-127.0.0.1:13133}", "pprof/bench", "127.0.0.1:41000"} {
+	for _, want := range []string{"${env:RUNAGAIN_HEALTH_ENDPOINT:-127.0.0.1:13133}", "${env:RUNAGAIN_PROMETHEUS_ENDPOINT:-127.0.0.1:8889}", "pprof/bench", "127.0.0.1:41000"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("rewritten config lacks %q:\n%s", want, out)
 		}
