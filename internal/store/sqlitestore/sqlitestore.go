@@ -229,10 +229,17 @@ func stringAttr(m pcommon.Map, k string) string {
 
 // Runs implements store.Reader over the spans table.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	return listRuns(ctx, d.db, f, "spans", "0, 0", "hot")
+}
+
+// listRuns is the run listing shared by the hot (spans) and warm (span_summaries) tables: one
+// row per trace, newest first. costCols selects the cost and unpriced sums ("0, 0" where the
+// table has none).
+func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
 	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
-	        SUM(status_code = 2)
-	      FROM spans GROUP BY trace_id`
+	        SUM(status_code = 2), ` + costCols + `
+	      FROM ` + table + ` GROUP BY trace_id`
 	var args []any
 	if !f.Since.IsZero() {
 		q += ` HAVING MIN(start_time_unix_nano) >= ?`
@@ -242,9 +249,9 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite hot tier: list runs: %w", err)
+		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
 	}
 	defer rows.Close()
 	var out []store.RunSummary
@@ -252,7 +259,8 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 		var r store.RunSummary
 		var start, end int64
 		var models string
-		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens, &r.OutputTokens, &r.Errors); err != nil {
+		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
+			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced); err != nil {
 			return nil, err
 		}
 		if r.SessionID == "" {
@@ -260,7 +268,7 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 		}
 		r.Start, r.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
 		r.Models = splitModels(models)
-		r.Tier = "hot"
+		r.Tier = tier
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -220,42 +220,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 
 // Runs implements store.Reader over span_summaries (Tier "warm").
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
-	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
-	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
-	        SUM(status_code = 2), SUM(cost_usd), SUM(unpriced)
-	      FROM span_summaries GROUP BY trace_id`
-	var args []any
-	if !f.Since.IsZero() {
-		q += ` HAVING MIN(start_time_unix_nano) >= ?`
-		args = append(args, f.Since.UnixNano())
-	}
-	q += ` ORDER BY MIN(start_time_unix_nano) DESC, trace_id`
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
-	rows, err := w.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite warm tier: list runs: %w", err)
-	}
-	defer rows.Close()
-	var out []store.RunSummary
-	for rows.Next() {
-		var r store.RunSummary
-		var start, end int64
-		var models string
-		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced); err != nil {
-			return nil, err
-		}
-		if r.SessionID == "" {
-			r.SessionID = r.TraceID
-		}
-		r.Start, r.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
-		r.Models = splitModels(models)
-		r.Tier = store.TierWarm
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
 }
 
 // Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
