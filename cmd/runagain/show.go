@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,18 +120,14 @@ input messages, system instructions and tool definitions, byte for byte as recor
 	rootCmd.AddCommand(cmd)
 }
 
+// parseTraceID reads a trace id as 32 hex characters (either case).
 func parseTraceID(s string) (pcommon.TraceID, error) {
 	var id pcommon.TraceID
-	if len(s) != 32 {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
 		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
 	}
-	for i := 0; i < 16; i++ {
-		var b byte
-		if _, err := fmt.Sscanf(s[2*i:2*i+2], "%02x", &b); err != nil {
-			return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
-		}
-		id[i] = b
-	}
+	copy(id[:], b)
 	return id, nil
 }
 
