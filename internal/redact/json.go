@@ -21,10 +21,8 @@ type edit struct {
 // Redact redacts a value whose shape is not known: a JSON object or array is walked with
 // RedactJSON, anything else is treated as text. Findings have spans in s.
 func (r *Redactor) Redact(s string) (string, []Finding) {
-	if out, fs, ok := r.RedactJSON(s); ok {
-		return out, fs
-	}
-	return r.RedactString(s)
+	out, fs, _ := r.RedactValue("", s)
+	return out, fs
 }
 
 // RedactKeyed is Redact for a value stored under key (an attribute key, a JSON object key, an
@@ -32,11 +30,8 @@ func (r *Redactor) Redact(s string) (string, []Finding) {
 // password, api_key, token, ...) the whole value is one finding unless it is a placeholder
 // such as "Bearer test_openai_api_key".
 func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
-	if f, ok := r.keyFinding(key, s); ok {
-		f.End = len(s)
-		return r.Token(f.Rule, f.Action, s), []Finding{f}
-	}
-	return r.Redact(s)
+	out, fs, _ := r.RedactValue(key, s)
+	return out, fs
 }
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
@@ -58,8 +53,7 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // valid JSON stays valid. ok is false, and s is returned unchanged, when s is not an object or
 // array in valid JSON.
 func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
-	t := strings.TrimLeft(s, " \t\r\n")
-	if t == "" || (t[0] != '{' && t[0] != '[') || !validJSON(s) {
+	if !LooksJSON(s) || !validJSON(s) {
 		return s, nil, false
 	}
 	edits := r.jsonEdits(s, 0)
@@ -138,8 +132,7 @@ func (r *Redactor) jsonEdits(s string, depth int) []edit {
 		prevSig = '"'
 		// a JSON document inside a string leaf
 		if !isKey && depth < maxJSONDepth {
-			t := strings.TrimLeft(dec, " \t\r\n")
-			if t != "" && (t[0] == '{' || t[0] == '[') && validJSON(dec) {
+			if LooksJSON(dec) && validJSON(dec) {
 				for _, e := range r.jsonEdits(dec, depth+1) {
 					f := e.f
 					f.Start, f.End = mapOff(e.start), mapOff(e.end)
