@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/runagain/runagain/internal/redact"
@@ -91,6 +92,11 @@ func matches(x, y span) bool {
 	return ov > 0 && 2*ov >= x.b-x.a && 2*ov >= y.b-y.a
 }
 
+// matchesAny reports whether x matches one of ys.
+func matchesAny(x span, ys []span) bool {
+	return slices.ContainsFunc(ys, func(y span) bool { return matches(x, y) })
+}
+
 // Score runs r.Find on every record and counts per entity type.
 func Score(r *redact.Redactor, recs []Record) map[string]*Stats {
 	ruleEntity := map[string]string{}
@@ -122,25 +128,17 @@ func Score(r *redact.Redactor, recs []Record) map[string]*Stats {
 			}
 		}
 		for e, st := range out {
+			st.Labels += len(gold[e])
+			st.Detections += len(pred[e])
 			for _, g := range gold[e] {
-				st.Labels++
-				hit := false
-				for _, p := range pred[e] {
-					hit = hit || matches(g, p)
-				}
-				if hit {
+				if matchesAny(g, pred[e]) {
 					st.MatchedLabels++
 				} else {
 					st.Missed = append(st.Missed, rec.FullText[g.a:g.b])
 				}
 			}
 			for _, p := range pred[e] {
-				st.Detections++
-				hit := false
-				for _, g := range gold[e] {
-					hit = hit || matches(g, p)
-				}
-				if hit {
+				if matchesAny(p, gold[e]) {
 					st.MatchedDetections++
 				} else {
 					st.Spurious = append(st.Spurious, rec.FullText[p.a:p.b])
