@@ -203,6 +203,11 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
+				// The hot tier refuses spans without ids; an alert or exemplar must not
+				// point at a span that cannot be found.
+				if sp.TraceID().IsEmpty() || sp.SpanID().IsEmpty() {
+					continue
+				}
 				attrs := sp.Attributes()
 				if a := genai.AgentName(attrs, res); a != "" {
 					if _, ok := traceAgent[sp.TraceID()]; !ok {

@@ -232,3 +232,28 @@ func TestReasoningTokens(t *testing.T) {
 	assert.InDelta(t, (1000*1+100*10)/1e6, cost(false), 1e-15)
 	assert.InDelta(t, (1000*1+500*10)/1e6, cost(true), 1e-15)
 }
+
+// TestEmptyIDsSkipped: spans with an all-zero trace or span id (which the hot tier refuses)
+// are not counted, so no metric point or alert can point at them.
+func TestEmptyIDsSkipped(t *testing.T) {
+	for _, name := range []string{"trace", "span"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			b := newTraceBuilder()
+			for i := 0; i < 3*cfg.Loop.Repeats; i++ {
+				sp := b.span("svc", 1, uint64(i+1), t0.Add(time.Duration(i)*time.Second), time.Second, map[string]any{
+					"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+					"gen_ai.tool.call.arguments": `{"city":"Paris"}`, "gen_ai.conversation.id": "s1",
+				})
+				if name == "trace" {
+					sp.SetTraceID(pcommon.NewTraceIDEmpty())
+				} else {
+					sp.SetSpanID(pcommon.NewSpanIDEmpty())
+				}
+			}
+			md, ld := newHarness(t, cfg).feed(b.td)
+			assert.Zero(t, md.DataPointCount())
+			assert.Empty(t, alertsOf(ld))
+		})
+	}
+}
