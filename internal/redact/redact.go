@@ -35,7 +35,7 @@ type Redactor struct {
 	acRules   [][]int // AC pattern id -> rule indexes
 	digitIdx  []int   // rules triggered by digit clusters
 	scanAll   []int   // rules without trigger
-	ipv6      *rule
+	ipv6      int     // index of the scanner-driven IPv6 rule, -1 when off
 	hashKey   []byte
 	macPool   sync.Pool
 	keyRuleOn map[string]bool
@@ -57,7 +57,7 @@ func New(cfg Config) (*Redactor, error) {
 	for _, n := range cfg.Disabled {
 		disabled[n] = true
 	}
-	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1}
 	for _, br := range builtinRules() {
 		if disabled[br.name] {
 			continue
@@ -103,7 +103,7 @@ func New(cfg Config) (*Redactor, error) {
 		r.byName[ru.name] = ru
 		switch {
 		case ru.name == RuleIPv6 && ru.re == nil:
-			r.ipv6 = ru
+			r.ipv6 = i
 		case ru.digits:
 			r.digitIdx = append(r.digitIdx, i)
 		case ru.scanAll:
@@ -227,9 +227,8 @@ func (r *Redactor) Find(s string) []Finding {
 			}
 		})
 	}
-	if r.ipv6 != nil {
-		prio := slices.Index(r.rules, r.ipv6)
-		scanIPv6(s, func(lo, hi int) { cs = append(cs, cand{prio: prio, start: lo, end: hi}) })
+	if r.ipv6 >= 0 {
+		scanIPv6(s, func(lo, hi int) { cs = append(cs, cand{prio: r.ipv6, start: lo, end: hi}) })
 	}
 	if len(cs) == 0 {
 		return nil
