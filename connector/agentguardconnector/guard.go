@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/collector/component"
@@ -220,7 +219,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 				}
 				sid, ok := genai.SessionID(attrs, res, g.cfg.SessionKeys)
 				if !ok {
-					sid = traceIDHex(sp.TraceID())
+					sid = sp.TraceID().String()
 				}
 				events = append(events, event{span: sp, res: res, kind: kind, service: service, session: sid,
 					agent: genai.AgentName(attrs, res), start: sp.StartTimestamp()})
@@ -286,12 +285,3 @@ type orderKey struct {
 	start, sid uint64
 	i          int32
 }
-
-func traceIDHex(id pcommon.TraceID) string {
-	if id.IsEmpty() {
-		return ""
-	}
-	return id.String()
-}
-
-var _ = time.Second
