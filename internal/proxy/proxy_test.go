@@ -530,3 +530,21 @@ func TestNormalizeFormsAndIgnored(t *testing.T) {
 		t.Errorf("splitPath: %q", got)
 	}
 }
+
+func TestErrorType(t *testing.T) {
+	opErr := &net.OpError{Op: "dial", Net: "tcp", Err: io.EOF}
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{io.ErrUnexpectedEOF, "*errors.errorString"}, // wraps nothing: its own type, not "<nil>"
+		{fmt.Errorf("reading: %w", opErr), "*net.OpError"},
+		{fmt.Errorf("reading: %w", timeout), "timeout"},
+	} {
+		if got := errorType(tc.err); got != tc.want {
+			t.Errorf("errorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -494,7 +494,10 @@ func errorType(err error) string {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "timeout"
 	}
-	return fmt.Sprintf("%T", errors.Unwrap(err))
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner // the cause's type (*net.OpError...) rather than a wrapper's
+	}
+	return fmt.Sprintf("%T", err)
 }
 
 // errorResponse builds a plain-text response for the client.
