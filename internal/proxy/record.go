@@ -337,7 +337,7 @@ func (c *captureBody) done() {
 		}
 		if c.r.cfg.RedactBodies && c.r.cfg.Redactor != nil {
 			s, _ := c.r.cfg.Redactor.Redact(string(body))
-			if len(s) != len(body) {
+			if c.sse && len(s) != len(body) {
 				// offsets no longer line up with redacted text: re-split events, keep their times
 				evs := fixture.SplitEvents([]byte(s))
 				for i := range evs {
@@ -345,9 +345,7 @@ func (c *captureBody) done() {
 						evs[i].Time = p.ex.Chunks[i].Time
 					}
 				}
-				if c.sse {
-					p.ex.Chunks = evs
-				}
+				p.ex.Chunks = evs
 			}
 			body = []byte(s)
 		}
