@@ -7,9 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,43 +40,9 @@ type Options struct {
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
 // 10 s busy timeout, and creates the schema. Errors name the path.
 func Open(path string, o Options) (*DB, error) {
-	if !o.ReadOnly {
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			return nil, fmt.Errorf("sqlite hot tier: create directory for %s: %w", path, err)
-		}
-	} else if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("sqlite hot tier: %w", err)
-	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := openFile(path, o, "hot", ddl, SchemaVersion)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite hot tier: open %s: %w", path, err)
-	}
-	if !o.ReadOnly {
-		// One writer connection: SQLite serialises writers anyway; this avoids SQLITE_BUSY churn.
-		db.SetMaxOpenConns(1)
-		if _, err := db.Exec(ddl); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite hot tier: create schema in %s: %w", path, err)
-		}
-		if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
-		}
-	} else {
-		var v int
-		if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite hot tier: read %s: %w", path, err)
-		}
-		if v != SchemaVersion {
-			db.Close()
-			return nil, fmt.Errorf("sqlite hot tier: %s has schema version %d, this build reads %d", path, v, SchemaVersion)
-		}
+		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now}
 	if d.sessionKeys == nil {

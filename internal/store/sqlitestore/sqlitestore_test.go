@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -160,4 +161,14 @@ func single(t *testing.T, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, s ptrac
 	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(store.SpanTraces(rs, ss, s))
 	require.NoError(t, err)
 	return b
+}
+
+func TestReadOnlyOpenWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warm.db")
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	_, err := OpenWarm(path, Options{ReadOnly: true})
+	require.ErrorContains(t, err, "schema version 0")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Zero(t, st.Size(), "a reader must not write the file header")
 }

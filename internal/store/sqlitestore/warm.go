@@ -109,6 +109,9 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	return w, nil
 }
 
+// openFile opens a tier's SQLite file: for writing (created, WAL mode, one connection, schema
+// and user_version set) or, with o.ReadOnly, for reading an existing file of the same schema
+// version. Errors name the tier and the path.
 func openFile(path string, o Options, tier, ddl string, version int) (*sql.DB, error) {
 	if !o.ReadOnly {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -119,9 +122,13 @@ func openFile(path string, o Options, tier, ddl string, version int) (*sql.DB, e
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_txlock", "immediate")
+	if !o.ReadOnly {
+		// Setting the journal mode writes the file header: a reader must not (the mode persists
+		// in the file the collector created).
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_txlock", "immediate")
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s tier: open %s: %w", tier, path, err)
