@@ -548,3 +548,30 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayExhausted: a request recorded twice and made a third time diverges as "count",
+// pointing at a recording of it and saying how often it was recorded.
+func TestReplayExhausted(t *testing.T) {
+	td, tid := recorded(
+		&fixture.Exchange{Method: "GET", URL: "https://api.example.com/v1/ping", ResponseBody: []byte("a")},
+		&fixture.Exchange{Method: "GET", URL: "https://api.example.com/v1/ping", ResponseBody: []byte("b")},
+	)
+	rp, err := NewReplayer(Config{Logger: quietLogger()}, td, tid, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := proxyClient(serve(t, rp, nil), nil)
+	for i, want := range []string{"a", "b"} {
+		if resp, b := do(t, c, mustReq(t, "GET", "http://api.example.com/v1/ping", "")); resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("request %d: %d %q", i+1, resp.StatusCode, b)
+		}
+	}
+	resp, b := do(t, c, mustReq(t, "GET", "http://api.example.com/v1/ping", ""))
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDivergence) != "count" {
+		t.Fatalf("3rd request: %d %s", resp.StatusCode, b)
+	}
+	d := rp.Result().Divergence
+	if d == nil || !d.Exhausted || d.Diff.Expected != "2 time(s)" || (d.NearestPos != 1 && d.NearestPos != 2) {
+		t.Fatalf("divergence %+v", d)
+	}
+}

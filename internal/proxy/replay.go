@@ -59,7 +59,8 @@ type entry struct {
 	ex     *fixture.Exchange
 	spanID pcommon.SpanID
 	req    *request
-	pos    int // 0-based position in recorded order
+	key    string // req.key()
+	pos    int    // 0-based position in recorded order
 	used   bool
 }
 
@@ -139,8 +140,8 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 			return nil, fmt.Errorf("recorded request %d (span %s): url.full %q: %w", i+1, e.spanID, e.ex.URL, err)
 		}
 		e.req = r.norm.normalize(e.ex.Method, u, e.ex.RequestHeader.Get("Content-Type"), e.ex.RequestBody)
-		k := e.req.key()
-		r.queues[k] = append(r.queues[k], e)
+		e.key = e.req.key()
+		r.queues[e.key] = append(r.queues[e.key], e)
 	}
 	r.gp = newGoproxy(&r.cfg)
 	r.gp.Tr = cfg.Transport
@@ -252,20 +253,15 @@ func (r *Replayer) nearest(live *request, n int, req *http.Request) *Divergence 
 		d.Diff = diff
 	} else {
 		d.Exhausted = true
-		count := len(r.queuesAll(best.req.key()))
+		count := 0
+		for _, e := range r.entries {
+			if e.key == best.key {
+				count++
+			}
+		}
 		d.Diff = Difference{Field: "count", Expected: fmt.Sprintf("%d time(s)", count), Got: "once more"}
 	}
 	return d
-}
-
-func (r *Replayer) queuesAll(k string) []*entry {
-	var out []*entry
-	for _, e := range r.entries {
-		if e.req.key() == k {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // diverge stores the first divergence and sends its record. Callers hold r.mu.
