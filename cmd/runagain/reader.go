@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,8 +93,7 @@ func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, chHotDataba
 		readers = append(readers, st)
 	}
 	if len(readers) == 0 {
-		return nil, fmt.Errorf("open store in %s: %w (no hot.db, warm.db or cold/ there; is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?)",
-			dataDir, errors.New("no tier found"))
+		return nil, fmt.Errorf("open store in %s: no tier found (no hot.db, warm.db or cold/ there; is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?)", dataDir)
 	}
 	return store.NewTiered(readers...), nil
 }
