@@ -76,14 +76,12 @@ func New(cfg Config) (*Redactor, error) {
 		if cat == "" {
 			cat = CategorySecret
 		}
-		v := validators[cr.Validator]
 		group := 0
 		if i := re.SubexpIndex("value"); i > 0 {
 			group = i
 		}
 		cu := &rule{name: cr.Name, cat: cat, re: re, group: group, keywords: cr.Keywords, scanAll: len(cr.Keywords) == 0,
-			before: 64, after: 512, action: cr.Action}
-		cu.check = func(s string, m []int, a, b int) (int, int, bool) { return a, b, v(s[a:b]) }
+			before: 64, after: 512, action: cr.Action, check: valueCheck(validators[cr.Validator])}
 		customs = append(customs, cu)
 	}
 	r.rules = slices.Concat(r.rules[:firstPII], customs, r.rules[firstPII:])
