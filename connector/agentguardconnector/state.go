@@ -380,7 +380,7 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		if u.Input > 0 || u.Output > 0 || u.CacheRead > 0 || u.CacheWrite > 0 {
 			costAttrs := [3]kv{{genai.AttrAgentName, agent}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}}
 			if r, ok := prices.Lookup(provider, genai.Model(attrs)); ok {
-				pu := pricingUsage(u)
+				pu := pricing.FromSemconv(u)
 				if st.cfg.Pricing.AddReasoningTokens && u.Reasoning > 0 {
 					pu.Output += u.Reasoning
 				}
@@ -430,21 +430,6 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		}
 	}
 	return priced
-}
-
-// pricingUsage converts semconv usage to genai-prices usage. Semconv input tokens include
-// cached tokens; some instrumentations (Anthropic's own usage shape) report only the uncached
-// input, recognisable when cache reads plus writes exceed it: then they are added.
-func pricingUsage(u genai.Usage) pricing.Usage {
-	// Negative counts are malformed; they count as not recorded so a cost is never negative.
-	u.Input, u.Output, u.CacheRead, u.CacheWrite = max(u.Input, 0), max(u.Output, 0), max(u.CacheRead, 0), max(u.CacheWrite, 0)
-	in := u.Input
-	if u.CacheRead+u.CacheWrite > in {
-		in += u.CacheRead + u.CacheWrite
-	}
-	// Reasoning tokens are part of the output tokens (semconv, OpenAI), not added again unless
-	// pricing.add_reasoning_tokens says so.
-	return pricing.Usage{Input: in, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Output: u.Output}
 }
 
 func fingerprint(parts ...string) uint64 {
