@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,34 +32,13 @@ func runCLI(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-// spanKeys maps "traceid/spanid" to the protobuf of the span alone with its resource and scope.
+// spanKeys maps "traceid/spanid" to the protobuf of the span alone with its resource and scope
+// (otlptest.SpanBytes), over all of tds.
 func spanKeys(t *testing.T, tds ...ptrace.Traces) map[string][]byte {
 	t.Helper()
-	var m ptrace.ProtoMarshaler
 	out := map[string][]byte{}
 	for _, td := range tds {
-		for i := 0; i < td.ResourceSpans().Len(); i++ {
-			rs := td.ResourceSpans().At(i)
-			for j := 0; j < rs.ScopeSpans().Len(); j++ {
-				ss := rs.ScopeSpans().At(j)
-				for k := 0; k < ss.Spans().Len(); k++ {
-					one := ptrace.NewTraces()
-					ors := one.ResourceSpans().AppendEmpty()
-					rs.Resource().CopyTo(ors.Resource())
-					ors.SetSchemaUrl(rs.SchemaUrl())
-					oss := ors.ScopeSpans().AppendEmpty()
-					ss.Scope().CopyTo(oss.Scope())
-					oss.SetSchemaUrl(ss.SchemaUrl())
-					sp := ss.Spans().At(k)
-					sp.CopyTo(oss.Spans().AppendEmpty())
-					b, err := m.MarshalTraces(one)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out[sp.TraceID().String()+"/"+sp.SpanID().String()] = b
-				}
-			}
-		}
+		maps.Copy(out, otlptest.SpanBytes(t, td))
 	}
 	return out
 }

@@ -125,39 +125,3 @@ func spansByID(t testing.TB, td ptrace.Traces) map[string]spanRef {
 	}
 	return out
 }
-
-// singleSpanBytes returns, per span id, the protobuf of a Traces holding only that span with its
-// resource and scope: a representation independent of how spans are grouped into requests.
-func singleSpanBytes(t testing.TB, td ptrace.Traces) map[string][]byte {
-	t.Helper()
-	var m ptrace.ProtoMarshaler
-	out := map[string][]byte{}
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			ss := rs.ScopeSpans().At(j)
-			for k := 0; k < ss.Spans().Len(); k++ {
-				one := ptrace.NewTraces()
-				ors := one.ResourceSpans().AppendEmpty()
-				rs.Resource().CopyTo(ors.Resource())
-				ors.SetSchemaUrl(rs.SchemaUrl())
-				oss := ors.ScopeSpans().AppendEmpty()
-				ss.Scope().CopyTo(oss.Scope())
-				oss.SetSchemaUrl(ss.SchemaUrl())
-				sp := ss.Spans().At(k)
-				sp.CopyTo(oss.Spans().AppendEmpty())
-				b, err := m.MarshalTraces(one)
-				if err != nil {
-					t.Fatal(err)
-				}
-				key := sp.TraceID().String() + "/" + sp.SpanID().String()
-				if _, dup := out[key]; dup {
-					t.Fatalf("duplicate span %s", key)
-				}
-				out[key] = b
-			}
-		}
-	}
-	return out
-}

@@ -104,10 +104,10 @@ func TestSendSplitsLargeFiles(t *testing.T) {
 	if !bigSeen {
 		t.Error("the 5 MiB span was not sent")
 	}
-	want := singleSpanBytes(t, in)
+	want := otlptest.SpanBytes(t, in)
 	got := map[string][]byte{}
 	for _, tr := range srv.Traces(t) {
-		for k, v := range singleSpanBytes(t, tr) {
+		for k, v := range otlptest.SpanBytes(t, tr) {
 			if _, dup := got[k]; dup {
 				t.Fatalf("span %s received twice", k)
 			}
@@ -208,7 +208,7 @@ func TestSplit(t *testing.T) {
 			sp.Attributes().PutStr("v", strings.Repeat("y", 1000*i))
 		}
 	}
-	want := singleSpanBytes(t, in)
+	want := otlptest.SpanBytes(t, in)
 	total := m.TracesSize(in)
 	for _, max := range []int{1, 5000, 50000, 400000, 1 << 20, total - 1, total} {
 		parts := Split(in, max)
@@ -218,7 +218,7 @@ func TestSplit(t *testing.T) {
 			if sz := m.TracesSize(p); sz > max && p.SpanCount() != 1 {
 				t.Errorf("max %d: part of %d bytes with %d spans", max, sz, p.SpanCount())
 			}
-			for k, v := range singleSpanBytes(t, p) {
+			for k, v := range otlptest.SpanBytes(t, p) {
 				got[k] = v
 			}
 			for _, id := range spanOrder(p) {
