@@ -32,6 +32,23 @@ func anyAgentCorpus(t testing.TB) []string {
 	return files
 }
 
+// parseCorpusFile reads file and parses it, failing the test unless it is detected as format.
+func parseCorpusFile(t *testing.T, file, format string) ([]byte, Result) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ParseBytes(file, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Format != format {
+		t.Fatalf("detected %s, want %s", res.Format, format)
+	}
+	return raw, res
+}
+
 // addedByImporter reports whether key is one the Langfuse importer adds beside the recorded
 // OTel attributes (documented on Langfuse).
 func addedByImporter(key string) bool {
@@ -45,17 +62,7 @@ func addedByImporter(key string) bool {
 func TestLangfuseCorpus(t *testing.T) {
 	for _, file := range langfuseCorpus(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := ParseBytes(file, raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Format != "langfuse" {
-				t.Fatalf("detected %s", res.Format)
-			}
+			raw, res := parseCorpusFile(t, file, "langfuse")
 			src := decodeAny(t, raw).(map[string]any)
 			trace := src["trace"].(map[string]any)
 			obs := src["observations"].([]any)
@@ -144,17 +151,7 @@ func TestLangfuseCorpus(t *testing.T) {
 func TestAnyAgentCorpus(t *testing.T) {
 	for _, file := range anyAgentCorpus(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := ParseBytes(file, raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Format != "any-agent" {
-				t.Fatalf("detected %s", res.Format)
-			}
+			raw, res := parseCorpusFile(t, file, "any-agent")
 			src := decodeAny(t, raw).(map[string]any)
 			srcSpans := src["spans"].([]any)
 			if res.SpanCount() != len(srcSpans) {
