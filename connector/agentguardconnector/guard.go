@@ -208,9 +208,10 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 					continue
 				}
 				attrs := sp.Attributes()
-				if a := genai.AgentName(attrs, res); a != "" {
+				agent := genai.AgentName(attrs, res)
+				if agent != "" {
 					if _, ok := traceAgent[sp.TraceID()]; !ok {
-						traceAgent[sp.TraceID()] = a
+						traceAgent[sp.TraceID()] = agent
 					}
 				}
 				kind := genai.Classify(attrs)
@@ -222,7 +223,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 					sid = sp.TraceID().String()
 				}
 				events = append(events, event{span: sp, res: res, kind: kind, service: service, session: sid,
-					agent: genai.AgentName(attrs, res), start: sp.StartTimestamp()})
+					agent: agent, start: sp.StartTimestamp()})
 			}
 		}
 	}
