@@ -217,17 +217,8 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		if req == nil || req.Kind != yaml.MappingNode {
 			return ptrace.Traces{}, yamlErr(it, "%s.request: missing or not a mapping", what)
 		}
-		ex := &fixture.Exchange{}
-		if ex.Method, err = ymString(ymGet(req, "method"), what+".request.method"); err != nil {
-			return ptrace.Traces{}, err
-		}
-		if ex.URL, err = ymString(ymGet(req, "uri"), what+".request.uri"); err != nil {
-			return ptrace.Traces{}, err
-		}
-		if ex.Method == "" || ex.URL == "" {
-			return ptrace.Traces{}, yamlErr(req, "%s.request: method and uri are required", what)
-		}
-		if ex.RequestHeader, err = ymHeaders(ymGet(req, "headers"), what+".request.headers"); err != nil {
+		ex, err := ymRequest(req, "uri", what)
+		if err != nil {
 			return ptrace.Traces{}, err
 		}
 		if pb := ymGet(req, "parsed_body"); pb != nil && !isNullNode(pb) {
@@ -272,6 +263,26 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		ex.Source = source
 	}
 	return cassetteTraces(source, data, exs), nil
+}
+
+// ymRequest reads the method, URL (under urlKey) and headers of a cassette request mapping;
+// what names the interaction in errors.
+func ymRequest(req *yaml.Node, urlKey, what string) (*fixture.Exchange, error) {
+	ex := &fixture.Exchange{}
+	var err error
+	if ex.Method, err = ymString(ymGet(req, "method"), what+".request.method"); err != nil {
+		return nil, err
+	}
+	if ex.URL, err = ymString(ymGet(req, urlKey), what+".request."+urlKey); err != nil {
+		return nil, err
+	}
+	if ex.Method == "" || ex.URL == "" {
+		return nil, yamlErr(req, "%s.request: method and %s are required", what, urlKey)
+	}
+	if ex.RequestHeader, err = ymHeaders(ymGet(req, "headers"), what+".request.headers"); err != nil {
+		return nil, err
+	}
+	return ex, nil
 }
 
 // vcrBody reads a VCR.py body: a scalar (string or !!binary), or a mapping {string: ...}.
@@ -321,17 +332,8 @@ func (GoVCR) Parse(data []byte) (ptrace.Traces, error) {
 		if req == nil || req.Kind != yaml.MappingNode || resp == nil || resp.Kind != yaml.MappingNode {
 			return ptrace.Traces{}, yamlErr(it, "%s: request and response mappings are required", what)
 		}
-		ex := &fixture.Exchange{}
-		if ex.Method, err = ymString(ymGet(req, "method"), what+".request.method"); err != nil {
-			return ptrace.Traces{}, err
-		}
-		if ex.URL, err = ymString(ymGet(req, "url"), what+".request.url"); err != nil {
-			return ptrace.Traces{}, err
-		}
-		if ex.Method == "" || ex.URL == "" {
-			return ptrace.Traces{}, yamlErr(req, "%s.request: method and url are required", what)
-		}
-		if ex.RequestHeader, err = ymHeaders(ymGet(req, "headers"), what+".request.headers"); err != nil {
+		ex, err := ymRequest(req, "url", what)
+		if err != nil {
 			return ptrace.Traces{}, err
 		}
 		if ex.RequestBody, err = ymBytes(ymGet(req, "body"), what+".request.body"); err != nil {
