@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/runagain/runagain/internal/payloadref"
@@ -15,9 +17,9 @@ var noRehydrate bool
 // rehydrateRun replaces offloaded payload references (K_ref) with their content (K), verifying
 // each object's SHA-256. A reference that cannot be read (object expired, store down) stays as it
 // is and is reported on stderr; the run is still shown.
-func rehydrateRun(ctx context.Context, run *store.Run) error {
+func rehydrateRun(ctx context.Context, run *store.Run) {
 	if noRehydrate {
-		return nil
+		return
 	}
 	r := payloadref.NewResolver()
 	defer r.Close()
@@ -27,5 +29,11 @@ func rehydrateRun(ctx context.Context, run *store.Run) error {
 	if err := r.RehydrateLogs(ctx, run.Logs); err != nil {
 		fmt.Fprintf(os.Stderr, "runagain: some log payloads stay as references: %v\n", err)
 	}
-	return nil
+}
+
+// printJSON writes v as indented JSON: the --json output of every read command.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

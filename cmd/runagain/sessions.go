@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -52,9 +51,7 @@ stored: an imported run keeps its original time.`,
 				if runs == nil {
 					runs = []store.RunSummary{}
 				}
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
+				return printJSON(os.Stdout, runs)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tERRORS\tTIER")

@@ -91,9 +91,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 			if err != nil {
 				return err
 			}
-			if err := rehydrateRun(cmd.Context(), run); err != nil {
-				return err
-			}
+			rehydrateRun(cmd.Context(), run)
 			if cmd.Flags().Changed("step") {
 				in, err := stepInput(run, step)
 				if err != nil {
@@ -106,9 +104,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(view)
+				return printJSON(os.Stdout, view)
 			}
 			printShow(os.Stdout, view)
 			return nil

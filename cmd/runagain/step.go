@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -96,9 +95,7 @@ func stepInput(run *store.Run, n int) (*StepInput, error) {
 
 func printStep(w io.Writer, in *StepInput, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(in)
+		return printJSON(w, in)
 	}
 	fmt.Fprintf(w, "step %d of %d: %s (span %s, model %s)\n", in.Step, in.Steps, in.Name, in.SpanID, dash(in.Model))
 	if len(in.Keys) == 0 {
