@@ -135,7 +135,8 @@ func (r *Registry) Formats() []Format {
 // wrapping ErrUnknownFormat that lists the known formats.
 func (r *Registry) Detect(name string, data []byte) (Format, error) {
 	s := newSniff(data)
-	for _, f := range r.Formats() {
+	formats := r.Formats()
+	for _, f := range formats {
 		if f.Detect(s) {
 			return f, nil
 		}
@@ -143,8 +144,8 @@ func (r *Registry) Detect(name string, data []byte) (Format, error) {
 	if s.JSONErr != nil {
 		return nil, withFile(name, s.JSONErr)
 	}
-	names := make([]string, 0, len(r.formats))
-	for _, f := range r.Formats() {
+	names := make([]string, 0, len(formats))
+	for _, f := range formats {
 		names = append(names, f.Name())
 	}
 	what := "not a JSON object"
