@@ -29,17 +29,5 @@ func SpanCost(attrs pcommon.Map, start pcommon.Timestamp) (usd float64, unpriced
 	if !ok {
 		return 0, true
 	}
-	return r.Cost(pricingUsage(u), start.AsTime().UTC()), false
-}
-
-// pricingUsage converts semconv usage to genai-prices usage, as agent_guard does: semconv input
-// tokens include cached tokens; when cache reads plus writes exceed the input (instrumentations
-// reporting only uncached input), they are added. Negative counts count as not recorded.
-func pricingUsage(u genai.Usage) pricing.Usage {
-	u.Input, u.Output, u.CacheRead, u.CacheWrite = max(u.Input, 0), max(u.Output, 0), max(u.CacheRead, 0), max(u.CacheWrite, 0)
-	in := u.Input
-	if u.CacheRead+u.CacheWrite > in {
-		in += u.CacheRead + u.CacheWrite
-	}
-	return pricing.Usage{Input: in, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Output: u.Output}
+	return r.Cost(pricing.FromSemconv(u), start.AsTime().UTC()), false
 }
