@@ -36,19 +36,28 @@ func LoadOrCreateKeyFile(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("redaction key file %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("redaction key file: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) { // another process created it first: use theirs
-		return LoadOrCreateKeyFile(path)
-	}
+	// Write the key to a temporary file, then link it into place: a concurrent reader sees either
+	// no file or the whole key, and of two processes creating it at once the second uses the first's.
+	tmp, err := os.CreateTemp(dir, ".redaction-key-*")
 	if err != nil {
 		return nil, fmt.Errorf("redaction key file: %w", err)
 	}
-	if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+		tmp.Close()
 		return nil, fmt.Errorf("redaction key file %s: %w", path, err)
 	}
-	return key, f.Close()
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("redaction key file %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+		return LoadOrCreateKeyFile(path)
+	} else if err != nil {
+		return nil, fmt.Errorf("redaction key file: %w", err)
+	}
+	return key, nil
 }

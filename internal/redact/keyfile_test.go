@@ -40,3 +40,28 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 	_, err = LoadOrCreateKeyFile(short)
 	assert.ErrorContains(t, err, "at least 16 bytes")
 }
+
+func TestLoadOrCreateKeyFileConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "redaction.key")
+	keys := make(chan []byte, 8)
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			k, err := LoadOrCreateKeyFile(path)
+			keys <- k
+			errs <- err
+		}()
+	}
+	var first []byte
+	for i := 0; i < 8; i++ {
+		require.NoError(t, <-errs)
+		k := <-keys
+		if first == nil {
+			first = k
+		}
+		assert.Equal(t, first, k, "every process gets the one key")
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left behind")
+}
