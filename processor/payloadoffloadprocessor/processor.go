@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -214,15 +215,10 @@ func (b *batch) run(ctx context.Context) error {
 			}(j)
 		}
 		wg.Wait()
-		if b.o.cfg.Storage.Cooldown > 0 && ctx.Err() == nil {
-			for _, j := range b.order {
-				if j.err != nil {
-					b.o.mu.Lock()
-					b.o.coolUntil = time.Now().Add(b.o.cfg.Storage.Cooldown)
-					b.o.mu.Unlock()
-					break
-				}
-			}
+		if b.o.cfg.Storage.Cooldown > 0 && ctx.Err() == nil && slices.ContainsFunc(b.order, func(j *job) bool { return j.err != nil }) {
+			b.o.mu.Lock()
+			b.o.coolUntil = time.Now().Add(b.o.cfg.Storage.Cooldown)
+			b.o.mu.Unlock()
 		}
 	}
 
