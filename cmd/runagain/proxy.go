@@ -50,41 +50,48 @@ func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
 	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction (else <data-dir>/redaction.key, as config/default.yaml's agent_redaction uses); use the processor's key so hashed values match in replay")
 }
 
-// config builds the proxy configuration: routes, redactor, CA, OTLP sink.
-func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *proxy.OTLPSink, string, error) {
+// config builds the proxy configuration (routes, redactor, CA, OTLP sink) and opens the --listen
+// listener, whose addresses it puts in SelfHosts. On error nothing stays open.
+func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *proxy.OTLPSink, net.Listener, string, error) {
 	if !cmd.Flags().Changed("insecure") {
 		o.insecure = importer.IsLoopback(o.endpoint)
 	}
 	routes, err := proxy.NewRoutes(o.routes)
 	if err != nil {
-		return proxy.Config{}, nil, "", fmt.Errorf("--route: %w", err)
+		return proxy.Config{}, nil, nil, "", fmt.Errorf("--route: %w", err)
 	}
 	key := []byte(os.Getenv(o.hashKeyEnv))
 	if len(key) == 0 {
 		// The embedded default's agent_redaction keeps its key here (hash_key_file).
 		if key, err = redact.LoadOrCreateKeyFile(filepath.Join(dataDirFlag, "redaction.key")); err != nil {
-			return proxy.Config{}, nil, "", err
+			return proxy.Config{}, nil, nil, "", err
 		}
 	}
 	rd, err := redact.New(redact.Config{HashKey: key})
 	if err != nil {
-		return proxy.Config{}, nil, "", err
+		return proxy.Config{}, nil, nil, "", err
 	}
 	cfg := proxy.Config{Routes: routes, Redactor: rd, RedactBodies: o.redactBodies, Logger: logger}
 	caPath := ""
 	if o.mitm {
 		ca, p, err := proxy.LoadOrCreateCA(dataDirFlag)
 		if err != nil {
-			return proxy.Config{}, nil, "", fmt.Errorf("--mitm: %w", err)
+			return proxy.Config{}, nil, nil, "", fmt.Errorf("--mitm: %w", err)
 		}
 		cfg.CA, caPath = ca, p
 	}
 	sink, err := proxy.DialOTLP(o.endpoint, o.insecure)
 	if err != nil {
-		return proxy.Config{}, nil, "", fmt.Errorf("--endpoint %s: %w", o.endpoint, err)
+		return proxy.Config{}, nil, nil, "", fmt.Errorf("--endpoint %s: %w", o.endpoint, err)
 	}
 	cfg.Sink = sink
-	return cfg, sink, caPath, nil
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		sink.Close()
+		return proxy.Config{}, nil, nil, "", fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
+	return cfg, sink, l, caPath, nil
 }
 
 // childEnv points a command at the proxy: SDK base URLs at the routes, HTTP_PROXY (and
@@ -161,16 +168,11 @@ command's. Without a command the proxy serves until interrupted.`,
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
-	cfg, sink, caPath, err := o.config(cmd, logger)
+	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	l, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
-	}
-	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
 	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl")
 	var root proxy.Root
 	if len(args) > 0 {

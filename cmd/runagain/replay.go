@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -91,16 +90,11 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	if err != nil {
 		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", traceID, err)
 	}
-	cfg, sink, caPath, err := o.config(cmd, logger)
+	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	l, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
-	}
-	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
 	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
 	if err != nil {
 		l.Close()
