@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -175,6 +176,26 @@ func splitPath(p string) []string {
 		}
 	}
 	return out
+}
+
+// checkPath reports why an IgnoreBody path cannot select anything: an empty segment ("a..b"),
+// or a bracket that is not "[*]" or "[N]".
+func checkPath(p string) error {
+	for _, seg := range strings.Split(p, ".") {
+		if seg == "" {
+			return errors.New("empty segment (paths are like metadata.request_id or messages[*].id)")
+		}
+	}
+	for _, seg := range splitPath(p) {
+		if !strings.HasPrefix(seg, "[") {
+			continue
+		}
+		idx, closed := strings.CutSuffix(seg[1:], "]")
+		if n, err := strconv.Atoi(idx); !closed || (idx != "*" && (err != nil || n < 0 || strconv.Itoa(n) != idx)) {
+			return fmt.Errorf("bad index %q (want [*] or [N])", seg)
+		}
+	}
+	return nil
 }
 
 // removePath deletes the value at path from v (in place where possible) and returns v.

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -528,6 +529,15 @@ func TestNormalizeFormsAndIgnored(t *testing.T) {
 	}
 	if got := splitPath("a.b[*].c[2]"); strings.Join(got, " ") != "a b [*] c [2]" {
 		t.Errorf("splitPath: %q", got)
+	}
+	for p, ok := range map[string]bool{"metadata.request_id": true, "messages[*].id": true, "a[2][*]": true,
+		"messages[": false, "a..b": false, "a[x]": false, "a[-1]": false, "a[+1]": false, "": false, ".a": false} {
+		_, err := NewReplayer(Config{Logger: quietLogger()}, ptrace.NewTraces(), pcommon.TraceID{}, ReplayOptions{IgnoreBody: []string{p}})
+		if (err == nil) != ok {
+			t.Errorf("IgnoreBody %q: %v", p, err)
+		} else if err != nil && !strings.Contains(err.Error(), strconv.Quote(p)) {
+			t.Errorf("IgnoreBody %q: error does not name the path: %v", p, err)
+		}
 	}
 }
 

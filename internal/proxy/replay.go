@@ -94,7 +94,7 @@ type ReplayOptions struct {
 	AllowHosts []string
 	// Realtime paces SSE chunks with their recorded timing; default: as fast as possible.
 	Realtime bool
-	// IgnoreBody and IgnoreQuery: see Normalizer.
+	// IgnoreBody and IgnoreQuery: see Normalizer. A malformed IgnoreBody path is an error naming it.
 	IgnoreBody, IgnoreQuery []string
 }
 
@@ -102,6 +102,11 @@ type ReplayOptions struct {
 // traceID is the run, used for divergence records. Exchanges are served in recorded order
 // (start time, then runagain.fixture.index) per match key.
 func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o ReplayOptions) (*Replayer, error) {
+	for _, p := range o.IgnoreBody {
+		if err := checkPath(p); err != nil {
+			return nil, fmt.Errorf("ignored body field %q: %w", p, err)
+		}
+	}
 	cfg.defaults()
 	r := &Replayer{cfg: cfg, norm: Normalizer{Redactor: cfg.Redactor, IgnoreBody: o.IgnoreBody, IgnoreQuery: o.IgnoreQuery}, traceID: traceID, queues: map[string][]*entry{},
 		allow: map[string]bool{}, realtime: o.Realtime}
