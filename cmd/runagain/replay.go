@@ -119,7 +119,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 		if sinkErr != nil {
 			fmt.Fprintf(errOut, "runagain replay: the divergence record could not be sent to %s: %v\n", o.endpoint, sinkErr)
 		}
-		errs = append(errs, fmt.Sprintf("%v at request %d: %s", ErrDiverged, r.Divergence.Request, r.Divergence.Diff))
+		errs = append(errs, fmt.Sprintf("at request %d: %s", r.Divergence.Request, r.Divergence.Diff))
 	}
 	if runErr != nil {
 		errs = append(errs, runErr.Error())
@@ -129,10 +129,10 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	if shutErr != nil {
 		errs = append(errs, shutErr.Error())
 	}
-	if len(errs) > 0 {
-		if r.Divergence != nil {
-			return fmt.Errorf("%w", errors.Join(ErrDiverged, errors.New(strings.Join(errs, "; "))))
-		}
+	switch {
+	case r.Divergence != nil:
+		return fmt.Errorf("%w %s", ErrDiverged, strings.Join(errs, "; "))
+	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil

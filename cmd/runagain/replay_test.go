@@ -341,6 +341,9 @@ func TestRecordReplayOpenAI(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrDiverged) {
 		t.Fatalf("diverging replay returned %v, want ErrDiverged\nstderr:\n%s", err, divErr)
 	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "replay diverged at request 1: body.messages[0].content") || strings.Count(msg, ErrDiverged.Error()) != 1 {
+		t.Errorf("replay error %q, want one %q naming the request and field", msg, ErrDiverged)
+	}
 	for _, want := range []string{"request 1 (POST", "body.messages[0].content", `expected "Say this is a test. The quick`, `got "Say this is not a test. The quick`} {
 		if !strings.Contains(divErr, want) {
 			t.Errorf("divergence report lacks %q:\n%s", want, divErr)
