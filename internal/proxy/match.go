@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -253,19 +254,7 @@ func diff(rec, live *request) (Difference, bool) {
 		return Difference{"path", rec.path, live.path}, true
 	}
 	if rec.qkey != live.qkey {
-		keys := map[string]bool{}
-		for k := range rec.query {
-			keys[k] = true
-		}
-		for k := range live.query {
-			keys[k] = true
-		}
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range unionKeys(rec.query, live.query) {
 			a, b := strings.Join(rec.query[k], ","), strings.Join(live.query[k], ",")
 			_, ina := rec.query[k]
 			_, inb := live.query[k]
@@ -283,6 +272,18 @@ func diff(rec, live *request) (Difference, bool) {
 		return Difference{"body", bodyShow(rec.body, live.body), bodyShow(live.body, rec.body)}, true
 	}
 	return Difference{}, false
+}
+
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys[M ~map[string]V, V any](a, b M) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func showOpt(v string, present bool) string {
@@ -339,19 +340,7 @@ func jsonDiff(path string, a, b any) (Difference, bool) {
 		if !ok {
 			break
 		}
-		keys := map[string]bool{}
-		for k := range av {
-			keys[k] = true
-		}
-		for k := range bv {
-			keys[k] = true
-		}
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range unionKeys(av, bv) {
 			x, inA := av[k]
 			y, inB := bv[k]
 			p := path + "." + k
