@@ -57,7 +57,11 @@ Formats, in detection order: ` + formatNames() + `.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC endpoint host:port (https:// prefix for TLS)")
+	endpoint := os.Getenv("RUNAGAIN_ENDPOINT")
+	if endpoint == "" {
+		endpoint = "127.0.0.1:4317"
+	}
+	f.StringVar(&o.endpoint, "endpoint", endpoint, "OTLP gRPC endpoint host:port, https:// prefix for TLS (env RUNAGAIN_ENDPOINT)")
 	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
 	f.DurationVar(&o.timeout, "timeout", importer.DefaultTimeout, "timeout of each export request")
 	f.IntVar(&o.maxRequestBytes, "max-request-bytes", importer.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
