@@ -100,6 +100,7 @@ type Step struct {
 	Unpriced       bool     `json:"unpriced,omitempty"`
 	DurationMS     float64  `json:"duration_ms"`
 	MessagesSource string   `json:"messages_source,omitempty"`
+	MessagesError  string   `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
 }
 
 // Pair is one entry of the alignment.

@@ -103,7 +103,9 @@ func (b *runBuilder) run() *store.Run {
 	return &store.Run{TraceID: b.tid.String(), Traces: b.td, Logs: b.logs, Tier: "hot"}
 }
 
-func text(role, s string) Message { return Message{Role: role, Parts: []Part{{Type: "text", Content: s}}} }
+func text(role, s string) Message {
+	return Message{Role: role, Parts: []Part{{Type: "text", Content: s}}}
+}
 
 func call(text, name string, args map[string]any) Message {
 	m := Message{Role: "assistant", Parts: []Part{}}
@@ -344,7 +346,9 @@ func TestAlignModelChange(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Replace(string(rune('0'+i)), string(rune('0'-1)), "-1", 1)) }
+func itoa(i int) string {
+	return strings.TrimSpace(strings.Replace(string(rune('0'+i)), string(rune('0'-1)), "-1", 1))
+}
 
 // TestJSONDiffPaths: objects by key, arrays by index, added and removed keys named.
 func TestJSONDiffPaths(t *testing.T) {

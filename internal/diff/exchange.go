@@ -213,46 +213,22 @@ func assembleStream(body []byte) chatResponse {
 	return out
 }
 
-// chatToMessage converts an OpenAI chat message to the semconv message shape.
+// chatToMessage converts an OpenAI chat message to the semconv message shape with the shared
+// conversion (genai.MessageFromOpenAI).
 func chatToMessage(m chatMessage) Message {
-	out := Message{Role: m.Role, Parts: []Part{}}
-	text := contentText(m.Content)
-	if m.Role == "tool" || m.ToolCallID != "" {
-		out.Parts = append(out.Parts, Part{Type: "tool_call_response", ID: m.ToolCallID, Response: text})
-	} else if text != "" {
-		out.Parts = append(out.Parts, Part{Type: "text", Content: text})
+	b, err := json.Marshal(m)
+	var mm map[string]any
+	if err != nil || json.Unmarshal(b, &mm) != nil {
+		return Message{Role: m.Role, Parts: []Part{}}
 	}
-	for _, tc := range m.ToolCalls {
-		out.Parts = append(out.Parts, Part{Type: "tool_call", ID: tc.ID, Name: tc.Function.Name, Arguments: jsonValue(tc.Function.Arguments)})
-	}
-	return out
+	return genai.MessageFromOpenAI(mm, "assistant")
 }
 
-// contentText reads a chat message content: a string, or an array of parts whose text parts
-// are joined with newlines (other parts as their JSON).
-func contentText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
+func sortedKeys[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []map[string]any
-	if json.Unmarshal(raw, &parts) == nil {
-		var b strings.Builder
-		for i, p := range parts {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			if t, ok := p["text"].(string); ok {
-				b.WriteString(t)
-			} else {
-				j, _ := json.Marshal(p)
-				b.Write(j)
-			}
-		}
-		return b.String()
-	}
-	return string(raw)
+	sort.Ints(out)
+	return out
 }

@@ -61,10 +61,10 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 		switch {
 		case kind == genai.KindLLM:
 			cm, err := msgs(sp, logs[sp.SpanID()])
-			if err != nil {
-				return nil, st, err
-			}
 			s = newStep(sp, KindLLM)
+			if err != nil {
+				s.MessagesError = err.Error()
+			}
 			s.calls = &cm
 			s.Operation = str(a, genai.AttrOperationName)
 			s.Model = genai.Model(a)
