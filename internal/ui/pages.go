@@ -48,13 +48,19 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
-	"pretty": func(v any) string {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(b)
-	},
+	"pretty": pretty,
+}
+
+// pretty is v as indented JSON, with <, > and & kept as they are (the page escapes them).
+func pretty(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func fmtMS(v float64) string {
@@ -499,9 +505,9 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 			p.Input = messageViews(cm.Input)
 			p.Output = messageViews(cm.Output)
 			if cm.ToolDefinitions != nil {
-				b, _ := json.MarshalIndent(cm.ToolDefinitions, "", "  ")
+				b := pretty(cm.ToolDefinitions)
 				p.ToolsSize = len(b)
-				p.Tools = cut(string(b))
+				p.Tools = cut(b)
 			}
 		}
 	}
