@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -226,6 +227,10 @@ func compileBuiltinRules() []*rule {
 			r.group = 1
 		}
 	}
+	// the gitleaks default rule set, after the provider rules above (which name the credential the
+	// way agents' users know it) and before the generic key/value rules
+	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RuleURLCredentials })
+	rs = slices.Insert(rs, at, gitleaksDetectors()...)
 	pii := func(name string, minDigits int, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
 		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check, minDigits: minDigits}
 	}
