@@ -35,8 +35,9 @@ type glRule struct {
 }
 
 type glFile struct {
-	Global glAllow  `json:"global"`
-	Rules  []glRule `json:"rules"`
+	Global       glAllow   `json:"global"`
+	GenericAllow []glAllow `json:"generic_allow"`
+	Rules        []glRule  `json:"rules"`
 }
 
 var gitleaksData = sync.OnceValue(func() *glFile {
@@ -50,6 +51,9 @@ var gitleaksData = sync.OnceValue(func() *glFile {
 		}
 	}
 	compile(&f.Global)
+	for i := range f.GenericAllow {
+		compile(&f.GenericAllow[i])
+	}
 	for i := range f.Rules {
 		for j := range f.Rules[i].Allow {
 			compile(&f.Rules[i].Allow[j])

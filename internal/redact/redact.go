@@ -109,7 +109,15 @@ func New(cfg Config) (*Redactor, error) {
 		case ru.scanAll:
 			r.scanAll = append(r.scanAll, i)
 		default:
+			seen := map[string]bool{}
 			for _, kw := range ru.keywords {
+				// the automaton runs over an ASCII-lower-cased copy of the text: keywords match
+				// in any case, as gitleaks' keywords do
+				kw = strings.ToLower(kw)
+				if seen[kw] {
+					continue
+				}
+				seen[kw] = true
 				id, ok := patIdx[kw]
 				if !ok {
 					id = len(patterns)
@@ -202,7 +210,10 @@ func (r *Redactor) Find(s string) []Finding {
 	if r.ac != nil && len(s) > 0 {
 		// Windows of one rule that overlap are merged and scanned once, so the regex work stays
 		// linear in len(s) however many triggers there are.
-		ms := r.ac.FindAllOverlapping(b)
+		lb := lowerPool.Get().(*[]byte)
+		*lb = appendLowerASCII((*lb)[:0], b)
+		ms := r.ac.FindAllOverlapping(*lb)
+		lowerPool.Put(lb)
 		var sc *findScratch
 		if len(ms) > 0 {
 			sc = r.scratch(len(r.rules))
@@ -533,4 +544,19 @@ func base64Decode(v string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("not base64")
+}
+
+var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// appendLowerASCII appends b with A-Z turned to a-z (other bytes, UTF-8 included, unchanged, so
+// offsets stay the same).
+func appendLowerASCII(dst, b []byte) []byte {
+	dst = slices.Grow(dst, len(b))
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }

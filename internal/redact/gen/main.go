@@ -74,11 +74,14 @@ type OutRule struct {
 
 // Out is the generated file.
 type Out struct {
-	Source  string    `json:"source"`
-	Licence string    `json:"licence"`
-	Global  OutAllow  `json:"global"`
-	Skipped []string  `json:"skipped"`
-	Rules   []OutRule `json:"rules"`
+	Source  string   `json:"source"`
+	Licence string   `json:"licence"`
+	Global  OutAllow `json:"global"`
+	// GenericAllow are the allowlists of the skipped generic-api-key rule (match and secret
+	// targets), which runagain applies to its own keyword-anchored detector.
+	GenericAllow []OutAllow `json:"generic_allow"`
+	Skipped      []string   `json:"skipped"`
+	Rules        []OutRule  `json:"rules"`
 }
 
 func main() {
@@ -109,6 +112,13 @@ func main() {
 	o := Out{Source: *source, Licence: "MIT, Copyright (c) 2019 Zachary Rice; see GITLEAKS_LICENSE"}
 	o.Global = convAllow(cfg.Allowlist)
 	for _, r := range cfg.Rules {
+		if r.ID == "generic-api-key" {
+			for _, a := range r.Allowlists {
+				if len(a.Regexes) > 0 && len(a.Paths) == 0 {
+					o.GenericAllow = append(o.GenericAllow, convAllow(OutAllowRegexesOnly(a)))
+				}
+			}
+		}
 		if skipped[r.ID] {
 			o.Skipped = append(o.Skipped, r.ID+" (implemented by runagain)")
 			continue
@@ -173,4 +183,11 @@ func convAllow(a allowlist) OutAllow {
 		sw[i] = strings.ToLower(s)
 	}
 	return OutAllow{Target: t, And: strings.EqualFold(a.Condition, "AND"), Regexes: a.Regexes, Stopwords: sw}
+}
+
+// OutAllowRegexesOnly drops the stopwords of an allowlist: generic-api-key's 1,500 stopwords
+// ("admin", "client", ...) would let human-chosen passwords through.
+func OutAllowRegexesOnly(a allowlist) allowlist {
+	a.Stopwords = nil
+	return a
 }
