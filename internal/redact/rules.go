@@ -447,7 +447,7 @@ func sensitiveKey(key string) (string, bool, bool) {
 		return RuleAuthorization, false, true
 	case strings.HasSuffix(k, "cookie"), strings.HasSuffix(k, "cookies"):
 		return RuleCookie, false, true
-	case k == "token":
+	case k == "token", k == "key":
 		return RulePasswordKey, true, true
 	}
 	for _, suf := range sensitiveKeySuffixes {
@@ -460,8 +460,27 @@ func sensitiveKey(key string) (string, bool, bool) {
 			return RulePasswordKey, false, true
 		}
 	}
+	// a credential word inside the name (SUPER_SECRET_VALUES, real_secret_which_isnt_an_id), as
+	// detect-secrets' keyword detector reads names, unless the name ends in a word that makes it
+	// about the credential rather than the credential itself; the value must then look random
+	for _, w := range []string{"secret", "password", "passwd", "apikey", "privatekey", "accesstoken", "authtoken"} {
+		if strings.Contains(k, w) {
+			for _, suf := range nonCredentialSuffixes {
+				if strings.HasSuffix(k, suf) {
+					return "", false, false
+				}
+			}
+			return RulePasswordKey, true, true
+		}
+	}
 	return "", false, false
 }
+
+// nonCredentialSuffixes end names that are about a credential, not the credential (secret_name,
+// password_length, token_url, api_key_id).
+var nonCredentialSuffixes = []string{"id", "ids", "name", "names", "length", "len", "size", "type", "path", "file", "url", "uri",
+	"version", "count", "field", "label", "hint", "prompt", "policy", "manager", "store", "ref", "arn", "enabled", "required",
+	"expiry", "expires", "expiresat", "expiresin", "at", "time", "ttl", "provider", "endpoint", "header", "format", "mode"}
 
 // phoneGroups returns the lengths of the digit groups of v before any extension.
 func phoneGroups(v string) []int {
@@ -592,9 +611,25 @@ func lowVariety(v string) bool {
 	return n > 0 && top*10 > n*6
 }
 
-// looksRandom: at least 16 bytes without blanks and with the entropy of a generated value.
+// looksRandom: at least 16 bytes without blanks, with the entropy of a generated value, and
+// digits or mixed case (lower-case words joined by punctuation, like detect_secrets.main:run,
+// are names, not keys).
 func looksRandom(v string) bool {
-	return len(v) >= 16 && !strings.ContainsAny(v, " \t\n") && entropy(v) >= 3.0
+	if len(v) < 16 || strings.ContainsAny(v, " \t\n") || entropy(v) < 3.0 {
+		return false
+	}
+	digit, upper, lower := false, false, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		}
+	}
+	return digit || (upper && lower)
 }
 
 // passwordKeyCheck accepts "key <op> value" when the key names a credential (sensitiveKey) and
