@@ -259,6 +259,10 @@ func normalizeDiff(t *testing.T, data []byte) []byte {
 				switch k {
 				case "trace_id", "span_id":
 					m[k] = "<id>"
+				case "messages_source":
+					// "http_exchange" (read by the diff from the bodies) or the form the proxy's
+					// record-time GenAI attributes give: the same messages either way.
+					m[k] = "<source>"
 				case "duration_ms":
 					if dm, ok := c.(map[string]any); ok {
 						for kk := range dm {
@@ -427,6 +431,20 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}
 	t.Logf("runagain diff %s %s:\n%s", orig, rerun, txt)
+
+	// --step 2: what the model saw at LLM call 2 in both runs, every input message listed.
+	js, _, err = rerunCLI(t, col, nil, "diff", orig, rerun, "--step", "2", "--json")
+	var step struct {
+		Pairs []struct {
+			A struct {
+				LLMStep int `json:"llm_step"`
+			} `json:"a"`
+			Input []struct{ Op string } `json:"input_messages"`
+		}
+	}
+	if err != nil || json.Unmarshal([]byte(js), &step) != nil || len(step.Pairs) != 1 || step.Pairs[0].A.LLMStep != 2 || len(step.Pairs[0].Input) != 4 || step.Pairs[0].Input[2].Op != "changed" {
+		t.Errorf("diff --step 2 (err %v):\n%s", err, js)
+	}
 
 	// A run with itself: no difference.
 	txt, _, err = rerunCLI(t, col, nil, "diff", orig, orig, "--exit-code")
