@@ -54,7 +54,9 @@ func TestHelperToolAgent(t *testing.T) {
 	params := openai.ChatCompletionNewParams{
 		Model: "gpt-4.1",
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage("You are a travel assistant. Use the tools."),
+			// Over payload_offload's 4 KiB threshold: request bodies are stored as blobs and
+			// diff and rerun must rehydrate them.
+			openai.SystemMessage("You are a travel assistant. Use the tools." + strings.Repeat(" Be precise.", 400)),
 			openai.UserMessage(prompt),
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{
@@ -325,7 +327,16 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 		t.Fatalf("no run trace printed:\n%s", errOut)
 	}
 	orig := m[1]
-	waitRunSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	stored := waitRunSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	refs := 0
+	for _, sp := range spansOf(stored.Traces) {
+		if _, ok := sp.Attributes().Get("http.request.body_ref"); ok {
+			refs++
+		}
+	}
+	if refs != 4 {
+		t.Errorf("%d stored exchanges have http.request.body_ref, want the 4 LLM requests offloaded", refs)
+	}
 
 	// A --set path that no recorded request body has: an error naming it, nothing runs.
 	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[7].content=hi"}, routes...), agent...)...)
