@@ -23,6 +23,8 @@ $(CLI): $(GO_SOURCES)
 	$(GO) build -o $(CLI) ./cmd/runagain
 
 run: build
+	@echo "otelcol-runagain: OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP); data in $${RUNAGAIN_DATA_DIR:-./data}"
+	@echo "web UI: in another terminal run '$(CLI) ui', then open http://127.0.0.1:7600/"
 	$(COLLECTOR) --config $(CONFIG)
 
 # The end-to-end tests use the real binaries built above (RUNAGAIN_BIN_DIR).

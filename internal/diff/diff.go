@@ -184,6 +184,7 @@ type Totals struct {
 	InputTokens  IntDelta   `json:"input_tokens"`
 	OutputTokens IntDelta   `json:"output_tokens"`
 	CostUSD      FloatDelta `json:"cost_usd"`
+	Unpriced     IntDelta   `json:"unpriced"` // LLM calls with usage but no known price (not counted in cost_usd)
 	DurationMS   FloatDelta `json:"duration_ms"`
 	Errors       IntDelta   `json:"errors"`
 	Alerts       IntDelta   `json:"alerts"`
@@ -224,7 +225,7 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 	r.Totals = Totals{
 		Steps: idelta(ta.steps, tb.steps), LLMCalls: idelta(ta.llm, tb.llm), ToolCalls: idelta(ta.tools, tb.tools),
 		InputTokens: idelta(ta.inputTokens, tb.inputTokens), OutputTokens: idelta(ta.outputTokens, tb.outputTokens),
-		CostUSD: fdelta(ta.cost, tb.cost), DurationMS: fdelta(ta.durationMS, tb.durationMS),
+		CostUSD: fdelta(ta.cost, tb.cost), Unpriced: idelta(ta.unpriced, tb.unpriced), DurationMS: fdelta(ta.durationMS, tb.durationMS),
 		Errors: idelta(ta.errors, tb.errors), Alerts: idelta(ta.alerts, tb.alerts),
 	}
 	if opts.Step > 0 {

@@ -185,6 +185,9 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 		st.inputTokens += s.InputTokens
 		st.outputTokens += s.OutputTokens
 		st.cost += s.CostUSD
+		if s.Unpriced {
+			st.unpriced++
+		}
 		switch s.Kind {
 		case KindLLM:
 			st.llm++
@@ -199,9 +202,9 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 }
 
 type runStats struct {
-	steps, llm, tools, errors, alerts int64
-	inputTokens, outputTokens         int64
-	cost, durationMS                  float64
+	steps, llm, tools, errors, alerts, unpriced int64
+	inputTokens, outputTokens                   int64
+	cost, durationMS                            float64
 }
 
 func newStep(sp ptrace.Span, kind string) *step {

@@ -42,6 +42,9 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	p.line("", "  input tokens   %s", ints(t.InputTokens))
 	p.line("", "  output tokens  %s", ints(t.OutputTokens))
 	p.line("", "  cost USD       %s", floats(t.CostUSD, "%.6f"))
+	if t.Unpriced.A > 0 || t.Unpriced.B > 0 {
+		p.line("", "  unpriced calls %s  (models without a known price: not in the cost)", ints(t.Unpriced))
+	}
 	p.line("", "  duration ms    %s", floats(t.DurationMS, "%.1f"))
 	p.line("", "  errors         %s", ints(t.Errors))
 	p.line("", "  alerts         %s", ints(t.Alerts))

@@ -174,6 +174,7 @@ type pending struct {
 	spanID  pcommon.SpanID
 	parent  pcommon.SpanID
 	trunc   []string
+	extra   map[string]string // additional string attributes (a rerun's runagain.rerun.*)
 }
 
 var tc = propagation.TraceContext{}
@@ -366,6 +367,9 @@ func (r *Recorder) finish(p *pending) {
 	sp.SetSpanID(p.spanID)
 	sp.SetParentSpanID(p.parent)
 	fixture.ToSpan(p.ex, sp)
+	for k, v := range p.extra {
+		sp.Attributes().PutStr(k, v)
+	}
 	if len(p.trunc) > 0 {
 		s := sp.Attributes().PutEmptySlice("runagain.fixture.truncated")
 		for _, k := range p.trunc {
