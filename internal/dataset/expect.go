@@ -257,30 +257,45 @@ func (e Expectation) Check(f *Facts) *Failure {
 	switch {
 	case e.Output != nil:
 		o := e.Output
+		var want string
+		switch {
+		case o.Equals != nil:
+			want = strconv.Quote(clip(*o.Equals, 200))
+		case o.Contains != nil:
+			want = "output containing " + strconv.Quote(*o.Contains)
+		case o.Regex != nil:
+			want = "output matching /" + *o.Regex + "/"
+		default:
+			want = o.JSONPath + " = " + jsonStr(o.Value)
+		}
 		if !f.HasOutput {
-			return fail(e.Name()[len("output "):], "no final output (no LLM call with an output message)")
+			got := "no final output (no LLM call with an output message)"
+			if d := f.Divergence; d != nil {
+				got = fmt.Sprintf("no final output (replay diverged at request %d: %s)", d.Request, d.Detail)
+			}
+			return fail(want, got)
 		}
 		got := strconv.Quote(clip(f.Output, 200))
 		switch {
 		case o.Equals != nil:
 			if f.Output != *o.Equals {
-				return fail(strconv.Quote(clip(*o.Equals, 200)), got)
+				return fail(want, got)
 			}
 		case o.Contains != nil:
 			if !strings.Contains(f.Output, *o.Contains) {
-				return fail("output containing "+strconv.Quote(*o.Contains), got)
+				return fail(want, got)
 			}
 		case o.Regex != nil:
 			if !regexp.MustCompile(*o.Regex).MatchString(f.Output) {
-				return fail("output matching /"+*o.Regex+"/", got)
+				return fail(want, got)
 			}
 		default:
 			if !gjson.Valid(f.Output) {
-				return fail("JSON output", got)
+				return fail("JSON output with "+want, got)
 			}
 			r := gjson.Get(f.Output, o.JSONPath)
 			if !r.Exists() {
-				return fail(o.JSONPath+" = "+jsonStr(o.Value), "no value at "+o.JSONPath)
+				return fail(want, "no value at "+o.JSONPath+" in "+got)
 			}
 			if !jsonEqual(r.Value(), o.Value) {
 				return fail(jsonStr(o.Value), r.Raw)

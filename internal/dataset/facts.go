@@ -65,9 +65,19 @@ type Facts struct {
 func RunFacts(td ptrace.Traces, ld plog.Logs) (*Facts, error) {
 	f := &Facts{Tools: []ToolCall{}}
 	_, flat := store.Order(td, nil)
+	logsBySpan := map[pcommon.SpanID][]plog.LogRecord{}
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		sls := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			for k := 0; k < sls.At(j).LogRecords().Len(); k++ {
+				lr := sls.At(j).LogRecords().At(k)
+				logsBySpan[lr.SpanID()] = append(logsBySpan[lr.SpanID()], lr)
+			}
+		}
+	}
 	var first, last time.Time
 	type call struct {
-		msgs  callMessages
+		msgs  genai.CallMessages
 		attrs pcommon.Map
 		start pcommon.Timestamp
 	}
@@ -91,7 +101,7 @@ func RunFacts(td ptrace.Traces, ld plog.Logs) (*Facts, error) {
 		}
 		switch genai.Classify(a) {
 		case genai.KindLLM:
-			cm, err := llmCallMessages(sp, nil)
+			cm, err := genai.LLMCallMessages(sp, logsBySpan[sp.SpanID()])
 			if err != nil {
 				return nil, err
 			}
@@ -177,7 +187,7 @@ func attrStr(a pcommon.Map, k string) string {
 	return ""
 }
 
-func text(m message) string {
+func text(m genai.Message) string {
 	var b strings.Builder
 	for _, p := range m.Parts {
 		if p.Type == "text" {
@@ -187,7 +197,7 @@ func text(m message) string {
 	return b.String()
 }
 
-func lastText(ms []message, role string) string {
+func lastText(ms []genai.Message, role string) string {
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].Role == role {
 			return text(ms[i])

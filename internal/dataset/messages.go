@@ -1,95 +1,46 @@
 package dataset
 
-// A tiny adapter with the signature of the shared genai.LLMCallMessages (COORDINATION.md
-// "Shared interfaces" 1), used until internal/genai publishes it: it reads the current semantic
-// conventions' gen_ai.input.messages / gen_ai.output.messages attributes only. deriveHTTP reads
-// the same model from a recorded HTTP exchange (DESIGN.md "Derived at record time").
+// deriveHTTP reads the shared messages model (genai.CallMessages) from a recorded HTTP exchange
+// (DESIGN.md "Derived at record time"), for runs whose fixture spans carry no GenAI attributes.
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
 )
 
-type part struct {
-	Type      string `json:"type"`
-	Content   string `json:"content,omitempty"`
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Arguments any    `json:"arguments,omitempty"`
-	Response  any    `json:"response,omitempty"`
-}
-
-type message struct {
-	Role         string `json:"role"`
-	Parts        []part `json:"parts"`
-	FinishReason string `json:"finish_reason,omitempty"`
-}
-
-type callMessages struct {
-	Input   []message `json:"input"`
-	Output  []message `json:"output"`
-	Derived bool      `json:"derived,omitempty"`
-}
-
-// llmCallMessages has genai.LLMCallMessages' signature (see the file comment).
-func llmCallMessages(span ptrace.Span, _ []plog.LogRecord) (callMessages, error) {
-	var cm callMessages
-	a := span.Attributes()
-	for _, kv := range []struct {
-		key string
-		dst *[]message
-	}{{genai.AttrInputMessages, &cm.Input}, {genai.AttrOutputMessages, &cm.Output}} {
-		if _, ok := a.Get(kv.key + genai.RefSuffix); ok {
-			return cm, fmt.Errorf("span %s: %s is offloaded (%s): rehydrate it first", span.SpanID(), kv.key, kv.key+genai.RefSuffix)
-		}
-		v, ok := a.Get(kv.key)
-		if !ok {
-			continue
-		}
-		raw := v.AsString()
-		if err := json.Unmarshal([]byte(raw), kv.dst); err != nil {
-			// Not the semconv shape: keep the text as one message so outputs still compare.
-			*kv.dst = []message{{Role: "assistant", Parts: []part{{Type: "text", Content: raw}}}}
-		}
-	}
-	return cm, nil
-}
-
 // deriveHTTP reads the messages, model and usage of an LLM API exchange (OpenAI chat
 // completions and responses, Anthropic messages; JSON or SSE) from a fixture span. attrs holds
 // the GenAI attributes read (model, provider, usage) for pricing. ok is false for other exchanges.
-func deriveHTTP(sp ptrace.Span) (callMessages, pcommon.Map, bool) {
+func deriveHTTP(sp ptrace.Span) (genai.CallMessages, pcommon.Map, bool) {
 	ex, err := fixture.FromSpan(sp)
 	if err != nil || ex.Status < 200 || ex.Status >= 300 {
-		return callMessages{}, pcommon.Map{}, false
+		return genai.CallMessages{}, pcommon.Map{}, false
 	}
 	u, err := url.Parse(ex.URL)
 	if err != nil {
-		return callMessages{}, pcommon.Map{}, false
+		return genai.CallMessages{}, pcommon.Map{}, false
 	}
 	req := gjson.ParseBytes(ex.RequestBody)
 	attrs := pcommon.NewMap()
 	attrs.PutBool("runagain.genai.derived", true)
-	cm := callMessages{Derived: true}
+	cm := genai.CallMessages{Derived: true}
 	var resp gjson.Result
 	sse := fixture.IsEventStream(ex.ResponseHeader.Get("Content-Type")) || len(ex.Chunks) > 0
 	switch {
 	case strings.HasSuffix(u.Path, "/chat/completions"):
 		attrs.PutStr(genai.AttrProviderName, "openai")
 		for _, m := range req.Get("messages").Array() {
-			cm.Input = append(cm.Input, message{Role: m.Get("role").String(), Parts: openAIContent(m)})
+			cm.Input = append(cm.Input, genai.Message{Role: m.Get("role").String(), Parts: openAIContent(m)})
 		}
 		if sse {
 			resp = openAIStream(ex.ResponseBody)
@@ -97,16 +48,16 @@ func deriveHTTP(sp ptrace.Span) (callMessages, pcommon.Map, bool) {
 			resp = gjson.ParseBytes(ex.ResponseBody)
 		}
 		msg := resp.Get("choices.0.message")
-		out := message{Role: "assistant", Parts: openAIContent(msg), FinishReason: resp.Get("choices.0.finish_reason").String()}
-		cm.Output = []message{out}
+		out := genai.Message{Role: "assistant", Parts: openAIContent(msg), FinishReason: resp.Get("choices.0.finish_reason").String()}
+		cm.Output = []genai.Message{out}
 		putUsage(attrs, resp.Get("usage.prompt_tokens").Int(), resp.Get("usage.completion_tokens").Int())
 	case strings.HasSuffix(u.Path, "/responses"):
 		attrs.PutStr(genai.AttrProviderName, "openai")
 		if in := req.Get("input"); in.Type == gjson.String {
-			cm.Input = []message{{Role: "user", Parts: []part{{Type: "text", Content: in.String()}}}}
+			cm.Input = []genai.Message{{Role: "user", Parts: []genai.Part{{Type: "text", Content: in.String()}}}}
 		} else {
 			for _, m := range in.Array() {
-				cm.Input = append(cm.Input, message{Role: m.Get("role").String(), Parts: openAIContent(m)})
+				cm.Input = append(cm.Input, genai.Message{Role: m.Get("role").String(), Parts: openAIContent(m)})
 			}
 		}
 		if sse {
@@ -114,31 +65,31 @@ func deriveHTTP(sp ptrace.Span) (callMessages, pcommon.Map, bool) {
 		} else {
 			resp = gjson.ParseBytes(ex.ResponseBody)
 		}
-		out := message{Role: "assistant"}
+		out := genai.Message{Role: "assistant"}
 		for _, o := range resp.Get("output").Array() {
 			switch o.Get("type").String() {
 			case "message":
 				for _, c := range o.Get("content").Array() {
 					if c.Get("type").String() == "output_text" {
-						out.Parts = append(out.Parts, part{Type: "text", Content: c.Get("text").String()})
+						out.Parts = append(out.Parts, genai.Part{Type: "text", Content: c.Get("text").String()})
 					}
 				}
 			case "function_call":
-				out.Parts = append(out.Parts, part{Type: "tool_call", ID: o.Get("call_id").String(), Name: o.Get("name").String(), Arguments: jsonValue(o.Get("arguments").String())})
+				out.Parts = append(out.Parts, genai.Part{Type: "tool_call", ID: o.Get("call_id").String(), Name: o.Get("name").String(), Arguments: jsonValue(o.Get("arguments").String())})
 			}
 		}
-		cm.Output = []message{out}
+		cm.Output = []genai.Message{out}
 		putUsage(attrs, resp.Get("usage.input_tokens").Int(), resp.Get("usage.output_tokens").Int())
 	case strings.HasSuffix(u.Path, "/v1/messages") && !sse:
 		attrs.PutStr(genai.AttrProviderName, "anthropic")
 		for _, m := range req.Get("messages").Array() {
-			cm.Input = append(cm.Input, message{Role: m.Get("role").String(), Parts: anthropicContent(m.Get("content"))})
+			cm.Input = append(cm.Input, genai.Message{Role: m.Get("role").String(), Parts: anthropicContent(m.Get("content"))})
 		}
 		resp = gjson.ParseBytes(ex.ResponseBody)
-		cm.Output = []message{{Role: "assistant", Parts: anthropicContent(resp.Get("content")), FinishReason: resp.Get("stop_reason").String()}}
+		cm.Output = []genai.Message{{Role: "assistant", Parts: anthropicContent(resp.Get("content")), FinishReason: resp.Get("stop_reason").String()}}
 		putUsage(attrs, resp.Get("usage.input_tokens").Int(), resp.Get("usage.output_tokens").Int())
 	default:
-		return callMessages{}, pcommon.Map{}, false
+		return genai.CallMessages{}, pcommon.Map{}, false
 	}
 	if m := req.Get("model").String(); m != "" {
 		attrs.PutStr(genai.AttrRequestModel, m)
@@ -160,42 +111,42 @@ func putUsage(a pcommon.Map, in, out int64) {
 }
 
 // openAIContent reads an OpenAI chat message's content (string or parts) and tool calls.
-func openAIContent(m gjson.Result) []part {
-	var ps []part
+func openAIContent(m gjson.Result) []genai.Part {
+	var ps []genai.Part
 	c := m.Get("content")
 	switch {
 	case c.Type == gjson.String:
-		ps = append(ps, part{Type: "text", Content: c.String()})
+		ps = append(ps, genai.Part{Type: "text", Content: c.String()})
 	case c.IsArray():
 		for _, p := range c.Array() {
 			if t := p.Get("text"); t.Exists() {
-				ps = append(ps, part{Type: "text", Content: t.String()})
+				ps = append(ps, genai.Part{Type: "text", Content: t.String()})
 			}
 		}
 	}
 	for _, tc := range m.Get("tool_calls").Array() {
-		ps = append(ps, part{Type: "tool_call", ID: tc.Get("id").String(), Name: tc.Get("function.name").String(),
+		ps = append(ps, genai.Part{Type: "tool_call", ID: tc.Get("id").String(), Name: tc.Get("function.name").String(),
 			Arguments: jsonValue(tc.Get("function.arguments").String())})
 	}
 	if id := m.Get("tool_call_id"); id.Exists() {
-		return []part{{Type: "tool_call_response", ID: id.String(), Response: c.Value()}}
+		return []genai.Part{{Type: "tool_call_response", ID: id.String(), Response: c.Value()}}
 	}
 	return ps
 }
 
-func anthropicContent(c gjson.Result) []part {
+func anthropicContent(c gjson.Result) []genai.Part {
 	if c.Type == gjson.String {
-		return []part{{Type: "text", Content: c.String()}}
+		return []genai.Part{{Type: "text", Content: c.String()}}
 	}
-	var ps []part
+	var ps []genai.Part
 	for _, p := range c.Array() {
 		switch p.Get("type").String() {
 		case "text":
-			ps = append(ps, part{Type: "text", Content: p.Get("text").String()})
+			ps = append(ps, genai.Part{Type: "text", Content: p.Get("text").String()})
 		case "tool_use":
-			ps = append(ps, part{Type: "tool_call", ID: p.Get("id").String(), Name: p.Get("name").String(), Arguments: p.Get("input").Value()})
+			ps = append(ps, genai.Part{Type: "tool_call", ID: p.Get("id").String(), Name: p.Get("name").String(), Arguments: p.Get("input").Value()})
 		case "tool_result":
-			ps = append(ps, part{Type: "tool_call_response", ID: p.Get("tool_use_id").String(), Response: p.Get("content").Value()})
+			ps = append(ps, genai.Part{Type: "tool_call_response", ID: p.Get("tool_use_id").String(), Response: p.Get("content").Value()})
 		}
 	}
 	return ps
