@@ -94,20 +94,22 @@ func (e Edit) exists(body []byte) bool {
 	if !gjson.GetBytes(body, e.sjson).Exists() {
 		return false
 	}
-	// gjson reads "0" as an index or a key: check that [N] segments meet arrays.
-	segs := splitPath(e.Path)
+	// gjson reads "0" as an index or a key: [N] must meet an array, a key an object.
 	prefix := []string{}
-	for _, seg := range segs {
+	for _, seg := range splitPath(e.Path) {
+		parent := gjson.ParseBytes(body)
+		if len(prefix) > 0 {
+			parent = gjson.GetBytes(body, strings.Join(prefix, "."))
+		}
 		if strings.HasPrefix(seg, "[") {
-			parent := gjson.GetBytes(body, strings.Join(prefix, "."))
-			if len(prefix) == 0 {
-				parent = gjson.ParseBytes(body)
-			}
 			if !parent.IsArray() {
 				return false
 			}
 			prefix = append(prefix, strings.Trim(seg, "[]"))
 			continue
+		}
+		if !parent.IsObject() {
+			return false
 		}
 		prefix = append(prefix, gjson.Escape(seg))
 	}

@@ -43,6 +43,10 @@ func TestHelperToolAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := openai.NewClient()
+	prompt := "What is the weather in Paris, in Fahrenheit, and tomorrow?"
+	if p := os.Getenv("RUNAGAIN_E2E_PROMPT"); p != "" {
+		prompt = p // "a change the user made in their own code or prompt files"
+	}
 	tool := func(name, desc string, props map[string]any) openai.ChatCompletionToolUnionParam {
 		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name, Description: openai.String(desc),
 			Parameters: shared.FunctionParameters{"type": "object", "properties": props}})
@@ -51,7 +55,7 @@ func TestHelperToolAgent(t *testing.T) {
 		Model: "gpt-4.1",
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage("You are a travel assistant. Use the tools."),
-			openai.UserMessage("What is the weather in Paris, in Fahrenheit, and tomorrow?"),
+			openai.UserMessage(prompt),
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{
 			tool("weather", "current weather", map[string]any{"city": map[string]any{"type": "string"}}),
@@ -431,6 +435,34 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 	if _, _, err := runagain(t, col, nil, "diff", orig, rerun, "--exit-code"); err == nil {
 		t.Error("--exit-code: differing runs exited 0")
+	}
+
+	// A change in the agent's own prompt, no --set: the LLM calls go live, the tools stay
+	// recorded, and the diff names step 1's input messages.
+	llmBefore := llm.requests.Load()
+	out, errOut, err = runagain(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Paris please"),
+		append(append([]string{"rerun", orig}, routes...), agent...)...)
+	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 4 {
+		t.Fatalf("rerun with a changed prompt: %v; tool requests %d, LLM %d\n%s\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, out, errOut)
+	}
+	m = reNewRun.FindStringSubmatch(errOut)
+	waitSpans(t, col.DataDir, m[1], 8)
+	js, _, err = runagain(t, col, nil, "diff", orig, m[1], "--json")
+	if err != nil || json.Unmarshal([]byte(js), &res) != nil || res.First.StepA != 1 || res.First.Field != "input_messages" {
+		t.Errorf("diff after a prompt change: %v %+v", err, res.First)
+	}
+
+	// --from-step 2: the first two LLM calls come from the recording, the last two go live
+	// (same model, so the same answers): no difference.
+	llmBefore = llm.requests.Load()
+	out, errOut, err = runagain(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
+	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 2 || !strings.Contains(errOut, "first departed at LLM call 3") {
+		t.Fatalf("rerun --from-step 2: %v; tool requests %d, LLM %d\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, errOut)
+	}
+	m = reNewRun.FindStringSubmatch(errOut)
+	waitSpans(t, col.DataDir, m[1], 8)
+	if txt, _, err := runagain(t, col, nil, "diff", orig, m[1], "--exit-code"); err != nil || !strings.Contains(txt, "no difference") {
+		t.Errorf("diff after --from-step 2 (err %v):\n%s", err, txt)
 	}
 }
 
