@@ -281,7 +281,10 @@ func printShow(w io.Writer, v *ShowRun) {
 			if l.Severity != "" {
 				fmt.Fprintf(w, "  %s", l.Severity)
 			}
-			fmt.Fprintf(w, "\n%s        body: %s\n", ind, indentValue(l.Body, ind+"          "))
+			fmt.Fprintln(w)
+			if l.Body != nil {
+				fmt.Fprintf(w, "%s        body: %s\n", ind, indentValue(l.Body, ind+"          "))
+			}
 			printAttrs(w, l.Attributes, ind+"        ")
 		}
 	}

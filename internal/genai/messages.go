@@ -61,9 +61,9 @@ func (s Source) Describe() string {
 	case SourceAttributes:
 		return "recorded attributes gen_ai.input.messages / gen_ai.output.messages"
 	case SourceSpanEvents:
-		return "reconstructed from span events gen_ai.*.message / gen_ai.choice"
+		return "reconstructed from span events (gen_ai.* events)"
 	case SourceLogRecords:
-		return "reconstructed from log records gen_ai.*.message / gen_ai.choice"
+		return "reconstructed from log records (gen_ai.* events)"
 	case SourceOpenInference:
 		return "reconstructed from OpenInference attributes llm.input_messages.* / llm.output_messages.*"
 	case SourceVercelAI:
@@ -342,10 +342,15 @@ func fromSemconvAttrs(cm *CallMessages, m pcommon.Map, where string) (in, out []
 	if cm.SystemInstructions == nil {
 		if v, ok := m.Get(AttrSystemInstructions); ok {
 			raw, err := valueJSON(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s%s: %w", where, AttrSystemInstructions, err))
-			} else {
+			switch {
+			case err == nil:
 				cm.SystemInstructions = partsFrom(raw)
+			case v.Type() == pcommon.ValueTypeStr:
+				// @opentelemetry/instrumentation-openai (Responses API) records the instructions
+				// as plain text, not the JSON parts array of the conventions: one text part.
+				cm.SystemInstructions = []Part{{Type: "text", Content: v.Str()}}
+			default:
+				errs = append(errs, fmt.Errorf("%s%s: %w", where, AttrSystemInstructions, err))
 			}
 		}
 	}

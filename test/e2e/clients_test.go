@@ -163,7 +163,7 @@ func TestContentAsLogRecordsStep(t *testing.T) {
 	step2 := cli(t, c, "show", r.id(), "--step", "2")
 	assert.Equal(t, `step 2 of 2: chat gpt-4o-mini (span `+r.spanID(4)+`, model gpt-4o-mini-2024-07-18)
 
-=== input: 4 messages, reconstructed from log records gen_ai.*.message / gen_ai.choice
+=== input: 4 messages, reconstructed from log records (gen_ai.* events)
 
 --- system
 You are a weather bot.
@@ -179,7 +179,7 @@ Weather in Paris?
 [tool_call_response id=call_1]
 rainy, 57°F
 
-=== output: 1 message, reconstructed from log records gen_ai.*.message / gen_ai.choice
+=== output: 1 message, reconstructed from log records (gen_ai.* events)
 
 --- assistant (finish_reason stop)
 It is rainy in Paris, 57°F.
