@@ -55,12 +55,3 @@ func spanCostText(s ShowSpan) string {
 	}
 	return ""
 }
-
-// storeName says where the CLI reads runs from, for messages: the --config file or the data
-// directory.
-func storeName() string {
-	if configFlag != "" {
-		return configFlag
-	}
-	return dataDirFlag
-}

@@ -48,6 +48,11 @@ func openReader() (store.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	prices, err := openPricing()
+	if err != nil {
+		return nil, err
+	}
+	store.SetPrices(prices) // store.SpanCost (diff, dataset) prices with the configured table
 	if cfg != nil {
 		return cfg.OpenReader(context.Background())
 	}

@@ -45,13 +45,16 @@ type ShowSpan struct {
 	Kind          string          `json:"kind"`
 	GenAIKind     string          `json:"genai_kind"`
 	Start         time.Time       `json:"start"`
-	DurationMS    float64         `json:"duration_ms"`
+	DurationMS    float64         `json:"duration_ms"`             // end minus start, clamped to 0 (see DurationNote)
+	DurationNote  string          `json:"duration_note,omitempty"` // "unfinished" (end 0) or "clock skew" (end before start): duration clamped to 0
 	Status        string          `json:"status"`
 	StatusMessage string          `json:"status_message,omitempty"`
 	Model         string          `json:"model,omitempty"`
 	InputTokens   int64           `json:"input_tokens,omitempty"`
 	OutputTokens  int64           `json:"output_tokens,omitempty"`
 	Attributes    map[string]any  `json:"attributes"`
+	Events        []ShowEvent     `json:"events,omitempty"` // span events, in recorded order
+	Logs          []ShowLog       `json:"logs,omitempty"`   // the agent's log records for this span (not runagain's own records)
 	OTLP          json.RawMessage `json:"otlp"`
 	// CostUSD is the LLM call's cost in USD (the --config prices); absent for spans without
 	// usage and for unpriced calls, which have Unpriced true.
@@ -59,7 +62,16 @@ type ShowSpan struct {
 	Unpriced bool     `json:"unpriced,omitempty"`
 }
 
-// ShowLog is one log record pointing at the run (for example an agent_guard alert).
+// ShowEvent is one span event.
+type ShowEvent struct {
+	Time       time.Time      `json:"time"`
+	Name       string         `json:"name"`
+	Attributes map[string]any `json:"attributes"`
+}
+
+// ShowLog is one log record pointing at the run: an agent's record (for example a
+// gen_ai.user.message event, listed under its span) or runagain's own (an agent_guard alert, a
+// replay divergence: event names runagain.*, listed beside the run). Body keeps its JSON shape.
 type ShowLog struct {
 	Time       time.Time      `json:"time"`
 	EventName  string         `json:"event_name,omitempty"`
@@ -144,6 +156,7 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 	view := &ShowRun{TraceID: run.TraceID, Tier: run.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{}}
 	_, flat := store.Order(run.Traces, nil)
 	var jm ptrace.JSONMarshaler
+	spanIndex := map[string]int{}
 	for _, n := range flat {
 		s := n.Span
 		raw, err := jm.MarshalTraces(store.SpanTraces(n.ResourceSpans, n.ScopeSpans, s))
@@ -159,6 +172,7 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 			}
 		}
 		usage := genai.TokenUsage(s.Attributes())
+		dur, note := store.SpanDuration(s.StartTimestamp(), s.EndTimestamp())
 		parent := ""
 		if !s.ParentSpanID().IsEmpty() {
 			parent = s.ParentSpanID().String()
@@ -167,11 +181,12 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 			Depth: n.Depth, SpanID: s.SpanID().String(), ParentSpanID: parent, Name: s.Name(),
 			Kind: s.Kind().String(), GenAIKind: string(genai.Classify(s.Attributes())),
 			Start:      s.StartTimestamp().AsTime().UTC(),
-			DurationMS: float64(s.EndTimestamp()-s.StartTimestamp()) / 1e6,
-			Status:     s.Status().Code().String(), StatusMessage: s.Status().Message(),
+			DurationMS: float64(dur) / 1e6, DurationNote: note,
+			Status: s.Status().Code().String(), StatusMessage: s.Status().Message(),
 			Model: genai.Model(s.Attributes()), InputTokens: usage.Input, OutputTokens: usage.Output,
-			Attributes: s.Attributes().AsRaw(), OTLP: raw,
+			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw,
 		})
+		spanIndex[s.SpanID().String()] = len(view.Spans) - 1
 	}
 	if view.SessionID == "" && run.Session != nil {
 		view.SessionID = run.Session.SessionID
@@ -185,12 +200,32 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				view.Logs = append(view.Logs, showLog(lrs.At(k)))
+				l := showLog(lrs.At(k))
+				// The agent's own records go under their span; runagain's (alerts, divergences,
+				// summaries) and records of spans not in the run stay beside the run.
+				if i, ok := spanIndex[l.SpanID]; ok && !strings.HasPrefix(l.EventName, "runagain.") {
+					view.Spans[i].Logs = append(view.Spans[i].Logs, l)
+					continue
+				}
+				view.Logs = append(view.Logs, l)
 			}
 		}
 	}
 	sort.SliceStable(view.Logs, func(i, j int) bool { return view.Logs[i].Time.Before(view.Logs[j].Time) })
+	for i := range view.Spans {
+		ls := view.Spans[i].Logs
+		sort.SliceStable(ls, func(a, b int) bool { return ls[a].Time.Before(ls[b].Time) })
+	}
 	return view, nil
+}
+
+func showEvents(s ptrace.Span) []ShowEvent {
+	var out []ShowEvent
+	for i := 0; i < s.Events().Len(); i++ {
+		e := s.Events().At(i)
+		out = append(out, ShowEvent{Time: e.Timestamp().AsTime().UTC(), Name: e.Name(), Attributes: e.Attributes().AsRaw()})
+	}
+	return out
 }
 
 func showLog(lr plog.LogRecord) ShowLog {
@@ -200,6 +235,11 @@ func showLog(lr plog.LogRecord) ShowLog {
 	}
 	l := ShowLog{Time: ts.AsTime().UTC(), EventName: lr.EventName(), Severity: lr.SeverityText(),
 		Body: lr.Body().AsRaw(), Attributes: lr.Attributes().AsRaw()}
+	if l.EventName == "" { // before LogRecord.EventName, the name was the attribute event.name
+		if v, ok := lr.Attributes().Get(genai.AttrEventName); ok {
+			l.EventName = v.AsString()
+		}
+	}
 	if !lr.SpanID().IsEmpty() {
 		l.SpanID = lr.SpanID().String()
 	}
@@ -209,7 +249,7 @@ func showLog(lr plog.LogRecord) ShowLog {
 func printShow(w io.Writer, v *ShowRun) {
 	var start, end time.Time
 	for i, s := range v.Spans {
-		e := s.Start.Add(time.Duration(s.DurationMS * 1e6))
+		e := s.Start.Add(time.Duration(s.DurationMS * 1e6)) // clamped: never before its start
 		if i == 0 || s.Start.Before(start) {
 			start = s.Start
 		}
@@ -231,6 +271,9 @@ func printShow(w io.Writer, v *ShowRun) {
 		if s.StatusMessage != "" {
 			fmt.Fprintf(w, " (%s)", s.StatusMessage)
 		}
+		if s.DurationNote != "" {
+			fmt.Fprintf(w, "  [duration clamped to 0: %s]", s.DurationNote)
+		}
 		fmt.Fprintf(w, "  span %s\n", s.SpanID)
 		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
 			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d%s\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens, spanCostText(s))
@@ -243,20 +286,40 @@ func printShow(w io.Writer, v *ShowRun) {
 		for _, k := range keys {
 			fmt.Fprintf(w, "%s    %s: %s\n", ind, k, indentValue(s.Attributes[k], ind+"      "))
 		}
+		for _, e := range s.Events {
+			fmt.Fprintf(w, "%s    event %s  %s\n", ind, e.Name, e.Time.Format(time.RFC3339Nano))
+			printAttrs(w, e.Attributes, ind+"        ")
+		}
+		for _, l := range s.Logs {
+			fmt.Fprintf(w, "%s    log record %s  %s", ind, dash(l.EventName), l.Time.Format(time.RFC3339Nano))
+			if l.Severity != "" {
+				fmt.Fprintf(w, "  %s", l.Severity)
+			}
+			fmt.Fprintln(w)
+			if l.Body != nil {
+				fmt.Fprintf(w, "%s        body: %s\n", ind, indentValue(l.Body, ind+"          "))
+			}
+			printAttrs(w, l.Attributes, ind+"        ")
+		}
 	}
 	if len(v.Logs) > 0 {
 		fmt.Fprintf(w, "\nrecords pointing at this run (%d)\n", len(v.Logs))
 		for _, l := range v.Logs {
-			fmt.Fprintf(w, "  %s  %s  span %s  %v\n", l.Time.Format(time.RFC3339Nano), dash(l.EventName), dash(l.SpanID), l.Body)
-			keys := make([]string, 0, len(l.Attributes))
-			for k := range l.Attributes {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(w, "      %s: %s\n", k, indentValue(l.Attributes[k], "        "))
-			}
+			fmt.Fprintf(w, "  %s  %s  span %s  %s\n", l.Time.Format(time.RFC3339Nano), dash(l.EventName), dash(l.SpanID), indentValue(l.Body, "    "))
+			printAttrs(w, l.Attributes, "      ")
 		}
+	}
+}
+
+// printAttrs prints attributes sorted by key, one a line, values in full (JSON for structured values).
+func printAttrs(w io.Writer, attrs map[string]any, ind string) {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s%s: %s\n", ind, k, indentValue(attrs[k], ind+"  "))
 	}
 }
 
@@ -268,12 +331,17 @@ func indentValue(v any, ind string) string {
 		s = x
 	case []byte:
 		s = fmt.Sprintf("bytes(%d) %x", len(x), x)
+	case nil:
+		s = "null"
 	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			s = fmt.Sprint(x)
+		// Maps and slices (OTLP Map bodies, structured attributes) as JSON, never Go map[...] text.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(x); err != nil {
+			s = fmt.Sprintf("(value not representable as JSON: %v)", err)
 		} else {
-			s = string(b)
+			s = strings.TrimSuffix(buf.String(), "\n")
 		}
 	}
 	return strings.ReplaceAll(s, "\n", "\n"+ind)

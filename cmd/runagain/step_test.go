@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -44,6 +45,9 @@ func TestStepInputIsWhatTheModelSaw(t *testing.T) {
 	assert.Equal(t, []string{"gen_ai.system_instructions", "gen_ai.input.messages"}, in.Keys[:2])
 	assert.Equal(t, "llm.input_messages.9.message.role", in.Keys[len(in.Keys)-2])
 	assert.Equal(t, "llm.input_messages.10.message.role", in.Keys[len(in.Keys)-1])
+	assert.Equal(t, genai.SourceAttributes, in.Messages.InputSource, "the semconv attribute wins over OpenInference")
+	assert.Equal(t, []genai.Part{{Type: "text", Content: "be brief"}}, in.Messages.SystemInstructions)
+	assert.Empty(t, in.MessagesError)
 
 	_, err = stepInput(run, 3)
 	assert.ErrorContains(t, err, "1..2")

@@ -36,6 +36,9 @@ type Config struct {
 	Cold configoptional.Optional[ColdConfig] `mapstructure:"cold"`
 	// Payloads is the blob bucket payload_offload writes to and the CLI reads from.
 	Payloads configoptional.Optional[PayloadsConfig] `mapstructure:"payloads"`
+	// Datasets is the dataset store (internal/dataset) whose runs are pinned: the janitors never
+	// delete them. The CLI's dataset commands use it too.
+	Datasets configoptional.Optional[DatasetsConfig] `mapstructure:"datasets"`
 
 	// SessionKeys are the attributes that name a session, first present wins
 	// (DESIGN.md "Run and session"). Default: gen_ai.conversation.id, session.id.
@@ -101,6 +104,12 @@ type PayloadsConfig struct {
 	URL string `mapstructure:"url"`
 }
 
+// DatasetsConfig configures the dataset store.
+type DatasetsConfig struct {
+	// URL is a gocloud.dev/blob bucket URL, e.g. file:///var/lib/runagain/datasets?create_dir=true.
+	URL string `mapstructure:"url"`
+}
+
 // ClickHouseConfig configures a ClickHouse connection and database.
 type ClickHouseConfig struct {
 	// Endpoint is a clickhouse-go DSN: tcp://host:9000 (native protocol) or http(s)://host:8123.
@@ -138,6 +147,7 @@ func createDefaultConfig() component.Config {
 			ClickHouse: configoptional.Default(defaultClickHouse()),
 		}),
 		Payloads:        configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip"}),
+		Datasets:        configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
 		SessionKeys:     append([]string(nil), genai.DefaultSessionKeys...),
 		JanitorInterval: DefaultJanitorInterval,
 	}
@@ -203,6 +213,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Payloads.HasValue() {
 		errs = append(errs, validateBucketURL("payloads::url", c.Payloads.Get().URL))
+	}
+	if c.Datasets.HasValue() {
+		errs = append(errs, validateBucketURL("datasets::url", c.Datasets.Get().URL))
 	}
 	if len(c.SessionKeys) == 0 {
 		errs = append(errs, errors.New("session_keys: must name at least one attribute"))

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension/internal/metadata"
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -48,7 +49,11 @@ func New(cfg *Config, set component.TelemetrySettings, now func() time.Time) (*S
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &Storage{cfg: cfg, logger: logger, now: now, prices: prices}, nil
+	s := &Storage{cfg: cfg, logger: logger, now: now, prices: prices}
+	if cfg.Datasets.HasValue() {
+		s.pinned = dataset.PinSource(cfg.Datasets.Get().URL)
+	}
+	return s, nil
 }
 
 // Start opens every configured backend and starts the janitors. A backend that cannot be
@@ -125,6 +130,14 @@ func (s *Storage) SessionKeys() []string { return s.cfg.SessionKeys }
 // Prices is the one price table (embedded genai-prices with the configured overrides).
 func (s *Storage) Prices() *pricing.Prices { return s.prices }
 
+// DatasetsURL is the dataset store's URL, "" when none is configured.
+func (s *Storage) DatasetsURL() string {
+	if !s.cfg.Datasets.HasValue() {
+		return ""
+	}
+	return s.cfg.Datasets.Get().URL
+}
+
 // PayloadURL is the payload bucket's URL, "" when none is configured.
 func (s *Storage) PayloadURL() string {
 	if !s.cfg.Payloads.HasValue() {
@@ -172,8 +185,9 @@ func (s *Storage) Backend(tier string) (Backend, error) {
 	return t.backend, nil
 }
 
-// SetPinned installs the source of pinned runs (dataset pins) that every janitor consults
-// before deleting; nil removes it. Safe to call at any time.
+// SetPinned installs the source of pinned runs that every janitor consults before deleting; nil
+// removes it. Safe to call at any time. With datasets::url configured, the dataset store's pins
+// (dataset.PinSource) are installed at creation.
 func (s *Storage) SetPinned(f PinnedFunc) {
 	s.mu.Lock()
 	s.pinned = f

@@ -44,6 +44,10 @@ type Config struct {
 	// Transport sends recorded requests upstream (record) and allowed ones (replay). Default: an
 	// http.Transport that ignores HTTP_PROXY (the proxy must not loop through itself) and verifies TLS.
 	Transport *http.Transport
+	// Upstream, when set, replaces Transport for recorded requests: the request (as the agent
+	// sent it, after route resolution) is recorded, then sent with Upstream. `runagain test`
+	// points it at a Replayer, so a test run is recorded while its responses are replayed.
+	Upstream http.RoundTripper
 	// Sink receives spans (record) and divergence records (replay).
 	Sink Sink
 	// Logger for warnings; default log.Default().
@@ -174,6 +178,7 @@ type pending struct {
 	spanID  pcommon.SpanID
 	parent  pcommon.SpanID
 	trunc   []string
+	extra   map[string]string // additional string attributes (a rerun's runagain.rerun.*)
 }
 
 var tc = propagation.TraceContext{}
@@ -186,6 +191,9 @@ func parentOf(h http.Header) (trace.SpanContext, bool) {
 
 func (r *Recorder) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	selfRoute(&r.cfg, req)
+	if up := r.cfg.Upstream; up != nil {
+		ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) { return up.RoundTrip(req) })
+	}
 	p := &pending{ex: &fixture.Exchange{Method: req.Method, Source: "proxy", Start: time.Now(), RequestHeader: http.Header{}}}
 	p.ex.Index = int(r.index.Add(1) - 1)
 	p.ex.Protocol = protoVersion(req.Proto)
@@ -366,6 +374,9 @@ func (r *Recorder) finish(p *pending) {
 	sp.SetSpanID(p.spanID)
 	sp.SetParentSpanID(p.parent)
 	fixture.ToSpan(p.ex, sp)
+	for k, v := range p.extra {
+		sp.Attributes().PutStr(k, v)
+	}
 	if len(p.trunc) > 0 {
 		s := sp.Attributes().PutEmptySlice("runagain.fixture.truncated")
 		for _, k := range p.trunc {

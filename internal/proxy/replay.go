@@ -51,6 +51,7 @@ type Replayer struct {
 	served  int
 	live    int
 	div     *Divergence
+	rerun   *rerunState // set in rerun mode (rerun.go)
 	sinkWG  sync.WaitGroup
 	sinkErr error
 }
@@ -62,6 +63,7 @@ type entry struct {
 	key    string // req.key()
 	pos    int    // 0-based position in recorded order
 	used   bool
+	llm    bool // rerun mode: an LLM request (never the nearest of a non-LLM divergence)
 }
 
 // Divergence is the first live request that matched no recorded one.
@@ -96,6 +98,9 @@ type ReplayOptions struct {
 	Realtime bool
 	// IgnoreBody and IgnoreQuery: see Normalizer. A malformed IgnoreBody path is an error naming it.
 	IgnoreBody, IgnoreQuery []string
+	// Rerun, when set, turns the replay into a rerun (rerun.go): LLM requests that no longer
+	// match go live, and every exchange is recorded as a new run.
+	Rerun *RerunOptions
 }
 
 // NewReplayer loads the fixture spans of td (offloaded bodies must be rehydrated already).
@@ -152,6 +157,11 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 	r.gp.Tr = cfg.Transport
 	r.gp.OnRequest().HandleConnectFunc(r.onConnect)
 	r.gp.OnRequest().DoFunc(r.onRequest)
+	if o.Rerun != nil {
+		if err := r.initRerun(*o.Rerun); err != nil {
+			return nil, err
+		}
+	}
 	r.gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { routeOrNotFound(&r.cfg, r.gp, w, req) })
 	return r, nil
 }
@@ -194,6 +204,9 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	selfRoute(&r.cfg, req)
 	if r.allowed(req.URL.Host) {
 		return req, nil // explicitly allowed: to the network, unrecorded
+	}
+	if r.rerun != nil {
+		return r.rerunRequest(req, ctx)
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
@@ -238,7 +251,7 @@ func (r *Replayer) nearest(live *request, n int, req *http.Request) *Divergence 
 	bestScore := -1.0
 	for _, pass := range []bool{false, true} { // unused first, then any
 		for _, e := range r.entries {
-			if e.used != pass {
+			if e.used != pass || e.llm {
 				continue
 			}
 			if s := similarity(e.req, live); s > bestScore {
@@ -465,6 +478,11 @@ func (r *Replayer) Result() Result {
 // Close waits for the divergence record to be sent and returns its send error.
 func (r *Replayer) Close() error {
 	r.sinkWG.Wait()
+	if r.rerun != nil {
+		if err := r.rerun.rec.Close(); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.sinkErr

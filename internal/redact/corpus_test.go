@@ -60,6 +60,9 @@ func claims(t *testing.T, r *Redactor, files map[string]string) []claim {
 				if !ok || a >= b {
 					continue
 				}
+				if !ru.digits && !ru.scanAll && len(ru.keywords) > 0 && !keywordNear(text, ru, m[0], m[1]) {
+					continue // the redactor runs a keyword rule only near its keyword
+				}
 				// the whole lines around the regex match, as an agent would paste them
 				lo := strings.LastIndexByte(text[:m[0]], '\n') + 1
 				hi := len(text)
@@ -71,6 +74,17 @@ func claims(t *testing.T, r *Redactor, files map[string]string) []claim {
 		}
 	}
 	return out
+}
+
+// keywordNear reports whether one of ru's keywords occurs in its window around [a, b).
+func keywordNear(text string, ru *rule, a, b int) bool {
+	w := strings.ToLower(text[max(0, a-ru.before):min(len(text), b+ru.after)])
+	for _, k := range ru.keywords {
+		if strings.Contains(w, strings.ToLower(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // inputMessages builds a gen_ai.input.messages value (OTel GenAI parts model) holding text.

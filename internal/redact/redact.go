@@ -29,16 +29,18 @@ type Finding struct {
 
 // Redactor finds and replaces sensitive values. Build it with New; it is safe for concurrent use.
 type Redactor struct {
-	rules     []*rule
-	byName    map[string]*rule
-	ac        *ahocorasick.Automaton
-	acRules   [][]int // AC pattern id -> rule indexes
-	digitIdx  []int   // rules triggered by digit clusters
-	scanAll   []int   // rules without trigger
-	ipv6      int     // index of the scanner-driven IPv6 rule, -1 when off
-	hashKey   []byte
-	macPool   sync.Pool
-	keyRuleOn map[string]bool
+	rules    []*rule
+	byName   map[string]*rule
+	ac       *ahocorasick.Automaton
+	acRules  [][]int // AC pattern id -> rule indexes
+	digitIdx []int   // rules triggered by digit clusters
+	scanAll  []int   // rules without trigger
+	ipv6     int     // index of the scanner-driven IPv6 rule, -1 when off
+	hashKey  []byte
+	macPool  sync.Pool
+	// scratchPool holds *findScratch
+	scratchPool sync.Pool
+	keyRuleOn   map[string]bool
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).
@@ -107,7 +109,15 @@ func New(cfg Config) (*Redactor, error) {
 		case ru.scanAll:
 			r.scanAll = append(r.scanAll, i)
 		default:
+			seen := map[string]bool{}
 			for _, kw := range ru.keywords {
+				// the automaton runs over an ASCII-lower-cased copy of the text: keywords match
+				// in any case, as gitleaks' keywords do
+				kw = strings.ToLower(kw)
+				if seen[kw] {
+					continue
+				}
+				seen[kw] = true
 				id, ok := patIdx[kw]
 				if !ok {
 					id = len(patterns)
@@ -157,6 +167,36 @@ func (r *Redactor) ActionOf(name string) Action {
 	return ""
 }
 
+type win struct{ lo, hi int }
+
+// findScratch is per-call state of Find's keyword stage, pooled: open windows and the last key
+// position per rule, and the rules touched (only those are reset).
+type findScratch struct {
+	open    []win
+	lastKey []int
+	touched []int
+}
+
+func (r *Redactor) scratch(n int) *findScratch {
+	sc, _ := r.scratchPool.Get().(*findScratch)
+	if sc == nil || len(sc.open) != n {
+		sc = &findScratch{open: make([]win, n), lastKey: make([]int, n)}
+		for i := range sc.open {
+			sc.open[i] = win{-1, -1}
+		}
+	}
+	return sc
+}
+
+func (r *Redactor) release(sc *findScratch) {
+	for _, ri := range sc.touched {
+		sc.open[ri] = win{-1, -1}
+		sc.lastKey[ri] = 0
+	}
+	sc.touched = sc.touched[:0]
+	r.scratchPool.Put(sc)
+}
+
 type cand struct {
 	prio       int
 	start, end int
@@ -170,13 +210,16 @@ func (r *Redactor) Find(s string) []Finding {
 	if r.ac != nil && len(s) > 0 {
 		// Windows of one rule that overlap are merged and scanned once, so the regex work stays
 		// linear in len(s) however many triggers there are.
-		type win struct{ lo, hi int }
-		open := make([]win, len(r.rules))
-		for i := range open {
-			open[i] = win{-1, -1}
+		lb := lowerPool.Get().(*[]byte)
+		*lb = appendLowerASCII((*lb)[:0], b)
+		ms := r.ac.FindAllOverlapping(*lb)
+		lowerPool.Put(lb)
+		var sc *findScratch
+		if len(ms) > 0 {
+			sc = r.scratch(len(r.rules))
 		}
-		lastKey := make([]int, len(r.rules))
-		for _, m := range r.ac.FindAllOverlapping(b) {
+		for _, m := range ms {
+			open, lastKey := sc.open, sc.lastKey
 			for _, ri := range r.acRules[m.PatternID] {
 				ru := r.rules[ri]
 				if ru.kwBoundary && m.Start > 0 && isAlnum(s[m.Start-1]) {
@@ -186,6 +229,9 @@ func (r *Redactor) Find(s string) []Finding {
 					// one window per key, starting at the key: its first match is the key's value
 					lo, hi, ok := ru.narrow(s, m.Start, m.End)
 					if ok && lo+1 != lastKey[ri] {
+						if lastKey[ri] == 0 {
+							sc.touched = append(sc.touched, ri)
+						}
 						lastKey[ri] = lo + 1
 						cs = r.runRule(cs, s, ri, lo, hi)
 					}
@@ -193,6 +239,9 @@ func (r *Redactor) Find(s string) []Finding {
 				}
 				lo, hi := window(s, m.Start-ru.before, m.End+ru.after, 256)
 				w := &open[ri]
+				if w.lo < 0 && w.hi < 0 {
+					sc.touched = append(sc.touched, ri)
+				}
 				switch {
 				case w.lo < 0:
 					*w = win{lo, hi}
@@ -204,10 +253,13 @@ func (r *Redactor) Find(s string) []Finding {
 				}
 			}
 		}
-		for ri, w := range open {
-			if w.lo >= 0 {
-				cs = r.runRule(cs, s, ri, w.lo, w.hi)
+		if sc != nil {
+			for _, ri := range sc.touched {
+				if w := sc.open[ri]; w.lo >= 0 {
+					cs = r.runRule(cs, s, ri, w.lo, w.hi)
+				}
 			}
+			r.release(sc)
 		}
 	}
 	for _, ri := range r.scanAll {
@@ -492,4 +544,19 @@ func base64Decode(v string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("not base64")
+}
+
+var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// appendLowerASCII appends b with A-Z turned to a-z (other bytes, UTF-8 included, unchanged, so
+// offsets stay the same).
+func appendLowerASCII(dst, b []byte) []byte {
+	dst = slices.Grow(dst, len(b))
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"encoding/base64"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -98,6 +100,10 @@ const (
 	RuleLinear         = "linear_api_key"
 	RuleShopify        = "shopify_token"
 	RuleDigitalOcean   = "digitalocean_token"
+	RuleDockerHub      = "docker_hub_token"
+	RuleTelegramBot    = "telegram_bot_token"
+	RuleNewRelicUser   = "new_relic_user_api_key"
+	RulePEMBase64      = "pem_private_key_base64"
 	RuleURLCredentials = "url_credentials"
 	RuleAuthorization  = "authorization"
 	RuleCookie         = "cookie"
@@ -172,11 +178,20 @@ func compileBuiltinRules() []*rule {
 		sec(RuleLinear, `\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b`, []string{"lin_api_", "lin_oauth_"}, 64, nil),
 		sec(RuleShopify, `\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b`, []string{"shpat_", "shpca_", "shppa_", "shpss_"}, 48, nil),
 		sec(RuleDigitalOcean, `\bdo[opr]_v1_[a-f0-9]{64}\b`, []string{"dop_v1_", "doo_v1_", "dor_v1_"}, 80, nil),
-		sec(RuleURLCredentials, `\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://([^\s:@/?#"'<>\\]{1,128}:([^\s@/?#"'<>\\]{1,256}))@`, []string{"://"}, 400,
+		sec(RuleDockerHub, `\bdckr_pat_[A-Za-z0-9_\-]{27,}`, []string{"dckr_pat_"}, 80, randomSecret),
+		sec(RuleTelegramBot, `\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b`, []string{":AA"}, 48, randomSecret),
+		sec(RuleNewRelicUser, `\bNRAK-[A-Z0-9]{27}\b`, []string{"NRAK-"}, 40, randomSecret),
+		sec(RulePEMBase64, `LS0tLS1CRUdJT[A-Za-z0-9+/=\s]{40,}`, []string{"LS0tLS1CRUdJT"}, 16384, pemBase64Check),
+		// user:password@ in a URL; a multi-host URL (postgres://u:p1@h1,u:p2@h2/db) has one per
+		// host; the password may hold '@' (the last '@' before the host ends it)
+		sec(RuleURLCredentials, `(?:\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://|,)([^\s:@/?#,"'<>\\]{1,128}:([^\s/?#,"'<>\\]{1,256}))@`, []string{"://"}, 400,
 			func(s string, m []int, a, b int) (int, int, bool) {
+				if s[m[0]] == ',' && !inURLAuthority(s, m[0]) {
+					return 0, 0, false
+				}
 				return a, b, !isPlaceholder(s[m[4]:m[5]])
 			}),
-		sec(RuleAuthorization, `(?i)\b(bearer|basic)\s+([A-Za-z0-9\-._~+/]{8,}=*)`, caseVariants("bearer", "basic"), 4096,
+		sec(RuleAuthorization, `(?i)\b(bearer|basic|ssws)\s+([A-Za-z0-9\-._~+/]{8,}=*)`, caseVariants("bearer", "basic", "ssws"), 4096,
 			func(s string, m []int, a, b int) (int, int, bool) {
 				scheme, v := strings.ToLower(s[m[2]:m[3]]), s[m[4]:m[5]]
 				if isPlaceholder(v) {
@@ -192,29 +207,16 @@ func compileBuiltinRules() []*rule {
 				v := s[a:b]
 				return a, b, strings.Contains(v, "=") && !isPlaceholder(v)
 			}),
-		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["']?[ \t]*[:=][ \t]*["']?([^\s"',;&<>]{4,256})`,
-			caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey"), 300,
-			func(s string, m []int, a, b int) (int, int, bool) {
-				name, weak, ok := sensitiveKey(s[m[2]:m[3]])
-				if !ok || name != RulePasswordKey {
-					return 0, 0, false
-				}
-				v := s[m[4]:m[5]]
-				if weak && !looksRandom(v) {
-					return 0, 0, false
-				}
-				if m[4] == m[3]+1 && isToken(s[m[2]:m[5]]) {
-					return 0, 0, false // a hash token made by this package, "github_token:f2b281871f07"
-				}
-				return m[4], m[5], !isPlaceholder(v) && !isBooleanOrNull(v) && v[0] != '!' && v[0] != '$' && v[0] != '%' &&
-					!strings.ContainsAny(v, "()[]")
-
-			}),
+		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["'\]]?[ \t]*(?:=>|::?=|:|=)[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|`+"`"+`([^`+"`"+`\r\n]{1,256})`+"`"+`|([^\s"'`+"`"+`,;&<>()\[\]{}]{1,256}))`,
+			slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
+				[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
+					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase"}), 300,
+			passwordKeyCheck),
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
-		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey:
+		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64:
 		default:
 			r.kwBoundary = true
 		}
@@ -226,6 +228,10 @@ func compileBuiltinRules() []*rule {
 			r.group = 1
 		}
 	}
+	// the gitleaks default rule set, after the provider rules above (which name the credential the
+	// way agents' users know it) and before the generic key/value rules
+	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RuleURLCredentials })
+	rs = slices.Insert(rs, at, gitleaksDetectors()...)
 	pii := func(name string, minDigits int, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
 		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check, minDigits: minDigits}
 	}
@@ -233,7 +239,7 @@ func compileBuiltinRules() []*rule {
 		pii(RuleIBAN, 6, `\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}`, ibanRefine),
 		&rule{name: RuleEmail, cat: CategoryPII, re: regexp.MustCompile(`[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}\b`),
 			keywords: []string{"@"}, before: 80, after: 260, check: emailCheck},
-		pii(RuleCreditCard, 12, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{12,19}\b`,
+		pii(RuleCreditCard, 12, `\b(?:\d{4}[ \-]){3}\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{4,5}\b|\b\d{4}[ \-]\d{4}[ \-]\d{4}\b|\b\d{12,19}\b`,
 			func(s string, _ []int, a, b int) (int, int, bool) {
 				// "+4477..." is a phone number in international format
 				return a, b, (a == 0 || s[a-1] != '+') && !glued(s, a, b, true) && creditCardValid(s[a:b])
@@ -401,7 +407,8 @@ func basicCredential(v string) bool {
 // values are credentials.
 var sensitiveKeySuffixes = []string{"password", "passwd", "pwd", "passphrase", "secret", "secretkey", "secretaccesskey",
 	"clientsecret", "apikey", "apisecret", "accesstoken", "refreshtoken", "authtoken", "idtoken", "sessiontoken",
-	"bearertoken", "token", "privatekey", "accesskey", "credential", "credentials", "signingkey", "encryptionkey", "masterkey"}
+	"bearertoken", "token", "privatekey", "accesskey", "credential", "credentials", "signingkey", "encryptionkey", "masterkey",
+	"accountkey"}
 
 // SensitiveKey reports whether values under key (a JSON object key, an attribute key, an HTTP
 // header name) are credentials as a whole, and which rule names them: "authorization",
@@ -432,12 +439,15 @@ func sensitiveKey(key string) (string, bool, bool) {
 		}
 	}
 	k := string(buf[:n])
+	if strings.Contains(k, "public") || strings.Contains(k, "csrf") || strings.Contains(k, "xsrf") || strings.Contains(k, "hash") {
+		return "", false, false // public keys, anti-forgery tokens and hashes of secrets are not credentials
+	}
 	switch {
 	case strings.HasSuffix(k, "authorization"):
 		return RuleAuthorization, false, true
 	case strings.HasSuffix(k, "cookie"), strings.HasSuffix(k, "cookies"):
 		return RuleCookie, false, true
-	case k == "token":
+	case k == "token", k == "key":
 		return RulePasswordKey, true, true
 	}
 	for _, suf := range sensitiveKeySuffixes {
@@ -450,8 +460,27 @@ func sensitiveKey(key string) (string, bool, bool) {
 			return RulePasswordKey, false, true
 		}
 	}
+	// a credential word inside the name (SUPER_SECRET_VALUES, real_secret_which_isnt_an_id), as
+	// detect-secrets' keyword detector reads names, unless the name ends in a word that makes it
+	// about the credential rather than the credential itself; the value must then look random
+	for _, w := range []string{"secret", "password", "passwd", "apikey", "privatekey", "accesstoken", "authtoken"} {
+		if strings.Contains(k, w) {
+			for _, suf := range nonCredentialSuffixes {
+				if strings.HasSuffix(k, suf) {
+					return "", false, false
+				}
+			}
+			return RulePasswordKey, true, true
+		}
+	}
 	return "", false, false
 }
+
+// nonCredentialSuffixes end names that are about a credential, not the credential (secret_name,
+// password_length, token_url, api_key_id).
+var nonCredentialSuffixes = []string{"id", "ids", "name", "names", "length", "len", "size", "type", "path", "file", "url", "uri",
+	"version", "count", "field", "label", "hint", "prompt", "policy", "manager", "store", "ref", "arn", "enabled", "required",
+	"expiry", "expires", "expiresat", "expiresin", "at", "time", "ttl", "provider", "endpoint", "header", "format", "mode"}
 
 // phoneGroups returns the lengths of the digit groups of v before any extension.
 func phoneGroups(v string) []int {
@@ -512,6 +541,9 @@ func phoneContextOK(s string, a, b int) bool {
 			return false
 		case len(g) == 1 && v[0] == '1':
 			return false // a Unix time in seconds (1000000000 to 1999999999), not a national number
+		case len(g) == 2 && g[0] == 2 && g[1] == 6:
+			// a short national format ("99 668472"): must be a valid number somewhere, not only possible
+			return v[0] >= '2' && ascendingRun(v) < 5 && phoneValidStrict(v)
 		case len(g) == 2 && (g[0] < 3 || g[0] > 4 || g[1] < 4):
 			return false
 		}
@@ -579,7 +611,197 @@ func lowVariety(v string) bool {
 	return n > 0 && top*10 > n*6
 }
 
-// looksRandom: at least 16 bytes without blanks and with the entropy of a generated value.
+// looksRandom: at least 16 bytes without blanks, with the entropy of a generated value, and
+// digits or mixed case (lower-case words joined by punctuation, like detect_secrets.main:run,
+// are names, not keys).
 func looksRandom(v string) bool {
-	return len(v) >= 16 && !strings.ContainsAny(v, " \t\n") && entropy(v) >= 3.0
+	if len(v) < 16 || strings.ContainsAny(v, " \t\n") || entropy(v) < 3.0 {
+		return false
+	}
+	digit, upper, lower := false, false, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		}
+	}
+	return digit || (upper && lower)
+}
+
+// passwordKeyCheck accepts "key <op> value" when the key names a credential (sensitiveKey) and
+// the value looks like one (secretValue); for an unquoted value the expression must end with it
+// (not "password = +new Buffer(x)"). Only the value is replaced, never its quotes. The
+// allowlists of gitleaks' generic-api-key rule that test the match or the line apply too.
+func passwordKeyCheck(s string, m []int, _, _ int) (int, int, bool) {
+	name, weak, ok := sensitiveKey(s[m[2]:m[3]])
+	if !ok || name != RulePasswordKey {
+		return 0, 0, false
+	}
+	g := 0
+	for k := 2; k <= 5; k++ {
+		if m[2*k] >= 0 {
+			g = k
+			break
+		}
+	}
+	if g == 0 {
+		return 0, 0, false
+	}
+	va, vb := m[2*g], m[2*g+1]
+	v := s[va:vb]
+	quoted := g < 5
+	if !quoted && va == m[3]+1 && isToken(s[m[2]:vb]) {
+		return 0, 0, false // a hash token made by this package, "github_token:f2b281871f07"
+	}
+	if !secretValue(v, quoted, weak) || (!quoted && exprContinues(s, vb)) {
+		return 0, 0, false
+	}
+	if genericAllowed(s[m[0]:m[1]], lineAround(s, m[0], m[1])) {
+		return 0, 0, false
+	}
+	return va, vb, true
+}
+
+// secretValue reports whether v, assigned to a credential-like name, looks like a credential
+// rather than code or prose: at least 4 bytes without blanks, not a placeholder (isPlaceholder),
+// not a literal of a type (true, null, string), not a reference or expression ($VAR, this.x,
+// process.env.X, f(x), a[0], {...}), not a path, URL, ARN, CSS selector or namespace. Unquoted
+// values made only of letters and underscores are identifiers unless they look random. weak
+// (the key is only "token") asks for a random-looking value.
+func secretValue(v string, quoted, weak bool) bool {
+	if len(v) < 4 || strings.ContainsAny(v, " \t\r\n") || isPlaceholder(v) || isBooleanOrNull(v) {
+		return false
+	}
+	if weak && !looksRandom(v) {
+		return false
+	}
+	switch v[0] {
+	case '!', '$', '%', '#', '&', '*', '+', '@', '.', '/', '~', '\\', '=', '?', ':', '-', '>':
+		return false
+	}
+	l := strings.ToLower(v)
+	if strings.HasPrefix(l, "arn:") || strings.Contains(v, "://") || strings.Contains(v, "::") || strings.ContainsAny(v, "()[]{}") {
+		return false
+	}
+	if isDottedRef(v) && (!quoted || !hasLetterAndDigit(v)) {
+		return false // process.env.X, var.db_password, config.password, io.jsonwebtoken
+	}
+	if !quoted && isIdent(v) && !hasLetterAndDigit(v) && !looksRandom(v) {
+		return false // password = password, PASSWORD=SomeIdentifier
+	}
+	return true
+}
+
+// isDottedRef: identifiers joined by dots, like process.env.API_KEY.
+func isDottedRef(v string) bool {
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || !(isAlpha(p[0]) || p[0] == '_' || p[0] == '$') || !isIdent(strings.TrimPrefix(p, "$")) {
+			return false
+		}
+	}
+	return true
+}
+
+// exprContinues reports whether code goes on after an unquoted value ending at i on its line
+// ("password = +new Buffer(x)", "key = a + b"), rather than ending or giving way to a comment
+// or a separator.
+func exprContinues(s string, i int) bool {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i >= len(s) {
+		return false
+	}
+	c := s[i]
+	if isAlnum(c) || c == '_' {
+		// another "key=value" on the same line ends this one
+		j := i
+		for j < len(s) && isKeyByte(s[j]) {
+			j++
+		}
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		return !(j < len(s) && (s[j] == '=' || s[j] == ':') && !(j+1 < len(s) && s[j+1] == '='))
+	}
+	return c == '(' || c == '.' || c == '+' || c == '*' || c == '?' || c == '|' || c == '['
+}
+
+// genericAllowed applies the allowlists of gitleaks' generic-api-key rule that test the whole
+// match (keys such as public_key, csrf_token, access_id, api_version) or the line.
+func genericAllowed(match, line string) bool {
+	for i := range gitleaksData().GenericAllow {
+		a := &gitleaksData().GenericAllow[i]
+		if a.Target == "" {
+			continue // the secret-target list (letters-only values) would pass human passwords
+		}
+		if a.allowed("", match, line) {
+			return true
+		}
+	}
+	return false
+}
+
+// inURLAuthority reports whether the ',' at i separates hosts of a URL's authority: "://" comes
+// before it with no blank, quote or '/' in between.
+func inURLAuthority(s string, i int) bool {
+	for j := i - 1; j >= 2 && i-j < 1024; j-- {
+		switch s[j] {
+		case '/':
+			return s[j-1] == '/' && s[j-2] == ':'
+		case ' ', '\t', '\n', '\r', '"', '\'', '<', '>':
+			return false
+		}
+	}
+	return false
+}
+
+// pemBase64Check accepts base64 text that decodes to a PEM private key ("LS0tLS1CRUdJT" is
+// "-----BEGIN" in base64), as Kubernetes secrets and CI variables hold them; the span ends at the
+// last base64 byte (not at the blanks after it).
+func pemBase64Check(s string, _ []int, a, b int) (int, int, bool) {
+	// wrapped base64: lines as long as the first, the last one shorter or padded; a line that
+	// the text goes on after ("tls.crt: ...") is not part of it
+	end, first := a, -1
+	for i := a; i < b; {
+		j := i
+		for j < b && s[j] != ' ' && s[j] != '\n' && s[j] != '\r' && s[j] != '\t' {
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		if j == b && b < len(s) && isTokenByte(s[b]) {
+			break // the text goes on: not base64
+		}
+		end = j
+		if first < 0 {
+			first = j - i
+		}
+		if j-i != first || s[j-1] == '=' {
+			break
+		}
+		i = j
+	}
+	b = end
+	var clean []byte
+	for i := a; i < b && len(clean) < 512; i++ {
+		if c := s[i]; c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+			clean = append(clean, c)
+		}
+	}
+	clean = clean[:len(clean)/4*4]
+	dec := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
+	n, _ := base64.StdEncoding.Decode(dec, clean)
+	d := string(dec[:n])
+	return a, b, strings.HasPrefix(d, "-----BEGIN") && strings.Contains(d, "PRIVATE KEY")
 }

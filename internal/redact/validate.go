@@ -200,33 +200,142 @@ func phoneValid(s string) bool {
 	return false
 }
 
-// placeholderMarkers occur in example, test and template values that are not credentials.
-var placeholderMarkers = []string{"test", "dummy", "fake", "placeholder", "redacted", "changeme", "change_me",
-	"your_", "your-", "filtered", "masked", "hidden", "omitted", "removed", "yourkey", "your key", "xxxx", "****", "....", "<", ">", "${", "{{", "%s", "replace_me", "insert"}
+// placeholderSubstrings mark a template or example wherever they occur: no generated credential
+// contains them.
+var placeholderSubstrings = []string{"placeholder", "redacted", "changeme", "change_me", "replace_me", "replaceme",
+	"your_", "your-", "yourkey", "${", "{{", "}}", "****", "####", "•••"}
 
-// isPlaceholder reports whether v is an obvious non-credential: a test or template value, an
-// environment variable name (OPENAI_API_KEY), too short, or one repeated character.
+// placeholderWords mark an example when they are a whole word of a value that has no random part:
+// "test_openai_api_key", "your-api-key-here", "dummy-token", but not "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+// or a key that merely contains the letters "test".
+var placeholderWords = map[string]bool{"test": true, "testing": true, "dummy": true, "fake": true, "example": true,
+	"sample": true, "placeholder": true, "redacted": true, "changeme": true, "replace": true, "insert": true,
+	"here": true, "your": true, "my": true, "foo": true, "bar": true, "baz": true, "xxx": true, "todo": true, "tbd": true,
+	"filtered": true, "masked": true, "hidden": true, "omitted": true, "removed": true, "none": true, "null": true,
+	"secret": true, "password": true, "token": true, "key": true, "api": true, "value": true, "mock": true}
+
+// isPlaceholder reports whether v is an obvious non-credential, recognised by its shape: a
+// template (<...>, ${...}, {{...}}, #{...}, %(name)s, $VAR, %VAR%), an elided value ("sk-...",
+// "xxx", "****"), a value made only of words with an example word among them ("test_openai_api_key",
+// "your-api-key-here"), an environment variable name (OPENAI_API_KEY), an example word glued to a
+// counting run ("AKIATEST1234567890AB"), one repeated character or a filler run of one, too short, or a token
+// this package made.
 func isPlaceholder(v string) bool {
 	if len(v) < 4 || isToken(v) {
 		return true
 	}
+	n := len(v)
+	first, last := v[0], v[n-1]
+	switch {
+	case first == '<' && last == '>',
+		first == '{' && last == '}',
+		first == '[' && last == ']' && !strings.ContainsAny(v[1:n-1], "[]"),
+		first == '%' && last == '%',
+		first == '@' && last == '@',
+		strings.HasPrefix(v, "#{") && last == '}',
+		strings.HasPrefix(v, "%(") && last == 's',
+		first == '$' && isIdent(v[1:]),
+		strings.HasSuffix(v, "...") || strings.HasSuffix(v, "…"):
+		return true
+	}
 	l := strings.ToLower(v)
-	for _, m := range placeholderMarkers {
+	for _, m := range placeholderSubstrings {
 		if strings.Contains(l, m) {
 			return true
 		}
 	}
-	if isEnvVarName(v) {
+	if strings.Contains(v, "xxx") || strings.Contains(v, "XXX") || strings.Contains(v, "...") || isEnvVarName(v) || dominantByte(v) {
 		return true
 	}
-	same := true
-	for i := 1; i < len(v); i++ {
-		if v[i] != v[0] {
-			same = false
-			break
+	// an example word glued to a counting run: AKIATEST1234567890AB, AKIAEXAMPLE1234567
+	if ascendingRun(l) >= 7 && (strings.Contains(l, "test") || strings.Contains(l, "example") || strings.Contains(l, "fake") ||
+		strings.Contains(l, "dummy") || strings.Contains(l, "sample")) {
+		return true
+	}
+	return exampleWords(v)
+}
+
+// exampleWords: v split at non-alphanumerics is a sequence of words, one of which is a
+// placeholderWord, and no part looks generated (8+ characters mixing letters and digits, or with
+// 3 bits of entropy per byte or more).
+func exampleWords(v string) bool {
+	marker := false
+	start := 0
+	for i := 0; i <= len(v); i++ {
+		split := i == len(v) || !isAlnum(v[i])
+		if !split {
+			continue
+		}
+		if i > start {
+			w := v[start:i]
+			if placeholderWords[strings.ToLower(w)] {
+				marker = true
+			} else if len(w) >= 8 && (hasLetterAndDigit(w) || entropy(w) >= 3.0) {
+				return false
+			}
+		}
+		start = i
+		if i < len(v) && !isAlnum(v[i]) {
+			start = i + 1
 		}
 	}
-	return same
+	return marker
+}
+
+func hasLetterAndDigit(w string) bool {
+	l, d := false, false
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; {
+		case c >= '0' && c <= '9':
+			d = true
+		case isAlpha(c):
+			l = true
+		}
+	}
+	return l && d
+}
+
+// ascendingRun returns the length of the longest run of consecutive ascending bytes ("12345").
+func ascendingRun(v string) int {
+	best, run := 1, 1
+	for i := 1; i < len(v); i++ {
+		if v[i] == v[i-1]+1 && isAlnum(v[i]) {
+			run++
+			best = max(best, run)
+		} else {
+			run = 1
+		}
+	}
+	return best
+}
+
+// dominantByte: v is one repeated character ("aaaaaaaa"), or holds a filler run of one
+// character of 16 or more ("glc_1111111111111111111111").
+func dominantByte(v string) bool {
+	run := 1
+	for i := 1; i < len(v); i++ {
+		if v[i] == v[i-1] {
+			run++
+			if run >= 16 {
+				return true
+			}
+		} else {
+			run = 1
+		}
+	}
+	return run == len(v)
+}
+
+func isIdent(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !isAlnum(v[i]) && v[i] != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // isEnvVarName: upper case letters, digits and at least one underscore, like OPENAI_API_KEY.
@@ -278,4 +387,15 @@ func isToken(v string) bool {
 		}
 	}
 	return true
+}
+
+// phoneValidStrict: v is a valid number (phone metadata, not only a possible length) in one of
+// phoneRegions.
+func phoneValidStrict(v string) bool {
+	for _, region := range phoneRegions {
+		if num, err := phonenumbers.Parse(v, region); err == nil && phonenumbers.IsValidNumberForRegion(num, region) {
+			return true
+		}
+	}
+	return false
 }

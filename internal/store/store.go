@@ -42,8 +42,14 @@ type RunSummary struct {
 	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
 }
 
-// Duration is End minus Start.
-func (r RunSummary) Duration() time.Duration { return r.End.Sub(r.Start) }
+// Duration is End minus Start, or 0 when End is before Start (spans never ended, clock skew;
+// see SpanDuration).
+func (r RunSummary) Duration() time.Duration {
+	if r.End.Before(r.Start) {
+		return 0
+	}
+	return r.End.Sub(r.Start)
+}
 
 // RunFilter narrows Reader.Runs. The zero value lists everything.
 type RunFilter struct {

@@ -112,7 +112,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		usage := genai.TokenUsage(attrs)
 		sum := SpanSummary{
 			TraceID: s.TraceID().String(), SpanID: s.SpanID().String(), SessionID: session,
-			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(s.EndTimestamp()),
+			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())),
 			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
@@ -282,7 +282,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 				session = trace
 			}
 			p := get(session, trace)
-			seen(p, int64(s.StartTimestamp()), int64(s.EndTimestamp()))
+			seen(p, int64(s.StartTimestamp()), int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())))
 			p.Spans++
 			u := genai.TokenUsage(attrs)
 			p.InputTokens += u.Input

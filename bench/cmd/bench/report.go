@@ -196,8 +196,19 @@ func writeResults(o *options, res *Results) error {
 	if o.benchmarksMD == "" || !measured {
 		return nil // keep the last good table
 	}
-	return os.WriteFile(o.benchmarksMD, []byte(benchmarksMD(o, res, table)), 0o644)
+	md := benchmarksMD(o, res, table)
+	// sections measured by other commands (component benchmarks) survive a new load run
+	if old, err := os.ReadFile(o.benchmarksMD); err == nil {
+		if i := strings.Index(string(old), keptSectionMarker); i >= 0 {
+			md = strings.TrimRight(md, "\n") + "\n\n" + string(old[i:])
+		}
+	}
+	return os.WriteFile(o.benchmarksMD, []byte(md), 0o644)
 }
+
+// keptSectionMarker starts the part of BENCHMARKS.md that make bench keeps as it is: results of
+// component benchmarks, written by hand with their command.
+const keptSectionMarker = "<!-- kept by make bench -->"
 
 func markdownTable(res *Results) string {
 	var sb strings.Builder

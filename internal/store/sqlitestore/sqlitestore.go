@@ -296,7 +296,9 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	if n == 0 {
 		return nil, store.ErrNotFound
 	}
-	lrows, err := d.db.QueryContext(ctx, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, record_sha256`, traceID)
+	// Records stamped alike keep the order they arrived in (rowid): an instrumentation that sends
+	// a prompt's messages as records with one timestamp relies on it (genai.LLMCallMessages).
+	lrows, err := d.db.QueryContext(ctx, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read logs of %s: %w", traceID, err)
 	}

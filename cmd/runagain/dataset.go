@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runagain/runagain/internal/dataset"
+	fx "github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/payloadref"
+)
+
+// datasetsURLFlag is where datasets are kept: a gocloud.dev/blob URL (RUNAGAIN_DATASETS_URL,
+// default file://<data-dir>/datasets).
+var datasetsURLFlag string
+
+func init() {
+	rootCmd.AddCommand(newDatasetCmd())
+}
+
+func addDatasetsFlag(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&datasetsURLFlag, "datasets-url", os.Getenv("RUNAGAIN_DATASETS_URL"),
+		"dataset store, a gocloud.dev/blob URL (file://, s3://, gs://, azblob://); default file://<data-dir>/datasets (env RUNAGAIN_DATASETS_URL)")
+}
+
+func openDatasets(ctx context.Context) (*dataset.Store, error) {
+	u := datasetsURLFlag
+	if cfg, err := storageConfig(); err != nil {
+		return nil, err
+	} else if u == "" && cfg != nil && cfg.Datasets.HasValue() {
+		u = cfg.Datasets.Get().URL // --config: the runagain_storage extension's datasets::url
+	}
+	if u == "" {
+		u = dataset.DefaultURL(dataDirFlag)
+	}
+	return dataset.Open(ctx, u)
+}
+
+func newDatasetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dataset",
+		Short: "Versioned regression datasets: runs frozen as cases with expectations",
+		Long: `A dataset version is an immutable set of cases, each a frozen run (its spans, rehydrated payloads,
+recorded HTTP fixtures and log records) with expectations a new run must meet (runagain test).
+Its id is the SHA-256 of its cases: the same cases give the same version. Runs in any dataset
+are pinned: no retention janitor deletes them or their payloads.`,
+	}
+	addDatasetsFlag(cmd)
+	cmd.AddCommand(newDatasetAddCmd(), newDatasetListCmd(), newDatasetShowCmd(), newDatasetVersionsCmd(),
+		newDatasetRmCmd(), newDatasetExportCmd(), newDatasetImportCmd())
+	return cmd
+}
+
+func newDatasetAddCmd() *cobra.Command {
+	var note, caseID string
+	var expects []string
+	cmd := &cobra.Command{
+		Use:   "add NAME TRACE_ID... [--note TEXT] [--expect KIND=VALUE]...",
+		Short: "Freeze runs into a new version of dataset NAME (the previous version's cases plus these)",
+		Long: `add reads each run from the store (it must still be in the hot tier: spans and payloads), rehydrates
+its offloaded payloads, and freezes it as a case whose id is its trace id. The new version holds the
+newest version's cases plus these (a case with the same id is replaced).
+
+--expect (repeatable, applied to every run given):
+  output=TEXT  output~TEXT (contains)  output/REGEX  output.PATH=JSON (JSON value at a gjson path)
+  output=recorded            the run's own final output, exactly
+  tools=NAME,NAME...         the tool calls in order (names); tools=recorded: names and arguments
+  max_cost_usd=N  max_tokens=N  max_steps=N  max_duration=DURATION
+  no_alert=KIND|any          replay=strict  replay=diverge_after:N
+Expectations can be edited later in the exported expect.yaml files (runagain dataset export/import).`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if caseID != "" && len(args) != 2 {
+				return errors.New("--case-id names one case: give one run")
+			}
+			return datasetAdd(cmd, args[0], args[1:], note, caseID, expects)
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "a note kept with the version (not part of its digest)")
+	cmd.Flags().StringVar(&caseID, "case-id", "", "case id (default: the run's trace id); one run only")
+	cmd.Flags().StringArrayVar(&expects, "expect", nil, "expectation KIND=VALUE, repeatable (see above)")
+	return cmd
+}
+
+func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID string, expects []string) error {
+	ctx := contextOf(cmd)
+	if err := dataset.CheckName(name); err != nil {
+		return err
+	}
+	st, err := openDatasets(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rd, err := openReader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	res := payloadref.NewResolver()
+	defer res.Close()
+	var cases []*dataset.Case
+	for _, arg := range runs {
+		tid, err := parseTraceID(strings.TrimSpace(arg))
+		if err != nil {
+			return err
+		}
+		run, err := rd.Run(ctx, tid.String())
+		if err != nil {
+			return fmt.Errorf("run %s: %w", arg, err)
+		}
+		if run.Tier != "hot" {
+			return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its spans and payloads are gone, it cannot be frozen", arg, run.Tier)
+		}
+		if err := res.RehydrateTraces(ctx, run.Traces); err != nil {
+			return fmt.Errorf("run %s: rehydrating payloads: %w", arg, err)
+		}
+		if err := res.RehydrateLogs(ctx, run.Logs); err != nil {
+			return fmt.Errorf("run %s: rehydrating log payloads: %w", arg, err)
+		}
+		facts, err := dataset.RunFacts(run.Traces, run.Logs)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", arg, err)
+		}
+		ex := &dataset.CaseExpect{}
+		for _, s := range expects {
+			e, err := dataset.ParseExpect(s, facts)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", arg, err)
+			}
+			ex.Expect = append(ex.Expect, e)
+		}
+		c, err := dataset.Freeze(caseID, tid.String(), run.Traces, run.Logs, ex)
+		if err != nil {
+			return err
+		}
+		cases = append(cases, c)
+	}
+	// The new version: the newest version's cases, these added or replacing.
+	if vs, err := st.Versions(ctx, name); err == nil {
+		old, err := st.Cases(ctx, vs[0])
+		if err != nil {
+			return err
+		}
+		given := map[string]bool{}
+		for _, c := range cases {
+			given[c.ID] = true
+		}
+		for _, c := range old {
+			if !given[c.ID] {
+				cases = append(cases, c)
+			}
+		}
+	} else if !errors.Is(err, dataset.ErrNotFound) {
+		return err
+	}
+	m, created, err := st.Put(ctx, name, note, cases)
+	if err != nil {
+		return err
+	}
+	state := "new version"
+	if !created {
+		state = "unchanged: this version already exists"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "dataset %s@%s: %d cases (%s)\n", m.Name, dataset.Short(m.Version), len(m.Cases), state)
+	return nil
+}
+
+func newDatasetListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the datasets with their newest version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := contextOf(cmd)
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			names, err := st.Names(ctx)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name     string    `json:"name"`
+				Versions int       `json:"versions"`
+				Latest   string    `json:"latest"`
+				Cases    int       `json:"cases"`
+				Created  time.Time `json:"created"`
+				Note     string    `json:"note,omitempty"`
+			}
+			rows := []row{}
+			for _, n := range names {
+				vs, err := st.Versions(ctx, n)
+				if errors.Is(err, dataset.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{n, len(vs), vs[0].Version, len(vs[0].Cases), vs[0].Created, vs[0].Note})
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "no datasets in %s (create one with: runagain dataset add NAME TRACE_ID)\n", st.URL())
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "DATASET\tVERSIONS\tLATEST\tCASES\tCREATED\tNOTE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", r.Name, r.Versions, dataset.Short(r.Latest), r.Cases, r.Created.Format(time.RFC3339), r.Note)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	return cmd
+}
+
+func newDatasetVersionsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "versions NAME",
+		Short: "List the versions of a dataset, newest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := contextOf(cmd)
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			vs, err := st.Versions(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), vs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tCASES\tCREATED\tNOTE")
+			for _, m := range vs {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Version, len(m.Cases), m.Created.Format(time.RFC3339), m.Note)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output (the manifests)")
+	return cmd
+}
+
+func newDatasetShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME[@VERSION]",
+		Short: "Show a dataset version: its cases, their runs and expectations",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := contextOf(cmd)
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			m, err := st.Resolve(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			cases, err := st.Cases(ctx, m)
+			if err != nil {
+				return err
+			}
+			type caseOut struct {
+				dataset.CaseRef
+				Spans    int                   `json:"spans"`
+				Fixtures int                   `json:"fixtures"`
+				Input    string                `json:"input"`
+				Expect   []dataset.Expectation `json:"expect"`
+			}
+			var outs []caseOut
+			for i, c := range cases {
+				o := caseOut{CaseRef: m.Cases[i], Spans: c.Traces.SpanCount(), Fixtures: countFixtures(c), Expect: c.Expect.Expect}
+				o.Input = caseInput(c)
+				outs = append(outs, o)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"name": m.Name, "version": m.Version, "created": m.Created, "note": m.Note, "cases": outs})
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "dataset %s@%s\nversion %s\ncreated %s\n", m.Name, dataset.Short(m.Version), m.Version, m.Created.Format(time.RFC3339))
+			if m.Note != "" {
+				fmt.Fprintf(w, "note    %s\n", m.Note)
+			}
+			fmt.Fprintf(w, "%d cases\n", len(outs))
+			for _, o := range outs {
+				fmt.Fprintf(w, "\ncase %s  run %s  %d spans, %d recorded HTTP exchanges, digest %s\n", o.ID, o.TraceID, o.Spans, o.Fixtures, dataset.Short(o.Digest))
+				if o.Input != "" {
+					fmt.Fprintf(w, "  input: %q\n", clipStr(o.Input, 100))
+				}
+				if len(o.Expect) == 0 {
+					fmt.Fprintln(w, "  no expectations (the command must succeed and replay must not diverge)")
+				}
+				for _, e := range o.Expect {
+					fmt.Fprintf(w, "  expect %s\n", e.Name())
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	return cmd
+}
+
+func clipStr(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func countFixtures(c *dataset.Case) int {
+	n := 0
+	rss := c.Traces.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
+			ss := rss.At(i).ScopeSpans().At(j).Spans()
+			for k := 0; k < ss.Len(); k++ {
+				if fx.IsFixture(ss.At(k)) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// caseInput is expect.yaml's input, else the last user message of the run's first LLM call.
+func caseInput(c *dataset.Case) string {
+	if c.Expect != nil && c.Expect.Input != "" {
+		return c.Expect.Input
+	}
+	if f, err := dataset.RunFacts(c.Traces, c.Logs); err == nil {
+		return f.Input
+	}
+	return ""
+}
+
+func newDatasetRmCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm NAME@VERSION",
+		Short: "Delete one version of a dataset (its runs stay pinned while another version holds them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := contextOf(cmd)
+			if !strings.Contains(args[0], "@") {
+				return fmt.Errorf("rm %s: name the version (NAME@VERSION; runagain dataset versions %s lists them)", args[0], args[0])
+			}
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			m, err := st.Resolve(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := st.Remove(ctx, m.Name, m.Version); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed dataset %s@%s\n", m.Name, dataset.Short(m.Version))
+			return nil
+		},
+	}
+}
+
+func newDatasetExportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "export NAME[@VERSION] DIR",
+		Short: "Write a dataset version as plain files (OTLP JSON per case, bodies, expect.yaml, manifest.json)",
+		Long: `export writes DIR/manifest.json (name, version, every file's SHA-256) and, per case,
+DIR/cases/<id>/run.json (OTLP JSON spans, fixture bodies moved to bodies/), logs.json, bodies/...
+and expect.yaml (editable). Commit DIR to a repository; runagain dataset import DIR reads it back
+into any store as the same version (same digest) unless expect.yaml files were edited.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := contextOf(cmd)
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			m, err := st.Resolve(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := st.Export(ctx, m, args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported dataset %s@%s (%d cases) to %s\n", m.Name, dataset.Short(m.Version), len(m.Cases), args[1])
+			return nil
+		},
+	}
+}
+
+func newDatasetImportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import DIR",
+		Short: "Read an exported dataset directory into the store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := contextOf(cmd)
+			st, err := openDatasets(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := st.Import(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			state := "new version"
+			if !r.Created {
+				state = "already in the store"
+			}
+			fmt.Fprintf(w, "imported dataset %s@%s: %d cases (%s)\n", r.Manifest.Name, dataset.Short(r.Manifest.Version), len(r.Manifest.Cases), state)
+			if len(r.Edited) > 0 {
+				fmt.Fprintf(w, "expectations edited in %s: a new version (exported as %s)\n", strings.Join(r.Edited, ", "), dataset.Short(r.Exported))
+			}
+			return nil
+		},
+	}
+}

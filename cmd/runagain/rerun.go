@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/store"
+)
+
+func init() {
+	rootCmd.AddCommand(newRerunCmd())
+}
+
+func newRerunCmd() *cobra.Command {
+	o := &proxyOptions{}
+	var sets, allow, ignoreBody, ignoreQuery, llmRoutes []string
+	var fromStep int
+	cmd := &cobra.Command{
+		Use:   "rerun RUN [--set PATH=VALUE]... [--from-step N] -- COMMAND...",
+		Short: "Run a command again against a run's recordings with one thing changed, recorded as a new run",
+		Long: `rerun runs COMMAND through the replay proxy with the recorded exchanges of RUN, changing what
+--set says in every outgoing LLM request body (JSON path on the known LLM routes: --set
+model=gpt-4.1, --set temperature=0, --set 'messages[0].content=@prompt.txt'; VALUE is JSON when it
+parses as JSON, else a string; @FILE is the file's text). A change made in the agent's own code
+or prompt files needs no --set.
+
+  - A request that still matches the recording is served from it: tool and API responses stay
+    exactly as they were.
+  - An LLM request (on a route named by --llm-route, default the known LLM routes) that no longer
+    matches, and with --from-step N every LLM call after the first N, goes live to its route's
+    upstream with the caller's own credentials, and is recorded.
+  - Any other request that matches nothing fails loudly as in replay, unless its host is allowed.
+
+Every exchange is recorded as a new run (a trace of its own) whose root span links to RUN and
+names each change (runagain.rerun.original_trace_id, runagain.rerun.changes). At the end rerun
+prints the new run id, the first request where it departed from the recording, and the
+runagain diff command to compare the two. A --set path that names no value in a recorded LLM
+request body is an error naming the path, before the command runs.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
+				return errors.New("usage: runagain rerun RUN [--set PATH=VALUE]... [--from-step N] -- COMMAND [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var edits []proxy.Edit
+			for _, s := range sets {
+				e, err := proxy.ParseEdit(s)
+				if err != nil {
+					return err
+				}
+				edits = append(edits, e)
+			}
+			if fromStep < 0 {
+				return fmt.Errorf("--from-step %d: want N >= 0", fromStep)
+			}
+			routes := proxy.DefaultLLMRoutes
+			if len(llmRoutes) > 0 {
+				routes = append(append([]string(nil), routes...), llmRoutes...)
+			}
+			ro := proxy.ReplayOptions{AllowHosts: allow, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery,
+				Rerun: &proxy.RerunOptions{Edits: edits, FromStep: fromStep, LLMRoutes: routes}}
+			return runRerun(cmd, o, args[0], args[1:], ro)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&sets, "set", nil, "PATH=VALUE: change every outgoing LLM request body at this JSON path (repeatable; VALUE JSON or text, @FILE for a file's text)")
+	f.IntVar(&fromStep, "from-step", 0, "serve the first N LLM calls from the recording, send every later one live")
+	f.StringArrayVar(&llmRoutes, "llm-route", nil, "route name whose requests are LLM calls, besides "+strings.Join(proxy.DefaultLLMRoutes, ", ")+" (repeatable)")
+	f.StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
+	f.StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable)")
+	f.StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
+	o.flags(cmd, "127.0.0.1:0")
+	return cmd
+}
+
+func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string, ro proxy.ReplayOptions) error {
+	errOut := cmd.ErrOrStderr()
+	logger := log.New(errOut, "", 0)
+	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tid, err := parseTraceID(strings.TrimSpace(runArg))
+	if err != nil {
+		return err
+	}
+	rd, err := openReader()
+	if err != nil {
+		return err
+	}
+	run, err := rd.Run(ctx, tid.String())
+	rd.Close()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runArg, err)
+	}
+	if run.Tier != "hot" {
+		return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be rerun", runArg, run.Tier)
+	}
+	res := payloadref.NewResolver()
+	err = res.RehydrateTraces(ctx, run.Traces)
+	res.Close()
+	if err != nil {
+		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", runArg, err)
+	}
+	cfg, sink, l, caPath, err := o.config(cmd, logger)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
+	ro.Rerun.Root = root
+	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("run %s: %w", runArg, err)
+	}
+	if rp.Exchanges() == 0 {
+		l.Close()
+		return fmt.Errorf("run %s has no recorded HTTP exchanges (spans with runagain.fixture.source); record one with `runagain proxy --record`", runArg)
+	}
+	changes := proxy.EditSpecs(ro.Rerun.Edits)
+	srv := proxy.Serve(l, rp)
+	addr := l.Addr().String()
+	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
+		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), root.TraceID)
+	start := time.Now()
+	code, runErr := runChild(ctx, args, childEnv(addr, caPath, root), cmd.OutOrStdout(), errOut)
+	shutErr := srv.Shutdown(10 * time.Second)
+	r := rp.RerunResult()
+	rp.EmitSpans(rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First))
+	closeErr := rp.Close()
+	r = rp.RerunResult()
+	fmt.Fprintf(errOut, "runagain rerun: %d requests: %d served from the recording, %d LLM calls live, %d refused; %d exchanges recorded\n",
+		r.Requests, r.Served, r.Live, r.Refused, r.Recorded)
+	switch {
+	case r.First == nil:
+		fmt.Fprintf(errOut, "runagain rerun: the rerun never departed from the recording\n")
+	case r.First.LLMCall > 0:
+		fmt.Fprintf(errOut, "runagain rerun: first departed at LLM call %d (request %d, %s %s: %s)\n", r.First.LLMCall, r.First.Request, r.First.Method, r.First.URL, departureWhy(r.First.Reason))
+	default:
+		fmt.Fprintf(errOut, "runagain rerun: first departed at request %d (%s %s: %s)\n", r.First.Request, r.First.Method, r.First.URL, departureWhy(r.First.Reason))
+	}
+	fmt.Fprintf(errOut, "runagain rerun: new run %s (rerun of %s)\n", root.TraceID, tid)
+	fmt.Fprintf(errOut, "runagain rerun: compare with: runagain diff %s %s\n", tid, root.TraceID)
+	var errs []string
+	if r.Divergence != nil {
+		fmt.Fprintln(errOut, r.Divergence.Message())
+		errs = append(errs, fmt.Sprintf("at request %d: %s", r.Divergence.Request, r.Divergence.Diff))
+	}
+	if runErr != nil {
+		errs = append(errs, runErr.Error())
+	} else if code != 0 {
+		errs = append(errs, fmt.Sprintf("command exited with code %d", code))
+	}
+	if shutErr != nil {
+		errs = append(errs, shutErr.Error())
+	}
+	if closeErr != nil {
+		errs = append(errs, fmt.Sprintf("recording the new run: %v", closeErr))
+	}
+	switch {
+	case r.Divergence != nil:
+		return fmt.Errorf("%w %s", ErrDiverged, strings.Join(errs, "; "))
+	case len(errs) > 0:
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func departureWhy(reason string) string {
+	switch reason {
+	case "changed":
+		return "no longer matches the recording, sent live"
+	case "from-step":
+		return "after --from-step, sent live"
+	case "refused":
+		return "matched no recorded request and was refused"
+	}
+	return reason
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// rerunRootSpan is the root span of the new run: linked to the original run's root span, with
+// the original trace id, each change, --from-step and the first departure as attributes.
+func rerunRootSpan(root proxy.Root, orig *store.Run, args []string, start, end time.Time, code int, changes []string, fromStep int, first *proxy.Departure) ptrace.Traces {
+	td := rootSpan(root, args, start, end, code)
+	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	sp.SetName("runagain rerun " + filepath.Base(args[0]))
+	a := sp.Attributes()
+	a.PutStr(proxy.AttrRerunOriginalTrace, orig.TraceID)
+	ch := a.PutEmptySlice(proxy.AttrRerunChanges)
+	for _, c := range changes {
+		ch.AppendEmpty().SetStr(c)
+	}
+	if fromStep > 0 {
+		a.PutInt(proxy.AttrRerunFromStep, int64(fromStep))
+	}
+	if first != nil && first.LLMCall > 0 {
+		a.PutInt(proxy.AttrRerunFirstDeparture, int64(first.LLMCall))
+	}
+	link := sp.Links().AppendEmpty()
+	link.SetTraceID(pcommon.TraceID(mustTraceID(orig.TraceID)))
+	if roots, _ := store.Order(orig.Traces, nil); len(roots) > 0 {
+		link.SetSpanID(roots[0].Span.SpanID())
+	}
+	link.Attributes().PutStr("runagain.link.type", "rerun_of")
+	return td
+}
+
+func mustTraceID(s string) pcommon.TraceID {
+	id, _ := parseTraceID(s)
+	return id
+}

@@ -1,0 +1,278 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// Step kinds.
+const (
+	KindLLM  = "llm"  // an LLM call (genai.KindLLM, or an LLM API exchange recorded by the proxy)
+	KindTool = "tool" // a tool execution span (genai.KindTool)
+	KindHTTP = "http" // any other recorded HTTP exchange not inside an LLM or tool span (a tool API)
+)
+
+// step is one step of a run with what the comparison needs.
+type step struct {
+	Step
+	strong, weak string
+	calls        *CallMessages // KindLLM
+	args, result any           // KindTool, KindHTTP: JSON values (a string when not JSON)
+	hasArgs      bool
+	hasResult    bool
+}
+
+// runSteps lists the steps of run in run order (store.Order): LLM calls and tool calls, plus
+// recorded HTTP exchanges that are not the transport of an LLM or tool span.
+func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
+	var st runStats
+	_, flat := store.Order(run.Traces, nil)
+	logs := logsBySpan(run.Logs)
+	st.alerts = countAlerts(run.Logs)
+	inside := map[pcommon.SpanID]bool{} // span is an LLM/tool step or below one
+	var out []*step
+	llm := 0
+	var first, last pcommon.Timestamp
+	for _, n := range flat {
+		sp := n.Span
+		if first == 0 || (sp.StartTimestamp() != 0 && sp.StartTimestamp() < first) {
+			first = sp.StartTimestamp()
+		}
+		if sp.EndTimestamp() > last {
+			last = sp.EndTimestamp()
+		}
+		if sp.Status().Code() == ptrace.StatusCodeError {
+			st.errors++
+		}
+		under := inside[sp.ParentSpanID()]
+		a := sp.Attributes()
+		kind := genai.Classify(a)
+		var s *step
+		switch {
+		case kind == genai.KindLLM:
+			cm, err := msgs(sp, logs[sp.SpanID()])
+			s = newStep(sp, KindLLM)
+			if err != nil {
+				s.MessagesError = err.Error()
+			}
+			s.calls = &cm
+			s.Operation = str(a, genai.AttrOperationName)
+			s.Model = genai.Model(a)
+			u := genai.TokenUsage(a)
+			s.InputTokens, s.OutputTokens = u.Input, u.Output
+			s.CostUSD, s.Unpriced = store.SpanCost(a, sp.StartTimestamp())
+			s.CostUSD = round(s.CostUSD)
+			s.FinishReasons = genai.FinishReasons(a)
+			s.MessagesSource = string(cm.InputSource)
+		case kind == genai.KindTool:
+			s = newStep(sp, KindTool)
+			s.Operation = str(a, genai.AttrOperationName)
+			s.Name = genai.ToolName(a)
+			if p := genai.ToolArguments(a); p.Value != "" {
+				s.args, s.hasArgs = jsonValue(p.Value), true
+			}
+			for _, k := range []string{genai.AttrToolCallResult, "output.value"} {
+				if v, ok := a.Get(k); ok {
+					s.result, s.hasResult = jsonValue(v.AsString()), true
+					break
+				}
+			}
+		case fixture.IsFixture(sp) && !under:
+			ex, err := fixture.FromSpan(sp)
+			if err != nil {
+				return nil, st, fmt.Errorf("span %s: %w", sp.SpanID(), err)
+			}
+			if x, ok := readExchangeLLM(ex); ok {
+				s = newStep(sp, KindLLM)
+				s.calls = &x.calls
+				s.Model = x.model
+				s.InputTokens, s.OutputTokens = x.usage.Input, x.usage.Output
+				m := pcommon.NewMap()
+				m.PutStr(genai.AttrProviderName, x.provider)
+				m.PutStr(genai.AttrResponseModel, x.model)
+				m.PutInt(genai.AttrUsageInputTokens, x.usage.Input)
+				m.PutInt(genai.AttrUsageOutputTokens, x.usage.Output)
+				if x.usage.CacheRead > 0 {
+					m.PutInt(genai.AttrUsageCacheRead, x.usage.CacheRead)
+				}
+				s.CostUSD, s.Unpriced = store.SpanCost(m, sp.StartTimestamp())
+				s.CostUSD = round(s.CostUSD)
+				s.FinishReasons = x.finish
+				s.MessagesSource = "http_exchange"
+				s.Operation = "chat"
+			} else {
+				s = newStep(sp, KindHTTP)
+				s.Operation = "http"
+				path := ex.URL
+				q := url.Values{}
+				if u, err := url.Parse(ex.URL); err == nil {
+					path, q = u.EscapedPath(), u.Query()
+				}
+				s.Name = ex.Method + " " + path
+				args := map[string]any{}
+				if len(q) > 0 {
+					qm := map[string]any{}
+					for k, vs := range q {
+						if len(vs) == 1 {
+							qm[k] = vs[0]
+						} else {
+							l := make([]any, len(vs))
+							for i, v := range vs {
+								l[i] = v
+							}
+							qm[k] = l
+						}
+					}
+					args["query"] = qm
+				}
+				if len(ex.RequestBody) > 0 {
+					args["body"] = jsonValue(string(ex.RequestBody))
+				}
+				s.args, s.hasArgs = args, true
+				res := map[string]any{"status": ex.Status}
+				if len(ex.ResponseBody) > 0 {
+					res["body"] = jsonValue(string(ex.ResponseBody))
+				}
+				s.result, s.hasResult = res, true
+				if ex.Status >= 400 {
+					s.Status, s.Error = "error", fmt.Sprintf("HTTP %d", ex.Status)
+				} else if ex.Error != "" {
+					s.Status, s.Error = "error", ex.Error
+				}
+			}
+		}
+		if s != nil {
+			if s.Kind == KindLLM {
+				llm++
+				s.LLMStep = llm
+				if s.Operation == "" {
+					s.Operation = "chat"
+				}
+				if len(s.FinishReasons) == 0 && s.calls != nil {
+					for _, m := range s.calls.Output {
+						if m.FinishReason != "" {
+							s.FinishReasons = append(s.FinishReasons, m.FinishReason)
+						}
+					}
+				}
+			} else if s.Operation == "" {
+				s.Operation = "execute_tool"
+			}
+			s.Index = len(out) + 1
+			s.strong = strings.Join([]string{s.Kind, s.Operation, s.Name, s.Model}, "\x00")
+			s.weak = strings.Join([]string{s.Kind, s.Name}, "\x00")
+			out = append(out, s)
+			if s.Kind != KindHTTP {
+				inside[sp.SpanID()] = true
+			}
+		}
+		if under {
+			inside[sp.SpanID()] = true
+		}
+	}
+	st.steps = int64(len(out))
+	for _, s := range out {
+		st.inputTokens += s.InputTokens
+		st.outputTokens += s.OutputTokens
+		st.cost += s.CostUSD
+		if s.Unpriced {
+			st.unpriced++
+		}
+		switch s.Kind {
+		case KindLLM:
+			st.llm++
+		default:
+			st.tools++
+		}
+	}
+	if last > first {
+		st.durationMS = float64(last-first) / 1e6
+	}
+	return out, st, nil
+}
+
+type runStats struct {
+	steps, llm, tools, errors, alerts, unpriced int64
+	inputTokens, outputTokens                   int64
+	cost, durationMS                            float64
+}
+
+func newStep(sp ptrace.Span, kind string) *step {
+	s := &step{Step: Step{SpanID: sp.SpanID().String(), Kind: kind, Status: "unset"}}
+	switch sp.Status().Code() {
+	case ptrace.StatusCodeOk:
+		s.Status = "ok"
+	case ptrace.StatusCodeError:
+		s.Status = "error"
+		s.Error = sp.Status().Message()
+		if s.Error == "" {
+			s.Error = str(sp.Attributes(), genai.AttrErrorType)
+		}
+		if s.Error == "" {
+			s.Error = "error"
+		}
+	}
+	if e, b := sp.EndTimestamp(), sp.StartTimestamp(); e > b {
+		s.DurationMS = float64(e-b) / 1e6
+	}
+	return s
+}
+
+func str(a pcommon.Map, k string) string {
+	if v, ok := a.Get(k); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+func logsBySpan(ld plog.Logs) map[pcommon.SpanID][]plog.LogRecord {
+	out := map[pcommon.SpanID][]plog.LogRecord{}
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		sls := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				if !lr.SpanID().IsEmpty() {
+					out[lr.SpanID()] = append(out[lr.SpanID()], lr)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func countAlerts(ld plog.Logs) int64 {
+	var n int64
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		sls := ld.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if lrs.At(k).EventName() == store.AlertEventName {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// canonical is the JSON of v with sorted keys (Go's encoding of maps), for equality.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,182 @@
+package diff
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ANSI colours of the human output (only when the caller says the output is a terminal).
+const (
+	cRed   = "\x1b[31m"
+	cGreen = "\x1b[32m"
+	cCyan  = "\x1b[36m"
+	cBold  = "\x1b[1m"
+	cReset = "\x1b[0m"
+)
+
+// WriteText writes r as a unified-diff-style report a person reads in a terminal: a header
+// naming the runs, the first difference, one hunk per step ("=" same, "~" changed, "-" only in
+// A, "+" only in B) with message and JSON differences inside changed steps, then the totals.
+// color adds ANSI colours (red for A, green for B).
+func WriteText(w io.Writer, r *Result, color bool) error {
+	p := &printer{w: w, color: color}
+	p.line(cBold, "--- a %s  (%d steps)", r.A.TraceID, r.A.Steps)
+	p.line(cBold, "+++ b %s  (%d steps)", r.B.TraceID, r.B.Steps)
+	if r.Step > 0 {
+		p.line("", "comparing LLM call %d of each run: what the model saw and what it answered", r.Step)
+	}
+	if r.Identical {
+		p.line(cBold, "no difference: %d aligned steps, same inputs, outputs, tool calls and results", len(r.Pairs))
+	} else {
+		p.line(cBold, "first difference: %s", r.First.Text)
+	}
+	for _, pr := range r.Pairs {
+		p.pair(pr, r.Step > 0)
+	}
+	t := r.Totals
+	p.line(cCyan, "@@ totals (a -> b, delta) @@")
+	p.line("", "  steps          %s", ints(t.Steps))
+	p.line("", "  llm calls      %s", ints(t.LLMCalls))
+	p.line("", "  tool calls     %s", ints(t.ToolCalls))
+	p.line("", "  input tokens   %s", ints(t.InputTokens))
+	p.line("", "  output tokens  %s", ints(t.OutputTokens))
+	p.line("", "  cost USD       %s", floats(t.CostUSD, "%.6f"))
+	if t.Unpriced.A > 0 || t.Unpriced.B > 0 {
+		p.line("", "  unpriced calls %s  (models without a known price: not in the cost)", ints(t.Unpriced))
+	}
+	p.line("", "  duration ms    %s", floats(t.DurationMS, "%.1f"))
+	p.line("", "  errors         %s", ints(t.Errors))
+	p.line("", "  alerts         %s", ints(t.Alerts))
+	return p.err
+}
+
+type printer struct {
+	w     io.Writer
+	color bool
+	err   error
+}
+
+func (p *printer) line(c, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	s := fmt.Sprintf(format, args...)
+	if p.color && c != "" {
+		s = c + s + cReset
+	}
+	_, p.err = fmt.Fprintln(p.w, s)
+}
+
+func opColor(op string) string {
+	switch op {
+	case "-":
+		return cRed
+	case "+":
+		return cGreen
+	}
+	return ""
+}
+
+func (p *printer) pair(pr Pair, full bool) {
+	switch pr.Op {
+	case OpSame:
+		if full {
+			p.line(cCyan, "@@ a step %d / b step %d: %s @@", pr.A.Index, pr.B.Index, describe(pr.A))
+		} else {
+			p.line("", "= step %d/%d  %s", pr.A.Index, pr.B.Index, describe(pr.A))
+		}
+	case OpOnlyA:
+		p.line(cRed, "- step %d/-  %s  (only in a)", pr.A.Index, describe(pr.A))
+		return
+	case OpOnlyB:
+		p.line(cGreen, "+ step -/%d  %s  (only in b)", pr.B.Index, describe(pr.B))
+		return
+	case OpChanged:
+		label := describe(pr.A)
+		if db := describe(pr.B); db != label {
+			label += " -> " + db
+		}
+		p.line(cCyan, "@@ ~ step %d/%d  %s @@", pr.A.Index, pr.B.Index, label)
+	}
+	for _, d := range pr.Differences {
+		p.line("", "  %s: %s", d.Field, d.Summary)
+	}
+	p.messages("input messages", pr.Input)
+	p.messages("output messages", pr.Output)
+	p.changes("arguments", pr.Arguments)
+	p.changes("result", pr.Result)
+	if m := pr.Metrics; m != nil && pr.Op != OpSame {
+		p.line("", "  tokens in %s, out %s; cost USD %s; latency ms %s; status %s -> %s",
+			ints(m.InputTokens), ints(m.OutputTokens), floats(m.CostUSD, "%.6f"), floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
+	}
+}
+
+func (p *printer) messages(title string, ms []MessageDiff) {
+	if len(ms) == 0 {
+		return
+	}
+	p.line("", "  %s:", title)
+	for _, m := range ms {
+		var where string
+		switch m.Op {
+		case "same":
+			where = fmt.Sprintf("a[%d] = b[%d]", m.A, m.B)
+		case "changed":
+			where = fmt.Sprintf("a[%d] ~ b[%d]", m.A, m.B)
+		case "removed":
+			where = fmt.Sprintf("a[%d] removed", m.A)
+		case "added":
+			where = fmt.Sprintf("b[%d] added", m.B)
+		}
+		p.line("", "    %s %s", where, m.Role)
+		for _, l := range m.Text {
+			p.line(opColor(l.Op), "    %s %s", l.Op, l.Text)
+		}
+	}
+}
+
+func (p *printer) changes(title string, cs []JSONChange) {
+	if len(cs) == 0 {
+		return
+	}
+	p.line("", "  %s:", title)
+	for _, c := range cs {
+		path := c.Path
+		if path == "" {
+			path = "(root)"
+		}
+		switch c.Op {
+		case "removed":
+			p.line(cRed, "    - %s: %s", path, short(c.A))
+		case "added":
+			p.line(cGreen, "    + %s: %s", path, short(c.B))
+		default:
+			p.line(cRed, "    - %s: %s", path, short(c.A))
+			p.line(cGreen, "    + %s: %s", path, short(c.B))
+		}
+	}
+}
+
+// short renders a JSON value on one line (strings without quotes), at most 200 characters.
+func short(v any) string {
+	s := valueText(v)
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "..."
+	}
+	return s
+}
+
+func ints(d IntDelta) string { return fmt.Sprintf("%d -> %d (%+d)", d.A, d.B, d.Delta) }
+
+func floats(d FloatDelta, f string) string {
+	return fmt.Sprintf(f+" -> "+f+" (%s)", d.A, d.B, signed(d.Delta, f))
+}
+
+func signed(x float64, f string) string {
+	if x >= 0 {
+		return "+" + fmt.Sprintf(f, x)
+	}
+	return fmt.Sprintf(f, x)
+}

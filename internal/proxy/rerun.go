@@ -1,0 +1,362 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/elazarl/goproxy"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Attributes of a rerun: on every exchange span of the new run, and on its root span.
+const (
+	// AttrRerunSource is on each exchange of a rerun: "recording" (served from the original run),
+	// "live" (an LLM request sent to its route's upstream) or "refused" (matched nothing; the
+	// client got the divergence error).
+	AttrRerunSource = "runagain.rerun.source"
+	// AttrRerunOriginalSpan is the span id of the recorded exchange a "recording" exchange served.
+	AttrRerunOriginalSpan = "runagain.rerun.original_span_id"
+	// AttrRerunLLMCall is the 1-based number of an LLM request in the rerun.
+	AttrRerunLLMCall = "runagain.rerun.llm_call"
+	// Root span attributes (set by the CLI): the original run, each change, --from-step, and the
+	// first LLM call that went live.
+	AttrRerunOriginalTrace  = "runagain.rerun.original_trace_id"
+	AttrRerunChanges        = "runagain.rerun.changes"
+	AttrRerunFromStep       = "runagain.rerun.from_step"
+	AttrRerunFirstDeparture = "runagain.rerun.first_departure"
+)
+
+// DefaultLLMRoutes are the routes whose requests are LLM calls in a rerun: the default routes'
+// names (a --route with one of these names replaces the upstream, not the meaning).
+var DefaultLLMRoutes = []string{"openai", "anthropic", "gemini", "mistral", "groq", "cohere"}
+
+// Edit is one --set change: the JSON value at Path in every outgoing LLM request body is
+// replaced with Value.
+type Edit struct {
+	Spec  string // as given: "model=gpt-4.1"
+	Path  string // "messages[0].content"
+	Value []byte // raw JSON
+	sjson string // Path in gjson/sjson syntax
+}
+
+// ParseEdit parses PATH=VALUE. VALUE is JSON when it parses as JSON (0, true, {"a":1},
+// "quoted"), else the text as a JSON string (gpt-4.1); @FILE is FILE's content as a string.
+// PATH: keys separated by ".", array elements as [N] (messages[0].content).
+func ParseEdit(spec string) (Edit, error) {
+	path, val, ok := strings.Cut(spec, "=")
+	path = strings.TrimSpace(path)
+	if !ok || path == "" {
+		return Edit{}, fmt.Errorf("--set %q: want PATH=VALUE, e.g. model=gpt-4.1 or messages[0].content=@prompt.txt", spec)
+	}
+	if err := checkPath(path); err != nil {
+		return Edit{}, fmt.Errorf("--set %q: path %s: %w", spec, path, err)
+	}
+	var comps []string
+	for _, seg := range splitPath(path) {
+		if strings.HasPrefix(seg, "[") {
+			idx := strings.Trim(seg, "[]")
+			if idx == "*" {
+				return Edit{}, fmt.Errorf("--set %q: path %s: [*] is not supported, name one element ([N])", spec, path)
+			}
+			comps = append(comps, idx)
+			continue
+		}
+		comps = append(comps, gjson.Escape(seg))
+	}
+	e := Edit{Spec: spec, Path: path, sjson: strings.Join(comps, ".")}
+	switch {
+	case strings.HasPrefix(val, "@"):
+		b, err := os.ReadFile(val[1:])
+		if err != nil {
+			return Edit{}, fmt.Errorf("--set %s: %w", path, err)
+		}
+		e.Value, _ = json.Marshal(string(b))
+	case json.Valid([]byte(val)):
+		e.Value = []byte(strings.TrimSpace(val))
+	default:
+		e.Value, _ = json.Marshal(val)
+	}
+	return e, nil
+}
+
+// exists reports whether the edit's path names a value in body (a JSON document). A [N]
+// segment must index an array.
+func (e Edit) exists(body []byte) bool {
+	if !gjson.GetBytes(body, e.sjson).Exists() {
+		return false
+	}
+	// gjson reads "0" as an index or a key: [N] must meet an array, a key an object.
+	prefix := []string{}
+	for _, seg := range splitPath(e.Path) {
+		parent := gjson.ParseBytes(body)
+		if len(prefix) > 0 {
+			parent = gjson.GetBytes(body, strings.Join(prefix, "."))
+		}
+		if strings.HasPrefix(seg, "[") {
+			if !parent.IsArray() {
+				return false
+			}
+			prefix = append(prefix, strings.Trim(seg, "[]"))
+			continue
+		}
+		if !parent.IsObject() {
+			return false
+		}
+		prefix = append(prefix, gjson.Escape(seg))
+	}
+	return true
+}
+
+func (e Edit) apply(body []byte) ([]byte, error) {
+	return sjson.SetRawBytes(body, e.sjson, e.Value)
+}
+
+// RerunOptions configure the rerun mode of a Replayer.
+type RerunOptions struct {
+	// Edits change every outgoing LLM request body (from LLM call FromStep+1 on when FromStep > 0).
+	Edits []Edit
+	// FromStep > 0: LLM calls 1..FromStep are served from the recording (matched unedited; one
+	// that no longer matches goes live), every later LLM call goes live. 0: an LLM call goes live
+	// only when it no longer matches the recording.
+	FromStep int
+	// LLMRoutes name the routes whose requests are LLM calls; nil: DefaultLLMRoutes.
+	LLMRoutes []string
+	// Root is the new run's root span: exchanges without a W3C traceparent become its children.
+	Root Root
+}
+
+type rerunState struct {
+	o        RerunOptions
+	targets  []*url.URL
+	rec      *Recorder
+	llmCalls int
+	live     int
+	served   int
+	refused  int
+	first    *Departure
+}
+
+// Departure is where a rerun first left the recording.
+type Departure struct {
+	Request int    // 1-based number of the request
+	LLMCall int    // 1-based LLM call number; 0 when the first departure was not an LLM call
+	Method  string // of the request
+	URL     string
+	Reason  string // "changed" (no longer matches), "from-step", "refused"
+}
+
+func (r *Replayer) initRerun(o RerunOptions) error {
+	names := o.LLMRoutes
+	if names == nil {
+		names = DefaultLLMRoutes
+	}
+	st := &rerunState{o: o}
+	for _, n := range names {
+		rt, ok := r.cfg.Routes[n]
+		if !ok {
+			return fmt.Errorf("LLM route %q is not a route (routes: %s)", n, strings.Join(r.cfg.Routes.Names(), ", "))
+		}
+		st.targets = append(st.targets, rt.Target)
+	}
+	// Every edit must name a value in the recorded LLM request bodies it will apply to.
+	n := 0
+	for _, e := range r.entries {
+		u, err := url.Parse(e.ex.URL)
+		if err != nil || !st.isLLM(u) {
+			continue
+		}
+		e.llm = true
+		n++
+		if o.FromStep > 0 && n <= o.FromStep {
+			continue
+		}
+		for _, ed := range o.Edits {
+			if !json.Valid(e.ex.RequestBody) {
+				return fmt.Errorf("--set %s: the body of recorded request %d (%s %s, span %s) is not JSON", ed.Path, e.pos+1, e.ex.Method, e.ex.URL, e.spanID)
+			}
+			if !ed.exists(e.ex.RequestBody) {
+				return fmt.Errorf("--set %s: no value at path %s in the body of recorded LLM request %d (%s %s, span %s)",
+					ed.Path, ed.Path, e.pos+1, e.ex.Method, e.ex.URL, e.spanID)
+			}
+		}
+	}
+	if n == 0 && len(o.Edits) > 0 {
+		return fmt.Errorf("--set: the run has no recorded request on an LLM route (%s); give the routes it was recorded with (--route NAME=URL, --llm-route NAME)", strings.Join(names, ", "))
+	}
+	cfg := r.cfg
+	st.rec = NewRecorder(cfg, o.Root)
+	r.gp.OnResponse().DoFunc(st.rec.onResponse)
+	r.rerun = st
+	return nil
+}
+
+// isLLM reports whether u (an upstream URL) is under an LLM route's target.
+func (st *rerunState) isLLM(u *url.URL) bool {
+	for _, t := range st.targets {
+		if strings.EqualFold(u.Scheme, t.Scheme) && strings.EqualFold(u.Host, t.Host) &&
+			(t.Path == "" || u.Path == t.Path || strings.HasPrefix(u.Path, t.Path+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// rerunRequest handles one request in rerun mode: edits an LLM request, serves it from the
+// recording when it still matches (and is before --from-step), sends an LLM request live
+// otherwise, and refuses any other unmatched request as replay does. Every exchange is recorded.
+func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	st := r.rerun
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+		req.Body.Close()
+		if err != nil {
+			return req, errorResponse(req, http.StatusBadGateway, "runagain rerun: reading the request body: "+err.Error())
+		}
+		body = b
+	}
+	llm := st.isLLM(req.URL)
+	call := 0
+	forceLive := false
+	if llm {
+		r.mu.Lock()
+		st.llmCalls++
+		call = st.llmCalls
+		r.mu.Unlock()
+		if st.o.FromStep == 0 || call > st.o.FromStep {
+			forceLive = st.o.FromStep > 0
+			for _, e := range st.o.Edits {
+				if !e.exists(body) {
+					r.cfg.Logger.Printf("runagain rerun: LLM call %d has no value at %s; sent unchanged there", call, e.Path)
+					continue
+				}
+				nb, err := e.apply(body)
+				if err != nil {
+					return req, errorResponse(req, http.StatusBadGateway, fmt.Sprintf("runagain rerun: --set %s: %v", e.Path, err))
+				}
+				body = nb
+			}
+		}
+	}
+	setBody := func() {
+		if body == nil {
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	setBody()
+	// Record the request as sent (edited) in the new run; the response handler completes it.
+	req, _ = st.rec.onRequest(req, ctx)
+	p, _ := ctx.UserData.(*pending)
+	mark := func(source string, extra ...string) {
+		if p == nil {
+			return
+		}
+		p.extra = map[string]string{AttrRerunSource: source}
+		if call > 0 {
+			p.extra[AttrRerunLLMCall] = strconv.Itoa(call)
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			p.extra[extra[i]] = extra[i+1]
+		}
+	}
+	live := r.norm.normalize(req.Method, req.URL, req.Header.Get("Content-Type"), body)
+	r.mu.Lock()
+	r.live++
+	n := r.live
+	if !forceLive {
+		if q := r.queues[live.key()]; len(q) > 0 {
+			e := q[0]
+			r.queues[live.key()] = q[1:]
+			e.used = true
+			r.served++
+			st.served++
+			r.mu.Unlock()
+			mark("recording", AttrRerunOriginalSpan, e.spanID.String())
+			return req, r.response(req, e.ex)
+		}
+	}
+	if llm {
+		reason := "changed"
+		if forceLive {
+			reason = "from-step"
+		}
+		st.live++
+		if st.first == nil {
+			st.first = &Departure{Request: n, LLMCall: call, Method: req.Method, URL: redactURL(r.cfg.Redactor, req.URL), Reason: reason}
+		}
+		r.mu.Unlock()
+		mark("live")
+		return req, nil // to the route's upstream, with the caller's headers (credentials)
+	}
+	if r.div != nil {
+		d := r.div
+		st.refused++
+		r.mu.Unlock()
+		mark("refused")
+		return req, divergenceResponse(req, d, fmt.Sprintf("runagain rerun: stopped at request %d; request %d (%s %s) not served. %s",
+			d.Request, n, req.Method, req.URL, d.Message()))
+	}
+	d := r.nearest(live, n, req)
+	r.diverge(d)
+	st.refused++
+	if st.first == nil {
+		st.first = &Departure{Request: n, Method: req.Method, URL: d.URL, Reason: "refused"}
+	}
+	r.mu.Unlock()
+	r.cfg.Logger.Print(d.Message())
+	mark("refused")
+	return req, divergenceResponse(req, d, d.Message())
+}
+
+// RerunResult is what a rerun did.
+type RerunResult struct {
+	Result
+	LLMCalls int        // LLM requests made
+	Live     int        // LLM requests sent to their upstream
+	Refused  int        // requests that matched nothing and were refused
+	First    *Departure // nil when the rerun never left the recording
+	Recorded int        // exchanges recorded in the new run
+}
+
+// RerunResult returns the outcome so far (zero value outside rerun mode).
+func (r *Replayer) RerunResult() RerunResult {
+	res := RerunResult{Result: r.Result()}
+	if r.rerun == nil {
+		return res
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.rerun
+	res.LLMCalls, res.Live, res.Refused, res.First = st.llmCalls, st.live, st.refused, st.first
+	res.Recorded = st.rec.Stats().Exchanges
+	return res
+}
+
+// EmitSpans sends extra spans of the new run (its root span) with the recorded exchanges; call it
+// after the server stopped and before Close.
+func (r *Replayer) EmitSpans(td ptrace.Traces) {
+	if r.rerun != nil {
+		r.rerun.rec.Emit(td)
+	}
+}
+
+// EditSpecs lists the edits as given (PATH=VALUE), in order, for attributes and messages.
+func EditSpecs(es []Edit) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Spec
+	}
+	return out
+}

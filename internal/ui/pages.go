@@ -1,0 +1,745 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// inlineLimit bounds a value rendered inside a page; longer values show their first inlineLimit
+// bytes and load whole on demand (/runs/{trace}/spans/{span}/attr?key=K).
+const inlineLimit = 32 << 10
+
+// firstRows is how many timeline rows the run page carries; the browser asks for the rest in
+// pages of rowsPage as they scroll into view.
+const (
+	firstRows = 300
+	rowsPage  = 500
+)
+
+var funcs = template.FuncMap{
+	"ms":    fmtMS,
+	"dur":   func(d time.Duration) string { return fmtMS(ms(d)) },
+	"usd":   fmtUSD,
+	"short": func(s string) string { return shorten(s, 12) },
+	"join":  strings.Join,
+	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"add":   func(a, b int) int { return a + b },
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+	"pretty": pretty,
+}
+
+// pretty is v as indented JSON, with <, > and & kept as they are (the page escapes them).
+func pretty(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case v >= 60000:
+		return fmt.Sprintf("%dm%02ds", int(v/60000), int(math.Mod(v, 60000)/1000))
+	case v >= 1000:
+		return fmt.Sprintf("%.2fs", v/1000)
+	case v >= 1:
+		return fmt.Sprintf("%.0fms", v)
+	default:
+		return fmt.Sprintf("%.2fms", v)
+	}
+}
+
+func fmtUSD(v float64) string {
+	switch {
+	case v == 0:
+		return "$0"
+	case v < 0.01:
+		return fmt.Sprintf("$%.4f", v)
+	default:
+		return fmt.Sprintf("$%.2f", v)
+	}
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// render executes a page template into a buffer first, so an error becomes a 500, not half a page.
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = buf.WriteTo(w)
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errNoRun):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, errBadRequest):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	default:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+var errBadRequest = errors.New("bad request")
+
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
+}
+
+// ---- Sessions ----
+
+// SessionsFilter is the sessions page's query (all optional).
+type SessionsFilter struct {
+	Since, Until string  // duration back from now (24h), date (2025-09-30) or RFC 3339 / datetime-local
+	Model        string  // substring of a model name
+	Agent        string  // substring of an agent name (gen_ai.agent.name)
+	Session      string  // exact session id
+	Errors       bool    // only runs with error spans
+	Alerts       bool    // only runs with alerts or replay divergences
+	CostMin      float64 // only runs costing more than this (USD)
+	Page         int     // 1-based
+}
+
+type sessionRow struct {
+	store.RunSummary
+	D runDetail
+}
+
+type sessionsView struct {
+	Title      string
+	F          SessionsFilter
+	CostMinStr string
+	Rows       []sessionRow
+	Total      int
+	Page       int
+	Pages      int
+	From, To   int
+	PrevURL    string
+	NextURL    string
+	Err        string
+}
+
+func parseTimeArg(name, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a duration back from now (24h), a date (2025-09-30) or a time (2025-09-30T09:00)", name, v)
+}
+
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := sessionsView{Title: "Sessions", F: SessionsFilter{Since: q.Get("since"), Until: q.Get("until"), Model: q.Get("model"),
+		Agent: q.Get("agent"), Session: q.Get("session"), Errors: q.Get("errors") != "", Alerts: q.Get("alerts") != ""}, CostMinStr: q.Get("cost_min")}
+	v.F.Page, _ = strconv.Atoi(q.Get("page"))
+	if v.F.Page < 1 {
+		v.F.Page = 1
+	}
+	now := s.opts.Now()
+	since, err1 := parseTimeArg("since", v.F.Since, now)
+	until, err2 := parseTimeArg("until", v.F.Until, now)
+	var err3 error
+	if v.CostMinStr != "" {
+		if v.F.CostMin, err3 = strconv.ParseFloat(v.CostMinStr, 64); err3 != nil {
+			err3 = fmt.Errorf("cost above %q: want a number of USD", v.CostMinStr)
+		}
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		v.Err = err.Error()
+		w.WriteHeader(http.StatusBadRequest)
+		s.render(w, "sessions.html", v)
+		return
+	}
+	rows, total, err := s.sessions(r.Context(), v.F, since, until)
+	if err != nil {
+		v.Err = err.Error()
+	}
+	v.Rows, v.Total = rows, total
+	v.Pages = (total + s.opts.PageSize - 1) / s.opts.PageSize
+	v.Page = v.F.Page
+	if total > 0 {
+		v.From = (v.Page-1)*s.opts.PageSize + 1
+		v.To = v.From + len(rows) - 1
+	}
+	page := func(p int) string {
+		qq := url.Values{}
+		for k, vals := range q {
+			qq[k] = vals
+		}
+		qq.Set("page", strconv.Itoa(p))
+		return "/?" + qq.Encode()
+	}
+	if v.Page > 1 {
+		v.PrevURL = page(v.Page - 1)
+	}
+	if v.Page < v.Pages {
+		v.NextURL = page(v.Page + 1)
+	}
+	s.render(w, "sessions.html", v)
+}
+
+// sessions lists the runs matching f, newest first, and returns the requested page and the
+// number of matching runs. Filters on agents, alerts and (for the hot tier, which stores no
+// cost) cost read each candidate run once; the result is kept per run until its span count changes.
+func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, error) {
+	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{Since: since})
+	if err != nil {
+		return nil, 0, err
+	}
+	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0
+	var match []sessionRow
+	for _, sum := range sums {
+		if !until.IsZero() && !sum.Start.Before(until) {
+			continue
+		}
+		if f.Errors && sum.Errors == 0 {
+			continue
+		}
+		if f.Session != "" && sum.SessionID != f.Session {
+			continue
+		}
+		if f.Model != "" && !anyContains(sum.Models, f.Model) {
+			continue
+		}
+		row := sessionRow{RunSummary: sum}
+		if needDetail {
+			row.D = s.detail(ctx, sum)
+			if f.Agent != "" && !anyContains(row.D.Agents, f.Agent) {
+				continue
+			}
+			if f.Alerts && row.D.Alerts+row.D.Divergences == 0 {
+				continue
+			}
+			if f.CostMin > 0 && !(row.D.CostUSD > f.CostMin) {
+				continue
+			}
+		}
+		match = append(match, row)
+	}
+	from := (f.Page - 1) * s.opts.PageSize
+	if from > len(match) {
+		from = len(match)
+	}
+	to := min(from+s.opts.PageSize, len(match))
+	page := match[from:to]
+	if !needDetail {
+		for i := range page {
+			page[i].D = s.detail(ctx, page[i].RunSummary)
+		}
+	}
+	return page, len(match), nil
+}
+
+func anyContains(list []string, sub string) bool {
+	sub = strings.ToLower(sub)
+	for _, x := range list {
+		if strings.Contains(strings.ToLower(x), sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// detail aggregates one listed run. A cold-tier row (a whole session, no spans kept) is taken
+// from its summary.
+func (s *Server) detail(ctx context.Context, sum store.RunSummary) runDetail {
+	if sum.Tier == store.TierCold {
+		return runDetail{Spans: sum.Spans, Alerts: int(sum.Alerts), CostUSD: sum.CostUSD, Unpriced: int(sum.Unpriced)}
+	}
+	s.mu.Lock()
+	d, ok := s.details[sum.TraceID]
+	s.mu.Unlock()
+	if ok && d.Spans == sum.Spans {
+		return d
+	}
+	run, err := s.opts.Reader.Run(ctx, sum.TraceID)
+	if err != nil {
+		return runDetail{Spans: sum.Spans, CostUSD: sum.CostUSD}
+	}
+	d = arrange(run).detail
+	if sum.CostUSD > 0 && d.CostUSD == 0 {
+		d.CostUSD = sum.CostUSD
+	}
+	s.mu.Lock()
+	s.details[sum.TraceID] = d
+	s.mu.Unlock()
+	return d
+}
+
+// ---- Run ----
+
+type runView struct {
+	Title    string
+	TraceID  string
+	Session  string
+	Tier     string
+	Start    time.Time
+	Duration float64
+	D        runDetail
+	Tokens   genai.Usage
+	Errors   int
+	Marks    []Mark
+	Timeline string // JSON: {trace, total, dur, rows (first page), marks}
+	Panel    *panelView
+	NoSpans  bool
+}
+
+type timelineJSON struct {
+	Trace string  `json:"trace"`
+	Total int     `json:"total"`
+	Dur   float64 `json:"dur"`
+	Rows  []Row   `json:"rows"`
+	Marks []Mark  `json:"marks"`
+	Sel   int     `json:"sel"`
+	Page  int     `json:"page"`
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	v := runView{Title: "Run " + shorten(c.run.TraceID, 8), TraceID: c.run.TraceID, Session: c.session, Tier: c.run.Tier,
+		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
+	for _, n := range c.nodes {
+		u := genai.TokenUsage(n.Span.Attributes())
+		v.Tokens.Input += u.Input
+		v.Tokens.Output += u.Output
+		if n.Span.Status().Code() == ptrace.StatusCodeError {
+			v.Errors++
+		}
+	}
+	sel := -1
+	if id := r.URL.Query().Get("span"); id != "" {
+		i, ok := c.byID[strings.ToLower(id)]
+		if !ok {
+			s.fail(w, badRequest("span %q is not in run %s", id, c.run.TraceID))
+			return
+		}
+		sel = i
+	} else if st := r.URL.Query().Get("step"); st != "" {
+		n, _ := strconv.Atoi(st)
+		if n < 1 || n > len(c.steps) {
+			s.fail(w, badRequest("step %q: run %s has LLM steps 1..%d", st, c.run.TraceID, len(c.steps)))
+			return
+		}
+		sel = c.steps[n-1]
+	}
+	first := c.rows[:min(firstRows, len(c.rows))]
+	if sel >= firstRows {
+		// The selected row's page comes along so it shows without a round trip.
+		from := sel - sel%rowsPage
+		first = append(append([]Row{}, first...), c.rows[from:min(from+rowsPage, len(c.rows))]...)
+	}
+	tl, _ := json.Marshal(timelineJSON{Trace: c.run.TraceID, Total: len(c.rows), Dur: v.Duration, Rows: first, Marks: c.marks, Sel: sel, Page: rowsPage})
+	v.Timeline = string(tl)
+	if sel >= 0 {
+		p, err := s.panel(r.Context(), c, sel)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		v.Panel = p
+	}
+	s.render(w, "run.html", v)
+}
+
+// rowsAPI serves timeline rows [offset, offset+limit) as JSON (limit at most rowsPage).
+func (s *Server) rowsAPI(w http.ResponseWriter, r *http.Request) {
+	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	lim, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if lim <= 0 || lim > rowsPage {
+		lim = rowsPage
+	}
+	off = max(0, min(off, len(c.rows)))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"offset": off, "total": len(c.rows), "rows": c.rows[off:min(off+lim, len(c.rows))]})
+}
+
+// ---- Span panel ----
+
+type attrView struct {
+	Key       string
+	Type      string
+	Value     string // at most inlineLimit bytes
+	Size      int
+	Truncated bool
+	Ref       bool // a payload reference (K_ref) left as is
+}
+
+type partView struct {
+	Part
+	Text      string // Content, cut at inlineLimit
+	Truncated bool
+	Size      int
+}
+
+type messageView struct {
+	Role         string
+	Parts        []partView
+	FinishReason string
+}
+
+type panelView struct {
+	TraceID       string
+	Row           Row
+	Steps         int
+	KindLabel     string
+	ParentID      string
+	Status        string
+	StatusMessage string
+	Model         string
+	Provider      string
+	Usage         genai.Usage
+	CostUSD       float64
+	Unpriced      bool
+	Messages      *CallMessages
+	MessagesErr   string
+	System        []partView
+	Input         []messageView
+	Output        []messageView
+	Tools         string
+	ToolsSize     int
+	Recorded      *recordedInput
+	Attrs         []attrView
+	Resource      []attrView
+	Events        []eventView
+	Marks         []Mark
+	PayloadErr    string
+}
+
+type eventView struct {
+	Name  string
+	At    float64
+	Attrs []attrView
+}
+
+type recordedInput struct {
+	StepInput
+	Values []attrView
+}
+
+var kindLabels = map[string]string{kindAgent: "agent", kindLLM: "LLM call", kindTool: "tool call", kindHTTP: "HTTP exchange (fixture)", kindOther: "span"}
+
+func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, error) {
+	sp, logs, perr := s.span(ctx, c, i)
+	row := c.rows[i]
+	a := sp.Attributes()
+	p := &panelView{TraceID: c.run.TraceID, Row: row, Steps: len(c.steps), KindLabel: kindLabels[row.Kind],
+		Status: sp.Status().Code().String(), StatusMessage: sp.Status().Message(), Model: genai.Model(a),
+		Provider: genai.Provider(a), Usage: genai.TokenUsage(a)}
+	if perr != nil {
+		p.PayloadErr = "some payloads stay as references: " + perr.Error()
+	}
+	if !sp.ParentSpanID().IsEmpty() {
+		p.ParentID = sp.ParentSpanID().String()
+	}
+	p.CostUSD, p.Unpriced = store.SpanCost(a, sp.StartTimestamp())
+	p.Attrs = attrViews(a)
+	p.Resource = attrViews(c.nodes[i].Resource.Attributes())
+	for j := 0; j < sp.Events().Len(); j++ {
+		ev := sp.Events().At(j)
+		p.Events = append(p.Events, eventView{Name: ev.Name(), At: ms(ev.Timestamp().AsTime().Sub(c.start)), Attrs: attrViews(ev.Attributes())})
+	}
+	for _, m := range c.marks {
+		if m.Row == i {
+			p.Marks = append(p.Marks, m)
+		}
+	}
+	if row.Kind == kindLLM {
+		cm, err := llmCallMessages(sp, logs)
+		if err != nil {
+			p.MessagesErr = err.Error()
+		} else {
+			p.Messages = &cm
+			p.System = partViews(cm.SystemInstructions)
+			p.Input = messageViews(cm.Input)
+			p.Output = messageViews(cm.Output)
+			if cm.ToolDefinitions != nil {
+				b := pretty(cm.ToolDefinitions)
+				p.ToolsSize = len(b)
+				p.Tools = cut(b)
+			}
+		}
+	}
+	if row.Step > 0 && s.opts.StepInput != nil {
+		c.mu.Lock()
+		in, err := s.opts.StepInput(c.run, row.Step)
+		c.mu.Unlock()
+		if err == nil {
+			ri := &recordedInput{StepInput: *in}
+			for _, k := range in.Keys {
+				val := in.Values[k]
+				ri.Values = append(ri.Values, attrView{Key: k, Value: cut(val), Size: len(val), Truncated: len(val) > inlineLimit})
+			}
+			p.Recorded = ri
+		}
+	}
+	return p, nil
+}
+
+func cut(v string) string {
+	if len(v) <= inlineLimit {
+		return v
+	}
+	// Cut on a rune boundary.
+	n := inlineLimit
+	for n > 0 && v[n]&0xC0 == 0x80 {
+		n--
+	}
+	return v[:n]
+}
+
+func attrViews(m pcommon.Map) []attrView {
+	var out []attrView
+	m.Range(func(k string, v pcommon.Value) bool {
+		s := v.AsString()
+		out = append(out, attrView{Key: k, Type: v.Type().String(), Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit,
+			Ref: strings.HasSuffix(k, "_ref")})
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func partViews(ps []Part) []partView {
+	out := make([]partView, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, partView{Part: p, Text: cut(p.Content), Truncated: len(p.Content) > inlineLimit, Size: len(p.Content)})
+	}
+	return out
+}
+
+func messageViews(ms []Message) []messageView {
+	out := make([]messageView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, messageView{Role: m.Role, Parts: partViews(m.Parts), FinishReason: m.FinishReason})
+	}
+	return out
+}
+
+func (s *Server) spanIndex(w http.ResponseWriter, r *http.Request) (*cachedRun, int, bool) {
+	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
+	if err != nil {
+		s.fail(w, err)
+		return nil, 0, false
+	}
+	i, ok := c.byID[strings.ToLower(r.PathValue("span"))]
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: span %s is not in run %s", errNoRun, r.PathValue("span"), c.run.TraceID))
+		return nil, 0, false
+	}
+	return c, i, true
+}
+
+// panelFragment serves a span's panel as an HTML fragment (the run page inserts it).
+func (s *Server) panelFragment(w http.ResponseWriter, r *http.Request) {
+	c, i, ok := s.spanIndex(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.panel(r.Context(), c, i)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.render(w, "panel", p)
+}
+
+// attrValue serves one attribute's whole value as text/plain (the page's "load all" buttons).
+// ?event=N reads the N-th span event's attribute, ?resource=1 the resource's, ?input=1 the
+// recorded step input value.
+func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
+	c, i, ok := s.spanIndex(w, r)
+	if !ok {
+		return
+	}
+	sp, _, _ := s.span(r.Context(), c, i)
+	m := sp.Attributes()
+	q := r.URL.Query()
+	if q.Get("resource") != "" {
+		m = c.nodes[i].Resource.Attributes()
+	}
+	if e := q.Get("event"); e != "" {
+		n, err := strconv.Atoi(e)
+		if err != nil || n < 0 || n >= sp.Events().Len() {
+			s.fail(w, badRequest("event %q: span has %d events", e, sp.Events().Len()))
+			return
+		}
+		m = sp.Events().At(n).Attributes()
+	}
+	var val string
+	if q.Get("part") != "" {
+		// part=in.M.P / out.M.P / sys.P: a message part's text.
+		cm, err := llmCallMessages(sp, nil)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		t, ok := partText(cm, q.Get("part"))
+		if !ok {
+			s.fail(w, badRequest("part %q not found", q.Get("part")))
+			return
+		}
+		val = t
+	} else if q.Get("input") != "" && s.opts.StepInput != nil && c.rows[i].Step > 0 {
+		c.mu.Lock()
+		in, err := s.opts.StepInput(c.run, c.rows[i].Step)
+		c.mu.Unlock()
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		v, ok := in.Values[q.Get("key")]
+		if !ok {
+			s.fail(w, badRequest("key %q is not part of step %d's input", q.Get("key"), in.Step))
+			return
+		}
+		val = v
+	} else {
+		v, ok := m.Get(q.Get("key"))
+		if !ok {
+			s.fail(w, fmt.Errorf("%w: attribute %q not found", errNoRun, q.Get("key")))
+			return
+		}
+		val = v.AsString()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(val))
+}
+
+func partText(cm CallMessages, ref string) (string, bool) {
+	f := strings.Split(ref, ".")
+	idx := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	switch {
+	case len(f) == 2 && f[0] == "sys":
+		if p := idx(f[1]); p >= 0 && p < len(cm.SystemInstructions) {
+			return cm.SystemInstructions[p].Content, true
+		}
+	case len(f) == 3 && (f[0] == "in" || f[0] == "out"):
+		msgs := cm.Input
+		if f[0] == "out" {
+			msgs = cm.Output
+		}
+		if m := idx(f[1]); m >= 0 && m < len(msgs) {
+			if p := idx(f[2]); p >= 0 && p < len(msgs[m].Parts) {
+				return msgs[m].Parts[p].Content, true
+			}
+		}
+	}
+	return "", false
+}
+
+// spanOTLP serves the span with its resource and scope as an OTLP JSON traces document.
+func (s *Server) spanOTLP(w http.ResponseWriter, r *http.Request) {
+	c, i, ok := s.spanIndex(w, r)
+	if !ok {
+		return
+	}
+	sp, _, _ := s.span(r.Context(), c, i)
+	n := c.nodes[i]
+	var jm ptrace.JSONMarshaler
+	raw, err := jm.MarshalTraces(store.SpanTraces(n.ResourceSpans, n.ScopeSpans, sp))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
+	var out bytes.Buffer
+	if json.Indent(&out, raw, "", "  ") != nil {
+		out.Reset()
+		out.Write(raw)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = out.WriteTo(w)
+}
+
+// ---- Step N ----
+
+type stepView struct {
+	Title   string
+	TraceID string
+	Step    int
+	Steps   int
+	Panel   *panelView
+}
+
+// stepPage is the stable URL of step N: what `runagain show TRACE --step N` prints (the
+// recorded input, byte for byte) with the step's panel.
+func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
+	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if len(c.steps) == 0 {
+		s.fail(w, fmt.Errorf("%w: run %s has no LLM call", errNoRun, c.run.TraceID))
+		return
+	}
+	if err != nil || n < 1 || n > len(c.steps) {
+		s.fail(w, fmt.Errorf("%w: step %s: run %s has LLM steps 1..%d", errNoRun, r.PathValue("n"), c.run.TraceID, len(c.steps)))
+		return
+	}
+	p, err := s.panel(r.Context(), c, c.steps[n-1])
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.render(w, "step.html", stepView{Title: fmt.Sprintf("Step %d · run %s", n, shorten(c.run.TraceID, 8)), TraceID: c.run.TraceID, Step: n, Steps: len(c.steps), Panel: p})
+}

@@ -1,0 +1,333 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// Event names of the records that point at a run and are pinned on its timeline.
+const (
+	eventAlert      = store.AlertEventName         // agent_guard
+	eventDivergence = "runagain.replay.divergence" // internal/proxy EventDivergence
+	attrFixture     = "runagain.fixture.source"    // internal/fixture AttrSource
+)
+
+// Kinds shown on the timeline (colours in ui.css).
+const (
+	kindAgent = "agent"
+	kindLLM   = "llm"
+	kindTool  = "tool"
+	kindHTTP  = "http" // a recorded HTTP exchange (fixture)
+	kindOther = "other"
+)
+
+// spanKind is the timeline kind of a span: a recorded HTTP exchange (fixture) or HTTP client
+// span, else genai.Classify.
+func spanKind(s ptrace.Span) string {
+	a := s.Attributes()
+	if _, ok := a.Get(attrFixture); ok {
+		return kindHTTP
+	}
+	switch genai.Classify(a) {
+	case genai.KindLLM:
+		return kindLLM
+	case genai.KindTool:
+		return kindTool
+	case genai.KindAgent:
+		return kindAgent
+	}
+	if _, ok := a.Get("http.request.method"); ok && s.Kind() == ptrace.SpanKindClient {
+		return kindHTTP
+	}
+	return kindOther
+}
+
+// Row is one span on the timeline, as sent to the browser (/api/runs/{trace}/rows).
+// Times are milliseconds from the run's start.
+type Row struct {
+	I      int     `json:"i"` // position in run order
+	SpanID string  `json:"id"`
+	Parent int     `json:"p"` // index of the parent row, -1 for a root
+	Depth  int     `json:"d"`
+	Name   string  `json:"n"`
+	Kind   string  `json:"k"`
+	Start  float64 `json:"s"`
+	Dur    float64 `json:"t"`
+	Error  bool    `json:"e,omitempty"`
+	Step   int     `json:"st,omitempty"` // 1-based LLM step, 0 when not an LLM call
+	Model  string  `json:"m,omitempty"`
+	Marks  []int   `json:"mk,omitempty"` // indexes into the run's marks pinned on this span
+}
+
+// Mark is a record pointing at the run, pinned on the timeline: an agent_guard alert or a replay
+// divergence (or any other log record naming a span of the run).
+type Mark struct {
+	I       int               `json:"i"`
+	Kind    string            `json:"k"` // "alert", "divergence" or "record"
+	Name    string            `json:"n"`
+	Message string            `json:"msg"`
+	SpanID  string            `json:"span,omitempty"`
+	Row     int               `json:"row"` // row index of SpanID, -1 when not in the run
+	At      float64           `json:"at"`  // ms from the run's start
+	Time    time.Time         `json:"time"`
+	Attrs   map[string]string `json:"-"`
+}
+
+// cachedRun is a run read from the store and arranged for the pages. Spans are rehydrated one at
+// a time when a panel first shows them (payloads load on demand).
+type cachedRun struct {
+	read    time.Time
+	run     *store.Run
+	nodes   []*store.Node
+	rows    []Row
+	byID    map[string]int
+	steps   []int // row index of each LLM step
+	marks   []Mark
+	logsBy  map[string][]plog.LogRecord // by span id
+	start   time.Time
+	end     time.Time
+	session string
+	detail  runDetail
+
+	mu         sync.Mutex
+	rehydrated map[int]bool
+}
+
+// runDetail aggregates one run for the sessions list beyond what store.RunSummary carries.
+type runDetail struct {
+	Spans       int64
+	LLMCalls    int
+	ToolCalls   int
+	Agents      []string
+	Alerts      int
+	Divergences int
+	CostUSD     float64
+	Unpriced    int
+}
+
+var errNoRun = errors.New("run not found")
+
+// loadRun returns the run, from the cache when read less than CacheTTL ago.
+func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error) {
+	traceID = strings.ToLower(strings.TrimSpace(traceID))
+	if !isHex(traceID, 32) {
+		return nil, fmt.Errorf("trace id %q: want 32 hex characters", traceID)
+	}
+	now := s.opts.Now()
+	s.mu.Lock()
+	if c, ok := s.runs[traceID]; ok && now.Sub(c.read) < s.opts.CacheTTL {
+		s.mu.Unlock()
+		return c, nil
+	}
+	s.mu.Unlock()
+	run, err := s.opts.Reader.Run(ctx, traceID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errNoRun
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := arrange(run)
+	c.read = now
+	s.mu.Lock()
+	// A few runs at most: a 10,000-span run is tens of MB in memory.
+	for id, old := range s.runs {
+		if now.Sub(old.read) >= s.opts.CacheTTL || len(s.runs) >= 8 {
+			delete(s.runs, id)
+		}
+	}
+	s.runs[traceID] = c
+	s.details[traceID] = c.detail
+	s.mu.Unlock()
+	return c, nil
+}
+
+// arrange orders the run (DESIGN.md "Order") and computes its rows, marks and totals.
+func arrange(run *store.Run) *cachedRun {
+	c := &cachedRun{run: run, byID: map[string]int{}, logsBy: map[string][]plog.LogRecord{}, rehydrated: map[int]bool{}}
+	_, c.nodes = store.Order(run.Traces, nil)
+	agents := map[string]bool{}
+	for i, n := range c.nodes {
+		s := n.Span
+		st, en := s.StartTimestamp().AsTime(), s.EndTimestamp().AsTime()
+		if i == 0 || st.Before(c.start) {
+			c.start = st
+		}
+		if en.After(c.end) {
+			c.end = en
+		}
+		c.byID[s.SpanID().String()] = i
+		if c.session == "" {
+			if id, ok := genai.SessionID(s.Attributes(), n.Resource.Attributes(), genai.DefaultSessionKeys); ok {
+				c.session = id
+			}
+		}
+	}
+	if c.end.Before(c.start) {
+		c.end = c.start
+	}
+	c.detail.Spans = int64(len(c.nodes))
+	for i, n := range c.nodes {
+		s := n.Span
+		r := Row{I: i, SpanID: s.SpanID().String(), Parent: -1, Depth: n.Depth, Name: s.Name(), Kind: spanKind(s),
+			Start: ms(s.StartTimestamp().AsTime().Sub(c.start)), Dur: ms(s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())),
+			Error: s.Status().Code() == ptrace.StatusCodeError}
+		if r.Dur < 0 {
+			r.Dur = 0
+		}
+		if p, ok := c.byID[s.ParentSpanID().String()]; ok && !s.ParentSpanID().IsEmpty() && n.Depth > 0 {
+			r.Parent = p
+		}
+		if genai.Classify(s.Attributes()) == genai.KindLLM {
+			c.steps = append(c.steps, i)
+			r.Step = len(c.steps)
+			r.Model = genai.Model(s.Attributes())
+			c.detail.LLMCalls++
+		}
+		if r.Kind == kindTool {
+			c.detail.ToolCalls++
+		}
+		if a := genai.AgentName(s.Attributes(), n.Resource.Attributes()); a != "" {
+			agents[a] = true
+		}
+		cost, unpriced := store.SpanCost(s.Attributes(), s.StartTimestamp())
+		c.detail.CostUSD += cost
+		if unpriced {
+			c.detail.Unpriced++
+		}
+		c.rows = append(c.rows, r)
+	}
+	for a := range agents {
+		c.detail.Agents = append(c.detail.Agents, a)
+	}
+	sort.Strings(c.detail.Agents)
+	if run.Session != nil && c.session == "" {
+		c.session = run.Session.SessionID
+	}
+	if c.session == "" {
+		c.session = run.TraceID
+	}
+	rls := run.Logs.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				m := Mark{Kind: "record", Name: lr.EventName(), Message: lr.Body().AsString(), Row: -1, Attrs: map[string]string{}}
+				switch lr.EventName() {
+				case eventAlert:
+					m.Kind = "alert"
+					c.detail.Alerts++
+					if v, ok := lr.Attributes().Get("alert.kind"); ok {
+						m.Name = v.AsString()
+					}
+				case eventDivergence:
+					m.Kind = "divergence"
+					c.detail.Divergences++
+					if v, ok := lr.Attributes().Get("runagain.replay.divergence.field"); ok {
+						m.Name = "replay diverged at " + v.AsString()
+					}
+				}
+				ts := lr.Timestamp()
+				if ts == 0 {
+					ts = lr.ObservedTimestamp()
+				}
+				m.Time = ts.AsTime().UTC()
+				lr.Attributes().Range(func(k string, v pcommon.Value) bool {
+					m.Attrs[k] = v.AsString()
+					return true
+				})
+				if !lr.SpanID().IsEmpty() {
+					m.SpanID = lr.SpanID().String()
+					c.logsBy[m.SpanID] = append(c.logsBy[m.SpanID], lr)
+					if ri, ok := c.byID[m.SpanID]; ok {
+						m.Row = ri
+					}
+				}
+				c.marks = append(c.marks, m)
+			}
+		}
+	}
+	sort.SliceStable(c.marks, func(i, j int) bool { return c.marks[i].Time.Before(c.marks[j].Time) })
+	for i := range c.marks {
+		m := &c.marks[i]
+		m.I = i
+		if m.Row >= 0 {
+			r := &c.rows[m.Row]
+			// Pinned where it happened: at its time when inside the span, else at the span's end
+			// (a divergence is recorded after the run, against the nearest recorded exchange).
+			at := ms(m.Time.Sub(c.start))
+			if at < r.Start || at > r.Start+r.Dur {
+				at = r.Start + r.Dur
+			}
+			m.At = at
+			r.Marks = append(r.Marks, i)
+		} else {
+			m.At = ms(m.Time.Sub(c.start))
+		}
+	}
+	return c
+}
+
+// span returns row i's span rehydrated (its payloads fetched on first use) and the log records
+// pointing at it, also rehydrated.
+func (s *Server) span(ctx context.Context, c *cachedRun, i int) (ptrace.Span, []plog.LogRecord, error) {
+	n := c.nodes[i]
+	logs := c.logsBy[c.rows[i].SpanID]
+	if s.opts.NoRehydrate {
+		return n.Span, logs, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	if !c.rehydrated[i] {
+		c.rehydrated[i] = true
+		if err := s.resolver.RehydrateSpan(ctx, n.Span); err != nil {
+			errs = append(errs, err)
+		}
+		for _, lr := range logs {
+			if err := s.resolver.RehydrateLogRecord(ctx, lr); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return n.Span, logs, errors.Join(errs...)
+}
+
+// rehydrateStep rehydrates every LLM step's span (what StepInput reads) before StepInput runs.
+func (s *Server) rehydrateSteps(ctx context.Context, c *cachedRun) error {
+	var errs []error
+	for _, i := range c.steps {
+		if _, _, err := s.span(ctx, c, i); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

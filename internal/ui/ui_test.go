@@ -1,0 +1,244 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/store"
+)
+
+// memReader is a store.Reader over runs held in memory.
+type memReader struct{ runs map[string]*store.Run }
+
+func (m *memReader) Runs(_ context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	var out []store.RunSummary
+	for id, r := range m.runs {
+		c := arrange(r)
+		if !f.Since.IsZero() && c.start.Before(f.Since) {
+			continue
+		}
+		out = append(out, store.RunSummary{SessionID: c.session, TraceID: id, Start: c.start, End: c.end, Spans: int64(len(c.rows)), Tier: "hot"})
+	}
+	// newest first, then trace id
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j].Start.After(out[i].Start) || out[j].Start.Equal(out[i].Start) && out[j].TraceID < out[i].TraceID {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out, nil
+}
+
+func (m *memReader) Run(_ context.Context, id string) (*store.Run, error) {
+	r, ok := m.runs[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return r, nil
+}
+
+func (m *memReader) Close() error { return nil }
+
+// synthRun is a run of n spans under one agent span: every third an LLM call, the others tools.
+// msg is the user message of the first LLM call (the others say "hi").
+func synthRun(traceByte byte, start time.Time, n int, msg string) *store.Run {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "synth")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	tid := pcommon.TraceID{traceByte, 1}
+	root := spans.AppendEmpty()
+	root.SetTraceID(tid)
+	root.SetSpanID(pcommon.SpanID{traceByte, 0, 0, 0, 0, 0, 0, 1})
+	root.SetName("invoke_agent synth")
+	root.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	root.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Duration(n+1) * time.Millisecond)))
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", fmt.Sprintf("agent-%d", traceByte))
+	for i := 1; i < n; i++ {
+		s := spans.AppendEmpty()
+		s.SetTraceID(tid)
+		s.SetSpanID(pcommon.SpanID{traceByte, 0, 0, byte(i >> 16), byte(i >> 8), byte(i), 0, 2})
+		s.SetParentSpanID(root.SpanID())
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Duration(i) * time.Millisecond)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Duration(i+1) * time.Millisecond)))
+		if i%3 == 1 {
+			s.SetName("chat gpt-4o")
+			a := s.Attributes()
+			a.PutStr("gen_ai.operation.name", "chat")
+			a.PutStr("gen_ai.request.model", "gpt-4o")
+			a.PutInt("gen_ai.usage.input_tokens", 1000)
+			a.PutInt("gen_ai.usage.output_tokens", 100)
+			b, _ := jsonString("hi")
+			if i == 1 {
+				b, _ = jsonString(msg)
+			}
+			a.PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":`+b+`}]}]`)
+			a.PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"ok"}],"finish_reason":"stop"}]`)
+		} else {
+			s.SetName("execute_tool lookup")
+			s.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+			s.Attributes().PutStr("gen_ai.tool.name", "lookup")
+		}
+	}
+	return &store.Run{TraceID: tid.String(), Traces: td, Logs: plog.NewLogs(), Tier: "hot"}
+}
+
+func newTestServer(t testing.TB, runs ...*store.Run) (*Server, *httptest.Server) {
+	m := &memReader{runs: map[string]*store.Run{}}
+	for _, r := range runs {
+		m.runs[r.TraceID] = r
+	}
+	s, err := New(Options{Reader: m, PageSize: 2})
+	require.NoError(t, err)
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return s, ts
+}
+
+func get(t testing.TB, url string) (int, string) {
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestCheckListen(t *testing.T) {
+	for _, c := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:7600", "", true},
+		{"127.0.0.2:7600", "", true},
+		{"[::1]:7600", "", true},
+		{"localhost:7600", "", true},
+		{"0.0.0.0:7600", "", false},
+		{":7600", "", false},
+		{"[::]:7600", "", false},
+		{"10.0.0.5:7600", "", false},
+		{"example.com:7600", "", false},
+		{"0.0.0.0:7600", "t", true},
+	} {
+		err := CheckListen(c.addr, c.token)
+		if c.ok {
+			assert.NoError(t, err, c.addr)
+		} else {
+			assert.ErrorContains(t, err, "refusing to listen on "+c.addr, c.addr)
+		}
+	}
+	assert.Error(t, CheckListen("nonsense", ""))
+}
+
+func TestWithToken(t *testing.T) {
+	h := WithToken(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "page") }), "tok")
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	code, _ := get(t, ts.URL+"/")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	req, _ := http.NewRequest("GET", ts.URL+"/", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	// ?token= sets the cookie and redirects to the URL without it.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noFollow.Get(ts.URL + "/runs/x?token=tok&a=1")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "/runs/x?a=1", resp.Header.Get("Location"))
+	require.Len(t, resp.Cookies(), 1)
+	req, _ = http.NewRequest("GET", ts.URL+"/", nil)
+	req.AddCookie(resp.Cookies()[0])
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	code, _ = get(t, ts.URL+"/?token=wrong")
+	assert.Equal(t, http.StatusUnauthorized, code)
+}
+
+func TestSessionsPagesAndFilters(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, ts := newTestServer(t, synthRun(1, t0, 4, "a"), synthRun(2, t0.Add(time.Hour), 4, "b"), synthRun(3, t0.Add(2*time.Hour), 4, "c"))
+	code, body := get(t, ts.URL+"/")
+	require.Equal(t, http.StatusOK, code)
+	// Page size 2: the two newest, then the oldest on page 2.
+	assert.Contains(t, body, "1–2 of 3 runs")
+	assert.Less(t, strings.Index(body, `data-trace="0301`), strings.Index(body, `data-trace="0201`))
+	assert.NotContains(t, body, `data-trace="0101`)
+	assert.Contains(t, body, `rel="next"`)
+	_, body = get(t, ts.URL+"/?page=2")
+	assert.Contains(t, body, `data-trace="0101`)
+	assert.Contains(t, body, "3–3 of 3 runs")
+	_, body = get(t, ts.URL+"/?agent=agent-2")
+	assert.Contains(t, body, "1–1 of 1 runs")
+	assert.Contains(t, body, `data-trace="0201`)
+	_, body = get(t, ts.URL+"/?until=2026-01-01T00:30")
+	assert.Contains(t, body, `data-trace="0101`)
+	assert.Contains(t, body, "1–1 of 1 runs")
+	_, body = get(t, ts.URL+"/?cost_min=1000")
+	assert.Contains(t, body, "No run matches")
+	code, body = get(t, ts.URL+"/?since=yesterday-ish")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "since &#34;yesterday-ish&#34;")
+}
+
+func TestRowsArePagedAndPanelsLoadOnDemand(t *testing.T) {
+	big := strings.Repeat("x", 3<<20)
+	r := synthRun(7, time.Now(), 2000, big)
+	_, ts := newTestServer(t, r)
+	code, body := get(t, ts.URL+"/runs/"+r.TraceID)
+	require.Equal(t, http.StatusOK, code)
+	assert.Less(t, len(body), 200<<10, "the run page carries the first rows only, no payload")
+	code, body = get(t, ts.URL+"/api/runs/"+r.TraceID+"/rows?offset=1900&limit=500")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"offset":1900`)
+	assert.Contains(t, body, `"total":2000`)
+	assert.Equal(t, 100, strings.Count(body, `"i":`))
+	// The LLM call's panel carries the first inlineLimit bytes of the 3 MB message and a link to the rest.
+	code, _ = get(t, ts.URL+"/runs/"+r.TraceID+"/spans/0700000000000999/panel")
+	assert.Equal(t, http.StatusNotFound, code)
+	id := arrange(r).rows[1].SpanID
+	code, body = get(t, ts.URL+"/runs/"+r.TraceID+"/spans/"+id+"/panel")
+	require.Equal(t, http.StatusOK, code)
+	assert.Less(t, len(body), 200<<10)
+	assert.Contains(t, body, "load all 3145728 bytes")
+	code, body = get(t, ts.URL+"/runs/"+r.TraceID+"/spans/"+id+"/attr?part=in.0.0")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, big, body)
+}
+
+func jsonString(s string) (string, error) {
+	b := strings.Builder{}
+	b.WriteByte('"')
+	for _, c := range s {
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
