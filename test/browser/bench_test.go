@@ -160,3 +160,67 @@ func BenchmarkRunPageFirstRender(b *testing.B) {
 		})
 	}
 }
+
+// TestLargeRunStaysLight opens a 10,000-span run and a run holding a 3 MB message in the browser
+// (served in-process from memory): the page holds a few dozen timeline rows at a time, scrolling
+// to the end fetches the rows there from the server in pages, and the 3 MB message is sent only
+// when asked for ("load all"), whole.
+func TestLargeRunStaysLight(t *testing.T) {
+	ctx, _ := tab(t)
+	big, _ := benchRun(2, 10000, 0)
+	huge, hugeSpan := benchRun(3, 10, 3<<20)
+	srv, err := ui.New(ui.Options{Reader: memReader{big.TraceID: big, huge.TraceID: huge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var sent atomic.Int64
+	var rowPages atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/runs/") {
+			rowPages.Add(1)
+		}
+		srv.ServeHTTP(countingWriter{w, &sent}, r)
+	}))
+	defer ts.Close()
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+big.TraceID), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-ready] .row`)))
+	inDOM := eval[int](t, ctx, `document.querySelectorAll('#canvas .row').length`)
+	if inDOM < 20 || inDOM > 200 {
+		t.Errorf("%d timeline rows in the DOM for a 10,000-span run; want a window of a few dozen", inDOM)
+	}
+	if n := rowPages.Load(); n != 0 {
+		t.Errorf("%d row pages fetched before scrolling; the first rows come with the page", n)
+	}
+	do(t, ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(v => { v.scrollTop = v.scrollHeight; return true })(document.getElementById('viewport'))`))
+			return err
+		}),
+		chromedp.WaitVisible(chromedp.CSS(`#canvas .row[data-i="9999"]`)))
+	if n := rowPages.Load(); n < 1 || n > 2 {
+		t.Errorf("%d row pages fetched to show the end of the run; want the last one or two", n)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('#canvas .row').length`); got > 200 {
+		t.Errorf("%d rows in the DOM after scrolling", got)
+	}
+	shot(t, ctx, "run-10000-spans")
+
+	sent.Store(0)
+	do(t, ctx,
+		chromedp.Navigate(ts.URL+"/runs/"+huge.TraceID+"?span="+hugeSpan),
+		chromedp.WaitVisible(chromedp.CSS(`#panel [data-messages=input] button[data-load]`)))
+	if n := sent.Load(); n > 200<<10 {
+		t.Errorf("the page of a run with a 3 MB message sent %d bytes before asking for it", n)
+	}
+	shown := eval[int](t, ctx, `document.querySelector('#panel [data-messages=input] pre.text').textContent.length`)
+	if shown >= 3<<20 {
+		t.Errorf("the whole message is in the page before asking: %d bytes", shown)
+	}
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`#panel [data-messages=input] button[data-load]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#panel [data-messages=input] button[data-load]`)))
+	if got := eval[int](t, ctx, `document.querySelector('#panel [data-messages=input] pre.text').textContent.length`); got != 3<<20 {
+		t.Errorf("after load all the message has %d characters, want %d", got, 3<<20)
+	}
+}

@@ -13,7 +13,7 @@
   }
   function fmtMS(v) {
     if (v >= 60000) return Math.floor(v / 60000) + "m" + String(Math.floor((v % 60000) / 1000)).padStart(2, "0") + "s";
-    if (v >= 1000) return (v / 1000).toFixed(2) + "s";
+    if (v >= 1000) return (v / 1000).toFixed(v >= 10000 ? 1 : 2) + "s";
     if (v >= 1) return Math.round(v) + "ms";
     return v.toFixed(2) + "ms";
   }
