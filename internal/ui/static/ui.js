@@ -54,6 +54,7 @@
       name.style.paddingLeft = (6 + Math.min(r.d, 30) * 14) + "px";
       name.appendChild(el("span", "k " + r.k, r.k === "llm" ? "LLM" : r.k));
       if (r.st) name.appendChild(el("span", "st", "step " + r.st));
+      (r.mk || []).forEach(function (mi) { name.appendChild(el("span", "flag " + marks[mi].k, "◆")); });
       name.appendChild(document.createTextNode(r.n));
       name.title = r.n + (r.m ? " · " + r.m : "") + " · " + fmtMS(r.t);
       var lane = el("div", "lane");
