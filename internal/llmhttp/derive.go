@@ -29,26 +29,26 @@ import (
 
 // Attribute names set by Derive beyond those in internal/genai (GenAI and MCP semantic conventions).
 const (
-	AttrResponseID          = "gen_ai.response.id"
-	AttrRequestMaxTokens    = "gen_ai.request.max_tokens"
-	AttrRequestTemperature  = "gen_ai.request.temperature"
-	AttrRequestStream       = "gen_ai.request.stream" // runagain: the call asked for a streamed response
-	AttrToolCallID          = "gen_ai.tool.call.id"
-	AttrMCPMethodName       = "mcp.method.name"
-	AttrMCPSessionID        = "mcp.session.id"
-	AttrMCPProtocolVersion  = "mcp.protocol.version"
-	AttrJSONRPCRequestID    = "jsonrpc.request.id"
-	AttrJSONRPCVersion      = "jsonrpc.protocol.version"
-	AttrRPCResponseStatus   = "rpc.response.status_code"
-	AttrNetworkTransport    = "network.transport"
-	OperationChat           = "chat"
-	OperationGenerate       = "generate_content"
-	OperationExecuteTool    = "execute_tool"
-	ProviderOpenAI          = "openai"
-	ProviderAzureOpenAI     = "azure.ai.openai"
-	ProviderAnthropic       = "anthropic"
-	ProviderGemini          = "gcp.gemini"
-	ProviderVertexAI        = "gcp.vertex_ai"
+	AttrResponseID         = "gen_ai.response.id"
+	AttrRequestMaxTokens   = "gen_ai.request.max_tokens"
+	AttrRequestTemperature = "gen_ai.request.temperature"
+	AttrRequestStream      = "gen_ai.request.stream" // runagain: the call asked for a streamed response
+	AttrToolCallID         = "gen_ai.tool.call.id"
+	AttrMCPMethodName      = "mcp.method.name"
+	AttrMCPSessionID       = "mcp.session.id"
+	AttrMCPProtocolVersion = "mcp.protocol.version"
+	AttrJSONRPCRequestID   = "jsonrpc.request.id"
+	AttrJSONRPCVersion     = "jsonrpc.protocol.version"
+	AttrRPCResponseStatus  = "rpc.response.status_code"
+	AttrNetworkTransport   = "network.transport"
+	OperationChat          = "chat"
+	OperationGenerate      = "generate_content"
+	OperationExecuteTool   = "execute_tool"
+	ProviderOpenAI         = "openai"
+	ProviderAzureOpenAI    = "azure.ai.openai"
+	ProviderAnthropic      = "anthropic"
+	ProviderGemini         = "gcp.gemini"
+	ProviderVertexAI       = "gcp.vertex_ai"
 )
 
 // API names a known API (the result of Detect).
