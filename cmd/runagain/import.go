@@ -22,6 +22,8 @@ type importOptions struct {
 	insecure        bool
 	timeout         time.Duration
 	maxRequestBytes int
+	wait            time.Duration // how long to wait until the imported runs are readable (0: do not wait)
+	waitSet         bool          // --wait given explicitly: not readable in time is an error
 }
 
 func init() {
@@ -47,12 +49,17 @@ FILE:LINE:COLUMN and nothing from it is sent; the other files are still imported
 split to stay under --max-request-bytes; a single span larger than that is sent alone, and the
 receiver must accept it (otlp receiver protocols.grpc.max_recv_msg_size_mib).
 
+Import returns once every imported run is readable in the store it shares with the collector
+(--data-dir), with all its spans, so a script can import and then replay or show at once;
+--wait bounds how long it waits (default 15s, 0 to return right after sending).
+
 Formats, in detection order: ` + formatNames() + `.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("insecure") {
 				o.insecure = importer.IsLoopback(o.endpoint)
 			}
+			o.waitSet = cmd.Flags().Changed("wait")
 			return runImport(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 		},
 	}
@@ -65,6 +72,7 @@ Formats, in detection order: ` + formatNames() + `.`,
 	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
 	f.DurationVar(&o.timeout, "timeout", importer.DefaultTimeout, "timeout of each export request")
 	f.IntVar(&o.maxRequestBytes, "max-request-bytes", importer.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
+	f.DurationVar(&o.wait, "wait", defaultImportWait, "after sending, wait up to this long until every imported run is readable with all its spans in the store (--data-dir); 0 returns at once. Given explicitly, a run not readable in time is an error; by default a warning, and there is no wait when no local store exists")
 	return cmd
 }
 
@@ -84,6 +92,7 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 	sender := &importer.Sender{Client: ptraceotlp.NewGRPCClient(conn), MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout}
 
 	var failed []error
+	var sent []sentRun
 	for _, file := range files {
 		res, err := importer.ParseFile(file)
 		if err != nil {
@@ -101,6 +110,16 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 		}
 		fmt.Fprintf(out, "%s: %s, %d spans, %d traces sent to %s (%d requests, %d bytes)\n",
 			file, res.Format, spans, traces, o.endpoint, st.Requests, st.Bytes)
+		sent = append(sent, runsOf(file, res.Traces)...)
+	}
+	if o.wait > 0 && len(sent) > 0 {
+		if err := waitReadable(ctx, sent, o.wait); err != nil {
+			if o.waitSet {
+				failed = append(failed, err)
+			} else {
+				fmt.Fprintf(errOut, "runagain import: warning: %v\n", err)
+			}
+		}
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d files failed:\n%w", len(failed), len(files), errors.Join(failed...))

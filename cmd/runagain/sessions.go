@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -16,6 +20,7 @@ func init() {
 	var since string
 	var asJSON bool
 	var limit int
+	var failed bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List stored runs, newest first",
@@ -24,7 +29,12 @@ spans, models, tokens (input/output) and error spans.
 
 --since takes a duration back from now (24h, 90m), a date (2025-09-30, UTC) or an RFC 3339 time
 (2025-09-30T00:00:00Z). It filters on when the run started (its first span), not on when it was
-stored: an imported run keeps its original time.`,
+stored: an imported run keeps its original time.
+
+--failed keeps the runs worth turning into regression cases (runagain dataset add): those with
+error spans, agent_guard alerts (event runagain.alert) or replay divergences
+(runagain.replay.divergence) recorded against them, with a REASON column. It reads the records
+of each listed run: bound it with --since or --limit on a large store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
@@ -47,24 +57,51 @@ stored: an imported run keeps its original time.`,
 			if err != nil {
 				return err
 			}
+			var reasons []string
+			if failed {
+				runs, reasons, err = failedRuns(cmd.Context(), r, runs)
+				if err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				if runs == nil {
 					runs = []store.RunSummary{}
 				}
+				if failed {
+					type row struct {
+						store.RunSummary
+						Reason string `json:"reason"`
+					}
+					rows := make([]row, len(runs))
+					for i := range runs {
+						rows[i] = row{runs[i], reasons[i]}
+					}
+					return printJSON(os.Stdout, rows)
+				}
 				return printJSON(os.Stdout, runs)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tERRORS\tTIER")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d\t%s\n", r.SessionID, r.TraceID,
+			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tERRORS\tTIER"
+			if failed {
+				head += "\tREASON"
+			}
+			fmt.Fprintln(tw, head)
+			for i, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d\t%s", r.SessionID, r.TraceID,
 					r.Start.Format("2006-01-02 15:04:05.000"), r.Duration().Round(time.Millisecond), r.Spans,
 					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens, r.Errors, r.Tier)
+				if failed {
+					fmt.Fprintf(tw, "\t%s", reasons[i])
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only runs started since this duration ago (24h) or time (RFC 3339)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
+	cmd.Flags().BoolVar(&failed, "failed", false, "only runs with errors, alerts or replay divergences (candidates for a dataset)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
 	rootCmd.AddCommand(cmd)
 }
@@ -90,4 +127,54 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// failedRuns keeps the runs with error spans, alerts or replay divergences and says why.
+func failedRuns(ctx context.Context, rd store.Reader, runs []store.RunSummary) ([]store.RunSummary, []string, error) {
+	var out []store.RunSummary
+	var reasons []string
+	for _, r := range runs {
+		var why []string
+		if r.Errors > 0 {
+			why = append(why, fmt.Sprintf("%d error spans", r.Errors))
+		}
+		alerts := map[string]int{}
+		divergences := 0
+		if r.Tier == "cold" {
+			if r.Alerts > 0 {
+				why = append(why, fmt.Sprintf("%d alerts", r.Alerts))
+			}
+		} else {
+			run, err := rd.Run(ctx, r.TraceID)
+			if err != nil {
+				return nil, nil, fmt.Errorf("run %s: %w", r.TraceID, err)
+			}
+			f, err := dataset.RunFacts(ptrace.NewTraces(), run.Logs)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, k := range f.Alerts {
+				alerts[k]++
+			}
+			if f.Divergence != nil {
+				divergences++
+			}
+		}
+		kinds := make([]string, 0, len(alerts))
+		for k := range alerts {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			why = append(why, fmt.Sprintf("alert %s x%d", k, alerts[k]))
+		}
+		if divergences > 0 {
+			why = append(why, "replay divergence")
+		}
+		if len(why) > 0 {
+			out = append(out, r)
+			reasons = append(reasons, strings.Join(why, ", "))
+		}
+	}
+	return out, reasons, nil
 }

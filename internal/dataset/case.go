@@ -136,7 +136,7 @@ func Freeze(id string, traceID string, td ptrace.Traces, ld plog.Logs, ex *CaseE
 }
 
 const expectHeader = `# Expectations of case %s: what a new run of the agent must meet (runagain test).
-# Edit freely; `+"`runagain dataset import`"+` of the edited directory adds a new version.
+# Edit freely; ` + "`runagain dataset import`" + ` of the edited directory adds a new version.
 # Kinds (one per item): output: {equals|contains|regex: TEXT} or {json_path: PATH, value: JSON};
 # tools: {names: [..], arguments: [..]}; max_cost_usd, max_tokens, max_steps, max_duration;
 # no_alert: KIND (or "any"); replay: strict | {diverge_after: N}.

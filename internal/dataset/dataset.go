@@ -162,7 +162,7 @@ func (s *Store) Close() error { return s.close() }
 func (s *Store) URL() string { return s.url }
 
 func manifestKey(name, version string) string { return "versions/" + name + "/" + version + ".json" }
-func objectKey(sha string) string           { return "objects/" + sha }
+func objectKey(sha string) string             { return "objects/" + sha }
 
 // put stores content-addressed bytes once.
 func (s *Store) put(ctx context.Context, b []byte) (string, error) {

@@ -23,15 +23,15 @@ type CaseResult struct {
 	Original string `json:"original_trace_id"`
 	New      string `json:"new_trace_id,omitempty"`
 	// Failure is the first failed expectation; Failures all of them.
-	Failure  *Failure     `json:"failure,omitempty"`
-	Failures []*Failure   `json:"failures,omitempty"`
-	Error    string       `json:"error,omitempty"`
-	DiffCmd  string       `json:"diff_command,omitempty"` // runagain diff ORIGINAL NEW
-	Seconds  float64      `json:"seconds"`
-	ExitCode int          `json:"exit_code"`
-	Facts    *Facts       `json:"facts,omitempty"`
-	Checked  []string     `json:"checked"` // every expectation checked, in order
-	Output   string       `json:"-"`       // the command's stdout and stderr (JUnit system-out)
+	Failure  *Failure   `json:"failure,omitempty"`
+	Failures []*Failure `json:"failures,omitempty"`
+	Error    string     `json:"error,omitempty"`
+	DiffCmd  string     `json:"diff_command,omitempty"` // runagain diff ORIGINAL NEW
+	Seconds  float64    `json:"seconds"`
+	ExitCode int        `json:"exit_code"`
+	Facts    *Facts     `json:"facts,omitempty"`
+	Checked  []string   `json:"checked"` // every expectation checked, in order
+	Output   string     `json:"-"`       // the command's stdout and stderr (JUnit system-out)
 }
 
 // Evaluate checks a case's expectations in order, then the implicit ones, against the facts

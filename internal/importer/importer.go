@@ -148,18 +148,7 @@ func (r *Registry) Detect(name string, data []byte) (Format, error) {
 	for _, f := range formats {
 		names = append(names, f.Name())
 	}
-	what := "not a JSON object"
-	if s.Keys != nil {
-		keys := make([]string, 0, len(s.Keys))
-		for k := range s.Keys {
-			keys = append(keys, k)
-		}
-		keys = sortedCopy(keys)
-		if len(keys) > 8 {
-			keys = append(keys[:8], "...")
-		}
-		what = "JSON object with top-level keys " + strings.Join(keys, ", ")
-	}
+	what := describeUnknown(data, s)
 	return nil, fmt.Errorf("%s: %w (%s); known formats: %s", name, ErrUnknownFormat, what, strings.Join(names, ", "))
 }
 

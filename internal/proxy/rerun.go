@@ -174,6 +174,7 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 		if err != nil || !st.isLLM(u) {
 			continue
 		}
+		e.llm = true
 		n++
 		if o.FromStep > 0 && n <= o.FromStep {
 			continue

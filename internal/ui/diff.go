@@ -1,15 +1,178 @@
 package ui
 
-import "net/http"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/runagain/runagain/internal/diff"
+)
 
 type diffView struct {
-	Title string
-	A, B  string
-	Err   string
+	Title  string
+	A, B   string
+	Step   int
+	Err    string
+	R      *diff.Result
+	Pairs  []pairView
+	RunA   string
+	RunB   string
+	Totals []totalRow
 }
 
-// diffPage shows two runs side by side (internal/diff, once on main).
+type pairView struct {
+	diff.Pair
+	I      int
+	First  bool
+	Input  []messageDiffView
+	Output []messageDiffView
+}
+
+type messageDiffView struct {
+	diff.MessageDiff
+	Lines []lineView
+}
+
+// lineView is one line of a message's text diff; a removed line directly followed by an added
+// one is shown with the characters that changed marked inside it (Segs).
+type lineView struct {
+	Op   string // " ", "-", "+"
+	Segs []seg
+}
+
+type seg struct {
+	Op   string // "" (both), "del", "ins"
+	Text string
+}
+
+type totalRow struct {
+	Name  string
+	A, B  string
+	Delta string
+	Diff  bool
+}
+
+// diffPage shows two runs side by side, aligned by internal/diff as `runagain diff` aligns them,
+// the first difference highlighted, with the text diff inside changed messages.
 func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
-	v := diffView{Title: "Diff", A: r.URL.Query().Get("a"), B: r.URL.Query().Get("b")}
+	q := r.URL.Query()
+	v := diffView{Title: "Diff", A: strings.ToLower(strings.TrimSpace(q.Get("a"))), B: strings.ToLower(strings.TrimSpace(q.Get("b")))}
+	if q.Get("step") != "" {
+		fmt.Sscan(q.Get("step"), &v.Step)
+	}
+	if v.A == "" || v.B == "" {
+		s.render(w, "diff.html", v)
+		return
+	}
+	res, err := s.diffRuns(r.Context(), v.A, v.B, v.Step)
+	if err != nil {
+		v.Err = err.Error()
+		if errors.Is(err, errNoRun) {
+			w.WriteHeader(http.StatusNotFound)
+		} else {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		s.render(w, "diff.html", v)
+		return
+	}
+	v.R = res
+	v.Title = "Diff " + shorten(v.A, 8) + " · " + shorten(v.B, 8)
+	for i, p := range res.Pairs {
+		pv := pairView{Pair: p, I: i, First: res.First != nil && res.First.Pair == i}
+		pv.Input = messageDiffViews(p.Input)
+		pv.Output = messageDiffViews(p.Output)
+		v.Pairs = append(v.Pairs, pv)
+	}
+	t := res.Totals
+	v.Totals = []totalRow{
+		irow("steps", t.Steps), irow("LLM calls", t.LLMCalls), irow("tool calls", t.ToolCalls),
+		irow("input tokens", t.InputTokens), irow("output tokens", t.OutputTokens),
+		{Name: "cost", A: fmtUSD(t.CostUSD.A), B: fmtUSD(t.CostUSD.B), Delta: signed(fmtUSD, t.CostUSD.Delta), Diff: t.CostUSD.Delta != 0},
+		{Name: "duration", A: fmtMS(t.DurationMS.A), B: fmtMS(t.DurationMS.B), Delta: signed(fmtMS, t.DurationMS.Delta), Diff: t.DurationMS.Delta != 0},
+		irow("errors", t.Errors), irow("alerts", t.Alerts),
+	}
 	s.render(w, "diff.html", v)
+}
+
+func irow(name string, d diff.IntDelta) totalRow {
+	return totalRow{Name: name, A: fmt.Sprint(d.A), B: fmt.Sprint(d.B), Delta: fmt.Sprintf("%+d", d.Delta), Diff: d.Delta != 0}
+}
+
+func signed(f func(float64) string, v float64) string {
+	switch {
+	case v > 0:
+		return "+" + f(v)
+	case v < 0:
+		return "−" + f(-v)
+	}
+	return "0"
+}
+
+// diffRuns compares two runs with every payload rehydrated (diff.Runs reads the messages).
+func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Result, error) {
+	ca, err := s.loadRun(ctx, a)
+	if err != nil {
+		return nil, fmt.Errorf("run A %s: %w", a, err)
+	}
+	cb, err := s.loadRun(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("run B %s: %w", b, err)
+	}
+	for _, c := range []*cachedRun{ca, cb} {
+		for i := range c.rows {
+			_, _, _ = s.span(ctx, c, i) // a payload that stays a reference is named by diff.Runs
+		}
+	}
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if cb != ca {
+		cb.mu.Lock()
+		defer cb.mu.Unlock()
+	}
+	return diff.Runs(ca.run, cb.run, diff.Options{Step: step, Messages: llmCallMessages})
+}
+
+func messageDiffViews(ms []diff.MessageDiff) []messageDiffView {
+	out := make([]messageDiffView, 0, len(ms))
+	for _, m := range ms {
+		mv := messageDiffView{MessageDiff: m}
+		for i := 0; i < len(m.Text); i++ {
+			l := m.Text[i]
+			if l.Op == "-" && i+1 < len(m.Text) && m.Text[i+1].Op == "+" {
+				del, ins := inline(l.Text, m.Text[i+1].Text)
+				mv.Lines = append(mv.Lines, lineView{Op: "-", Segs: del}, lineView{Op: "+", Segs: ins})
+				i++
+				continue
+			}
+			mv.Lines = append(mv.Lines, lineView{Op: l.Op, Segs: []seg{{Text: l.Text}}})
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+// inline marks the characters that differ between a removed line and the added line that
+// replaces it (diff-match-patch, cleaned up to word-like boundaries).
+func inline(a, b string) (del, ins []seg) {
+	if len(a)+len(b) > 20000 {
+		return []seg{{Op: "del", Text: a}}, []seg{{Op: "ins", Text: b}}
+	}
+	dmp := diffmatchpatch.New()
+	ds := dmp.DiffCleanupSemantic(dmp.DiffMain(a, b, false))
+	for _, d := range ds {
+		switch d.Type {
+		case diffmatchpatch.DiffEqual:
+			del = append(del, seg{Text: d.Text})
+			ins = append(ins, seg{Text: d.Text})
+		case diffmatchpatch.DiffDelete:
+			del = append(del, seg{Op: "del", Text: d.Text})
+		case diffmatchpatch.DiffInsert:
+			ins = append(ins, seg{Op: "ins", Text: d.Text})
+		}
+	}
+	return del, ins
 }

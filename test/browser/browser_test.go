@@ -382,3 +382,61 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 	assert.Equal(t, "Sessions · runagain", eval[string](t, ctx, `document.title`))
 	assert.Equal(t, ui.URL+"/", eval[string](t, ctx, `location.href`), "the token leaves the address bar")
 }
+
+// TestDiffInBrowser imports a corpus run and a copy whose tool returned another answer, opens the
+// diff from run A's page and checks that the page aligns the steps as `runagain diff --json` does
+// and highlights its first difference (the tool result), with the text diff inside the changed
+// messages of the LLM call that read it.
+func TestDiffInBrowser(t *testing.T) {
+	ctx, dlg := tab(t)
+	src, err := os.ReadFile(langfuseTrace(t, "openai-agents-2025-09-30.trace.json"))
+	require.NoError(t, err)
+	const runB = "fee618f96dc31e0ca38b2f7b26eb8d31"
+	variant := strings.ReplaceAll(strings.ReplaceAll(string(src), openAIAgentsRun, runB), "sunny", "rainy")
+	require.NotEqual(t, string(src), variant)
+	vf := filepath.Join(t.TempDir(), "openai-agents-rainy.trace.json")
+	require.NoError(t, os.WriteFile(vf, []byte(variant), 0o600))
+	c := collectortest.Start(t, collectortest.Options{})
+	importRuns(t, c, 2, langfuseTrace(t, "openai-agents-2025-09-30.trace.json"), vf)
+	ui := startUI(t, c)
+
+	out, errOut, err := c.CLI("diff", "--json", openAIAgentsRun, runB)
+	require.NoError(t, err, errOut)
+	var want struct {
+		First *struct {
+			Pair int    `json:"pair"`
+			Text string `json:"text"`
+		} `json:"first_difference"`
+		Pairs []struct {
+			Op string `json:"op"`
+		} `json:"pairs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &want))
+	require.NotNil(t, want.First)
+	var wantOps []string
+	for _, p := range want.Pairs {
+		wantOps = append(wantOps, p.Op)
+	}
+
+	do(t, ctx,
+		chromedp.Navigate(ui.URL+"/runs/"+openAIAgentsRun),
+		chromedp.SendKeys(chromedp.CSS(`form.diffwith input[name=b]`), runB),
+		chromedp.Submit(chromedp.CSS(`form.diffwith input[name=b]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#diffgrid`)))
+	assert.Equal(t, ui.URL+"/diff?a="+openAIAgentsRun+"&b="+runB, eval[string](t, ctx, `location.href`))
+	assert.Equal(t, wantOps, eval[[]string](t, ctx, `[...document.querySelectorAll('#diffgrid .pair')].map(p => p.dataset.op)`),
+		"aligned as runagain diff aligns them")
+	assert.Equal(t, []int{want.First.Pair}, eval[[]int](t, ctx, `[...document.querySelectorAll('#diffgrid .pair.first')].map(p => +p.dataset.pair)`),
+		"exactly the first difference is highlighted")
+	assert.Equal(t, "First difference: "+want.First.Text, eval[string](t, ctx, `document.querySelector('#first-difference-text').textContent`))
+	assert.Equal(t, "rgb(255, 233, 226)", eval[string](t, ctx, `getComputedStyle(document.querySelector('.pair.first .cell.a')).backgroundColor`),
+		"the first difference is drawn in the highlight colour")
+	first := eval[string](t, ctx, `document.querySelector('.pair.first .cell.detail').textContent`)
+	assert.Contains(t, first, `"The weather in Tokyo is sunny."`)
+	assert.Contains(t, first, `"The weather in Tokyo is rainy."`)
+	// Inside the LLM call that read the result, the changed message marks the characters that changed.
+	assert.Equal(t, []string{"sun", "sun"}, eval[[]string](t, ctx, `[...document.querySelectorAll('.pair.changed:not(.first) .msgdiff del')].map(e => e.textContent)`))
+	assert.Equal(t, []string{"rai", "rai"}, eval[[]string](t, ctx, `[...document.querySelectorAll('.pair.changed:not(.first) .msgdiff ins')].map(e => e.textContent)`))
+	shot(t, ctx, "diff")
+	assert.Empty(t, dlg.opened())
+}

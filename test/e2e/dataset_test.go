@@ -24,7 +24,7 @@ import (
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
-const agentEnv = "RUNAGAIN_E2E_WEATHER_AGENT"
+const datasetAgentEnv = "RUNAGAIN_E2E_WEATHER_AGENT"
 
 // TestHelperWeatherAgent is not a test: it is the small agent the dataset tests run (the test
 // binary re-executed). With the official openai-go client, configured from the environment only
@@ -32,7 +32,7 @@ const agentEnv = "RUNAGAIN_E2E_WEATHER_AGENT"
 // (RUNAGAIN_CASE_INPUT when runagain test gives one, else AGENT_INPUT), runs the get_weather tool
 // the model asks for, sends the result back and prints the final answer.
 func TestHelperWeatherAgent(t *testing.T) {
-	if os.Getenv(agentEnv) == "" {
+	if os.Getenv(datasetAgentEnv) == "" {
 		t.Skip("helper process for the dataset tests")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -73,7 +73,7 @@ func TestHelperWeatherAgent(t *testing.T) {
 
 // weatherModel is a scripted chat completions upstream on 127.0.0.1: the first call of a
 // conversation gets a get_weather tool call, the call with the tool's result the final answer.
-func weatherModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
+func dsWeatherModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
@@ -98,7 +98,7 @@ func weatherModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 // runagain runs bin/runagain with env added to the collector's environment and returns stdout,
 // stderr and the exit code.
-func runagain(t *testing.T, col *collectortest.Collector, env []string, args ...string) (string, string, int) {
+func dsCLI(t *testing.T, col *collectortest.Collector, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), args...)
 	cmd.Env = append(append(append([]string(nil), col.Env...), "RUNAGAIN_ENDPOINT="+col.GRPC), env...)
@@ -115,18 +115,18 @@ func runagain(t *testing.T, col *collectortest.Collector, env []string, args ...
 	return o.String(), e.String(), 0
 }
 
-func agentCmd() []string {
+func dsAgentCmd() []string {
 	return []string{os.Args[0], "-test.run=^TestHelperWeatherAgent$", "-test.count=1"}
 }
 
-var traceRE = regexp.MustCompile(`run trace ([0-9a-f]{32})`)
+var dsTraceRE = regexp.MustCompile(`run trace ([0-9a-f]{32})`)
 
 // waitSpans polls `runagain show --json` until the run has n spans.
-func waitSpans(t *testing.T, col *collectortest.Collector, traceID string, n int) {
+func dsWaitSpans(t *testing.T, col *collectortest.Collector, traceID string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, _, code := runagain(t, col, nil, "show", "--json", traceID)
+		out, _, code := dsCLI(t, col, nil, "show", "--json", traceID)
 		if code == 0 && strings.Count(out, `"spanId"`) >= n {
 			return
 		}
@@ -145,16 +145,16 @@ func waitSpans(t *testing.T, col *collectortest.Collector, traceID string, n int
 // empty data directory has the same version digest and gives the same results.
 func TestDatasetRegressionGate(t *testing.T) {
 	col := collectortest.Start(t, collectortest.Options{})
-	model, calls := weatherModel(t)
-	agent := []string{agentEnv + "=1", "AGENT_PROMPT=You are a weather agent. Use the tool.", "AGENT_INPUT=What is the weather in Paris?", "OPENAI_API_KEY=sk-test"}
+	model, calls := dsWeatherModel(t)
+	agent := []string{datasetAgentEnv + "=1", "AGENT_PROMPT=You are a weather agent. Use the tool.", "AGENT_INPUT=What is the weather in Paris?", "OPENAI_API_KEY=sk-test"}
 
 	var runs []string
 	for i := 0; i < 3; i++ {
-		out, errOut, code := runagain(t, col, agent, append([]string{"proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai=" + model.URL, "--"}, agentCmd()...)...)
+		out, errOut, code := dsCLI(t, col, agent, append([]string{"proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai=" + model.URL, "--"}, dsAgentCmd()...)...)
 		if code != 0 || !strings.Contains(out, "sunny in Paris") {
 			t.Fatalf("record %d: exit %d\n%s\n%s", i, code, out, errOut)
 		}
-		m := traceRE.FindStringSubmatch(errOut)
+		m := dsTraceRE.FindStringSubmatch(errOut)
 		if m == nil {
 			t.Fatalf("no trace id printed:\n%s", errOut)
 		}
@@ -164,34 +164,34 @@ func TestDatasetRegressionGate(t *testing.T) {
 		t.Fatalf("the model got %d calls while recording, want 6", calls.Load())
 	}
 	for _, r := range runs {
-		waitSpans(t, col, r, 3)
+		dsWaitSpans(t, col, r, 3)
 	}
 
-	out, errOut, code := runagain(t, col, nil, "dataset", "add", "weather", runs[1], "--note", "paris weather",
+	out, errOut, code := dsCLI(t, col, nil, "dataset", "add", "weather", runs[1], "--note", "paris weather",
 		"--expect", "output~sunny", "--expect", "tools=recorded", "--expect", "max_steps=2", "--expect", "max_tokens=200",
 		"--expect", "no_alert=loop", "--expect", "replay=strict")
 	if code != 0 || !strings.Contains(out, "dataset weather@") || !strings.Contains(out, "1 cases (new version)") {
 		t.Fatalf("dataset add: exit %d\n%s\n%s", code, out, errOut)
 	}
-	out, _, _ = runagain(t, col, nil, "dataset", "show", "weather")
+	out, _, _ = dsCLI(t, col, nil, "dataset", "show", "weather")
 	for _, want := range []string{"case " + runs[1], "2 recorded HTTP exchanges", `input: "What is the weather in Paris?"`, `expect output contains "sunny"`, "expect tool calls get_weather with arguments", "expect max_steps 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dataset show lacks %q:\n%s", want, out)
 		}
 	}
-	list, _, _ := runagain(t, col, nil, "dataset", "list")
+	list, _, _ := dsCLI(t, col, nil, "dataset", "list")
 	if !strings.Contains(list, "weather") || !strings.Contains(list, "paris weather") {
 		t.Errorf("dataset list:\n%s", list)
 	}
 
 	// The unchanged agent passes, and the model is never called.
 	before := calls.Load()
-	out, errOut, code = runagain(t, col, agent, append([]string{"test", "weather", "--"}, agentCmd()...)...)
+	out, errOut, code = dsCLI(t, col, agent, append([]string{"test", "weather", "--"}, dsAgentCmd()...)...)
 	if code != 0 || !strings.Contains(out, "PASS  "+runs[1]) || !strings.Contains(out, "1 passed, 0 failed") {
 		nt := regexp.MustCompile(`runagain diff [0-9a-f]{32} ([0-9a-f]{32})`).FindStringSubmatch(out)
 		show := ""
 		if nt != nil {
-			show, _, _ = runagain(t, col, nil, "show", nt[1])
+			show, _, _ = dsCLI(t, col, nil, "show", nt[1])
 		}
 		t.Fatalf("runagain test on the unchanged agent: exit %d\n%s\n%s\nnew run:\n%s", code, out, errOut, show)
 	}
@@ -202,7 +202,7 @@ func TestDatasetRegressionGate(t *testing.T) {
 	// A prompt change fails, naming the expectation, expected and got, and the diff command.
 	changed := append(append([]string(nil), agent...), "AGENT_PROMPT=You are a terse weather agent.")
 	junitFile := filepath.Join(t.TempDir(), "report.xml")
-	out, errOut, code = runagain(t, col, changed, append([]string{"test", "weather", "--junit", junitFile, "--"}, agentCmd()...)...)
+	out, errOut, code = dsCLI(t, col, changed, append([]string{"test", "weather", "--junit", junitFile, "--"}, dsAgentCmd()...)...)
 	if code != 1 {
 		t.Fatalf("runagain test on the changed agent exited %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -210,6 +210,21 @@ func TestDatasetRegressionGate(t *testing.T) {
 	line := regexp.MustCompile(`FAIL  ` + runs[1] + `  output contains "sunny": expected output containing "sunny", got no final output \(replay diverged at request 1: body\.messages\[0\]\.content: .*\(.*compare: runagain diff ` + runs[1] + ` [0-9a-f]{32}\)`)
 	if !line.MatchString(out) || !strings.Contains(out, "0 passed, 1 failed") {
 		t.Errorf("failure line:\n%s\n%s", out, errOut)
+	}
+	// The failed run is a candidate for a dataset: sessions --failed lists it with its reason.
+	if m := regexp.MustCompile(`runagain diff [0-9a-f]{32} ([0-9a-f]{32})`).FindStringSubmatch(out); m == nil {
+		t.Errorf("no new run in the failure line")
+	} else {
+		failed, errOut, code := dsCLI(t, col, nil, "sessions", "--failed")
+		row := ""
+		for _, l := range strings.Split(failed, "\n") {
+			if strings.Contains(l, m[1]) {
+				row = l
+			}
+		}
+		if code != 0 || !strings.Contains(row, "replay divergence") || !strings.Contains(row, "error spans") || strings.Contains(failed, runs[0]) {
+			t.Errorf("sessions --failed (want %s with its reasons, not the clean run %s):\n%s%s", m[1], runs[0], failed, errOut)
+		}
 	}
 	suites, err := junit.IngestFile(junitFile)
 	if err != nil {
@@ -231,16 +246,16 @@ func TestDatasetRegressionGate(t *testing.T) {
 
 	// Export, then import into an empty data directory: same digest, same results.
 	exp := filepath.Join(t.TempDir(), "datasets", "weather")
-	if out, errOut, code := runagain(t, col, nil, "dataset", "export", "weather", exp); code != 0 {
+	if out, errOut, code := dsCLI(t, col, nil, "dataset", "export", "weather", exp); code != 0 {
 		t.Fatalf("export: %s%s", out, errOut)
 	}
 	empty := t.TempDir()
-	out, errOut, code = runagain(t, col, nil, "--data-dir", empty, "dataset", "import", exp)
+	out, errOut, code = dsCLI(t, col, nil, "--data-dir", empty, "dataset", "import", exp)
 	if code != 0 || !strings.Contains(out, "(new version)") {
 		t.Fatalf("import: exit %d\n%s\n%s", code, out, errOut)
 	}
 	version := func(dataDir string) string {
-		out, errOut, code := runagain(t, col, nil, "--data-dir", dataDir, "dataset", "show", "--json", "weather")
+		out, errOut, code := dsCLI(t, col, nil, "--data-dir", dataDir, "dataset", "show", "--json", "weather")
 		var v struct{ Version string }
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Version) != 64 {
 			t.Fatalf("dataset show --json: %s%s", out, errOut)
@@ -251,12 +266,46 @@ func TestDatasetRegressionGate(t *testing.T) {
 		t.Errorf("imported version %s, exported %s", b, a)
 	}
 	imported := "--datasets-url=file://" + filepath.ToSlash(empty) + "/datasets"
-	out, errOut, code = runagain(t, col, agent, append([]string{"test", imported, "weather", "--"}, agentCmd()...)...)
+	out, errOut, code = dsCLI(t, col, agent, append([]string{"test", imported, "weather", "--"}, dsAgentCmd()...)...)
 	if code != 0 || !strings.Contains(out, "PASS  "+runs[1]) {
 		t.Errorf("test of the imported dataset, unchanged agent: exit %d\n%s\n%s", code, out, errOut)
 	}
-	out, _, code = runagain(t, col, changed, append([]string{"test", imported, "weather", "--"}, agentCmd()...)...)
+	out, _, code = dsCLI(t, col, changed, append([]string{"test", imported, "weather", "--"}, dsAgentCmd()...)...)
 	if code != 1 || !strings.Contains(out, `output contains "sunny"`) {
 		t.Errorf("test of the imported dataset, changed agent: exit %d\n%s", code, out)
+	}
+
+	// The CI gate script (deploy/ci, called by the GitHub and GitLab jobs) on the exported
+	// directory: its own collector on a fresh data directory, the JUnit report, the exit code.
+	for _, tc := range []struct {
+		env    []string
+		code   int
+		status junit.Status
+	}{{agent, 0, junit.StatusPassed}, {changed, 1, junit.StatusFailed}} {
+		report := filepath.Join(t.TempDir(), "ci-junit.xml")
+		cmd := exec.Command("bash", append([]string{filepath.Join(collectortest.RepoRoot(t), "deploy", "ci", "runagain-test.sh")}, dsAgentCmd()...)...)
+		cmd.Env = append(append(os.Environ(), tc.env...),
+			"RUNAGAIN_DATASET_DIR="+exp, "RUNAGAIN_BIN_DIR="+collectortest.BinDir(t), "RUNAGAIN_JUNIT="+report,
+			"RUNAGAIN_CONFIG="+filepath.Join(collectortest.RepoRoot(t), "config", "default.yaml"), "RUNAGAIN_DATA_DIR="+t.TempDir(),
+			fmt.Sprintf("RUNAGAIN_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_HEALTH_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_TELEMETRY_PORT=%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			"RUNAGAIN_TEST_ARGS=--parallel 2", "RUNAGAIN_DATASETS_URL=", "RUNAGAIN_ENDPOINT=")
+		var o bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &o
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		suites, jerr := junit.IngestFile(report)
+		if code != tc.code || jerr != nil || len(suites) != 1 || len(suites[0].Tests) != 1 || suites[0].Tests[0].Status != tc.status {
+			t.Errorf("deploy/ci/runagain-test.sh: exit %d (want %d), report %v %+v\n%s", code, tc.code, jerr, suites, o.String())
+		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
 
-const agentEnv = "RUNAGAIN_E2E_TOOL_AGENT"
+const toolAgentEnv = "RUNAGAIN_E2E_TOOL_AGENT"
 
 // TestHelperToolAgent is not a test: it is the agent the rerun tests run (the test binary
 // re-executed). A tool-using agent with the official openai-go client, configured only from the
@@ -37,7 +37,7 @@ const agentEnv = "RUNAGAIN_E2E_TOOL_AGENT"
 // calls each tool the model asks for over HTTP at $RUNAGAIN_PROXY/tools/NAME?ARGS, and prints
 // the final answer.
 func TestHelperToolAgent(t *testing.T) {
-	if os.Getenv(agentEnv) == "" {
+	if os.Getenv(toolAgentEnv) == "" {
 		t.Skip("helper process for the rerun tests")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -54,7 +54,9 @@ func TestHelperToolAgent(t *testing.T) {
 	params := openai.ChatCompletionNewParams{
 		Model: "gpt-4.1",
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage("You are a travel assistant. Use the tools."),
+			// Over payload_offload's 4 KiB threshold: request bodies are stored as blobs and
+			// diff and rerun must rehydrate them.
+			openai.SystemMessage("You are a travel assistant. Use the tools." + strings.Repeat(" Be precise.", 400)),
 			openai.UserMessage(prompt),
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{
@@ -198,7 +200,7 @@ func newToolAPI(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // runagain runs bin/runagain against the collector with extra environment.
-func runagain(t *testing.T, col *collectortest.Collector, env []string, args ...string) (string, string, error) {
+func rerunCLI(t *testing.T, col *collectortest.Collector, env []string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), args...)
 	cmd.Env = append(append(append([]string{}, col.Env...), "RUNAGAIN_ENDPOINT="+col.GRPC), env...)
@@ -209,7 +211,7 @@ func runagain(t *testing.T, col *collectortest.Collector, env []string, args ...
 }
 
 // waitSpans polls the hot tier until the run has n spans (30 s at most) and returns it.
-func waitSpans(t *testing.T, dataDir, traceID string, n int) *store.Run {
+func waitRunSpans(t *testing.T, dataDir, traceID string, n int) *store.Run {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -259,6 +261,10 @@ func normalizeDiff(t *testing.T, data []byte) []byte {
 				switch k {
 				case "trace_id", "span_id":
 					m[k] = "<id>"
+				case "messages_source":
+					// "http_exchange" (read by the diff from the bodies) or the form the proxy's
+					// record-time GenAI attributes give: the same messages either way.
+					m[k] = "<source>"
 				case "duration_ms":
 					if dm, ok := c.(map[string]any); ok {
 						for kk := range dm {
@@ -302,11 +308,11 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	tools, toolCount := newToolAPI(t)
 	key := "sk-test-rerun-0123456789"
 	agent := []string{"--", os.Args[0], "-test.run=^TestHelperToolAgent$", "-test.count=1"}
-	env := []string{agentEnv + "=1", "OPENAI_API_KEY=" + key}
+	env := []string{toolAgentEnv + "=1", "OPENAI_API_KEY=" + key}
 	routes := []string{"--listen", "127.0.0.1:0", "--route", "openai=" + llm.srv.URL, "--route", "tools=" + tools.URL}
 
 	// Record.
-	out, errOut, err := runagain(t, col, env, append(append([]string{"proxy", "--record"}, routes...), agent...)...)
+	out, errOut, err := rerunCLI(t, col, env, append(append([]string{"proxy", "--record"}, routes...), agent...)...)
 	if err != nil {
 		t.Fatalf("record: %v\n%s\n%s", err, out, errOut)
 	}
@@ -321,10 +327,19 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 		t.Fatalf("no run trace printed:\n%s", errOut)
 	}
 	orig := m[1]
-	waitSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	stored := waitRunSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	refs := 0
+	for _, sp := range spansOf(stored.Traces) {
+		if _, ok := sp.Attributes().Get("http.request.body_ref"); ok {
+			refs++
+		}
+	}
+	if refs != 4 {
+		t.Errorf("%d stored exchanges have http.request.body_ref, want the 4 LLM requests offloaded", refs)
+	}
 
 	// A --set path that no recorded request body has: an error naming it, nothing runs.
-	out, errOut, err = runagain(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[7].content=hi"}, routes...), agent...)...)
+	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[7].content=hi"}, routes...), agent...)...)
 	if err == nil || !strings.Contains(errOut, "messages[7].content") || out != "" {
 		t.Fatalf("absent --set path: err=%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -333,7 +348,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 
 	// Rerun with another model.
-	out, errOut, err = runagain(t, col, env, append(append([]string{"rerun", orig, "--set", "model=other-model"}, routes...), agent...)...)
+	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "model=other-model"}, routes...), agent...)...)
 	if err != nil {
 		t.Fatalf("rerun: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -363,7 +378,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 
 	// The new run: its own trace, root linked to the original and naming the change; tool
 	// exchanges served from the recording, LLM calls live.
-	run := waitSpans(t, col.DataDir, rerun, 8)
+	run := waitRunSpans(t, col.DataDir, rerun, 8)
 	sources := map[string]int{}
 	var root ptrace.Span
 	for _, sp := range spansOf(run.Traces) {
@@ -391,7 +406,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 
 	// diff: step 1's output is the first difference; JSON matches the golden file.
-	js, errOut, err := runagain(t, col, nil, "diff", orig, rerun, "--json")
+	js, errOut, err := rerunCLI(t, col, nil, "diff", orig, rerun, "--json")
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
@@ -422,32 +437,46 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("diff --json differs from %s (rerun with -update to accept):\n%s", golden, got)
 	}
-	txt, _, err := runagain(t, col, nil, "diff", orig, rerun)
+	txt, _, err := rerunCLI(t, col, nil, "diff", orig, rerun)
 	if err != nil || !strings.Contains(txt, "first difference: step 1 (llm call 1 chat gpt-4.1): output differs") || strings.Contains(txt, "\x1b[") {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}
 	t.Logf("runagain diff %s %s:\n%s", orig, rerun, txt)
 
+	// --step 2: what the model saw at LLM call 2 in both runs, every input message listed.
+	js, _, err = rerunCLI(t, col, nil, "diff", orig, rerun, "--step", "2", "--json")
+	var step struct {
+		Pairs []struct {
+			A struct {
+				LLMStep int `json:"llm_step"`
+			} `json:"a"`
+			Input []struct{ Op string } `json:"input_messages"`
+		}
+	}
+	if err != nil || json.Unmarshal([]byte(js), &step) != nil || len(step.Pairs) != 1 || step.Pairs[0].A.LLMStep != 2 || len(step.Pairs[0].Input) != 4 || step.Pairs[0].Input[2].Op != "changed" {
+		t.Errorf("diff --step 2 (err %v):\n%s", err, js)
+	}
+
 	// A run with itself: no difference.
-	txt, _, err = runagain(t, col, nil, "diff", orig, orig, "--exit-code")
+	txt, _, err = rerunCLI(t, col, nil, "diff", orig, orig, "--exit-code")
 	if err != nil || !strings.Contains(txt, "no difference") {
 		t.Errorf("diff of a run with itself (err %v):\n%s", err, txt)
 	}
-	if _, _, err := runagain(t, col, nil, "diff", orig, rerun, "--exit-code"); err == nil {
+	if _, _, err := rerunCLI(t, col, nil, "diff", orig, rerun, "--exit-code"); err == nil {
 		t.Error("--exit-code: differing runs exited 0")
 	}
 
 	// A change in the agent's own prompt, no --set: the LLM calls go live, the tools stay
 	// recorded, and the diff names step 1's input messages.
 	llmBefore := llm.requests.Load()
-	out, errOut, err = runagain(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Paris please"),
+	out, errOut, err = rerunCLI(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Paris please"),
 		append(append([]string{"rerun", orig}, routes...), agent...)...)
 	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 4 {
 		t.Fatalf("rerun with a changed prompt: %v; tool requests %d, LLM %d\n%s\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, out, errOut)
 	}
 	m = reNewRun.FindStringSubmatch(errOut)
-	waitSpans(t, col.DataDir, m[1], 8)
-	js, _, err = runagain(t, col, nil, "diff", orig, m[1], "--json")
+	waitRunSpans(t, col.DataDir, m[1], 8)
+	js, _, err = rerunCLI(t, col, nil, "diff", orig, m[1], "--json")
 	if err != nil || json.Unmarshal([]byte(js), &res) != nil || res.First.StepA != 1 || res.First.Field != "input_messages" {
 		t.Errorf("diff after a prompt change: %v %+v", err, res.First)
 	}
@@ -455,13 +484,13 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	// --from-step 2: the first two LLM calls come from the recording, the last two go live
 	// (same model, so the same answers): no difference.
 	llmBefore = llm.requests.Load()
-	out, errOut, err = runagain(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
+	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
 	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 2 || !strings.Contains(errOut, "first departed at LLM call 3") {
 		t.Fatalf("rerun --from-step 2: %v; tool requests %d, LLM %d\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, errOut)
 	}
 	m = reNewRun.FindStringSubmatch(errOut)
-	waitSpans(t, col.DataDir, m[1], 8)
-	if txt, _, err := runagain(t, col, nil, "diff", orig, m[1], "--exit-code"); err != nil || !strings.Contains(txt, "no difference") {
+	waitRunSpans(t, col.DataDir, m[1], 8)
+	if txt, _, err := rerunCLI(t, col, nil, "diff", orig, m[1], "--exit-code"); err != nil || !strings.Contains(txt, "no difference") {
 		t.Errorf("diff after --from-step 2 (err %v):\n%s", err, txt)
 	}
 }
@@ -475,7 +504,7 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	ids := map[string]int{"fee618f96dc31e0ca38b2f7b26eb8b29": 5}
 	files := []string{"openai-agents-2025-09-30.trace.json", "crewai-2025-07-11.trace.json"}
 	for _, f := range files {
-		if out, errOut, err := runagain(t, col, nil, "import", filepath.Join(dir, f)); err != nil {
+		if out, errOut, err := rerunCLI(t, col, nil, "import", filepath.Join(dir, f)); err != nil {
 			t.Fatalf("import %s: %v\n%s%s", f, err, out, errOut)
 		}
 	}
@@ -483,9 +512,9 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	crew := spans[0].TraceID
 	ids[crew] = len(spans)
 	for id, n := range ids {
-		waitSpans(t, col.DataDir, id, n)
+		waitRunSpans(t, col.DataDir, id, n)
 	}
-	js, errOut, err := runagain(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew, "--json")
+	js, errOut, err := rerunCLI(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew, "--json")
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
@@ -514,7 +543,7 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	if res.A.Steps != 3 || na != res.A.Steps || nb != res.B.Steps || res.B.Steps == 0 || llmPairs == 0 {
 		t.Errorf("alignment: a %d steps (%d listed), b %d (%d listed), %d LLM pairs\n%s", res.A.Steps, na, res.B.Steps, nb, llmPairs, js)
 	}
-	txt, _, err := runagain(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew)
+	txt, _, err := rerunCLI(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew)
 	if err != nil || !strings.Contains(txt, "first difference: step 1") {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}
