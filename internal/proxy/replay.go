@@ -234,7 +234,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 		e.used = true
 		r.served++
 		r.mu.Unlock()
-		return req, r.response(req, e.ex)
+		return req, r.response(req, rpcExchange(e.ex, e.req, live))
 	}
 	d := r.nearest(live, n, req)
 	r.diverge(d)
