@@ -142,3 +142,26 @@ func (s *Store) Import(ctx context.Context, dir string) (*ImportResult, error) {
 	}
 	return &ImportResult{Manifest: nm, Created: created, Edited: edited, Exported: m.Version}, nil
 }
+
+// LoadCaseDir reads one case directory (as `runagain test` gives it in RUNAGAIN_CASE_DIR, or
+// DIR/cases/<id> of an export): every file under it, parsed like a stored case. The case id is
+// the directory's name.
+func LoadCaseDir(dir string) (*Case, error) {
+	c := &Case{ID: filepath.Base(dir), Files: map[string][]byte{}}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		c.Files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, c.parse()
+}

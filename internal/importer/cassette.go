@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/llmhttp"
 )
 
 func init() {
@@ -98,6 +99,7 @@ func cassetteTraces(format string, data []byte, exs []*fixture.Exchange) ptrace.
 		sp.SetSpanID(cassetteSpanID(tid, i))
 		sp.SetParentSpanID(root.SpanID())
 		fixture.ToSpan(ex, sp)
+		llmhttp.Derive(ex, sp.Attributes()) // the call's GenAI attributes, read from the recorded bodies
 	}
 	return td
 }

@@ -44,6 +44,7 @@ type request struct {
 	body   []byte     // redacted body
 	json   any        // decoded JSON body (UseNumber), nil when not JSON
 	bkey   string     // canonical encoding of the body
+	rpcID  string     // a JSON-RPC 2.0 request's id (compact JSON), left out of json and bkey
 }
 
 func (r *request) key() string {
@@ -83,6 +84,9 @@ func (n Normalizer) normalize(method string, u *url.URL, contentType string, bod
 		if err := dec.Decode(&v); err == nil && !dec.More() {
 			r.json = v
 		}
+	}
+	if id, rest, ok := rpcRequestID(r.json); ok {
+		r.rpcID, r.json = id, rest // the client picks it anew every run (jsonrpc.go)
 	}
 	if r.json != nil {
 		for _, p := range n.IgnoreBody {

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/llmhttp"
 	"github.com/runagain/runagain/internal/redact"
 )
 
@@ -179,6 +180,7 @@ type pending struct {
 	parent  pcommon.SpanID
 	trunc   []string
 	extra   map[string]string // additional string attributes (a rerun's runagain.rerun.*)
+	caller  bool              // the request carried the caller's span (W3C traceparent)
 }
 
 var tc = propagation.TraceContext{}
@@ -221,6 +223,7 @@ func (r *Recorder) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	}
 	if sc, ok := parentOf(req.Header); ok {
 		p.traceID, p.parent = pcommon.TraceID(sc.TraceID()), pcommon.SpanID(sc.SpanID())
+		p.caller = true
 	} else if !r.root.TraceID.IsEmpty() {
 		p.traceID, p.parent = r.root.TraceID, r.root.SpanID
 	} else {
@@ -374,6 +377,12 @@ func (r *Recorder) finish(p *pending) {
 	sp.SetSpanID(p.spanID)
 	sp.SetParentSpanID(p.parent)
 	fixture.ToSpan(p.ex, sp)
+	if !p.caller {
+		// An agent with no tracing of its own: the exchange is its LLM or MCP call, read from the
+		// recorded bytes (llmhttp). With a caller span, the caller's instrumentation records the
+		// call; deriving it again would count its tokens and cost twice.
+		llmhttp.Derive(p.ex, sp.Attributes())
+	}
 	for k, v := range p.extra {
 		sp.Attributes().PutStr(k, v)
 	}

@@ -63,6 +63,7 @@ type entry struct {
 	key    string // req.key()
 	pos    int    // 0-based position in recorded order
 	used   bool
+	llm    bool // rerun mode: an LLM request (never the nearest of a non-LLM divergence)
 }
 
 // Divergence is the first live request that matched no recorded one.
@@ -233,7 +234,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 		e.used = true
 		r.served++
 		r.mu.Unlock()
-		return req, r.response(req, e.ex)
+		return req, r.response(req, rpcExchange(e.ex, e.req, live))
 	}
 	d := r.nearest(live, n, req)
 	r.diverge(d)
@@ -250,7 +251,7 @@ func (r *Replayer) nearest(live *request, n int, req *http.Request) *Divergence 
 	bestScore := -1.0
 	for _, pass := range []bool{false, true} { // unused first, then any
 		for _, e := range r.entries {
-			if e.used != pass {
+			if e.used != pass || e.llm {
 				continue
 			}
 			if s := similarity(e.req, live); s > bestScore {

@@ -174,6 +174,7 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 		if err != nil || !st.isLLM(u) {
 			continue
 		}
+		e.llm = true
 		n++
 		if o.FromStep > 0 && n <= o.FromStep {
 			continue
@@ -283,7 +284,7 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 			st.served++
 			r.mu.Unlock()
 			mark("recording", AttrRerunOriginalSpan, e.spanID.String())
-			return req, r.response(req, e.ex)
+			return req, r.response(req, rpcExchange(e.ex, e.req, live))
 		}
 	}
 	if llm {

@@ -121,7 +121,7 @@ func TestRerunFromStepAndSet(t *testing.T) {
 		t.Fatalf("LLM call 2: %s, %d live, upstream got %v", b, live.Load(), lastBody.Load())
 	}
 	post(3)
-	if resp, _ := do(t, c, mustReq(t, "GET", "http://tools.example/weather?city=Rome", "")); resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDivergence) == "" {
+	if resp, _ := do(t, c, mustReq(t, "GET", "http://tools.example/weather?city=Rome", "")); resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderDivergence) != "query.city" {
 		t.Fatalf("unmatched tool request: %d %s", resp.StatusCode, resp.Header.Get(HeaderDivergence))
 	}
 	r := rp.RerunResult()

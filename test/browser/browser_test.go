@@ -440,3 +440,45 @@ func TestDiffInBrowser(t *testing.T) {
 	shot(t, ctx, "diff")
 	assert.Empty(t, dlg.opened())
 }
+
+// TestAlertPinnedOnTimeline imports the runaway agent (the same tool call 20 times), waits for
+// agent_guard's loop alert, and checks that the sessions page filters on alerts and that the run
+// page pins the alert on the span it names, in the list of records and on the timeline.
+func TestAlertPinnedOnTimeline(t *testing.T) {
+	ctx, _ := tab(t)
+	c := collectortest.Start(t, collectortest.Options{})
+	importRuns(t, c, 1, filepath.Join(collectortest.RepoRoot(t), "connector", "agentguardconnector", "testdata", "runaway_session.json"),
+		langfuseTrace(t, "openai-agents-2025-09-30.trace.json"))
+	const run = "72756e616761696e0000000000000001"
+	var alertSpan string
+	deadline := time.Now().Add(60 * time.Second)
+	for alertSpan == "" && time.Now().Before(deadline) {
+		out, _, err := c.CLI("show", "--json", run)
+		var v struct {
+			Logs []struct {
+				EventName string `json:"event_name"`
+				SpanID    string `json:"span_id"`
+			} `json:"logs"`
+		}
+		if err == nil && json.Unmarshal([]byte(out), &v) == nil {
+			for _, l := range v.Logs {
+				if l.EventName == "runagain.alert" {
+					alertSpan = l.SpanID
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotEmpty(t, alertSpan, "agent_guard raised no alert within 60s\n%s", c.Output())
+	ui := startUI(t, c)
+
+	do(t, ctx, chromedp.Navigate(ui.URL+"/?alerts=1"), chromedp.WaitVisible(chromedp.CSS(`#runs tbody tr`)))
+	assert.Equal(t, []string{run}, eval[[]string](t, ctx, `[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.trace)`),
+		"only the run with an alert")
+	do(t, ctx, chromedp.Navigate(ui.URL+"/runs/"+run), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-ready] .row`)))
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#marks').textContent`), "loop")
+	assert.Equal(t, []string{alertSpan}, eval[[]string](t, ctx, `[...document.querySelectorAll('#canvas .row')].filter(r => r.querySelector('.pin.alert')).map(r => r.dataset.span)`),
+		"the alert is pinned on the span it names, and only there")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#marks a[data-select]`)), chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+alertSpan+`"] .mark.alert`)))
+	shot(t, ctx, "run-alert")
+}

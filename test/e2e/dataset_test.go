@@ -274,4 +274,38 @@ func TestDatasetRegressionGate(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `output contains "sunny"`) {
 		t.Errorf("test of the imported dataset, changed agent: exit %d\n%s", code, out)
 	}
+
+	// The CI gate script (deploy/ci, called by the GitHub and GitLab jobs) on the exported
+	// directory: its own collector on a fresh data directory, the JUnit report, the exit code.
+	for _, tc := range []struct {
+		env    []string
+		code   int
+		status junit.Status
+	}{{agent, 0, junit.StatusPassed}, {changed, 1, junit.StatusFailed}} {
+		report := filepath.Join(t.TempDir(), "ci-junit.xml")
+		cmd := exec.Command("bash", append([]string{filepath.Join(collectortest.RepoRoot(t), "deploy", "ci", "runagain-test.sh")}, dsAgentCmd()...)...)
+		cmd.Env = append(append(os.Environ(), tc.env...),
+			"RUNAGAIN_DATASET_DIR="+exp, "RUNAGAIN_BIN_DIR="+collectortest.BinDir(t), "RUNAGAIN_JUNIT="+report,
+			"RUNAGAIN_CONFIG="+filepath.Join(collectortest.RepoRoot(t), "config", "default.yaml"), "RUNAGAIN_DATA_DIR="+t.TempDir(),
+			fmt.Sprintf("RUNAGAIN_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_HEALTH_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_TELEMETRY_PORT=%d", collectortest.FreePort(t)),
+			fmt.Sprintf("RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:%d", collectortest.FreePort(t)),
+			"RUNAGAIN_TEST_ARGS=--parallel 2", "RUNAGAIN_DATASETS_URL=", "RUNAGAIN_ENDPOINT=")
+		var o bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &o
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		suites, jerr := junit.IngestFile(report)
+		if code != tc.code || jerr != nil || len(suites) != 1 || len(suites[0].Tests) != 1 || suites[0].Tests[0].Status != tc.status {
+			t.Errorf("deploy/ci/runagain-test.sh: exit %d (want %d), report %v %+v\n%s", code, tc.code, jerr, suites, o.String())
+		}
+	}
 }

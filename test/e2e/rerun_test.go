@@ -54,7 +54,9 @@ func TestHelperToolAgent(t *testing.T) {
 	params := openai.ChatCompletionNewParams{
 		Model: "gpt-4.1",
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage("You are a travel assistant. Use the tools."),
+			// Over payload_offload's 4 KiB threshold: request bodies are stored as blobs and
+			// diff and rerun must rehydrate them.
+			openai.SystemMessage("You are a travel assistant. Use the tools." + strings.Repeat(" Be precise.", 400)),
 			openai.UserMessage(prompt),
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{
@@ -259,6 +261,10 @@ func normalizeDiff(t *testing.T, data []byte) []byte {
 				switch k {
 				case "trace_id", "span_id":
 					m[k] = "<id>"
+				case "messages_source":
+					// "http_exchange" (read by the diff from the bodies) or the form the proxy's
+					// record-time GenAI attributes give: the same messages either way.
+					m[k] = "<source>"
 				case "duration_ms":
 					if dm, ok := c.(map[string]any); ok {
 						for kk := range dm {
@@ -321,7 +327,16 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 		t.Fatalf("no run trace printed:\n%s", errOut)
 	}
 	orig := m[1]
-	waitRunSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	stored := waitRunSpans(t, col.DataDir, orig, 8) // root + 4 LLM + 3 tool exchanges
+	refs := 0
+	for _, sp := range spansOf(stored.Traces) {
+		if _, ok := sp.Attributes().Get("http.request.body_ref"); ok {
+			refs++
+		}
+	}
+	if refs != 4 {
+		t.Errorf("%d stored exchanges have http.request.body_ref, want the 4 LLM requests offloaded", refs)
+	}
 
 	// A --set path that no recorded request body has: an error naming it, nothing runs.
 	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[7].content=hi"}, routes...), agent...)...)
@@ -427,6 +442,20 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}
 	t.Logf("runagain diff %s %s:\n%s", orig, rerun, txt)
+
+	// --step 2: what the model saw at LLM call 2 in both runs, every input message listed.
+	js, _, err = rerunCLI(t, col, nil, "diff", orig, rerun, "--step", "2", "--json")
+	var step struct {
+		Pairs []struct {
+			A struct {
+				LLMStep int `json:"llm_step"`
+			} `json:"a"`
+			Input []struct{ Op string } `json:"input_messages"`
+		}
+	}
+	if err != nil || json.Unmarshal([]byte(js), &step) != nil || len(step.Pairs) != 1 || step.Pairs[0].A.LLMStep != 2 || len(step.Pairs[0].Input) != 4 || step.Pairs[0].Input[2].Op != "changed" {
+		t.Errorf("diff --step 2 (err %v):\n%s", err, js)
+	}
 
 	// A run with itself: no difference.
 	txt, _, err = rerunCLI(t, col, nil, "diff", orig, orig, "--exit-code")

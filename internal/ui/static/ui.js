@@ -13,7 +13,7 @@
   }
   function fmtMS(v) {
     if (v >= 60000) return Math.floor(v / 60000) + "m" + String(Math.floor((v % 60000) / 1000)).padStart(2, "0") + "s";
-    if (v >= 1000) return (v / 1000).toFixed(2) + "s";
+    if (v >= 1000) return (v / 1000).toFixed(v >= 10000 ? 1 : 2) + "s";
     if (v >= 1) return Math.round(v) + "ms";
     return v.toFixed(2) + "ms";
   }
@@ -54,6 +54,7 @@
       name.style.paddingLeft = (6 + Math.min(r.d, 30) * 14) + "px";
       name.appendChild(el("span", "k " + r.k, r.k === "llm" ? "LLM" : r.k));
       if (r.st) name.appendChild(el("span", "st", "step " + r.st));
+      (r.mk || []).forEach(function (mi) { name.appendChild(el("span", "flag " + marks[mi].k, "◆")); });
       name.appendChild(document.createTextNode(r.n));
       name.title = r.n + (r.m ? " · " + r.m : "") + " · " + fmtMS(r.t);
       var lane = el("div", "lane");
