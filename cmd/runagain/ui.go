@@ -52,7 +52,12 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 				return err
 			}
 			defer r.Close()
-			srv, err := ui.New(ui.Options{Reader: r, NoRehydrate: noRehydrate, StepInput: uiStepInput})
+			ds, err := openDatasets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer ds.Close()
+			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, StepInput: uiStepInput})
 			if err != nil {
 				return err
 			}
@@ -72,6 +77,7 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 	cmd.Flags().StringVar(&token, "token", os.Getenv("RUNAGAIN_UI_TOKEN"), "bearer token every request must carry (env RUNAGAIN_UI_TOKEN)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file")
 	cmd.Flags().BoolVar(&noRehydrate, "no-rehydrate", false, "show payload references (K_ref) instead of fetching the payloads")
+	addDatasetsFlag(cmd)
 	rootCmd.AddCommand(cmd)
 }
 

@@ -38,6 +38,7 @@ var funcs = template.FuncMap{
 	"dur":   func(d time.Duration) string { return fmtMS(ms(d)) },
 	"usd":   fmtUSD,
 	"short": func(s string) string { return shorten(s, 12) },
+	"id12":  func(s string) string { return s[:min(12, len(s))] },
 	"join":  strings.Join,
 	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 	"add":   func(a, b int) int { return a + b },

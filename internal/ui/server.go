@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -59,6 +60,8 @@ type Options struct {
 	// StepInput extracts the model input of step n exactly as `show --step n` does; nil leaves
 	// the "as recorded" section out of step pages.
 	StepInput func(run *store.Run, n int) (*StepInput, error)
+	// Datasets is the dataset store the Datasets page lists (internal/dataset); nil hides it.
+	Datasets *dataset.Store
 	// NoRehydrate shows payload references (K_ref) instead of fetching the payloads.
 	NoRehydrate bool
 	// PageSize is the sessions page's rows per page (default 50).
@@ -112,6 +115,8 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/otlp", s.spanOTLP)
 	s.mux.HandleFunc("GET /api/runs/{trace}/rows", s.rowsAPI)
 	s.mux.HandleFunc("GET /diff", s.diffPage)
+	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
+	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return s, nil
 }

@@ -21,8 +21,10 @@ import (
 // memReader is a store.Reader over runs held in memory (the benchmark measures the UI, not the store).
 type memReader map[string]*store.Run
 
-func (m memReader) Runs(context.Context, store.RunFilter) ([]store.RunSummary, error) { return nil, nil }
-func (m memReader) Close() error                                                       { return nil }
+func (m memReader) Runs(context.Context, store.RunFilter) ([]store.RunSummary, error) {
+	return nil, nil
+}
+func (m memReader) Close() error { return nil }
 func (m memReader) Run(_ context.Context, id string) (*store.Run, error) {
 	if r, ok := m[id]; ok {
 		return r, nil

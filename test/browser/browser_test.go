@@ -482,3 +482,27 @@ func TestAlertPinnedOnTimeline(t *testing.T) {
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#marks a[data-select]`)), chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+alertSpan+`"] .mark.alert`)))
 	shot(t, ctx, "run-alert")
 }
+
+// TestDatasetsPage freezes a corpus run into a dataset with the CLI and finds the dataset, its
+// version, the case with its expectation and a link to the frozen run on the Datasets pages.
+func TestDatasetsPage(t *testing.T) {
+	ctx, _ := tab(t)
+	c := collectortest.Start(t, collectortest.Options{})
+	importRuns(t, c, 1, langfuseTrace(t, "openai-agents-2025-09-30.trace.json"))
+	out, errOut, err := c.CLI("dataset", "add", "weather", openAIAgentsRun, "--expect", "output~Tokyo", "--note", "first weather run")
+	require.NoError(t, err, errOut)
+	t.Log(out)
+	ui := startUI(t, c)
+	do(t, ctx, chromedp.Navigate(ui.URL+"/datasets"), chromedp.WaitVisible(chromedp.CSS(`section[data-dataset="weather"] tr[data-version]`)))
+	assert.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll('section[data-dataset="weather"] tr[data-version]').length`))
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`section[data-dataset="weather"] tr[data-version] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#cases tr[data-case="`+openAIAgentsRun+`"]`)))
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#cases tr[data-case] .expect').textContent`), `output contains "Tokyo"`)
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('main').textContent`), "first weather run")
+	shot(t, ctx, "dataset")
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`#cases tr[data-case] a[href^="/runs/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline[data-ready] .row`)))
+	assert.Equal(t, ui.URL+"/runs/"+openAIAgentsRun, eval[string](t, ctx, `location.href`))
+}
