@@ -107,8 +107,12 @@ func (p *printer) pair(pr Pair, full bool) {
 	p.changes("arguments", pr.Arguments)
 	p.changes("result", pr.Result)
 	if m := pr.Metrics; m != nil && pr.Op != OpSame {
-		p.line("", "  tokens in %s, out %s; cost USD %s; latency ms %s; status %s -> %s",
-			ints(m.InputTokens), ints(m.OutputTokens), floats(m.CostUSD, "%.6f"), floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
+		if pr.A.Kind == KindLLM || pr.B.Kind == KindLLM {
+			p.line("", "  tokens in %s, out %s; cost USD %s; latency ms %s; status %s -> %s",
+				ints(m.InputTokens), ints(m.OutputTokens), floats(m.CostUSD, "%.6f"), floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
+		} else {
+			p.line("", "  latency ms %s; status %s -> %s", floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
+		}
 	}
 }
 
