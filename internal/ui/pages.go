@@ -455,7 +455,40 @@ type panelView struct {
 	Resource      []attrView
 	Events        []eventView
 	Marks         []Mark
+	Tool          *toolView
 	PayloadErr    string
+}
+
+// toolView is a tool call's name, arguments and result (gen_ai.tool.*, else OpenInference
+// input.value / output.value), JSON values indented.
+type toolView struct {
+	Name         string
+	Args, Result attrView
+}
+
+func toolOf(a pcommon.Map) *toolView {
+	t := &toolView{Name: genai.ToolName(a)}
+	val := func(keys ...string) attrView {
+		for _, k := range keys {
+			if v, ok := a.Get(k); ok {
+				s := v.AsString()
+				var j any
+				if json.Unmarshal([]byte(s), &j) == nil {
+					if _, isStr := j.(string); !isStr {
+						s = pretty(j)
+					}
+				}
+				return attrView{Key: k, Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit}
+			}
+		}
+		return attrView{}
+	}
+	t.Args = val(genai.AttrToolCallArguments, "input.value")
+	t.Result = val(genai.AttrToolCallResult, "output.value")
+	if t.Args.Key == "" && t.Result.Key == "" {
+		return nil
+	}
+	return t
 }
 
 type eventView struct {
@@ -495,6 +528,9 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		if m.Row == i {
 			p.Marks = append(p.Marks, m)
 		}
+	}
+	if row.Kind == kindTool {
+		p.Tool = toolOf(a)
 	}
 	if row.Kind == kindLLM {
 		cm, err := llmCallMessages(sp, logs)
