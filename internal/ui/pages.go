@@ -532,7 +532,10 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	if row.Kind == kindTool {
 		p.Tool = toolOf(a)
 	}
-	if row.Kind == kindLLM {
+	if row.Step > 0 {
+		if row.Kind != kindLLM {
+			p.KindLabel = "LLM call · " + p.KindLabel
+		}
 		cm, err := llmCallMessages(sp, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
@@ -591,7 +594,15 @@ func attrViews(m pcommon.Map) []attrView {
 func partViews(ps []Part) []partView {
 	out := make([]partView, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, partView{Part: p, Text: cut(p.Content), Truncated: len(p.Content) > inlineLimit, Size: len(p.Content)})
+		text := p.Content
+		switch p.Type {
+		case "text", "reasoning", "":
+		case "tool_call", "tool_call_response":
+			text = ""
+		default:
+			text = pretty(p) // blob, uri, file, server tool calls: shown as JSON text, never loaded
+		}
+		out = append(out, partView{Part: p, Text: cut(text), Truncated: len(text) > inlineLimit, Size: len(text)})
 	}
 	return out
 }
