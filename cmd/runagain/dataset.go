@@ -31,6 +31,11 @@ func addDatasetsFlag(cmd *cobra.Command) {
 
 func openDatasets(ctx context.Context) (*dataset.Store, error) {
 	u := datasetsURLFlag
+	if cfg, err := storageConfig(); err != nil {
+		return nil, err
+	} else if u == "" && cfg != nil && cfg.Datasets.HasValue() {
+		u = cfg.Datasets.Get().URL // --config: the runagain_storage extension's datasets::url
+	}
 	if u == "" {
 		u = dataset.DefaultURL(dataDirFlag)
 	}

@@ -217,6 +217,10 @@ func TestRunsGolden(t *testing.T) {
 	if !strings.Contains(col.String(), "\x1b[31m") || strings.Contains(txt.String(), "\x1b[") {
 		t.Error("colour only when asked")
 	}
+	// On a terminal a one-line change marks the changed words: step 3's answer gained "and clear".
+	if !strings.Contains(col.String(), "+ It is 21 °C \x1b[7mand clear \x1b[27min Paris.") {
+		t.Errorf("no inline word diff in the coloured output:\n%s", col.String())
+	}
 }
 
 // TestRunsStep: --step 2 lists every input message of LLM call 2 and marks the changed tool
