@@ -90,6 +90,9 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	if err != nil {
 		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", traceID, err)
 	}
+	if err := unsealForReplay(ctx, run.Traces, errOut); err != nil {
+		return fmt.Errorf("run %s: %w", traceID, err)
+	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err

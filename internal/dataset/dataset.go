@@ -198,7 +198,7 @@ func (s *Store) Put(ctx context.Context, name, note string, cases []*Case) (m *M
 	if len(cases) == 0 {
 		return nil, false, errors.New("a dataset version needs at least one case")
 	}
-	m = &Manifest{Format: Format, Name: name, Note: note, Created: s.now().UTC().Truncate(time.Second)}
+	m = &Manifest{Format: Format, Name: name, Note: note, Created: s.now().UTC()}
 	seen := map[string]bool{}
 	for _, c := range cases {
 		if seen[c.ID] {

@@ -65,10 +65,17 @@ func (e Expectation) Name() string {
 		}
 		return fmt.Sprintf("output JSON %s = %s", o.JSONPath, jsonStr(o.Value))
 	case e.Tools != nil:
-		if len(e.Tools.Arguments) > 0 {
-			return "tool calls " + strings.Join(e.Tools.Names, ",") + " with arguments"
+		if len(e.Tools.Names) == 0 {
+			return "no tool calls"
 		}
-		return "tool calls " + strings.Join(e.Tools.Names, ",")
+		calls := make([]string, len(e.Tools.Names))
+		for i, n := range e.Tools.Names {
+			calls[i] = n
+			if i < len(e.Tools.Arguments) && e.Tools.Arguments[i] != nil {
+				calls[i] += "(" + clip(jsonStr(e.Tools.Arguments[i]), 60) + ")"
+			}
+		}
+		return "tool calls " + strings.Join(calls, ", ")
 	case e.MaxCostUSD != nil:
 		return fmt.Sprintf("max_cost_usd %g", *e.MaxCostUSD)
 	case e.MaxTokens != nil:

@@ -124,14 +124,14 @@ func ReadDir(dir string) (*Manifest, []*Case, []string, error) {
 }
 
 // Import reads an exported directory (ReadDir) and stores it as a version of the dataset the
-// manifest names, keeping its note and creation time. Unedited, it is the same version (same
+// manifest names, keeping its note, and its creation time unless expectations were edited. Unedited, it is the same version (same
 // digest) as the one exported. On any error nothing is written.
 func (s *Store) Import(ctx context.Context, dir string) (*ImportResult, error) {
 	m, cases, edited, err := ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	if !m.Created.IsZero() {
+	if !m.Created.IsZero() && len(edited) == 0 { // an edited directory is a new version, created now
 		saved := s.now
 		s.now = func() time.Time { return m.Created }
 		defer func() { s.now = saved }()

@@ -100,6 +100,7 @@ type Step struct {
 	Unpriced       bool     `json:"unpriced,omitempty"`
 	DurationMS     float64  `json:"duration_ms"`
 	MessagesSource string   `json:"messages_source,omitempty"`
+	Derived        bool     `json:"derived,omitempty"`        // read from a recorded HTTP exchange (runagain.genai.derived)
 	MessagesError  string   `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
 }
 

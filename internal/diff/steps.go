@@ -12,6 +12,7 @@ import (
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/llmhttp"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -55,17 +56,35 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 			st.errors++
 		}
 		under := inside[sp.ParentSpanID()]
-		a := sp.Attributes()
-		kind := genai.Classify(a)
+		isFixture := fixture.IsFixture(sp) && !under
+		var ex *fixture.Exchange
+		if isFixture {
+			var err error
+			if ex, err = fixture.FromSpan(sp); err != nil {
+				return nil, st, fmt.Errorf("span %s: %w", sp.SpanID(), err)
+			}
+		}
+		eff := sp // the span read: a recorded exchange without GenAI attributes is read as llmhttp derives it
+		kind := genai.Classify(sp.Attributes())
+		if isFixture && kind == genai.KindOther {
+			c := ptrace.NewSpan()
+			sp.CopyTo(c)
+			if llmhttp.Derive(ex, c.Attributes()) != llmhttp.APINone {
+				eff, kind = c, genai.Classify(c.Attributes())
+			}
+		}
+		a := eff.Attributes()
 		var s *step
 		switch {
 		case kind == genai.KindLLM:
-			cm, err := msgs(sp, logs[sp.SpanID()])
+			cm, err := msgs(eff, logs[sp.SpanID()])
 			s = newStep(sp, KindLLM)
 			if err != nil {
 				s.MessagesError = err.Error()
 			}
+			rawFallback(&cm, a)
 			s.calls = &cm
+			s.Derived = cm.Derived
 			s.Operation = str(a, genai.AttrOperationName)
 			s.Model = genai.Model(a)
 			u := genai.TokenUsage(a)
@@ -87,68 +106,44 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 					break
 				}
 			}
-		case fixture.IsFixture(sp) && !under:
-			ex, err := fixture.FromSpan(sp)
-			if err != nil {
-				return nil, st, fmt.Errorf("span %s: %w", sp.SpanID(), err)
+		case isFixture:
+			s = newStep(sp, KindHTTP)
+			s.Operation = "http"
+			path := ex.URL
+			q := url.Values{}
+			if u, err := url.Parse(ex.URL); err == nil {
+				path, q = u.EscapedPath(), u.Query()
 			}
-			if x, ok := readExchangeLLM(ex); ok {
-				s = newStep(sp, KindLLM)
-				s.calls = &x.calls
-				s.Model = x.model
-				s.InputTokens, s.OutputTokens = x.usage.Input, x.usage.Output
-				m := pcommon.NewMap()
-				m.PutStr(genai.AttrProviderName, x.provider)
-				m.PutStr(genai.AttrResponseModel, x.model)
-				m.PutInt(genai.AttrUsageInputTokens, x.usage.Input)
-				m.PutInt(genai.AttrUsageOutputTokens, x.usage.Output)
-				if x.usage.CacheRead > 0 {
-					m.PutInt(genai.AttrUsageCacheRead, x.usage.CacheRead)
-				}
-				s.CostUSD, s.Unpriced = store.SpanCost(m, sp.StartTimestamp())
-				s.CostUSD = round(s.CostUSD)
-				s.FinishReasons = x.finish
-				s.MessagesSource = "http_exchange"
-				s.Operation = "chat"
-			} else {
-				s = newStep(sp, KindHTTP)
-				s.Operation = "http"
-				path := ex.URL
-				q := url.Values{}
-				if u, err := url.Parse(ex.URL); err == nil {
-					path, q = u.EscapedPath(), u.Query()
-				}
-				s.Name = ex.Method + " " + path
-				args := map[string]any{}
-				if len(q) > 0 {
-					qm := map[string]any{}
-					for k, vs := range q {
-						if len(vs) == 1 {
-							qm[k] = vs[0]
-						} else {
-							l := make([]any, len(vs))
-							for i, v := range vs {
-								l[i] = v
-							}
-							qm[k] = l
+			s.Name = ex.Method + " " + path
+			args := map[string]any{}
+			if len(q) > 0 {
+				qm := map[string]any{}
+				for k, vs := range q {
+					if len(vs) == 1 {
+						qm[k] = vs[0]
+					} else {
+						l := make([]any, len(vs))
+						for i, v := range vs {
+							l[i] = v
 						}
+						qm[k] = l
 					}
-					args["query"] = qm
 				}
-				if len(ex.RequestBody) > 0 {
-					args["body"] = jsonValue(string(ex.RequestBody))
-				}
-				s.args, s.hasArgs = args, true
-				res := map[string]any{"status": ex.Status}
-				if len(ex.ResponseBody) > 0 {
-					res["body"] = jsonValue(string(ex.ResponseBody))
-				}
-				s.result, s.hasResult = res, true
-				if ex.Status >= 400 {
-					s.Status, s.Error = "error", fmt.Sprintf("HTTP %d", ex.Status)
-				} else if ex.Error != "" {
-					s.Status, s.Error = "error", ex.Error
-				}
+				args["query"] = qm
+			}
+			if len(ex.RequestBody) > 0 {
+				args["body"] = jsonValue(string(ex.RequestBody))
+			}
+			s.args, s.hasArgs = args, true
+			res := map[string]any{"status": ex.Status}
+			if len(ex.ResponseBody) > 0 {
+				res["body"] = jsonValue(string(ex.ResponseBody))
+			}
+			s.result, s.hasResult = res, true
+			if ex.Status >= 400 {
+				s.Status, s.Error = "error", fmt.Sprintf("HTTP %d", ex.Status)
+			} else if ex.Error != "" {
+				s.Status, s.Error = "error", ex.Error
 			}
 		}
 		if s != nil {
@@ -275,4 +270,32 @@ func canonical(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// rawInputKeys and rawOutputKeys hold an LLM call's input and output as text when no message
+// form is recorded (OpenInference without llm.input_messages, Langfuse observations without OTel
+// attributes): the diff then compares that text as one message, so two calls whose recorded
+// content differs never compare as the same.
+var (
+	rawInputKeys  = []string{"input.value", "langfuse.observation.input", "llm.prompts"}
+	rawOutputKeys = []string{"output.value", "langfuse.observation.output"}
+)
+
+// rawFallback fills an empty input or output of cm from the first raw key present; the source
+// is "raw:<key>".
+func rawFallback(cm *CallMessages, a pcommon.Map) {
+	fill := func(msgs *[]Message, src *Source, keys []string, role string) {
+		if *src != "" || len(*msgs) > 0 {
+			return
+		}
+		for _, k := range keys {
+			if v, ok := a.Get(k); ok && v.AsString() != "" {
+				*msgs = []Message{{Role: role, Parts: []Part{{Type: "text", Content: v.AsString()}}}}
+				*src = Source("raw:" + k)
+				return
+			}
+		}
+	}
+	fill(&cm.Input, &cm.InputSource, rawInputKeys, "user")
+	fill(&cm.Output, &cm.OutputSource, rawOutputKeys, "assistant")
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/genai"
 )
 
 func langfuseCorpus(t testing.TB) []string {
@@ -52,7 +53,13 @@ func parseCorpusFile(t *testing.T, file, format string) ([]byte, Result) {
 // addedByImporter reports whether key is one the Langfuse importer adds beside the recorded
 // OTel attributes (documented on Langfuse).
 func addedByImporter(key string) bool {
-	return strings.HasPrefix(key, "langfuse.") || key == "session.id" || key == "user.id"
+	switch key {
+	case "session.id", "user.id", AttrReportedCost, // lfGenAI: Langfuse's own fields, only where the source lacks them
+		genai.AttrRequestModel, genai.AttrOperationName, genai.AttrUsageInputTokens, genai.AttrUsageOutputTokens,
+		genai.AttrUsageCacheRead, genai.AttrUsageCacheWrite, genai.AttrUsageReasoning:
+		return true
+	}
+	return strings.HasPrefix(key, "langfuse.")
 }
 
 // TestLangfuseCorpus parses every Langfuse trace in the corpus and checks, against an

@@ -284,6 +284,7 @@ func (p *lfParser) observation(i int, o field, traceID string) error {
 			putStrIfAbsent(attrs, f.key, compactJSON(v.raw))
 		}
 	}
+	lfGenAI(m, attrs)
 	return nil
 }
 

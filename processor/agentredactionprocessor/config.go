@@ -17,6 +17,10 @@ const DefaultHashKeyEnv = "RUNAGAIN_REDACTION_KEY"
 // it redacted there (span events and links count toward their span).
 const CountAttribute = "runagain.redaction.count"
 
+// ChangedAttribute is set on each span whose own attributes the processor changed: a map from
+// attribute key to the number of values redacted in it (keys and counts, never values).
+const ChangedAttribute = "runagain.redaction.changed"
+
 // Config configures the agent_redaction processor.
 type Config struct {
 	// HashKey is the HMAC-SHA256 key for action hash. Prefer hash_key_env or ${env:...}.
@@ -41,9 +45,25 @@ type Config struct {
 	CustomRules []redact.CustomRule `mapstructure:"custom_rules"`
 	// IgnoredKeys are attribute keys whose values are never examined.
 	IgnoredKeys []string `mapstructure:"ignored_keys"`
+	// SealOriginals, when its key_dir is set, keeps the original of every span attribute value that
+	// redaction changes, encrypted with its session's data key (internal/seal), so that replay
+	// with access to the key serves the exact recorded bytes.
+	SealOriginals SealConfig `mapstructure:"seal_originals"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// SealConfig configures sealed originals (opt-in: on when key_dir is set).
+type SealConfig struct {
+	// KeyDir holds the wrapped per-session data keys (and, without keeper_url, the local master
+	// key master.key); `runagain replay` and `runagain delete --session` read the same directory
+	// ($RUNAGAIN_SEAL_KEY_DIR, else <data dir>/keys). Empty (the default) turns sealing off:
+	// redacted values are then gone for good.
+	KeyDir string `mapstructure:"key_dir"`
+	// KeeperURL is a gocloud.dev/secrets URL of the master key that wraps the data keys; empty
+	// means the local key in key_dir/master.key.
+	KeeperURL string `mapstructure:"keeper_url"`
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -68,6 +88,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HashKeyEnv != "" && !envNameRE.MatchString(c.HashKeyEnv) {
 		errs = append(errs, fmt.Errorf("hash_key_env: %q is not an environment variable name", c.HashKeyEnv))
+	}
+	if c.SealOriginals.KeeperURL != "" && c.SealOriginals.KeyDir == "" {
+		errs = append(errs, errors.New("seal_originals.key_dir: required with seal_originals.keeper_url (the wrapped data keys live there)"))
 	}
 	for i, k := range c.IgnoredKeys {
 		if k == "" {

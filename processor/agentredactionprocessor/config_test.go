@@ -41,6 +41,10 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, redact.CustomRule{Name: "employee_id", Regex: `EMP-(?P<value>\d{6})`, Keywords: []string{"EMP-"}, Category: redact.CategoryPII}, cfg.CustomRules[0])
 	assert.Equal(t, "luhn", cfg.CustomRules[1].Validator)
 	assert.Equal(t, redact.ActionDrop, cfg.CustomRules[1].Action)
+
+	cfg, err = loadConfig(t, "sealed")
+	require.NoError(t, err)
+	assert.Equal(t, SealConfig{KeyDir: "/var/lib/runagain/keys"}, cfg.SealOriginals)
 }
 
 func TestLoadInvalidConfig(t *testing.T) {
@@ -49,6 +53,7 @@ func TestLoadInvalidConfig(t *testing.T) {
 		"bad_action": "rule_actions[email]",
 		"bad_rule":   "disabled_rules",
 		"bad_env":    "hash_key_env",
+		"bad_seal":   "seal_originals.key_dir",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/internal/redact"
+	"github.com/runagain/runagain/internal/seal"
 	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadata"
 )
 
@@ -24,6 +26,7 @@ type redactionProcessor struct {
 	telemetry *metadata.TelemetryBuilder
 	ruleAttrs map[string]metric.MeasurementOption
 	logger    *zap.Logger
+	keys      *seal.Keys // nil unless seal_originals.enabled
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
@@ -52,7 +55,7 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 	if err != nil {
 		return nil, err
 	}
-	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true}, telemetry: tb,
+	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
 		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger}
 	for _, k := range cfg.IgnoredKeys {
 		p.ignored[k] = true
@@ -61,11 +64,22 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 		p.ruleAttrs[name] = metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", name)))
 	}
 	set.Logger.Debug("agent_redaction rules", zap.Strings("rules", r.Rules()))
+	if cfg.SealOriginals.KeyDir != "" {
+		k, err := seal.OpenKeys(context.Background(), cfg.SealOriginals.KeyDir, cfg.SealOriginals.KeeperURL)
+		if err != nil {
+			return nil, fmt.Errorf("agent_redaction: seal_originals: %w", err)
+		}
+		p.keys = k
+		p.ignored[seal.AttrSession] = true
+	}
 	return p, nil
 }
 
 func (p *redactionProcessor) shutdown(context.Context) error {
 	p.telemetry.Shutdown()
+	if p.keys != nil {
+		return p.keys.Close()
+	}
 	return nil
 }
 
@@ -158,16 +172,29 @@ func (p *redactionProcessor) value(key string, v pcommon.Value, t *tally) (int, 
 
 // attrs redacts a map of attributes in place and returns the number of findings.
 func (p *redactionProcessor) attrs(m pcommon.Map, t *tally) int {
+	total, _ := p.attrsKeys(m, t, false)
+	return total
+}
+
+// attrsKeys is attrs that, with keys, also returns how many values it changed per attribute key.
+func (p *redactionProcessor) attrsKeys(m pcommon.Map, t *tally, keys bool) (int, map[string]int64) {
 	total := 0
+	var per map[string]int64
 	m.RemoveIf(func(k string, v pcommon.Value) bool {
-		if p.ignored[k] {
+		if p.ignored[k] || (p.keys != nil && strings.HasPrefix(k, seal.AttrPrefix)) {
 			return false
 		}
 		n, drop := p.value(k, v, t)
 		total += n
+		if keys && n > 0 {
+			if per == nil {
+				per = map[string]int64{}
+			}
+			per[k] += int64(n)
+		}
 		return drop
 	})
-	return total
+	return total, per
 }
 
 func addCount(m pcommon.Map, n int) {
@@ -192,7 +219,26 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
-				n := p.attrs(span.Attributes(), &t)
+				var before map[string]pcommon.Value
+				if p.keys != nil {
+					before = seal.Snapshot(span.Attributes())
+				}
+				n, per := p.attrsKeys(span.Attributes(), &t, true)
+				if len(per) > 0 {
+					// which attributes changed and how many values in each: replay tells the
+					// responses that differ from what the agent saw
+					cm := span.Attributes().PutEmptyMap(ChangedAttribute)
+					cm.EnsureCapacity(len(per))
+					for k, c := range per {
+						cm.PutInt(k, c)
+					}
+				}
+				if p.keys != nil && n > 0 {
+					if _, err := seal.SealChanged(ctx, p.keys, span, rs.Resource().Attributes(), before); err != nil {
+						// never store the value in clear: the redacted span goes on, the original is lost
+						p.logger.Error("agent_redaction: sealing an original failed; the redacted value is kept without it", zap.Error(err))
+					}
+				}
 				evs := span.Events()
 				for e := 0; e < evs.Len(); e++ {
 					n += p.attrs(evs.At(e).Attributes(), &t)

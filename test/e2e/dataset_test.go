@@ -169,17 +169,30 @@ func TestDatasetRegressionGate(t *testing.T) {
 
 	out, errOut, code := dsCLI(t, col, nil, "dataset", "add", "weather", runs[1], "--note", "paris weather",
 		"--expect", "output~sunny", "--expect", "tools=recorded", "--expect", "max_steps=2", "--expect", "max_tokens=200",
-		"--expect", "no_alert=loop", "--expect", "replay=strict")
+		"--expect", "max_cost_usd=0.01", "--expect", "max_duration=60s", "--expect", "no_alert=loop", "--expect", "replay=strict")
 	if code != 0 || !strings.Contains(out, "dataset weather@") || !strings.Contains(out, "1 cases (new version)") {
 		t.Fatalf("dataset add: exit %d\n%s\n%s", code, out, errOut)
 	}
 	out, _, _ = dsCLI(t, col, nil, "dataset", "show", "weather")
-	for _, want := range []string{"case " + runs[1], "2 recorded HTTP exchanges", `input: "What is the weather in Paris?"`, `expect output contains "sunny"`, "expect tool calls get_weather with arguments", "expect max_steps 2"} {
+	for _, want := range []string{"case " + runs[1], "2 recorded HTTP exchanges", `input: "What is the weather in Paris?"`, `expect output contains "sunny"`, `expect tool calls get_weather({"city":"Paris"})`, "expect max_steps 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dataset show lacks %q:\n%s", want, out)
 		}
 	}
+	t.Logf("dataset show:\n%s", out)
 	list, _, _ := dsCLI(t, col, nil, "dataset", "list")
+	t.Logf("dataset list:\n%s", list)
+	// Unknown dataset or version: an error naming it, exit 1.
+	for _, args := range [][]string{{"dataset", "show", "nope"}, {"dataset", "show", "weather@ffff0000"}, {"test", "nope", "--", "true"}, {"dataset", "rm", "weather@ffff0000"}} {
+		o, e, code := dsCLI(t, col, nil, args...)
+		name := strings.TrimPrefix(args[2], "weather@")
+		if args[0] == "test" {
+			name = args[1]
+		}
+		if code != 1 || !strings.Contains(e, name) || !strings.Contains(e, "not found") {
+			t.Errorf("runagain %s: exit %d, want 1 and an error naming %s\n%s%s", strings.Join(args, " "), code, name, o, e)
+		}
+	}
 	if !strings.Contains(list, "weather") || !strings.Contains(list, "paris weather") {
 		t.Errorf("dataset list:\n%s", list)
 	}

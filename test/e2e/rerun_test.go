@@ -262,8 +262,8 @@ func normalizeDiff(t *testing.T, data []byte) []byte {
 				case "trace_id", "span_id":
 					m[k] = "<id>"
 				case "messages_source":
-					// "http_exchange" (read by the diff from the bodies) or the form the proxy's
-					// record-time GenAI attributes give: the same messages either way.
+					// where the messages were read (derived at record time, or by the diff from the bodies of
+					// an older recording): the same messages either way.
 					m[k] = "<source>"
 				case "duration_ms":
 					if dm, ok := c.(map[string]any); ok {

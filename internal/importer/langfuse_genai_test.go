@@ -1,0 +1,78 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/genai"
+)
+
+func generations(td ptrace.Traces) []ptrace.Span {
+	var out []ptrace.Span
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		ss := td.ResourceSpans().At(i).ScopeSpans()
+		for j := 0; j < ss.Len(); j++ {
+			for k := 0; k < ss.At(j).Spans().Len(); k++ {
+				s := ss.At(j).Spans().At(k)
+				if v, ok := s.Attributes().Get("langfuse.observation.type"); ok && v.Str() == "GENERATION" {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLangfuseUsageOnlyInLangfuseFields: a LangGraph run exported by Langfuse whose observations
+// carry no OpenTelemetry attributes gets its model, tokens and reported cost as GenAI attributes.
+func TestLangfuseUsageOnlyInLangfuseFields(t *testing.T) {
+	path := filepath.Join(corpus.Dir(t), "langfuse/packages/shared/scripts/seeder/utils/framework-traces/langgraph-2025-08-22.json")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	res, err := ParseBytes(path, data)
+	require.NoError(t, err)
+	gens := generations(res.Traces)
+	require.Len(t, gens, 2)
+	a := gens[0].Attributes()
+	assert.Equal(t, genai.KindLLM, genai.Classify(a))
+	assert.Equal(t, "gpt-4o-2024-08-06", genai.Model(a))
+	assert.Equal(t, genai.Usage{Input: 60, Output: 15}, genai.TokenUsage(a))
+	cost, ok := a.Get(AttrReportedCost)
+	require.True(t, ok)
+	assert.InDelta(t, 7.5e-05, cost.Double(), 1e-15)
+}
+
+// TestLangfuseUsageArithmetic: Langfuse prices input, cache reads and writes separately, so the
+// semconv input is their sum; a total equal to input+output means they already include them;
+// a recorded OpenTelemetry usage attribute is never replaced.
+func TestLangfuseUsageArithmetic(t *testing.T) {
+	doc := func(usage, attrs string) string {
+		return `{"trace":{"id":"0123456789abcdef0123456789abcdef","timestamp":"2025-01-01T00:00:00Z"},"observations":[{"id":"0123456789abcdef","type":"GENERATION","name":"claude","startTime":"2025-01-01T00:00:00Z","endTime":"2025-01-01T00:00:01Z","model":"claude-sonnet-4-5","usageDetails":` + usage + `,"costDetails":{"total":0.5},"metadata":` + attrs + `}]}`
+	}
+	for _, c := range []struct {
+		name, usage, attrs string
+		want               genai.Usage
+	}{
+		{"separate cache counts (Claude Agent SDK)", `{"input":10,"input_cache_read":100,"input_cache_creation":20,"output":5,"output_reasoning":3}`, `null`,
+			genai.Usage{Input: 130, Output: 8, CacheRead: 100, CacheWrite: 20, Reasoning: 3}},
+		{"total shows input includes cache", `{"input":110,"input_cache_read":100,"output":5,"total":115}`, `null`,
+			genai.Usage{Input: 110, Output: 5, CacheRead: 100}},
+		{"recorded usage wins", `{"input":10,"output":5}`, `{"attributes":{"gen_ai.usage.input_tokens":7}}`,
+			genai.Usage{Input: 7}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := ParseBytes("x.json", []byte(doc(c.usage, c.attrs)))
+			require.NoError(t, err)
+			gens := generations(res.Traces)
+			require.Len(t, gens, 1)
+			assert.Equal(t, c.want, genai.TokenUsage(gens[0].Attributes()))
+			assert.Equal(t, "claude-sonnet-4-5", genai.Model(gens[0].Attributes()))
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package seal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+func span(td ptrace.Traces) ptrace.Span {
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(pcommon.TraceID{1, 2, 3})
+	sp.SetSpanID(pcommon.SpanID{4, 5, 6})
+	return sp
+}
+
+func TestSealRestoreDestroy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	k, err := OpenKeys(ctx, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := ptrace.NewTraces()
+	sp := span(td)
+	sp.Attributes().PutStr("session.id", "s-1")
+	sp.Attributes().PutStr("http.response.body", `{"email":"ana@example.org"}`)
+	sp.Attributes().PutEmptySlice("http.request.header.authorization").AppendEmpty().SetStr("Bearer abc")
+	before := Snapshot(sp.Attributes())
+	sp.Attributes().PutStr("http.response.body", `{"email":"email:0123456789ab"}`)
+	sp.Attributes().PutEmptySlice("http.request.header.authorization").AppendEmpty().SetStr("[REDACTED:authorization]")
+	n, err := SealChanged(ctx, k, sp, pcommon.NewMap(), before)
+	if err != nil || n != 2 {
+		t.Fatalf("sealed %d, %v", n, err)
+	}
+	// the wrapped data key is not the data key, and the master key file is private
+	dk, _ := k.DataKey(ctx, "s-1", false)
+	files, _ := filepath.Glob(filepath.Join(dir, "sessions", "*.key"))
+	if len(files) != 1 {
+		t.Fatalf("session key files: %v", files)
+	}
+	if wrapped, _ := os.ReadFile(files[0]); string(wrapped) == string(dk) {
+		t.Fatal("data key stored in clear")
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "master.key")); st.Mode().Perm() != 0o600 {
+		t.Errorf("master.key mode %v", st.Mode().Perm())
+	}
+	// a sealed value moved to another span does not open
+	moved := ptrace.NewTraces()
+	sp.CopyTo(span(moved))
+	moved.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetSpanID(pcommon.SpanID{9})
+	if _, err := Restore(ctx, k, moved, nil); err == nil {
+		t.Error("a sealed value opened on another span")
+	}
+
+	c := ptrace.NewTraces()
+	td.CopyTo(c)
+	rep, err := Restore(ctx, k, c, nil)
+	if err != nil || rep.Restored != 2 {
+		t.Fatalf("restored %d: %v", rep.Restored, err)
+	}
+	got := c.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()
+	if v, _ := got.Get("http.response.body"); v.Str() != `{"email":"ana@example.org"}` {
+		t.Errorf("body %q", v.Str())
+	}
+	if v, _ := got.Get("http.request.header.authorization"); v.Slice().At(0).Str() != "Bearer abc" {
+		t.Errorf("header %v", v.AsRaw())
+	}
+	if _, ok := got.Get(AttrPrefix + "http.response.body"); ok {
+		t.Error("sealed attribute left after restoring")
+	}
+
+	if ok, err := k.Destroy("s-1"); !ok || err != nil {
+		t.Fatalf("destroy: %v %v", ok, err)
+	}
+	if _, err := k.DataKey(ctx, "s-1", false); !errors.Is(err, ErrErased) {
+		t.Fatalf("after destroy: %v", err)
+	}
+	c = ptrace.NewTraces()
+	td.CopyTo(c)
+	rep, err = Restore(ctx, k, c, nil)
+	if err != nil || rep.Restored != 0 || len(rep.Erased) != 1 {
+		t.Fatalf("after destroy: %+v %v", rep, err)
+	}
+}
+
+// TestRestoreReportsUnsealedDifferences: without sealing, the responses redaction changed are
+// reported with their keys and value counts; a span where only a request header changed is not.
+func TestRestoreReportsUnsealedDifferences(t *testing.T) {
+	td := ptrace.NewTraces()
+	a := span(td)
+	ch := a.Attributes().PutEmptyMap(RedactionChangedAttribute)
+	ch.PutInt("http.response.body", 3)
+	ch.PutInt("http.request.header.authorization", 1)
+	b := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty()
+	b.SetSpanID(pcommon.SpanID{7})
+	b.Attributes().PutEmptyMap(RedactionChangedAttribute).PutInt("http.request.header.authorization", 1)
+	rep, err := Restore(context.Background(), nil, td, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Differs) != 1 || rep.Differs[0].Values != 3 || rep.Differs[0].Keys[0] != "http.response.body" {
+		t.Errorf("%+v", rep.Differs)
+	}
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/seal"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+	"github.com/runagain/runagain/internal/testutil/collectortest"
+)
+
+const httpGetHelperEnv = "RUNAGAIN_E2E_HTTP_GET"
+
+// TestHelperHTTPGet is not a test: it is the agent's tool call that the sealing test runs under
+// `runagain replay`. It GETs $RUNAGAIN_E2E_HTTP_GET through the proxy that replay sets in
+// HTTP_PROXY and writes the response body to stdout, byte for byte.
+func TestHelperHTTPGet(t *testing.T) {
+	u := os.Getenv(httpGetHelperEnv)
+	if u == "" {
+		t.Skip("helper process for TestSealedOriginalsReplayExactly")
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(os.Stdout, resp.Body)
+	os.Exit(0)
+}
+
+// TestSealedOriginalsReplayExactly: the real binaries, config/default.yaml with sealing on
+// (RUNAGAIN_SEAL_KEY_DIR). A WireMock cassette whose tool response holds an e-mail address and a
+// phone number is imported; the data directory holds no clear copy of them and show shows the
+// redacted form; replay serves the recorded response byte for byte. After runagain delete
+// --session, the sealed copy cannot be opened and replay says the originals were erased.
+func TestSealedOriginalsReplayExactly(t *testing.T) {
+	dataDir := t.TempDir()
+	keyDir := filepath.Join(dataDir, "keys")
+	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir, Env: []string{"RUNAGAIN_SEAL_KEY_DIR=" + keyDir}})
+	file, err := filepath.Abs("testdata/crm_contact_wiremock.json")
+	require.NoError(t, err)
+	res, err := importer.ParseFile(file)
+	require.NoError(t, err)
+	traceID := res.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
+	want := `{"id": 42, "name": "Ana Lima", "email": "ana@example.org", "phone": "+44 20 7946 0958", "note": "prefers e-mail"}`
+	pii := []string{"ana@example.org", "+44 20 7946 0958"}
+
+	cli(t, c, "import", "--endpoint", c.GRPC, file) // returns once the run is readable
+
+	show := cli(t, c, "show", "--json", traceID)
+	for _, v := range pii {
+		assert.NotContains(t, show, v, "show must show the redacted form")
+	}
+	assert.Contains(t, show, seal.AttrSession)
+
+	replay := func() (string, string) {
+		cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), "replay", traceID, "--",
+			os.Args[0], "-test.run=^TestHelperHTTPGet$", "-test.count=1")
+		cmd.Env = append(append([]string(nil), c.Env...), "RUNAGAIN_ENDPOINT="+c.GRPC, httpGetHelperEnv+"=http://crm.internal.example/crm/contacts/42")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		require.NoError(t, cmd.Run(), "replay: %s", e.String())
+		return o.String(), e.String()
+	}
+	got, errOut := replay()
+	assert.Equal(t, want, got, "replay must serve the recorded bytes exactly\n%s", errOut)
+	assert.Contains(t, errOut, "unsealed: serving the exact recorded bytes")
+
+	// no clear copy anywhere in the data directory (SQLite, WAL, queue, blobs, decompressed too)
+	c.Stop()
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	files := 0
+	require.NoError(t, filepath.WalkDir(dataDir, func(p string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		contents := [][]byte{raw}
+		if plain, err := dec.DecodeAll(raw, nil); err == nil {
+			contents = append(contents, plain)
+		}
+		for _, content := range contents {
+			for _, v := range pii {
+				assert.False(t, bytes.Contains(content, []byte(v)), "%q in clear in %s", v, p)
+			}
+		}
+		return nil
+	}))
+	assert.Greater(t, files, 2)
+	c.StartAgain()
+
+	out := cli(t, c, "delete", "--session", traceID)
+	assert.Contains(t, out, "data key destroyed")
+
+	// the sealed copy in the hot tier cannot be opened any more
+	db, err := sqlitestore.Open(filepath.Join(dataDir, "hot.db"), sqlitestore.Options{ReadOnly: true})
+	require.NoError(t, err)
+	run, err := db.Run(context.Background(), traceID)
+	db.Close()
+	require.NoError(t, err)
+	keys, err := seal.OpenKeys(context.Background(), keyDir, "")
+	require.NoError(t, err)
+	_, err = keys.DataKey(context.Background(), traceID, false)
+	assert.True(t, errors.Is(err, seal.ErrErased), "data key still there: %v", err)
+	rep, err := seal.Restore(context.Background(), keys, run.Traces, fixture.IsFixture)
+	require.NoError(t, err)
+	keys.Close()
+	assert.Zero(t, rep.Restored)
+	assert.Len(t, rep.Erased, 1)
+
+	got, errOut = replay()
+	t.Logf("replay after delete --session:\n%s%s", got, errOut)
+	assert.Contains(t, errOut, "were erased")
+	for _, v := range pii {
+		assert.NotContains(t, got, v)
+	}
+	assert.True(t, strings.HasPrefix(got, `{"id": 42, "name": "Ana Lima", "email": "`), got)
+}
