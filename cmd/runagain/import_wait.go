@@ -105,6 +105,9 @@ func waitReadable(ctx context.Context, runs []sentRun, wait time.Duration) error
 }
 
 func storeName() string {
+	if configFlag != "" {
+		return "the store of " + configFlag
+	}
 	if clickhouseFlag != "" {
 		return clickhouseFlag
 	}

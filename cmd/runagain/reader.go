@@ -40,7 +40,22 @@ func init() {
 
 // openReader opens every tier it finds and reads them as one, falling back hot -> warm -> cold:
 // a run past the hot retention still shows its warm summary, and past that its cold session.
+//
+// With --config the tiers are the runagain_storage extension's (storageConfig); without it,
+// the embedded default's files under --data-dir, or the ClickHouse and cold flags.
 func openReader() (store.Reader, error) {
+	cfg, err := storageConfig()
+	if err != nil {
+		return nil, err
+	}
+	prices, err := openPricing()
+	if err != nil {
+		return nil, err
+	}
+	store.SetPrices(prices) // store.SpanCost (diff, dataset) prices with the configured table
+	if cfg != nil {
+		return cfg.OpenReader(context.Background())
+	}
 	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag, coldURLFlag)
 }
 

@@ -41,7 +41,7 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 	cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{Now: now})
 	require.NoError(t, err)
 	defer cold.Close()
-	_, err = cold.Write(ctx, store.Partials(td, alert, nil, 0))
+	_, err = cold.Write(ctx, store.Partials(td, alert, nil, 0, nil))
 	require.NoError(t, err)
 
 	id := storetest.TraceID("cli").String()

@@ -119,6 +119,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 		return err
 	}
 	defer sink.Close()
+	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl") // the new run's spans the collector could not take
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	ro.Rerun.Root = root
 	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)

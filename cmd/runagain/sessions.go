@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -25,7 +26,9 @@ func init() {
 		Use:   "sessions",
 		Short: "List stored runs, newest first",
 		Long: `List stored runs (one row per trace), newest first: session, trace id, start, duration,
-spans, models, tokens (input/output) and error spans.
+spans, models, tokens (input/output), cost in USD and error spans. Cost is priced once per LLM call
+when stored, with the price table and overrides of the collector's runagain_storage extension;
+a model with no known price shows "unpriced" (never $0).
 
 --since takes a duration back from now (24h, 90m), a date (2025-09-30, UTC) or an RFC 3339 time
 (2025-09-30T00:00:00Z). It filters on when the run started (its first span), not on when it was
@@ -82,15 +85,16 @@ of each listed run: bound it with --since or --limit on a large store.`,
 				return printJSON(os.Stdout, runs)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tERRORS\tTIER"
+			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tCOST\tERRORS\tTIER"
 			if failed {
 				head += "\tREASON"
 			}
 			fmt.Fprintln(tw, head)
 			for i, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%d\t%s", r.SessionID, r.TraceID,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%d\t%s", r.SessionID, r.TraceID,
 					r.Start.Format("2006-01-02 15:04:05.000"), r.Duration().Round(time.Millisecond), r.Spans,
-					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens, r.Errors, r.Tier)
+					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens,
+					pricing.FormatUSD(r.CostUSD, r.Unpriced, r.CostUSD > 0), r.Errors, r.Tier)
 				if failed {
 					fmt.Fprintf(tw, "\t%s", reasons[i])
 				}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -29,6 +30,9 @@ type ShowRun struct {
 	Tier      string     `json:"tier"`
 	Spans     []ShowSpan `json:"spans"`
 	Logs      []ShowLog  `json:"logs"`
+	// CostUSD sums the priced LLM calls (USD); Unpriced counts the calls with usage and no price.
+	CostUSD  float64 `json:"cost_usd"`
+	Unpriced int64   `json:"unpriced"`
 }
 
 // ShowSpan is one span. Attributes holds plain JSON values for reading; OTLP holds the span,
@@ -52,6 +56,10 @@ type ShowSpan struct {
 	Events        []ShowEvent     `json:"events,omitempty"` // span events, in recorded order
 	Logs          []ShowLog       `json:"logs,omitempty"`   // the agent's log records for this span (not runagain's own records)
 	OTLP          json.RawMessage `json:"otlp"`
+	// CostUSD is the LLM call's cost in USD (the --config prices); absent for spans without
+	// usage and for unpriced calls, which have Unpriced true.
+	CostUSD  *float64 `json:"cost_usd,omitempty"`
+	Unpriced bool     `json:"unpriced,omitempty"`
 }
 
 // ShowEvent is one span event.
@@ -98,7 +106,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 			defer r.Close()
 			run, err := r.Run(cmd.Context(), traceID)
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no run with trace id %s in %s", traceID, dataDirFlag)
+				return fmt.Errorf("no run with trace id %s in %s", traceID, storeName())
 			}
 			if err != nil {
 				return err
@@ -115,6 +123,11 @@ input messages, system instructions and tool definitions, byte for byte as recor
 			if err != nil {
 				return err
 			}
+			prices, err := openPricing()
+			if err != nil {
+				return err
+			}
+			priceShow(view, run, prices)
 			if asJSON {
 				return printJSON(os.Stdout, view)
 			}
@@ -246,7 +259,8 @@ func printShow(w io.Writer, v *ShowRun) {
 	}
 	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
 	if len(v.Spans) > 0 {
-		fmt.Fprintf(w, "start %s  duration %s  spans %d\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans))
+		fmt.Fprintf(w, "start %s  duration %s  spans %d  cost %s\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans),
+			pricing.FormatUSD(v.CostUSD, v.Unpriced, v.CostUSD > 0))
 	} else {
 		fmt.Fprintf(w, "no spans are kept for this run any more (past the %s tier's retention); what is known:\n", v.Tier)
 	}
@@ -262,7 +276,7 @@ func printShow(w io.Writer, v *ShowRun) {
 		}
 		fmt.Fprintf(w, "  span %s\n", s.SpanID)
 		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
-			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens)
+			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d%s\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens, spanCostText(s))
 		}
 		keys := make([]string, 0, len(s.Attributes))
 		for k := range s.Attributes {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
 )
@@ -12,6 +14,9 @@ import (
 // Config is the agent_guard connector configuration. Every field has a default (README.md has
 // the full table and the reasons for each default).
 type Config struct {
+	// Storage is the id of the runagain_storage extension whose prices and session keys are used
+	// (empty: the only one, if the collector has one; else pricing and session_keys below).
+	Storage component.ID `mapstructure:"storage"`
 	// SessionKeys is the ordered list of span/resource attributes naming a session; the first
 	// present wins, else the trace id is the session (DESIGN.md "Run and session").
 	SessionKeys []string `mapstructure:"session_keys"`
@@ -32,7 +37,8 @@ type Config struct {
 	MaxSeries int `mapstructure:"max_series"`
 	// Exemplars configures exemplars on the emitted data points.
 	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
-	// Pricing adds or overrides model prices.
+	// Pricing adds or overrides model prices when the collector has no runagain_storage
+	// extension (with one, prices are set there, once for every component and the CLI).
 	Pricing PricingConfig `mapstructure:"pricing"`
 
 	Loop            LoopConfig            `mapstructure:"loop"`

@@ -27,25 +27,27 @@ func NewFactory() connector.Factory {
 }
 
 func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	g, err := acquire(set, cfg.(*Config), clockwork.FromContext(ctx))
+	h, err := acquire(set, cfg.(*Config), clockwork.FromContext(ctx))
 	if err != nil {
 		return nil, err
 	}
+	g := h.Unwrap()
 	g.mu.Lock()
 	g.metricsOut = next
 	g.mu.Unlock()
-	return &handle{g: g, primary: func() bool { return true }}, nil
+	return &handle{Holder: h, g: g, primary: func() bool { return true }}, nil
 }
 
 func createTracesToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Traces, error) {
-	g, err := acquire(set, cfg.(*Config), clockwork.FromContext(ctx))
+	h, err := acquire(set, cfg.(*Config), clockwork.FromContext(ctx))
 	if err != nil {
 		return nil, err
 	}
+	g := h.Unwrap()
 	g.mu.Lock()
 	g.logsOut = next
 	g.mu.Unlock()
-	return &handle{g: g, primary: func() bool {
+	return &handle{Holder: h, g: g, primary: func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		return g.metricsOut == nil

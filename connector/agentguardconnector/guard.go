@@ -19,64 +19,31 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/sharedcomponent"
 )
 
-// instances holds one guard per connector id, shared by its traces->metrics and traces->logs
-// instances.
-var instances = struct {
-	sync.Mutex
-	m map[component.ID]*guard
-}{m: map[component.ID]*guard{}}
+// guards holds one guard per connector id, shared by its traces->metrics and traces->logs
+// instances (core's sharedcomponent pattern).
+var guards = sharedcomponent.NewMap[component.ID, *guard]()
 
-func acquire(set connector.Settings, cfg *Config, clock clockwork.Clock) (*guard, error) {
-	instances.Lock()
-	defer instances.Unlock()
-	if g, ok := instances.m[set.ID]; ok {
-		g.refs++
-		return g, nil
-	}
-	g, err := newGuard(set.TelemetrySettings, cfg, clock)
-	if err != nil {
-		return nil, err
-	}
-	g.id = set.ID
-	g.refs = 1
-	instances.m[set.ID] = g
-	return g, nil
+func acquire(set connector.Settings, cfg *Config, clock clockwork.Clock) (*sharedcomponent.Holder[*guard], error) {
+	return guards.LoadOrStore(set.ID, func() (*guard, error) {
+		return newGuard(set.TelemetrySettings, cfg, clock)
+	})
 }
 
 // handle is one connector instance (one signal) of a guard.
 type handle struct {
+	*sharedcomponent.Holder[*guard]
 	g       *guard
 	primary func() bool
-	once    sync.Once
 }
 
 func (h *handle) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
-}
-
-func (h *handle) Start(context.Context, component.Host) error {
-	h.g.start()
-	return nil
-}
-
-func (h *handle) Shutdown(context.Context) error {
-	h.once.Do(func() {
-		instances.Lock()
-		h.g.refs--
-		last := h.g.refs == 0
-		if last && instances.m[h.g.id] == h.g {
-			delete(instances.m, h.g.id)
-		}
-		instances.Unlock()
-		if last {
-			h.g.stop()
-		}
-	})
-	return nil
 }
 
 func (h *handle) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
@@ -88,13 +55,12 @@ func (h *handle) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 
 // guard is the analysis state of one agent_guard connector.
 type guard struct {
-	id     component.ID
-	refs   int
 	cfg    *Config
 	logger *zap.Logger
 	tb     *metadata.TelemetryBuilder
 	clock  clockwork.Clock
-	prices *pricing.Table
+	prices *pricing.Prices
+	keys   []string // session keys
 
 	mu         sync.Mutex
 	metricsOut consumer.Metrics
@@ -111,7 +77,7 @@ type guard struct {
 }
 
 func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock) (*guard, error) {
-	prices, err := pricing.Default().WithOverrides(cfg.Pricing.Models)
+	prices, err := pricing.New(pricing.Config{Models: cfg.Pricing.Models, AddReasoningTokens: cfg.Pricing.AddReasoningTokens})
 	if err != nil {
 		return nil, fmt.Errorf("pricing.%w", err)
 	}
@@ -119,12 +85,43 @@ func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, done: make(chan struct{}), traceAgent: map[pcommon.TraceID]string{}}
+	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, keys: cfg.SessionKeys,
+		done: make(chan struct{}), traceAgent: map[pcommon.TraceID]string{}}
 	g.state, err = newState(cfg, g.onSessionEnd)
 	if err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// Start takes the prices and session keys of the runagain_storage extension when the collector
+// has one (named by storage, or the only one), so agent_guard's runagain.cost is the cost the
+// tiers record; pricing or session_keys set here as well are an error naming the field. Then it
+// starts the idle-session ticker.
+func (g *guard) Start(_ context.Context, host component.Host) error {
+	st, err := runagainstorageextension.Find(host, g.cfg.Storage)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		if len(g.cfg.Pricing.Models) > 0 || g.cfg.Pricing.AddReasoningTokens {
+			return fmt.Errorf("pricing: set by the runagain_storage extension; move these overrides to its pricing section")
+		}
+		if !slices.Equal(g.cfg.SessionKeys, genai.DefaultSessionKeys) && !slices.Equal(g.cfg.SessionKeys, st.SessionKeys()) {
+			return fmt.Errorf("session_keys %v: the runagain_storage extension says %v; set them there only", g.cfg.SessionKeys, st.SessionKeys())
+		}
+		g.mu.Lock()
+		g.prices, g.keys = st.Prices(), st.SessionKeys()
+		g.mu.Unlock()
+	}
+	g.start()
+	return nil
+}
+
+// Shutdown stops the ticker and the telemetry.
+func (g *guard) Shutdown(context.Context) error {
+	g.stop()
+	return nil
 }
 
 func (g *guard) start() {
@@ -221,7 +218,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 				if !g.state.firstDelivery(spanRef{sp.TraceID(), sp.SpanID()}) {
 					continue // delivered again (a retried export): counted once
 				}
-				sid, ok := genai.SessionID(attrs, res, g.cfg.SessionKeys)
+				sid, ok := genai.SessionID(attrs, res, g.keys)
 				if !ok {
 					sid = sp.TraceID().String()
 				}

@@ -341,7 +341,7 @@ func (st *state) session(e *event, now time.Time) *session {
 }
 
 // process analyses one span. It returns false for an LLM span with usage but no known price.
-func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
+func (st *state) process(e *event, prices *pricing.Prices, b *batch) bool {
 	sp := e.span
 	attrs := sp.Attributes()
 	s := st.session(e, b.now)
@@ -393,12 +393,8 @@ func (st *state) process(e *event, prices *pricing.Table, b *batch) bool {
 		}
 		if u.Input > 0 || u.Output > 0 || u.CacheRead > 0 || u.CacheWrite > 0 {
 			costAttrs := [3]kv{{genai.AttrAgentName, agent}, {genai.AttrProviderName, provider}, {genai.AttrRequestModel, reqModel}}
-			if r, ok := prices.Lookup(provider, genai.Model(attrs)); ok {
-				pu := pricing.FromSemconv(u)
-				if st.cfg.Pricing.AddReasoningTokens && u.Reasoning > 0 {
-					pu.Output += u.Reasoning
-				}
-				c := r.Cost(pu, sp.StartTimestamp().AsTime())
+			if cost := prices.SpanCost(attrs, sp.StartTimestamp()); !cost.Unpriced {
+				c := cost.USD
 				st.agg.record(st.agg.get(mCost, e.service, costAttrs[:], b.ts), c, ex)
 				s.cost += c
 				s.priced++

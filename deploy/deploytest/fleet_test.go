@@ -111,14 +111,14 @@ func TestFleetConfig(t *testing.T) {
 	}
 	require.NotZero(t, grpcPort)
 	var gw struct {
-		Exporters struct {
-			Tiered struct {
+		Extensions struct {
+			Storage struct {
 				SessionKeys []string `yaml:"session_keys"`
-			} `yaml:"tiered"`
-		} `yaml:"exporters"`
+			} `yaml:"runagain_storage"`
+		} `yaml:"extensions"`
 	}
 	require.NoError(t, yaml.Unmarshal(readFile(t, "config/gateway.yaml"), &gw))
-	require.NotEmpty(t, gw.Exporters.Tiered.SessionKeys)
+	require.NotEmpty(t, gw.Extensions.Storage.SessionKeys, "gateway.yaml's runagain_storage::session_keys")
 
 	byKey := map[string]int{}
 	for id, raw := range cfg["exporters"] {
@@ -131,7 +131,7 @@ func TestFleetConfig(t *testing.T) {
 		if lb.RoutingKey == "attributes" {
 			require.NotEmpty(t, lb.RoutingAttributes, "%s: routing_key attributes needs routing_attributes", id)
 			for _, a := range lb.RoutingAttributes {
-				assert.Contains(t, gw.Exporters.Tiered.SessionKeys, a, "%s routes by %s, which is not a gateway session key", id, a)
+				assert.Contains(t, gw.Extensions.Storage.SessionKeys, a, "%s routes by %s, which is not a gateway session key", id, a)
 			}
 		}
 		// Exactly one resolver, and it finds the gateway pods.

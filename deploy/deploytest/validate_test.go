@@ -162,8 +162,8 @@ func TestShippedCollectorConfigsValidate(t *testing.T) {
 }
 
 // TestValidateCatchesBrokenGateway: validate really checks our components' configs: gateway.yaml
-// without its payload store URL, or with an unknown key in the tiered exporter, is refused with
-// the field named.
+// without its payload store URL, or with an unknown key in the runagain_storage extension's hot
+// tier, is refused with the field named.
 func TestValidateCatchesBrokenGateway(t *testing.T) {
 	bin := collectorBin(t)
 	body := readFile(t, "config/gateway.yaml")
@@ -175,13 +175,13 @@ func TestValidateCatchesBrokenGateway(t *testing.T) {
 	delete(env, "RUNAGAIN_PAYLOAD_URL")
 	out, err := validate(t, bin, path, envList(env))
 	require.Error(t, err, "gateway.yaml without RUNAGAIN_PAYLOAD_URL must not validate:\n%s", out)
-	assert.Contains(t, out, "storage.url")
+	assert.Contains(t, out, "payloads::url")
 
 	broken := bytes.Replace(body, []byte("      retention: 168h\n"), []byte("      retention: 168h\n      retension: 1h\n"), 1)
 	require.NotEqual(t, body, broken, "gateway.yaml no longer has the hot tier block this test edits")
 	require.NoError(t, os.WriteFile(path, broken, 0o600))
 	out, err = validate(t, bin, path, envList(gatewayEnv(t)))
-	require.Error(t, err, "an unknown tiered key must not validate:\n%s", out)
+	require.Error(t, err, "an unknown runagain_storage key must not validate:\n%s", out)
 	assert.Contains(t, out, "retension")
 }
 

@@ -46,7 +46,7 @@ func BenchmarkTierWrites(b *testing.B) {
 		func() error { _, err := hot.WriteTraces(ctx, td); return err },
 		func() error { return warm.WriteTraces(ctx, td) },
 		func() error {
-			_, err := cold.Write(ctx, store.Partials(td, plog.Logs{}, nil, 0))
+			_, err := cold.Write(ctx, store.Partials(td, plog.Logs{}, nil, 0, nil))
 			return err
 		},
 	}

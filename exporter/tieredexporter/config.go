@@ -7,14 +7,30 @@ import (
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/clickhouseexporter"
-	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/internal/pricing"
 )
 
-// Config is the tiered exporter's configuration. Each tier is optional; at least one must be set.
+// Config is the tiered exporter's configuration.
+//
+// The backends (where each tier lives, its retention, the session keys and the prices) belong to
+// the runagain_storage extension, found through the host: Storage names it, or the only one is
+// used. Here each tier has only its delivery settings (timeout, retry, sending queue); a tier is
+// written when the extension configures it.
+//
+// Older configurations set the backends inline (hot::sqlite, warm::clickhouse, cold::parquet,
+// session_keys, janitor_interval...): they keep working, the exporter then runs a private
+// storage of its own with those settings (and no extension is needed).
 type Config struct {
+	// Storage is the id of the runagain_storage extension (e.g. runagain_storage or
+	// runagain_storage/gateway); empty: the only one the collector has.
+	Storage component.ID `mapstructure:"storage"`
+
 	// Hot keeps full spans and log records (DESIGN.md: default retention 7 days).
 	Hot configoptional.Optional[HotConfig] `mapstructure:"hot"`
 	// Warm keeps span summaries and key events, no payloads (default retention 90 days).
@@ -22,15 +38,57 @@ type Config struct {
 	// Cold keeps one partial session record per session per batch (default retention: forever).
 	Cold configoptional.Optional[ColdConfig] `mapstructure:"cold"`
 
-	// SessionKeys are the attributes that name a session, first present wins
-	// (DESIGN.md "Run and session"). Default: gen_ai.conversation.id, session.id.
+	// SessionKeys (inline backends only) are the attributes that name a session, first present
+	// wins (DESIGN.md "Run and session"). Default: gen_ai.conversation.id, session.id.
 	SessionKeys []string `mapstructure:"session_keys"`
 
-	// JanitorInterval is how often the retention janitor deletes expired rows and objects from
-	// the SQLite and blob backends (ClickHouse uses TTL). It also runs once at start. Default 1h.
+	// JanitorInterval (inline backends only) is how often the retention janitor deletes expired
+	// rows and objects from the SQLite and blob backends (ClickHouse uses TTL). Default 1h.
 	JanitorInterval time.Duration `mapstructure:"janitor_interval"`
 
+	// Pricing (inline backends only) changes the embedded price table for the summaries' cost.
+	Pricing pricing.Config `mapstructure:"pricing"`
+
 	_ struct{}
+}
+
+// inline reports whether the configuration sets backends itself (the older form).
+func (c *Config) inline() bool {
+	if c.Hot.HasValue() && (c.Hot.Get().SQLite.HasValue() || c.Hot.Get().ClickHouse.HasValue()) {
+		return true
+	}
+	if c.Warm.HasValue() && (c.Warm.Get().SQLite.HasValue() || c.Warm.Get().ClickHouse.HasValue()) {
+		return true
+	}
+	return c.Cold.HasValue() && (c.Cold.Get().Parquet.HasValue() || c.Cold.Get().ClickHouse.HasValue())
+}
+
+// storageConfig is the runagain_storage configuration equivalent to inline backends. The hot
+// tier on ClickHouse is left out: the exporter creates the contrib exporter from its nested
+// configuration itself.
+func (c *Config) storageConfig() *runagainstorageextension.Config {
+	s := runagainstorageextension.NewDefaultConfig()
+	if len(c.SessionKeys) > 0 {
+		s.SessionKeys = c.SessionKeys
+	}
+	if c.JanitorInterval > 0 {
+		s.JanitorInterval = c.JanitorInterval
+	}
+	s.Pricing = c.Pricing
+	if c.Hot.HasValue() && c.Hot.Get().SQLite.HasValue() {
+		h := c.Hot.Get()
+		s.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: h.Retention,
+			SQLite: configoptional.Some(*h.SQLite.Get())})
+	}
+	if c.Warm.HasValue() && (c.Warm.Get().SQLite.HasValue() || c.Warm.Get().ClickHouse.HasValue()) {
+		w := c.Warm.Get()
+		s.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: w.Retention, SQLite: w.SQLite, ClickHouse: w.ClickHouse})
+	}
+	if c.Cold.HasValue() && (c.Cold.Get().Parquet.HasValue() || c.Cold.Get().ClickHouse.HasValue()) {
+		k := c.Cold.Get()
+		s.Cold = configoptional.Some(runagainstorageextension.ColdConfig{Retention: k.Retention, Parquet: k.Parquet, ClickHouse: k.ClickHouse})
+	}
+	return s
 }
 
 // TierSending is the delivery configuration every tier carries: its own timeout, retry and
@@ -41,24 +99,24 @@ type TierSending struct {
 	Queue         configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
 }
 
-// HotConfig configures the hot tier: exactly one of sqlite, clickhouse.
+// HotConfig configures the hot tier's delivery (and, in the older inline form, its backend:
+// exactly one of sqlite, clickhouse).
 type HotConfig struct {
-	// Retention is how long rows are kept, measured from ingestion (SQLite). 0 keeps them forever.
-	// With ClickHouse it becomes the contrib exporter's `ttl` (measured from span/record time).
+	// Retention (inline only) is how long rows are kept, measured from ingestion (SQLite). 0
+	// keeps them forever. With ClickHouse it becomes the contrib exporter's `ttl`.
 	Retention time.Duration `mapstructure:"retention"`
-	// SQLite is the embedded backend: one SQLite file.
+	// SQLite (inline only) is the embedded backend: one SQLite file.
 	SQLite configoptional.Optional[SQLiteConfig] `mapstructure:"sqlite"`
-	// ClickHouse is the contrib clickhouseexporter's own configuration, nested unchanged. Its
-	// own timeout, retry_on_failure and sending_queue apply (not the tier-level ones), and its
-	// ttl is replaced by the tier's retention.
+	// ClickHouse (inline only) is the contrib clickhouseexporter's own configuration, nested
+	// unchanged. Its own timeout, retry_on_failure and sending_queue apply (not the tier-level
+	// ones), and its ttl is replaced by the tier's retention.
 	ClickHouse configoptional.Optional[clickhouseexporter.Config] `mapstructure:"clickhouse"`
 
 	TierSending `mapstructure:",squash"`
 }
 
-// WarmConfig configures the warm tier: exactly one of sqlite, clickhouse.
+// WarmConfig configures the warm tier's delivery (inline form: and its backend).
 type WarmConfig struct {
-	// Retention is how long summaries are kept, measured from ingestion. 0 keeps them forever.
 	Retention  time.Duration                             `mapstructure:"retention"`
 	SQLite     configoptional.Optional[SQLiteConfig]     `mapstructure:"sqlite"`
 	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
@@ -66,10 +124,8 @@ type WarmConfig struct {
 	TierSending `mapstructure:",squash"`
 }
 
-// ColdConfig configures the cold tier: exactly one of parquet, clickhouse.
+// ColdConfig configures the cold tier's delivery (inline form: and its backend).
 type ColdConfig struct {
-	// Retention is how long session records are kept, measured from ingestion. 0 (the
-	// default) keeps them forever.
 	Retention  time.Duration                             `mapstructure:"retention"`
 	Parquet    configoptional.Optional[ParquetConfig]    `mapstructure:"parquet"`
 	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
@@ -77,39 +133,41 @@ type ColdConfig struct {
 	TierSending `mapstructure:",squash"`
 }
 
-// SQLiteConfig configures a SQLite backend.
-type SQLiteConfig struct {
-	// Path of the SQLite file; its directory is created if missing.
-	Path string `mapstructure:"path"`
-}
-
-// ParquetConfig configures the cold tier's Parquet files on blob storage.
-type ParquetConfig struct {
-	// URL is a gocloud.dev/blob bucket URL (s3://bucket?region=..&prefix=cold/, gs://, azblob://,
-	// file:///abs/dir, mem://), or a plain local directory path (created if missing).
-	URL string `mapstructure:"url"`
-}
-
-// ClickHouseConfig configures runagain's own ClickHouse tables (warm and cold tiers).
-type ClickHouseConfig struct {
-	// Endpoint is a clickhouse-go DSN: tcp://host:9000 (native protocol) or http(s)://host:8123.
-	Endpoint string              `mapstructure:"endpoint"`
-	Username string              `mapstructure:"username"`
-	Password configopaque.String `mapstructure:"password"`
-	// Database holding the tables; default "default".
-	Database string `mapstructure:"database"`
-	// ConnectionParams are extra DSN parameters (dial_timeout, compress, secure...).
-	ConnectionParams map[string]string `mapstructure:"connection_params"`
-	// CreateSchema runs the DDL (CREATE DATABASE/TABLE IF NOT EXISTS) at start. Default true.
-	CreateSchema bool `mapstructure:"create_schema"`
-	// ClusterName adds ON CLUSTER to the DDL.
-	ClusterName string `mapstructure:"cluster_name"`
-}
+// The backend settings are the runagain_storage extension's.
+type (
+	SQLiteConfig     = runagainstorageextension.SQLiteConfig
+	ParquetConfig    = runagainstorageextension.ParquetConfig
+	ClickHouseConfig = runagainstorageextension.ClickHouseConfig
+)
 
 // Validate checks the configuration; errors name the field.
 func (c *Config) Validate() error {
-	if !c.Hot.HasValue() && !c.Warm.HasValue() && !c.Cold.HasValue() {
-		return errors.New("no tier configured: set at least one of `hot`, `warm`, `cold`")
+	if !c.inline() {
+		// The backends are the runagain_storage extension's (it checks them). Settings that only
+		// mean something next to an inline backend are refused rather than silently ignored.
+		var errs []error
+		moved := func(field string) {
+			errs = append(errs, fmt.Errorf("%s: set it in the runagain_storage extension (or configure this tier's backend inline)", field))
+		}
+		if c.Hot.HasValue() && c.Hot.Get().Retention != DefaultHotRetention {
+			moved("hot::retention")
+		}
+		if c.Warm.HasValue() && c.Warm.Get().Retention != DefaultWarmRetention {
+			moved("warm::retention")
+		}
+		if c.Cold.HasValue() && c.Cold.Get().Retention != DefaultColdRetention {
+			moved("cold::retention")
+		}
+		if len(c.SessionKeys) > 0 {
+			moved("session_keys")
+		}
+		if !c.Pricing.IsZero() {
+			moved("pricing")
+		}
+		if c.JanitorInterval != DefaultJanitorInterval {
+			moved("janitor_interval")
+		}
+		return errors.Join(errs...)
 	}
 	var errs []error
 	if c.Hot.HasValue() {
@@ -121,7 +179,7 @@ func (c *Config) Validate() error {
 		case h.SQLite.HasValue():
 			errs = append(errs, sqlitePath("hot", h.SQLite.Get()))
 		case !h.ClickHouse.HasValue():
-			errs = append(errs, errors.New("hot: no backend configured: set `hot::sqlite` or `hot::clickhouse`"))
+			errs = append(errs, errors.New("hot: no backend configured: set `hot::sqlite` or `hot::clickhouse` (or move the backends to the runagain_storage extension)"))
 		}
 	}
 	if c.Warm.HasValue() {
@@ -133,7 +191,7 @@ func (c *Config) Validate() error {
 		case w.SQLite.HasValue():
 			errs = append(errs, sqlitePath("warm", w.SQLite.Get()))
 		case w.ClickHouse.HasValue():
-			errs = append(errs, w.ClickHouse.Get().validate("warm::clickhouse"))
+			errs = append(errs, validateClickHouse(w.ClickHouse.Get(), "warm::clickhouse"))
 		default:
 			errs = append(errs, errors.New("warm: no backend configured: set `warm::sqlite` or `warm::clickhouse`"))
 		}
@@ -149,7 +207,7 @@ func (c *Config) Validate() error {
 				errs = append(errs, errors.New("cold::parquet::url must be set (a gocloud.dev/blob URL or a directory)"))
 			}
 		case k.ClickHouse.HasValue():
-			errs = append(errs, k.ClickHouse.Get().validate("cold::clickhouse"))
+			errs = append(errs, validateClickHouse(k.ClickHouse.Get(), "cold::clickhouse"))
 		default:
 			errs = append(errs, errors.New("cold: no backend configured: set `cold::parquet` or `cold::clickhouse`"))
 		}
@@ -165,6 +223,9 @@ func (c *Config) Validate() error {
 	}
 	if c.JanitorInterval < 0 {
 		errs = append(errs, fmt.Errorf("janitor_interval must not be negative, got %s", c.JanitorInterval))
+	}
+	if err := c.Pricing.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("pricing::%w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -183,7 +244,7 @@ func sqlitePath(tier string, s *SQLiteConfig) error {
 	return nil
 }
 
-func (c *ClickHouseConfig) validate(field string) error {
+func validateClickHouse(c *ClickHouseConfig, field string) error {
 	if c.Endpoint == "" {
 		return fmt.Errorf("%s::endpoint must be set", field)
 	}
@@ -204,4 +265,25 @@ func defaultSending() TierSending {
 
 func defaultClickHouse() ClickHouseConfig {
 	return ClickHouseConfig{Database: "default", CreateSchema: true, ConnectionParams: map[string]string{}}
+}
+
+func (c *Config) hotSending() TierSending {
+	if c.Hot.HasValue() {
+		return c.Hot.Get().TierSending
+	}
+	return defaultSending()
+}
+
+func (c *Config) warmSending() TierSending {
+	if c.Warm.HasValue() {
+		return c.Warm.Get().TierSending
+	}
+	return defaultSending()
+}
+
+func (c *Config) coldSending() TierSending {
+	if c.Cold.HasValue() {
+		return c.Cold.Get().TierSending
+	}
+	return defaultSending()
 }

@@ -74,16 +74,31 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, "default", cfg.Cold.Get().ClickHouse.Get().Database)
 		assert.Equal(t, DefaultJanitorInterval, cfg.JanitorInterval)
 	})
+	t.Run("delivery", func(t *testing.T) {
+		cfg, err := load(t, "delivery")
+		require.NoError(t, err)
+		assert.False(t, cfg.inline())
+		assert.Equal(t, "runagain_storage/gateway", cfg.Storage.String())
+		hot := cfg.hotSending()
+		assert.Equal(t, 7*time.Second, hot.TimeoutConfig.Timeout)
+		assert.EqualValues(t, 1234, hot.Queue.Get().QueueSize)
+		assert.Equal(t, defaultSending(), cfg.warmSending(), "a tier left out gets the default delivery")
+	})
+	t.Run("nohot", func(t *testing.T) {
+		cfg, err := load(t, "nohot")
+		require.NoError(t, err, "an empty tiered writes the tiers of the runagain_storage extension")
+		assert.False(t, cfg.inline())
+	})
 	for name, want := range map[string]string{
-		"nohot":          "no tier configured",
-		"nobackend":      "hot::sqlite",
-		"negative":       "hot::retention",
-		"unknown":        "jounral",
-		"twobackends":    "warm: set one backend",
-		"warmnobackend":  "set `warm::sqlite` or `warm::clickhouse`",
-		"coldnourl":      "cold::parquet::url",
-		"badendpoint":    "cold::clickhouse::endpoint",
-		"contribinvalid": "endpoint must be specified",
+		"sessionkeysmoved": "session_keys: set it in the runagain_storage extension",
+		"nobackend":        "hot::retention: set it in the runagain_storage extension",
+		"negative":         "hot::retention",
+		"unknown":          "jounral",
+		"twobackends":      "warm: set one backend",
+		"warmnobackend":    "warm::retention: set it in the runagain_storage extension",
+		"coldnourl":        "cold::parquet::url",
+		"badendpoint":      "cold::clickhouse::endpoint",
+		"contribinvalid":   "endpoint must be specified",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := load(t, name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/clickhouseexporter"
@@ -14,57 +13,23 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/internal/sharedcomponent"
+	"github.com/runagain/runagain/internal/store"
 )
-
-// tier is one storage tier behind its own exporterhelper pipeline (queue, retry, timeout). Its
-// backend is shared by the traces and logs instances of one configuration (see acquire).
-type tier struct {
-	name    string
-	key     string // shared-resource key: backend kind and location
-	sending TierSending
-	open    func(ctx context.Context) (*resource, error)
-
-	mu  sync.Mutex
-	res *resource
-}
-
-func (t *tier) start(ctx context.Context, _ component.Host) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.res != nil {
-		return nil
-	}
-	r, err := acquire(ctx, t.key, t.open)
-	if err != nil {
-		return fmt.Errorf("%s tier: %w", t.name, err)
-	}
-	t.res = r
-	return nil
-}
-
-func (t *tier) shutdown(context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.res == nil {
-		return nil
-	}
-	t.res = nil
-	return release(t.key)
-}
-
-func (t *tier) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	return t.res.backend.writeTraces(ctx, td)
-}
-
-func (t *tier) pushLogs(ctx context.Context, ld plog.Logs) error {
-	return t.res.backend.writeLogs(ctx, ld)
-}
 
 // tieredExporter fans each batch out to one exporterhelper pipeline per tier and acknowledges
 // once every tier has accepted it (into its queue, or written when the queue is disabled). The
-// factory makes one instance per signal.
+// factory makes one instance per signal. The tiers' pipelines are built at Start, from the
+// tiers the runagain_storage extension configures (found through the host), or from the
+// private storage of an inline configuration.
 type tieredExporter struct {
+	set     exporter.Settings
+	cfg     *Config
+	sig     signal
+	private *sharedcomponent.Holder[*runagainstorageextension.Storage] // inline backends; nil otherwise
+
 	traces []exporter.Traces
 	logs   []exporter.Logs
 }
@@ -76,78 +41,114 @@ const (
 	signalLogs
 )
 
-func newExporter(ctx context.Context, set exporter.Settings, cfg *Config, sig signal, now func() time.Time) (*tieredExporter, error) {
-	e := &tieredExporter{}
-	var tiers []*tier
-	interval := cfg.JanitorInterval
-	if interval <= 0 {
-		interval = DefaultJanitorInterval
-	}
-	if cfg.Hot.HasValue() {
-		hot := cfg.Hot.Get()
-		if hot.ClickHouse.HasValue() {
-			if err := e.addContribClickHouse(ctx, set, hot, sig); err != nil {
-				return nil, err
-			}
-		} else {
-			tiers = append(tiers, hotSQLiteTier(set.Logger, hot, cfg.SessionKeys, now, interval))
+// private holds the storage of each inline-configured tiered exporter, shared by its traces
+// and logs instances (one writer per SQLite file, one janitor per location).
+var private = sharedcomponent.NewMap[component.ID, *runagainstorageextension.Storage]()
+
+func newExporter(_ context.Context, set exporter.Settings, cfg *Config, sig signal, now func() time.Time) (*tieredExporter, error) {
+	e := &tieredExporter{set: set, cfg: cfg, sig: sig}
+	if cfg.inline() {
+		h, err := private.LoadOrStore(set.ID, func() (*runagainstorageextension.Storage, error) {
+			return runagainstorageextension.New(cfg.storageConfig(), set.TelemetrySettings, now)
+		})
+		if err != nil {
+			return nil, err
 		}
-	}
-	if cfg.Warm.HasValue() {
-		tiers = append(tiers, warmTier(set.Logger, cfg.Warm.Get(), cfg.SessionKeys, now, interval))
-	}
-	if cfg.Cold.HasValue() {
-		tiers = append(tiers, coldTier(set.Logger, cfg.Cold.Get(), cfg.SessionKeys, now, interval))
-	}
-	for _, t := range tiers {
-		tset := set
-		// A distinct id per tier keeps persistent-queue keys apart in a shared storage extension.
-		tset.ID = component.NewIDWithName(set.ID.Type(), joinName(set.ID.Name(), t.name))
-		s := t.sending
-		opts := []exporterhelper.Option{
-			exporterhelper.WithStart(t.start),
-			exporterhelper.WithShutdown(t.shutdown),
-			exporterhelper.WithTimeout(s.TimeoutConfig),
-			exporterhelper.WithRetry(s.BackOff),
-			exporterhelper.WithQueue(s.Queue),
-			exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		}
-		switch sig {
-		case signalTraces:
-			te, err := exporterhelper.NewTraces(ctx, tset, cfg, t.pushTraces, opts...)
-			if err != nil {
-				return nil, fmt.Errorf("%s tier: %w", t.name, err)
-			}
-			e.traces = append(e.traces, te)
-		case signalLogs:
-			le, err := exporterhelper.NewLogs(ctx, tset, cfg, t.pushLogs, opts...)
-			if err != nil {
-				return nil, fmt.Errorf("%s tier: %w", t.name, err)
-			}
-			e.logs = append(e.logs, le)
-		}
+		e.private = h
 	}
 	return e, nil
 }
 
-// addContribClickHouse creates the contrib clickhouseexporter from its own factory with the
-// nested configuration, its TTL set to the hot retention. It brings its own queue and retry.
-func (e *tieredExporter) addContribClickHouse(ctx context.Context, set exporter.Settings, hot *HotConfig, sig signal) error {
-	f := clickhouseexporter.NewFactory()
-	chCfg := *hot.ClickHouse.Get()
-	chCfg.TTL = hot.Retention
-	cset := set
-	// The contrib factory insists on its own type: clickhouse/tiered_<name>_hot.
-	cset.ID = component.NewIDWithName(f.Type(), joinName(joinName(set.ID.Type().String(), set.ID.Name()), "hot"))
-	switch sig {
+// build creates the tiers' pipelines for st's tiers.
+func (e *tieredExporter) build(ctx context.Context, st *runagainstorageextension.Storage) error {
+	for _, name := range st.Tiers() {
+		var sending TierSending
+		switch name {
+		case store.TierHot:
+			sending = e.cfg.hotSending()
+		case store.TierWarm:
+			sending = e.cfg.warmSending()
+		case store.TierCold:
+			sending = e.cfg.coldSending()
+		}
+		if name == store.TierHot {
+			if ch, ret, ok := st.HotClickHouse(); ok {
+				if err := e.addContribClickHouse(ctx, contribConfig(ch, ret, sending)); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		b, err := st.Backend(name)
+		if err != nil {
+			return err
+		}
+		if err := e.addTier(ctx, name, b, sending); err != nil {
+			return err
+		}
+	}
+	if e.private != nil && e.cfg.Hot.HasValue() && e.cfg.Hot.Get().ClickHouse.HasValue() {
+		chCfg := *e.cfg.Hot.Get().ClickHouse.Get()
+		chCfg.TTL = e.cfg.Hot.Get().Retention
+		return e.addContribClickHouse(ctx, &chCfg)
+	}
+	return nil
+}
+
+func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainstorageextension.Backend, s TierSending) error {
+	tset := e.set
+	// A distinct id per tier keeps persistent-queue keys apart in a shared storage extension.
+	tset.ID = component.NewIDWithName(e.set.ID.Type(), joinName(e.set.ID.Name(), name))
+	opts := []exporterhelper.Option{
+		exporterhelper.WithTimeout(s.TimeoutConfig),
+		exporterhelper.WithRetry(s.BackOff),
+		exporterhelper.WithQueue(s.Queue),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+	}
+	switch e.sig {
 	case signalTraces:
-		te, err := f.CreateTraces(ctx, cset, &chCfg)
+		te, err := exporterhelper.NewTraces(ctx, tset, e.cfg, b.WriteTraces, opts...)
+		if err != nil {
+			return fmt.Errorf("%s tier: %w", name, err)
+		}
+		e.traces = append(e.traces, te)
+	case signalLogs:
+		le, err := exporterhelper.NewLogs(ctx, tset, e.cfg, b.WriteLogs, opts...)
+		if err != nil {
+			return fmt.Errorf("%s tier: %w", name, err)
+		}
+		e.logs = append(e.logs, le)
+	}
+	return nil
+}
+
+// contribConfig is the contrib clickhouseexporter configuration of a hot tier on ClickHouse
+// configured in the extension: its defaults, the connection, the TTL from the retention and
+// the tier's delivery settings.
+func contribConfig(ch *runagainstorageextension.ClickHouseConfig, retention time.Duration, s TierSending) *clickhouseexporter.Config {
+	c := clickhouseexporter.NewFactory().CreateDefaultConfig().(*clickhouseexporter.Config)
+	c.Endpoint, c.Username, c.Password, c.Database = ch.Endpoint, ch.Username, ch.Password, ch.Database
+	c.ConnectionParams, c.CreateSchema, c.ClusterName, c.TTL = ch.ConnectionParams, ch.CreateSchema, ch.ClusterName, retention
+	c.TimeoutSettings, c.BackOffConfig, c.QueueSettings = s.TimeoutConfig, s.BackOff, s.Queue
+	return c
+}
+
+// addContribClickHouse creates the contrib clickhouseexporter from its own factory: the hot
+// tier's writer on ClickHouse. It brings its own queue and retry.
+func (e *tieredExporter) addContribClickHouse(ctx context.Context, chCfg *clickhouseexporter.Config) error {
+	f := clickhouseexporter.NewFactory()
+	cset := e.set
+	// The contrib factory insists on its own type: clickhouse/tiered_<name>_hot.
+	cset.ID = component.NewIDWithName(f.Type(), joinName(joinName(e.set.ID.Type().String(), e.set.ID.Name()), "hot"))
+	switch e.sig {
+	case signalTraces:
+		te, err := f.CreateTraces(ctx, cset, chCfg)
 		if err != nil {
 			return fmt.Errorf("hot tier (clickhouse): %w", err)
 		}
 		e.traces = append(e.traces, te)
 	case signalLogs:
-		le, err := f.CreateLogs(ctx, cset, &chCfg)
+		le, err := f.CreateLogs(ctx, cset, chCfg)
 		if err != nil {
 			return fmt.Errorf("hot tier (clickhouse): %w", err)
 		}
@@ -174,7 +175,32 @@ func (e *tieredExporter) components() []component.Component {
 	return cs
 }
 
+// Start finds the storage (the runagain_storage extension, or the private storage of inline
+// backends), builds one pipeline per tier it configures and starts them.
 func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
+	var st *runagainstorageextension.Storage
+	if e.private != nil {
+		if err := e.private.Start(ctx, host); err != nil {
+			return err
+		}
+		st = e.private.Unwrap()
+	} else {
+		found, err := runagainstorageextension.Find(host, e.cfg.Storage)
+		if err != nil {
+			return err
+		}
+		if found == nil {
+			return errors.New("no storage: add the runagain_storage extension (extensions and service::extensions) " +
+				"or configure the tiers' backends inline (hot::sqlite ...)")
+		}
+		st = found
+	}
+	if err := e.build(ctx, st); err != nil {
+		return err
+	}
+	if len(e.components()) == 0 {
+		return errors.New("no tier configured: set at least one of `hot`, `warm`, `cold` in the runagain_storage extension")
+	}
 	for _, c := range e.components() {
 		if err := c.Start(ctx, host); err != nil {
 			return err
@@ -183,10 +209,14 @@ func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
+// Shutdown drains and stops the tiers' pipelines, then releases the private storage.
 func (e *tieredExporter) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, c := range e.components() {
 		errs = append(errs, c.Shutdown(ctx))
+	}
+	if e.private != nil {
+		errs = append(errs, e.private.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }
@@ -211,131 +241,13 @@ func (e *tieredExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	return errors.Join(errs...)
 }
 
-// The traces and logs instances of one exporter (and several exporters pointed at one
-// location) share one backend handle per location, so there is one writer per SQLite file and
-// one retention janitor per location.
-var (
-	sharedMu  sync.Mutex
-	resources = map[string]*resource{}
-)
-
-type resource struct {
-	backend backend
-	close   func() error
-	janitor *janitor
-	refs    int
-}
-
-func acquire(ctx context.Context, key string, open func(context.Context) (*resource, error)) (*resource, error) {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if r, ok := resources[key]; ok {
-		r.refs++
-		return r, nil
-	}
-	r, err := open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.refs = 1
-	if r.janitor != nil {
-		r.janitor.start()
-	}
-	resources[key] = r
-	return r, nil
-}
-
-func release(key string) error {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	r, ok := resources[key]
-	if !ok {
-		return nil
-	}
-	r.refs--
-	if r.refs > 0 {
-		return nil
-	}
-	delete(resources, key)
-	if r.janitor != nil {
-		r.janitor.stop()
-	}
-	return r.close()
-}
-
-// janitor enforces a retention on a backend without TTL: at start and every interval it
-// deletes what was ingested before now - retention.
-type janitor struct {
-	name      string
-	every     time.Duration
-	retention time.Duration
-	now       func() time.Time
-	expire    func(ctx context.Context, cutoff time.Time) (int64, error)
-	logger    *zap.Logger
-
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func newJanitor(logger *zap.Logger, name string, every, retention time.Duration, now func() time.Time,
-	expire func(context.Context, time.Time) (int64, error)) *janitor {
-	if retention <= 0 {
-		return nil
-	}
-	return &janitor{name: name, every: every, retention: retention, now: now, expire: expire, logger: logger}
-}
-
-// runOnce deletes what is past retention now and returns how much it deleted.
-func (j *janitor) runOnce(ctx context.Context) (int64, error) {
-	cutoff := j.now().Add(-j.retention)
-	n, err := j.expire(ctx, cutoff)
-	if err != nil {
-		j.logger.Warn("retention janitor failed; will retry", zap.String("tier", j.name), zap.Error(err))
-	} else if n > 0 {
-		j.logger.Info("retention janitor deleted expired data", zap.String("tier", j.name),
-			zap.Int64("deleted", n), zap.Time("ingested_before", cutoff))
-	}
-	return n, err
-}
-
-func (j *janitor) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	j.cancel, j.done = cancel, make(chan struct{})
-	go func() {
-		defer close(j.done)
-		_, _ = j.runOnce(ctx)
-		t := time.NewTicker(j.every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_, _ = j.runOnce(ctx)
-			}
-		}
-	}()
-}
-
-func (j *janitor) stop() {
-	j.cancel()
-	<-j.done
-}
-
-// runJanitors runs every active retention janitor once, now (tests and maintenance).
+// runJanitors runs the retention janitors of every inline-configured exporter's storage once,
+// now (tests).
 func runJanitors(ctx context.Context) (int64, error) {
-	sharedMu.Lock()
-	var js []*janitor
-	for _, r := range resources {
-		if r.janitor != nil {
-			js = append(js, r.janitor)
-		}
-	}
-	sharedMu.Unlock()
 	var total int64
 	var errs []error
-	for _, j := range js {
-		n, err := j.runOnce(ctx)
+	for _, st := range private.Values() {
+		n, err := st.RunJanitors(ctx)
 		total += n
 		errs = append(errs, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // ANSI colours of the human output (only when the caller says the output is a terminal).
@@ -68,6 +70,34 @@ func (p *printer) line(c, format string, args ...any) {
 	_, p.err = fmt.Fprintln(p.w, s)
 }
 
+func (p *printer) raw(s string) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintln(p.w, s)
+	}
+}
+
+// inlineDiff marks the changed parts of two versions of a line with reverse video
+// (diffmatchpatch character diff, cleaned up to word-like boundaries).
+func inlineDiff(a, b string) (string, string) {
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0
+	ds := dmp.DiffCleanupSemantic(dmp.DiffMain(a, b, false))
+	const rev, unrev = "\x1b[7m", "\x1b[27m"
+	var x, y strings.Builder
+	for _, d := range ds {
+		switch d.Type {
+		case diffmatchpatch.DiffEqual:
+			x.WriteString(d.Text)
+			y.WriteString(d.Text)
+		case diffmatchpatch.DiffDelete:
+			x.WriteString(rev + d.Text + unrev)
+		case diffmatchpatch.DiffInsert:
+			y.WriteString(rev + d.Text + unrev)
+		}
+	}
+	return x.String(), y.String()
+}
+
 func opColor(op string) string {
 	switch op {
 	case "-":
@@ -102,6 +132,11 @@ func (p *printer) pair(pr Pair, full bool) {
 	for _, d := range pr.Differences {
 		p.line("", "  %s: %s", d.Field, d.Summary)
 	}
+	for i, st := range []*Step{pr.A, pr.B} {
+		if st != nil && st.MessagesError != "" {
+			p.line(cBold, "  messages of %s could not all be read: %s", []string{"a", "b"}[i], st.MessagesError)
+		}
+	}
 	p.messages("input messages", pr.Input)
 	p.messages("output messages", pr.Output)
 	p.changes("arguments", pr.Arguments)
@@ -134,7 +169,17 @@ func (p *printer) messages(title string, ms []MessageDiff) {
 			where = fmt.Sprintf("b[%d] added", m.B)
 		}
 		p.line("", "    %s %s", where, m.Role)
-		for _, l := range m.Text {
+		for i := 0; i < len(m.Text); i++ {
+			l := m.Text[i]
+			// On a terminal, a line replaced by one line also shows which words changed.
+			if p.color && l.Op == "-" && i+1 < len(m.Text) && m.Text[i+1].Op == "+" &&
+				(i == 0 || m.Text[i-1].Op != "-") && (i+2 >= len(m.Text) || m.Text[i+2].Op != "+") {
+				a, b := inlineDiff(l.Text, m.Text[i+1].Text)
+				p.raw(cRed + "    - " + a + cReset)
+				p.raw(cGreen + "    + " + b + cReset)
+				i++
+				continue
+			}
 			p.line(opColor(l.Op), "    %s %s", l.Op, l.Text)
 		}
 	}

@@ -5,29 +5,42 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
 )
 
+// spanCost prices one span with prices (nil: the embedded table without overrides). It returns
+// the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose
+// model has no known price (counted, never treated as free).
+func spanCost(prices *pricing.Prices, attrs pcommon.Map, start pcommon.Timestamp) (usd float64, unpriced bool) {
+	if prices == nil {
+		prices = pricing.DefaultPrices()
+	}
+	c := prices.SpanCost(attrs, start)
+	return c.USD, c.Unpriced
+}
+
 var (
-	pricesOnce sync.Once
-	prices     *pricing.Table
+	processPricesMu sync.RWMutex
+	processPrices   *pricing.Prices
 )
 
-// SpanCost prices one span from its model, provider and token usage with the default
-// genai-prices table (internal/pricing), at the span's start time. It returns the cost in USD
-// and whether the span is an unpriced LLM call: one that recorded usage but whose model has no
-// known price (counted, never treated as free). Spans without usage cost 0 and are not unpriced.
-// Per-deployment price overrides (agent_guard's pricing.models) are not applied here.
+// SetPrices sets the prices SpanCost uses in this process (nil: the embedded table). The runagain
+// CLI sets them from --config (the runagain_storage extension's pricing) when it opens the store,
+// so views that price calls (diff, dataset) agree with the collector.
+func SetPrices(p *pricing.Prices) {
+	processPricesMu.Lock()
+	processPrices = p
+	processPricesMu.Unlock()
+}
+
+// SpanCost prices one span with the process's prices (SetPrices; default the embedded
+// genai-prices table without overrides), at the span's start time. It returns the cost in USD and
+// whether the span is an unpriced LLM call (usage recorded, no known price: counted, never free).
+// Spans without usage cost 0 and are not unpriced. Code that holds a *pricing.Prices (components
+// given one by the runagain_storage extension) calls its SpanCost instead.
 func SpanCost(attrs pcommon.Map, start pcommon.Timestamp) (usd float64, unpriced bool) {
-	u := genai.TokenUsage(attrs)
-	if u.Input <= 0 && u.Output <= 0 && u.CacheRead <= 0 && u.CacheWrite <= 0 {
-		return 0, false
-	}
-	pricesOnce.Do(func() { prices = pricing.Default() })
-	r, ok := prices.Lookup(genai.Provider(attrs), genai.Model(attrs))
-	if !ok {
-		return 0, true
-	}
-	return r.Cost(pricing.FromSemconv(u), start.AsTime().UTC()), false
+	processPricesMu.RLock()
+	p := processPrices
+	processPricesMu.RUnlock()
+	return spanCost(p, attrs, start)
 }

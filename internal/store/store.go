@@ -33,9 +33,13 @@ type RunSummary struct {
 	// greatest trace id when runs cannot be told apart), TraceIDs all its runs, and Start/End
 	// its first and last seen times. Other tiers leave TraceIDs empty.
 	TraceIDs []string `json:"trace_ids,omitempty"`
-	CostUSD  float64  `json:"cost_usd,omitempty"` // USD (warm, cold: internal/pricing); the hot tier does not compute it
-	Unpriced int64    `json:"unpriced,omitempty"` // LLM calls with usage but no known price (warm, cold)
-	Alerts   int64    `json:"alerts,omitempty"`   // agent_guard alert records (cold tier)
+	// CostUSD is the run's cost in USD: the sum over its LLM calls of pricing.Prices.SpanCost
+	// (the embedded table with the configured overrides), priced once when each tier wrote them.
+	// The hot tier on the contrib ClickHouse tables does not price; Tiered fills its rows from warm.
+	CostUSD float64 `json:"cost_usd"`
+	// Unpriced counts the LLM calls with usage but no known price: their cost is unknown, not 0.
+	Unpriced int64 `json:"unpriced"`
+	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
 }
 
 // Duration is End minus Start, or 0 when End is before Start (spans never ended, clock skew;

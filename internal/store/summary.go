@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 )
 
 // Tier names, as reported in RunSummary.Tier and Run.Tier.
@@ -44,7 +45,7 @@ type SpanSummary struct {
 	Model         string  `parquet:"model"`
 	InputTokens   int64   `parquet:"input_tokens"`
 	OutputTokens  int64   `parquet:"output_tokens"`
-	CostUSD       float64 `parquet:"cost_usd"` // SpanCost: genai-prices table, USD
+	CostUSD       float64 `parquet:"cost_usd"` // pricing.Prices.SpanCost with the configured overrides, USD
 	Unpriced      int32   `parquet:"unpriced"` // 1 for an LLM call with usage but no known price
 	ToolName      string  `parquet:"tool_name"`
 	AgentName     string  `parquet:"agent_name"`
@@ -94,8 +95,9 @@ func SummaryAttribute(k string) bool {
 }
 
 // Summarize returns the warm tier's records for td: one SpanSummary per span with non-empty
-// ids, and one KeyEvent per exception span event. sessionKeys default to genai.DefaultSessionKeys.
-func Summarize(td ptrace.Traces, sessionKeys []string) ([]SpanSummary, []KeyEvent) {
+// ids, and one KeyEvent per exception span event. sessionKeys default to genai.DefaultSessionKeys;
+// prices (nil: the embedded table) prices each LLM call.
+func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) ([]SpanSummary, []KeyEvent) {
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
@@ -117,7 +119,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string) ([]SpanSummary, []KeyEven
 			ToolName: str(attrs, genai.AttrToolName), AgentName: str(attrs, genai.AttrAgentName),
 			ErrorType: str(attrs, "error.type"),
 		}
-		cost, unpriced := SpanCost(attrs, s.StartTimestamp())
+		cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())
 		sum.CostUSD = cost
 		if unpriced {
 			sum.Unpriced = 1
@@ -212,7 +214,7 @@ type SessionPartial struct {
 	Spans        int64    `parquet:"spans"`
 	InputTokens  int64    `parquet:"input_tokens"`
 	OutputTokens int64    `parquet:"output_tokens"`
-	CostUSD      float64  `parquet:"cost_usd"` // sum of SpanCost over the batch's spans
+	CostUSD      float64  `parquet:"cost_usd"` // sum of pricing.Prices.SpanCost over the batch's spans
 	Unpriced     int64    `parquet:"unpriced"` // LLM calls with usage but no known price
 	Errors       int64    `parquet:"errors"`   // spans with status ERROR
 	Alerts       int64    `parquet:"alerts"`   // agent_guard alert records
@@ -220,8 +222,9 @@ type SessionPartial struct {
 }
 
 // Partials returns one SessionPartial per session present in td and ld (either may be empty),
-// sorted by session id, stamped with ingested (Unix ns).
-func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64) []SessionPartial {
+// sorted by session id, stamped with ingested (Unix ns); prices (nil: the embedded table) prices
+// each LLM call.
+func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64, prices *pricing.Prices) []SessionPartial {
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
@@ -284,7 +287,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			u := genai.TokenUsage(attrs)
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output
-			cost, unpriced := SpanCost(attrs, s.StartTimestamp())
+			cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())
 			p.CostUSD += cost
 			if unpriced {
 				p.Unpriced++

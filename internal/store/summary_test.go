@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).UnixNano()
 var runA = storetest.Run{Seed: "a", Session: "conv-1", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: t0, LLMCalls: 2, ToolFail: true}
 
 func TestSummarizeKeepsNoPayload(t *testing.T) {
-	spans, events := store.Summarize(storetest.Traces(runA), nil)
+	spans, events := store.Summarize(storetest.Traces(runA), nil, nil)
 	require.Len(t, spans, runA.Spans())
 	require.Len(t, events, 1)
 	for _, s := range spans {
@@ -53,12 +53,12 @@ func TestSummarizeKeepsNoPayload(t *testing.T) {
 	assert.NotContains(t, e.Attributes, "PAYLOAD-SECRET", "stacktrace is dropped")
 
 	// Retried batches give the same event ids.
-	_, again := store.Summarize(storetest.Traces(runA), nil)
+	_, again := store.Summarize(storetest.Traces(runA), nil, nil)
 	assert.Equal(t, e.EventID, again[0].EventID)
 }
 
 func TestRebuildTracesRoundTripsSummaries(t *testing.T) {
-	spans, events := store.Summarize(storetest.Traces(runA), nil)
+	spans, events := store.Summarize(storetest.Traces(runA), nil, nil)
 	td, err := store.RebuildTraces(spans, events)
 	require.NoError(t, err)
 	require.Equal(t, runA.Spans(), td.SpanCount())
@@ -83,8 +83,8 @@ func TestRebuildTracesRoundTripsSummaries(t *testing.T) {
 func TestPartialsMergeOnePerSession(t *testing.T) {
 	runB := storetest.Run{Seed: "b", Session: "conv-1", Service: "svc", Agent: "weather", Model: "claude-sonnet-4", Start: t0 + int64(time.Hour), LLMCalls: 1}
 	runC := storetest.Run{Seed: "c", Service: "other", Agent: "x", Model: "gpt-4.1", Start: t0 - int64(time.Hour), LLMCalls: 1}
-	p1 := store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "loop"), nil, 1)
-	p2 := store.Partials(storetest.Traces(runB), plog.Logs{}, nil, 2)
+	p1 := store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "loop"), nil, 1, nil)
+	p2 := store.Partials(storetest.Traces(runB), plog.Logs{}, nil, 2, nil)
 	require.Len(t, p1, 2, "one partial per session per batch")
 	require.Len(t, p2, 1)
 	// A retried batch (same batch id) counts once.
@@ -154,7 +154,7 @@ func TestTieredFallsBackAndListsEachRunOnce(t *testing.T) {
 }
 
 func TestSessionRunTellsWhatColdKnows(t *testing.T) {
-	ss := store.MergePartials(store.Partials(storetest.Traces(runA), storetest.Alert(runA, "loop"), nil, 1))
+	ss := store.MergePartials(store.Partials(storetest.Traces(runA), storetest.Alert(runA, "loop"), nil, 1, nil))
 	require.Len(t, ss, 1)
 	s, ok := store.FindSession(ss, storetest.TraceID("a").String())
 	require.True(t, ok)
@@ -172,7 +172,7 @@ func TestSessionRunTellsWhatColdKnows(t *testing.T) {
 func TestCostFromPricingTable(t *testing.T) {
 	unknown := storetest.Run{Seed: "u", Session: "conv-u", Service: "svc", Agent: "x", Model: "no-such-model-xyz", Start: t0, LLMCalls: 1}
 	td := storetest.Traces(runA, unknown)
-	spans, _ := store.Summarize(td, nil)
+	spans, _ := store.Summarize(td, nil, nil)
 	r, ok := pricing.Default().Lookup("", "gpt-4.1")
 	require.True(t, ok, "gpt-4.1 is in the genai-prices table")
 	one := r.Cost(pricing.Usage{Input: 100, Output: 20}, time.Unix(0, t0))
@@ -192,7 +192,7 @@ func TestCostFromPricingTable(t *testing.T) {
 			assert.Zero(t, s.Unpriced, s.Name)
 		}
 	}
-	ss := store.MergePartials(store.Partials(td, plog.Logs{}, nil, 1))
+	ss := store.MergePartials(store.Partials(td, plog.Logs{}, nil, 1, nil))
 	require.Len(t, ss, 2)
 	for _, s := range ss {
 		if s.SessionID == "conv-1" {

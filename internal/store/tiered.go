@@ -43,6 +43,7 @@ func NewTiered(readers ...Reader) *Tiered {
 func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
+	at := map[string]int{} // trace id -> index in out of a per-run row
 	sub := RunFilter{Since: f.Since}
 	for _, r := range t.Readers {
 		rows, err := r.Runs(ctx, sub)
@@ -51,6 +52,11 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 		}
 		var add []RunSummary
 		for _, row := range rows {
+			if i, ok := at[row.TraceID]; ok && len(row.TraceIDs) == 0 && out[i].CostUSD == 0 && out[i].Unpriced == 0 {
+				// A tier that does not price (the hot tier on the contrib ClickHouse tables) takes
+				// the cost a later tier computed for the same run.
+				out[i].CostUSD, out[i].Unpriced = row.CostUSD, row.Unpriced
+			}
 			if len(row.TraceIDs) > 0 {
 				fresh := false
 				for _, id := range row.TraceIDs {
@@ -66,7 +72,10 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 			}
 			add = append(add, row)
 		}
-		for _, row := range add {
+		for k, row := range add {
+			if len(row.TraceIDs) == 0 {
+				at[row.TraceID] = len(out) + k
+			}
 			seen[row.TraceID] = true
 			for _, id := range row.TraceIDs {
 				seen[id] = true

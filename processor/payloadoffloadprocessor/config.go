@@ -77,8 +77,11 @@ type StorageConfig struct {
 	// URL is a gocloud.dev/blob bucket URL: file:///dir (or file://./relative/dir), s3://bucket,
 	// gs://bucket, azblob://container, mem://name (process-local, for tests). Query parameters
 	// are the driver's (e.g. ?create_dir=true, ?endpoint=...&region=...&use_path_style=true)
-	// plus prefix=some/folder/.
+	// plus prefix=some/folder/. Empty: the payloads::url of the runagain_storage extension.
 	URL string `mapstructure:"url"`
+	// Extension is the id of the runagain_storage extension giving the bucket when URL is empty;
+	// empty: the only one.
+	Extension component.ID `mapstructure:"extension"`
 	// Timeout bounds one attempt to store one value (all its objects). Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Cooldown: after a value failed its whole retry, storage is not tried again for this long;
@@ -140,7 +143,7 @@ func createDefaultConfig() component.Config {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Storage.URL == "" {
-		errs = append(errs, errors.New("storage.url: required (e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)"))
+		// Resolved at start from the runagain_storage extension's payloads::url.
 	} else if u, err := url.Parse(c.Storage.URL); err != nil {
 		errs = append(errs, fmt.Errorf("storage.url: %w", err))
 	} else if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {

@@ -1,15 +1,24 @@
 package payloadoffloadprocessor
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadata"
 )
 
@@ -68,7 +77,6 @@ func equalConfig(a, b *Config) bool {
 // TestValidateNamesFields checks that each invalid setting is reported with its field name.
 func TestValidateNamesFields(t *testing.T) {
 	cases := map[string][]string{
-		"no_url":     {"storage.url: required"},
 		"bad_scheme": {`storage.url: scheme "ftp" not supported`},
 		"bad_values": {"storage.timeout", "storage.cooldown", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time", "compression_level"},
 		"no_keys":    {"keys: at least one"},
@@ -114,5 +122,48 @@ func TestKeyMatcher(t *testing.T) {
 		if got := m.Match(k); got != want {
 			t.Errorf("Match(%q) = %v, want %v", k, got, want)
 		}
+	}
+}
+
+// TestURLFromStorageExtension: without storage.url the processor takes the payload bucket of the
+// runagain_storage extension, and without either it refuses to start, naming storage.url.
+func TestURLFromStorageExtension(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := loadConfig(t, "no_url")
+	if err != nil {
+		t.Fatalf("no_url must validate (the extension gives the URL): %v", err)
+	}
+	p, err := NewFactory().CreateTraces(ctx, processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx, componenttest.NewNopHost()); err == nil || !strings.Contains(err.Error(), "storage.url: required") {
+		t.Fatalf("start without URL or extension: got %v, want an error naming storage.url", err)
+	}
+
+	dir := t.TempDir()
+	sc := runagainstorageextension.NewDefaultConfig()
+	sc.Payloads = configoptional.Some(runagainstorageextension.PayloadsConfig{URL: "file://" + dir + "?metadata=skip"})
+	host, _ := storagetest.Start(t, sc)
+	cfg.MinSize = 10
+	p, err = NewFactory().CreateTraces(ctx, processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(ctx) //nolint:errcheck
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{1})
+	sp.Attributes().PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"hello from the extension's bucket"}]}]`)
+	if err := p.ConsumeTraces(ctx, td); err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := sp.Attributes().Get("gen_ai.input.messages_ref")
+	if !ok || !strings.HasPrefix(ref.Str(), "file://"+dir) {
+		t.Fatalf("gen_ai.input.messages_ref = %v, want an object under the extension's bucket %s", ref.AsRaw(), dir)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadata"
 )
@@ -59,9 +60,23 @@ func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, err
 	return &offloader{cfg: cfg, logger: set.Logger, tb: tb, keys: keys, split: split}, nil
 }
 
-func (o *offloader) start(ctx context.Context, _ component.Host) error {
+func (o *offloader) start(ctx context.Context, host component.Host) error {
+	u := o.cfg.Storage.URL
+	if u == "" {
+		st, err := runagainstorageextension.Find(host, o.cfg.Storage.Extension)
+		if err != nil {
+			return fmt.Errorf("storage.extension: %w", err)
+		}
+		if st != nil {
+			u = st.PayloadURL()
+		}
+		if u == "" {
+			return errors.New("storage.url: required, or a runagain_storage extension with payloads::url " +
+				"(e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)")
+		}
+	}
 	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
-	s, err := payloadref.NewStore(ctx, o.cfg.Storage.URL, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize, Level: level})
+	s, err := payloadref.NewStore(ctx, u, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize, Level: level})
 	if err != nil {
 		return fmt.Errorf("storage.url: %w", err)
 	}

@@ -169,7 +169,7 @@ func TestDatasetRegressionGate(t *testing.T) {
 
 	out, errOut, code := dsCLI(t, col, nil, "dataset", "add", "weather", runs[1], "--note", "paris weather",
 		"--expect", "output~sunny", "--expect", "tools=recorded", "--expect", "max_steps=2", "--expect", "max_tokens=200",
-		"--expect", "no_alert=loop", "--expect", "replay=strict")
+		"--expect", "max_cost_usd=0.01", "--expect", "max_duration=60s", "--expect", "no_alert=loop", "--expect", "replay=strict")
 	if code != 0 || !strings.Contains(out, "dataset weather@") || !strings.Contains(out, "1 cases (new version)") {
 		t.Fatalf("dataset add: exit %d\n%s\n%s", code, out, errOut)
 	}

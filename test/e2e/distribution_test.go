@@ -253,7 +253,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			require.Error(t, err, "%s", out)
 			assert.Contains(t, string(out), tc.want)
-			assert.Contains(t, string(out), "tiered")
+			assert.Contains(t, string(out), "runagain_storage", "the error names the component holding the field")
 		})
 	}
 }

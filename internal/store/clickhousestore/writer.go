@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -48,6 +49,7 @@ type Writer struct {
 	Schema      Schema
 	SessionKeys []string         // default genai.DefaultSessionKeys
 	Now         func() time.Time // ingestion clock; default time.Now
+	Prices      *pricing.Prices  // prices each LLM call; default the embedded table
 }
 
 func (w *Writer) now() int64 {
@@ -92,7 +94,7 @@ func firstLine(s string) string {
 
 // WriteWarmTraces appends the summaries and exception events of td.
 func (w *Writer) WriteWarmTraces(ctx context.Context, td ptrace.Traces) error {
-	spans, events := store.Summarize(td, w.keys())
+	spans, events := store.Summarize(td, w.keys(), w.Prices)
 	if err := w.insertSpans(ctx, spans); err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func (w *Writer) insertEvents(ctx context.Context, events []store.KeyEvent) erro
 // WriteCold inserts the session partials of one batch (td and/or ld) as one insert whose
 // deduplication token is the batch id.
 func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) error {
-	ps := store.Partials(td, ld, w.keys(), w.now())
+	ps := store.Partials(td, ld, w.keys(), w.now(), w.Prices)
 	if len(ps) == 0 {
 		return nil
 	}

@@ -36,7 +36,7 @@ func TestWritePartitionedReadMergedAndExpire(t *testing.T) {
 	st, err := Open(ctx, dir, Options{Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	defer st.Close()
-	b1 := store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "loop"), nil, 0)
+	b1 := store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "loop"), nil, 0, nil)
 	keys1, err := st.Write(ctx, b1)
 	require.NoError(t, err)
 	// runA starts on 2026-10-30, runC on 2026-10-31: one object per date partition.
@@ -46,7 +46,7 @@ func TestWritePartitionedReadMergedAndExpire(t *testing.T) {
 	_, err = st.Write(ctx, b1) // a retry rewrites the same objects
 	require.NoError(t, err)
 	now = now.Add(time.Hour)
-	keys2, err := st.Write(ctx, store.Partials(storetest.Traces(runB), plog.Logs{}, nil, 0))
+	keys2, err := st.Write(ctx, store.Partials(storetest.Traces(runB), plog.Logs{}, nil, 0, nil))
 	require.NoError(t, err)
 	all, err := st.Keys(ctx)
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestParquetReadByArrow(t *testing.T) {
 	st, err := Open(ctx, dir, Options{Now: func() time.Time { return time.Unix(1_800_000_000, 0) }})
 	require.NoError(t, err)
 	defer st.Close()
-	want := store.Partials(storetest.Traces(runA, runB), storetest.Alert(runA, "loop"), nil, 0)
+	want := store.Partials(storetest.Traces(runA, runB), storetest.Alert(runA, "loop"), nil, 0, nil)
 	keys, err := st.Write(ctx, want)
 	require.NoError(t, err)
 	require.Len(t, keys, 1)

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -15,15 +16,32 @@ const expireChunk = 5000
 // import) and returns how many rows it deleted. It deletes in chunks of a few thousand rows,
 // each its own transaction.
 func (d *DB) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
-	return expireTables(ctx, d.db, cutoff, "spans", "logs")
+	return expireTables(ctx, d.db, cutoff, nil, "spans", "logs")
 }
 
-func expireTables(ctx context.Context, db *sql.DB, cutoff time.Time, tables ...string) (int64, error) {
+// ExpireExcept is Expire keeping every row of the runs (trace ids, 32 lowercase hex) in pinned:
+// runs in a dataset are never deleted by retention (DESIGN.md "Reruns and datasets").
+func (d *DB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error) {
+	return expireTables(ctx, d.db, cutoff, pinned, "spans", "logs")
+}
+
+func expireTables(ctx context.Context, db *sql.DB, cutoff time.Time, pinned map[string]bool, tables ...string) (int64, error) {
 	var total int64
+	ids := make([]string, 0, len(pinned))
+	for id, ok := range pinned {
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	keep, err := json.Marshal(ids)
+	if err != nil {
+		return 0, err
+	}
 	for _, t := range tables {
-		q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE ingested_unix_nano < ? LIMIT %d)`, t, t, expireChunk)
+		q := fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE ingested_unix_nano < ?
+		  AND trace_id NOT IN (SELECT value FROM json_each(?)) LIMIT %d)`, t, t, expireChunk)
 		for {
-			res, err := db.ExecContext(ctx, q, cutoff.UnixNano())
+			res, err := db.ExecContext(ctx, q, cutoff.UnixNano(), string(keep))
 			if err != nil {
 				return total, fmt.Errorf("sqlite: expire %s: %w", t, err)
 			}

@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 1)
+// # Schema (a contract for the CLI and any other reader; version 2)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -19,6 +19,11 @@
 //	  model                 TEXT     gen_ai.response.model, else gen_ai.request.model; '' if none
 //	  input_tokens          INTEGER  gen_ai.usage.input_tokens (0 if absent)
 //	  output_tokens         INTEGER  gen_ai.usage.output_tokens (0 if absent)
+//	  cost_usd              REAL     USD of the LLM call (pricing.Prices.SpanCost: the embedded
+//	                                 genai-prices table with the configured overrides), priced
+//	                                 once when written; 0 without usage or price (version 2)
+//	  unpriced              INTEGER  1: an LLM call with usage whose model has no known price
+//	                                 (version 2)
 //	  otlp                  BLOB     the span in OTLP protobuf: an ExportTraceServiceRequest
 //	                                 holding exactly this span with its resource and scope. It is
 //	                                 the complete record: attributes with their types, events,
@@ -41,8 +46,10 @@
 // idempotent: a batch retried after a crash or timeout replaces rows with identical content.
 package sqlitestore
 
-// SchemaVersion is the version recorded in PRAGMA user_version.
-const SchemaVersion = 1
+// SchemaVersion is the version recorded in PRAGMA user_version. Version 2 added cost_usd and
+// unpriced to spans; a version 1 file is migrated when opened for writing (the columns are added,
+// existing rows keep 0) and read as is (cost 0) when opened read-only.
+const SchemaVersion = 2
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS spans (
@@ -62,6 +69,8 @@ CREATE TABLE IF NOT EXISTS spans (
   output_tokens        INTEGER NOT NULL,
   otlp                 BLOB    NOT NULL,
   ingested_unix_nano   INTEGER NOT NULL,
+  cost_usd             REAL    NOT NULL DEFAULT 0,
+  unpriced             INTEGER NOT NULL DEFAULT 0,
   UNIQUE (trace_id, span_id)
 );
 CREATE INDEX IF NOT EXISTS spans_start ON spans (start_time_unix_nano);
@@ -82,3 +91,9 @@ CREATE TABLE IF NOT EXISTS logs (
 CREATE INDEX IF NOT EXISTS logs_trace ON logs (trace_id);
 CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
 `
+
+// migrations bring an older hot file up to SchemaVersion (openFile).
+var migrations = map[int]string{
+	1: `ALTER TABLE spans ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE spans ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
+}

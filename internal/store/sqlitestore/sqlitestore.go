@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -25,6 +26,8 @@ type DB struct {
 	db          *sql.DB
 	sessionKeys []string
 	now         func() time.Time
+	prices      *pricing.Prices
+	version     int // the file's schema version (1: no cost columns, read-only)
 }
 
 // Options tune Open. The zero value is valid.
@@ -35,16 +38,22 @@ type Options struct {
 	ReadOnly bool
 	// Now is the clock for ingested_unix_nano; default time.Now.
 	Now func() time.Time
+	// Prices prices each LLM call when written (hot cost_usd, warm summaries); default the
+	// embedded genai-prices table without overrides (pricing.DefaultPrices).
+	Prices *pricing.Prices
 }
 
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
 // 10 s busy timeout, and creates the schema. Errors name the path.
 func Open(path string, o Options) (*DB, error) {
-	db, err := openFile(path, o, "hot", ddl, SchemaVersion)
+	db, version, err := openFile(path, o, "hot", ddl, SchemaVersion, migrations)
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now}
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if d.prices == nil {
+		d.prices = pricing.DefaultPrices()
+	}
 	if d.sessionKeys == nil {
 		d.sessionKeys = genai.DefaultSessionKeys
 	}
@@ -74,8 +83,9 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans
 	  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
-	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
+	   cost_usd, unpriced)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +111,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				attrs := span.Attributes()
 				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
 				usage := genai.TokenUsage(attrs)
+				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
+				unpriced := 0
+				if cost.Unpriced {
+					unpriced = 1
+				}
 				parent := ""
 				if !span.ParentSpanID().IsEmpty() {
 					parent = span.ParentSpanID().String()
@@ -108,7 +123,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if _, err := stmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), parent, session,
 					span.Name(), int64(span.Kind()), int64(span.StartTimestamp()), int64(span.EndTimestamp()),
 					int64(span.Status().Code()), service, string(genai.Classify(attrs)), genai.Model(attrs),
-					usage.Input, usage.Output, buf, now); err != nil {
+					usage.Input, usage.Output, buf, now, cost.USD, unpriced); err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
 			}
@@ -192,7 +207,11 @@ func stringAttr(m pcommon.Map, k string) string {
 
 // Runs implements store.Reader over the spans table.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
-	return listRuns(ctx, d.db, f, "spans", "0, 0", "hot")
+	cost := "SUM(cost_usd), SUM(unpriced)"
+	if d.version < 2 {
+		cost = "0, 0" // a version 1 file (read-only) has no cost columns
+	}
+	return listRuns(ctx, d.db, f, "spans", cost, "hot")
 }
 
 // listRuns is the run listing shared by the hot (spans) and warm (span_summaries) tables: one

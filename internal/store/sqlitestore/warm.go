@@ -8,7 +8,7 @@ package sqlitestore
 //	  start_time_unix_nano, end_time_unix_nano                  INTEGER
 //	  status_message, service_name, genai_kind, model           TEXT
 //	  input_tokens, output_tokens                               INTEGER
-//	  cost_usd                                                  REAL USD (internal/pricing, default table)
+//	  cost_usd                                                  REAL USD (pricing.Prices.SpanCost: table + overrides)
 //	  unpriced                                                  INTEGER 1: LLM call with usage, no known price
 //	  tool_name, agent_name, error_type                         TEXT ('' when absent)
 //	  attributes                                                TEXT JSON object of the summary
@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -91,15 +92,16 @@ type WarmDB struct {
 	db          *sql.DB
 	sessionKeys []string
 	now         func() time.Time
+	prices      *pricing.Prices
 }
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
-	db, err := openFile(path, o, "warm", warmDDL, WarmSchemaVersion)
+	db, _, err := openFile(path, o, "warm", warmDDL, WarmSchemaVersion, nil)
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now}
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices}
 	if w.sessionKeys == nil {
 		w.sessionKeys = genai.DefaultSessionKeys
 	}
@@ -110,15 +112,17 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 }
 
 // openFile opens a tier's SQLite file: for writing (created, WAL mode, one connection, schema
-// and user_version set) or, with o.ReadOnly, for reading an existing file of the same schema
-// version. Errors name the tier and the path.
-func openFile(path string, o Options, tier, ddl string, version int) (*sql.DB, error) {
+// created or migrated and user_version set) or, with o.ReadOnly, for reading an existing file of
+// this schema version or an older one listed in migrations. migrations[v] is the SQL that brings
+// a version v file to version v+1. It returns the file's schema version (version when opened for
+// writing). Errors name the tier and the path.
+func openFile(path string, o Options, tier, ddl string, version int, migrations map[int]string) (*sql.DB, int, error) {
 	if !o.ReadOnly {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			return nil, fmt.Errorf("sqlite %s tier: create directory for %s: %w", tier, path, err)
+			return nil, 0, fmt.Errorf("sqlite %s tier: create directory for %s: %w", tier, path, err)
 		}
 	} else if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("sqlite %s tier: %w", tier, err)
+		return nil, 0, fmt.Errorf("sqlite %s tier: %w", tier, err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -131,30 +135,43 @@ func openFile(path string, o Options, tier, ddl string, version int) (*sql.DB, e
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("sqlite %s tier: open %s: %w", tier, path, err)
+		return nil, 0, fmt.Errorf("sqlite %s tier: open %s: %w", tier, path, err)
 	}
-	if !o.ReadOnly {
-		db.SetMaxOpenConns(1)
-		if _, err := db.Exec(ddl); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite %s tier: create schema in %s: %w", tier, path, err)
-		}
-		if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite %s tier: %s: %w", tier, path, err)
-		}
-		return db, nil
+	fail := func(err error) (*sql.DB, int, error) {
+		db.Close()
+		return nil, 0, fmt.Errorf("sqlite %s tier: %s: %w", tier, path, err)
 	}
 	var v int
 	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite %s tier: read %s: %w", tier, path, err)
+		return fail(err)
 	}
-	if v != version {
-		db.Close()
-		return nil, fmt.Errorf("sqlite %s tier: %s has schema version %d, this build reads %d", tier, path, v, version)
+	if !o.ReadOnly {
+		db.SetMaxOpenConns(1)
+		for ; v > 0 && v < version; v++ {
+			m, ok := migrations[v]
+			if !ok {
+				return fail(fmt.Errorf("schema version %d cannot be migrated to %d", v, version))
+			}
+			if _, err := db.Exec(m); err != nil {
+				return fail(fmt.Errorf("migrate schema version %d to %d: %w", v, v+1, err))
+			}
+		}
+		if v > version {
+			return fail(fmt.Errorf("schema version %d is newer than this build's %d", v, version))
+		}
+		if _, err := db.Exec(ddl); err != nil {
+			return fail(fmt.Errorf("create schema: %w", err))
+		}
+		if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+			return fail(err)
+		}
+		return db, version, nil
 	}
-	return db, nil
+	if _, older := migrations[v]; v != version && !older {
+		db.Close()
+		return nil, 0, fmt.Errorf("sqlite %s tier: %s has schema version %d, this build reads %d", tier, path, v, version)
+	}
+	return db, v, nil
 }
 
 // Close closes the database.
@@ -165,12 +182,17 @@ func (w *WarmDB) SQL() *sql.DB { return w.db }
 
 // Expire deletes summaries and key events ingested before cutoff; it returns the rows deleted.
 func (w *WarmDB) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
-	return expireTables(ctx, w.db, cutoff, "span_summaries", "key_events")
+	return expireTables(ctx, w.db, cutoff, nil, "span_summaries", "key_events")
+}
+
+// ExpireExcept is Expire keeping every summary and key event of the runs in pinned (dataset pins).
+func (w *WarmDB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error) {
+	return expireTables(ctx, w.db, cutoff, pinned, "span_summaries", "key_events")
 }
 
 // WriteTraces stores the summaries and exception events of td in one transaction (idempotent).
 func (w *WarmDB) WriteTraces(ctx context.Context, td ptrace.Traces) error {
-	spans, events := store.Summarize(td, w.sessionKeys)
+	spans, events := store.Summarize(td, w.sessionKeys, w.prices)
 	return w.write(ctx, spans, events)
 }
 

@@ -1,0 +1,212 @@
+package runagainstorageextension // import "github.com/runagain/runagain/extension/runagainstorageextension"
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/clickhousestore"
+	"github.com/runagain/runagain/internal/store/coldstore"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+)
+
+// Backend writes what one tier keeps of a batch. Implementations are safe for concurrent use
+// (the tiered exporter's sending queues run several consumers, and its traces and logs
+// instances share the backend).
+type Backend interface {
+	WriteTraces(ctx context.Context, td ptrace.Traces) error
+	WriteLogs(ctx context.Context, ld plog.Logs) error
+}
+
+// opened is a backend with what closes it and the janitor that enforces its retention.
+type opened struct {
+	backend Backend
+	close   func() error
+	janitor *janitor
+}
+
+// openOptions is what every backend shares: the session keys, the prices, the ingestion clock.
+type openOptions struct {
+	logger *zap.Logger
+	keys   []string
+	prices *pricing.Prices
+	now    func() time.Time
+	every  time.Duration
+	pinned func() PinnedFunc
+}
+
+// hot tier on SQLite: full spans and logs.
+
+type hotSQLite struct {
+	logger *zap.Logger
+	db     *sqlitestore.DB
+}
+
+func (h *hotSQLite) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	rejected, err := h.db.WriteTraces(ctx, td)
+	for _, r := range rejected {
+		h.logger.Warn("hot tier: span not stored", zap.Error(r))
+	}
+	return err
+}
+
+func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	return h.db.WriteLogs(ctx, ld)
+}
+
+func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
+	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	if err != nil {
+		return nil, err
+	}
+	return &opened{backend: &hotSQLite{logger: o.logger, db: db}, close: db.Close,
+		janitor: newJanitor(o, "hot", cfg.Retention, db.ExpireExcept)}, nil
+}
+
+// warm tier.
+
+type warmSQLite struct{ db *sqlitestore.WarmDB }
+
+func (w *warmSQLite) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	return w.db.WriteTraces(ctx, td)
+}
+
+func (w *warmSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	return w.db.WriteLogs(ctx, ld)
+}
+
+// clickhouseBackend creates its schema on first use (retried on every write until it succeeds),
+// so an unreachable server at start never blocks the collector; the tier's queue holds the data.
+type clickhouseBackend struct {
+	w      *clickhousestore.Writer
+	create func(context.Context) error
+	mu     sync.Mutex
+	ready  bool
+}
+
+func (c *clickhouseBackend) ensure(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready || c.create == nil {
+		return nil
+	}
+	if err := c.create(ctx); err != nil {
+		return err
+	}
+	c.ready = true
+	return nil
+}
+
+type warmClickHouse struct{ clickhouseBackend }
+
+func (w *warmClickHouse) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	if err := w.ensure(ctx); err != nil {
+		return err
+	}
+	return w.w.WriteWarmTraces(ctx, td)
+}
+
+func (w *warmClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	if err := w.ensure(ctx); err != nil {
+		return err
+	}
+	return w.w.WriteWarmLogs(ctx, ld)
+}
+
+// OpenDB opens a database/sql handle on the configured ClickHouse (clickhousestore.OpenDB).
+func (c *ClickHouseConfig) OpenDB() (*sql.DB, error) {
+	return clickhousestore.OpenDB(c.Endpoint, c.Username, string(c.Password), c.ConnectionParams)
+}
+
+func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
+	if cfg.ClickHouse.HasValue() {
+		ch := cfg.ClickHouse.Get()
+		db, err := ch.OpenDB()
+		if err != nil {
+			return nil, err
+		}
+		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, WarmTTL: cfg.Retention}}
+		b := &warmClickHouse{clickhouseBackend{w: w}}
+		if ch.CreateSchema {
+			b.create = w.CreateWarm
+		}
+		return &opened{backend: b, close: db.Close}, nil
+	}
+	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	if err != nil {
+		return nil, err
+	}
+	return &opened{backend: &warmSQLite{db: db}, close: db.Close,
+		janitor: newJanitor(o, "warm", cfg.Retention, db.ExpireExcept)}, nil
+}
+
+// cold tier.
+
+type coldParquet struct {
+	st     *coldstore.Store
+	keys   []string
+	now    func() time.Time
+	prices *pricing.Prices
+}
+
+func (c *coldParquet) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	_, err := c.st.Write(ctx, store.Partials(td, plog.Logs{}, c.keys, c.now().UnixNano(), c.prices))
+	return err
+}
+
+func (c *coldParquet) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	_, err := c.st.Write(ctx, store.Partials(ptrace.Traces{}, ld, c.keys, c.now().UnixNano(), c.prices))
+	return err
+}
+
+type coldClickHouse struct{ clickhouseBackend }
+
+func (c *coldClickHouse) WriteTraces(ctx context.Context, td ptrace.Traces) error {
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	return c.w.WriteCold(ctx, td, plog.Logs{})
+}
+
+func (c *coldClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	return c.w.WriteCold(ctx, ptrace.Traces{}, ld)
+}
+
+func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, error) {
+	if cfg.ClickHouse.HasValue() {
+		ch := cfg.ClickHouse.Get()
+		db, err := ch.OpenDB()
+		if err != nil {
+			return nil, err
+		}
+		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, ColdTTL: cfg.Retention}}
+		b := &coldClickHouse{clickhouseBackend{w: w}}
+		if ch.CreateSchema {
+			b.create = w.CreateCold
+		}
+		return &opened{backend: b, close: db.Close}, nil
+	}
+	st, err := coldstore.Open(ctx, cfg.Parquet.Get().URL, coldstore.Options{Now: o.now})
+	if err != nil {
+		return nil, err
+	}
+	// Cold Parquet files hold many sessions each: the janitor deletes whole files by date and
+	// does not consult the pins (the cold tier is kept forever by default).
+	expire := func(ctx context.Context, cutoff time.Time, _ map[string]bool) (int64, error) {
+		return st.Expire(ctx, cutoff)
+	}
+	return &opened{backend: &coldParquet{st: st, keys: o.keys, now: o.now, prices: o.prices}, close: st.Close,
+		janitor: newJanitor(o, "cold", cfg.Retention, expire)}, nil
+}

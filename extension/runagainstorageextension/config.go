@@ -1,0 +1,274 @@
+package runagainstorageextension // import "github.com/runagain/runagain/extension/runagainstorageextension"
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"gocloud.dev/blob"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
+)
+
+// Default retentions (DESIGN.md "Storage tiers"); the cold tier keeps records forever (0).
+const (
+	DefaultHotRetention    = 7 * 24 * time.Hour
+	DefaultWarmRetention   = 90 * 24 * time.Hour
+	DefaultColdRetention   = time.Duration(0)
+	DefaultJanitorInterval = time.Hour
+)
+
+// Config is the runagain_storage extension's configuration: where each tier lives and for how
+// long, where offloaded payloads go, which attributes name a session and how calls are priced.
+// The collector's components and the runagain CLI (`--config`) read this one section, so they
+// cannot disagree. Each tier is optional; the tiered exporter writes the tiers set here.
+type Config struct {
+	// Hot keeps full spans and log records (default retention 7 days).
+	Hot configoptional.Optional[HotConfig] `mapstructure:"hot"`
+	// Warm keeps span summaries and key events, no payloads (default retention 90 days).
+	Warm configoptional.Optional[WarmConfig] `mapstructure:"warm"`
+	// Cold keeps one partial session record per session per batch (default: forever).
+	Cold configoptional.Optional[ColdConfig] `mapstructure:"cold"`
+	// Payloads is the blob bucket payload_offload writes to and the CLI reads from.
+	Payloads configoptional.Optional[PayloadsConfig] `mapstructure:"payloads"`
+	// Datasets is the dataset store (internal/dataset) whose runs are pinned: the janitors never
+	// delete them. The CLI's dataset commands use it too.
+	Datasets configoptional.Optional[DatasetsConfig] `mapstructure:"datasets"`
+
+	// SessionKeys are the attributes that name a session, first present wins
+	// (DESIGN.md "Run and session"). Default: gen_ai.conversation.id, session.id.
+	SessionKeys []string `mapstructure:"session_keys"`
+
+	// JanitorInterval is how often the retention janitors delete expired rows and objects from
+	// the SQLite and Parquet backends (ClickHouse uses TTL). They also run once at start.
+	JanitorInterval time.Duration `mapstructure:"janitor_interval"`
+
+	// Pricing changes the embedded genai-prices table: one table with these overrides prices
+	// every LLM call (agent_guard's runagain.cost, the tiers' summaries, the CLI's views).
+	Pricing pricing.Config `mapstructure:"pricing"`
+
+	_ struct{}
+}
+
+// HotConfig configures the hot tier: exactly one of sqlite, clickhouse.
+type HotConfig struct {
+	// Retention is how long rows are kept, measured from ingestion (SQLite). 0 keeps them
+	// forever. With ClickHouse it becomes the tables' TTL (measured from span/record time).
+	Retention time.Duration `mapstructure:"retention"`
+	// SQLite is the embedded backend: one SQLite file.
+	SQLite configoptional.Optional[SQLiteConfig] `mapstructure:"sqlite"`
+	// ClickHouse writes the contrib clickhouseexporter's otel_traces and otel_logs tables (the
+	// tiered exporter creates that exporter from these settings and its own hot sending queue).
+	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
+}
+
+// WarmConfig configures the warm tier: exactly one of sqlite, clickhouse.
+type WarmConfig struct {
+	// Retention is how long summaries are kept, measured from ingestion. 0 keeps them forever.
+	Retention  time.Duration                             `mapstructure:"retention"`
+	SQLite     configoptional.Optional[SQLiteConfig]     `mapstructure:"sqlite"`
+	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
+}
+
+// ColdConfig configures the cold tier: exactly one of parquet, clickhouse.
+type ColdConfig struct {
+	// Retention is how long session records are kept, measured from ingestion. 0 (the
+	// default) keeps them forever.
+	Retention  time.Duration                             `mapstructure:"retention"`
+	Parquet    configoptional.Optional[ParquetConfig]    `mapstructure:"parquet"`
+	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
+}
+
+// SQLiteConfig configures a SQLite backend.
+type SQLiteConfig struct {
+	// Path of the SQLite file; its directory is created if missing.
+	Path string `mapstructure:"path"`
+}
+
+// ParquetConfig configures the cold tier's Parquet files on blob storage.
+type ParquetConfig struct {
+	// URL is a gocloud.dev/blob bucket URL (s3://bucket?region=..&prefix=cold/, gs://, azblob://,
+	// file:///abs/dir, mem://), or a plain local directory path (created if missing).
+	URL string `mapstructure:"url"`
+}
+
+// PayloadsConfig configures the payload bucket.
+type PayloadsConfig struct {
+	// URL is a gocloud.dev/blob bucket URL: file:///dir?create_dir=true, s3://bucket, gs://,
+	// azblob://, mem:// (tests). payload_offload uses it when its own storage::url is empty.
+	URL string `mapstructure:"url"`
+}
+
+// DatasetsConfig configures the dataset store.
+type DatasetsConfig struct {
+	// URL is a gocloud.dev/blob bucket URL, e.g. file:///var/lib/runagain/datasets?create_dir=true.
+	URL string `mapstructure:"url"`
+}
+
+// ClickHouseConfig configures a ClickHouse connection and database.
+type ClickHouseConfig struct {
+	// Endpoint is a clickhouse-go DSN: tcp://host:9000 (native protocol) or http(s)://host:8123.
+	Endpoint string              `mapstructure:"endpoint"`
+	Username string              `mapstructure:"username"`
+	Password configopaque.String `mapstructure:"password"`
+	// Database holding the tables; default "default".
+	Database string `mapstructure:"database"`
+	// ConnectionParams are extra DSN parameters (dial_timeout, compress, secure...).
+	ConnectionParams map[string]string `mapstructure:"connection_params"`
+	// CreateSchema runs the DDL (CREATE DATABASE/TABLE IF NOT EXISTS) before the first write.
+	// Default true.
+	CreateSchema bool `mapstructure:"create_schema"`
+	// ClusterName adds ON CLUSTER to the DDL.
+	ClusterName string `mapstructure:"cluster_name"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		Hot: configoptional.Default(HotConfig{
+			Retention:  DefaultHotRetention,
+			SQLite:     configoptional.Default(SQLiteConfig{Path: "./data/hot.db"}),
+			ClickHouse: configoptional.Default(defaultClickHouse()),
+		}),
+		Warm: configoptional.Default(WarmConfig{
+			Retention:  DefaultWarmRetention,
+			SQLite:     configoptional.Default(SQLiteConfig{Path: "./data/warm.db"}),
+			ClickHouse: configoptional.Default(defaultClickHouse()),
+		}),
+		Cold: configoptional.Default(ColdConfig{
+			Retention:  DefaultColdRetention,
+			Parquet:    configoptional.Default(ParquetConfig{URL: "./data/cold"}),
+			ClickHouse: configoptional.Default(defaultClickHouse()),
+		}),
+		Payloads:        configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip"}),
+		Datasets:        configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
+		SessionKeys:     append([]string(nil), genai.DefaultSessionKeys...),
+		JanitorInterval: DefaultJanitorInterval,
+	}
+}
+
+func defaultClickHouse() ClickHouseConfig {
+	return ClickHouseConfig{Database: "default", CreateSchema: true, ConnectionParams: map[string]string{}}
+}
+
+// NewDefaultConfig returns the default configuration (every tier unset).
+func NewDefaultConfig() *Config { return createDefaultConfig().(*Config) }
+
+// Validate checks the configuration; each error names the field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Hot.HasValue() {
+		h := c.Hot.Get()
+		errs = append(errs, retention("hot", h.Retention))
+		switch {
+		case h.SQLite.HasValue() && h.ClickHouse.HasValue():
+			errs = append(errs, errors.New("hot: set one backend, `hot::sqlite` or `hot::clickhouse`, not both"))
+		case h.SQLite.HasValue():
+			errs = append(errs, sqlitePath("hot", h.SQLite.Get()))
+		case h.ClickHouse.HasValue():
+			errs = append(errs, h.ClickHouse.Get().validate("hot::clickhouse"))
+		default:
+			errs = append(errs, errors.New("hot: no backend configured: set `hot::sqlite` or `hot::clickhouse`"))
+		}
+	}
+	if c.Warm.HasValue() {
+		w := c.Warm.Get()
+		errs = append(errs, retention("warm", w.Retention))
+		switch {
+		case w.SQLite.HasValue() && w.ClickHouse.HasValue():
+			errs = append(errs, errors.New("warm: set one backend, `warm::sqlite` or `warm::clickhouse`, not both"))
+		case w.SQLite.HasValue():
+			errs = append(errs, sqlitePath("warm", w.SQLite.Get()))
+		case w.ClickHouse.HasValue():
+			errs = append(errs, w.ClickHouse.Get().validate("warm::clickhouse"))
+		default:
+			errs = append(errs, errors.New("warm: no backend configured: set `warm::sqlite` or `warm::clickhouse`"))
+		}
+	}
+	if c.Cold.HasValue() {
+		k := c.Cold.Get()
+		errs = append(errs, retention("cold", k.Retention))
+		switch {
+		case k.Parquet.HasValue() && k.ClickHouse.HasValue():
+			errs = append(errs, errors.New("cold: set one backend, `cold::parquet` or `cold::clickhouse`, not both"))
+		case k.Parquet.HasValue():
+			if k.Parquet.Get().URL == "" {
+				errs = append(errs, errors.New("cold::parquet::url must be set (a gocloud.dev/blob URL or a directory)"))
+			}
+		case k.ClickHouse.HasValue():
+			errs = append(errs, k.ClickHouse.Get().validate("cold::clickhouse"))
+		default:
+			errs = append(errs, errors.New("cold: no backend configured: set `cold::parquet` or `cold::clickhouse`"))
+		}
+	}
+	if c.Hot.HasValue() && c.Warm.HasValue() && c.Hot.Get().SQLite.HasValue() && c.Warm.Get().SQLite.HasValue() &&
+		c.Hot.Get().SQLite.Get().Path == c.Warm.Get().SQLite.Get().Path {
+		errs = append(errs, fmt.Errorf("warm::sqlite::path %q is the hot tier's file: give each tier its own file", c.Warm.Get().SQLite.Get().Path))
+	}
+	if c.Payloads.HasValue() {
+		errs = append(errs, validateBucketURL("payloads::url", c.Payloads.Get().URL))
+	}
+	if c.Datasets.HasValue() {
+		errs = append(errs, validateBucketURL("datasets::url", c.Datasets.Get().URL))
+	}
+	if len(c.SessionKeys) == 0 {
+		errs = append(errs, errors.New("session_keys: must name at least one attribute"))
+	}
+	for i, k := range c.SessionKeys {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("session_keys[%d] must not be empty", i))
+		}
+	}
+	if c.JanitorInterval <= 0 {
+		errs = append(errs, fmt.Errorf("janitor_interval must be positive, got %s", c.JanitorInterval))
+	}
+	if err := c.Pricing.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("pricing::%w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func validateBucketURL(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s: required (e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)", field)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
+		return fmt.Errorf("%s: scheme %q not supported (file, s3, gs, azblob, mem)", field, u.Scheme)
+	}
+	return nil
+}
+
+func retention(tier string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s::retention must not be negative, got %s", tier, d)
+	}
+	return nil
+}
+
+func sqlitePath(tier string, s *SQLiteConfig) error {
+	if s.Path == "" {
+		return fmt.Errorf("%s::sqlite::path must be set", tier)
+	}
+	return nil
+}
+
+func (c *ClickHouseConfig) validate(field string) error {
+	if c.Endpoint == "" {
+		return fmt.Errorf("%s::endpoint must be set", field)
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("%s::endpoint %q: want a URL such as tcp://127.0.0.1:9000 or http://127.0.0.1:8123", field, c.Endpoint)
+	}
+	return nil
+}

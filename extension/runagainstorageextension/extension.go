@@ -1,0 +1,259 @@
+package runagainstorageextension // import "github.com/runagain/runagain/extension/runagainstorageextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension/internal/metadata"
+	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// Storage is a runagain_storage extension instance: it opens the configured backends at Start
+// (SQLite files, ClickHouse connections, the cold Parquet bucket), runs their retention
+// janitors, and hands components the backends, the price table with its overrides and the
+// session keys. Components find it through the host (Find), like Jaeger v2's jaeger_storage.
+type Storage struct {
+	cfg    *Config
+	logger *zap.Logger
+	now    func() time.Time
+	prices *pricing.Prices
+
+	mu      sync.Mutex
+	tiers   map[string]*opened // by tier name, set between Start and Shutdown
+	started bool
+	pinned  PinnedFunc
+}
+
+var _ extension.Extension = (*Storage)(nil)
+
+// New builds a Storage for cfg (validated by the caller). now is the ingestion clock (nil:
+// time.Now). Backends open at Start.
+func New(cfg *Config, set component.TelemetrySettings, now func() time.Time) (*Storage, error) {
+	prices, err := pricing.New(cfg.Pricing)
+	if err != nil {
+		return nil, fmt.Errorf("pricing::%w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	logger := set.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	s := &Storage{cfg: cfg, logger: logger, now: now, prices: prices}
+	if cfg.Datasets.HasValue() {
+		s.pinned = dataset.PinSource(cfg.Datasets.Get().URL)
+	}
+	return s, nil
+}
+
+// Start opens every configured backend and starts the janitors. A backend that cannot be
+// opened fails the start with the tier named.
+func (s *Storage) Start(ctx context.Context, _ component.Host) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return nil
+	}
+	o := openOptions{logger: s.logger, keys: s.cfg.SessionKeys, prices: s.prices, now: s.now,
+		every: s.cfg.JanitorInterval, pinned: s.pinnedFunc}
+	if o.every <= 0 {
+		o.every = DefaultJanitorInterval
+	}
+	tiers := map[string]*opened{}
+	fail := func(tier string, err error) error {
+		for _, t := range tiers {
+			_ = t.close()
+		}
+		return fmt.Errorf("runagain_storage: %s tier: %w", tier, err)
+	}
+	if s.cfg.Hot.HasValue() && s.cfg.Hot.Get().SQLite.HasValue() {
+		t, err := openHotSQLite(s.cfg.Hot.Get(), o)
+		if err != nil {
+			return fail(store.TierHot, err)
+		}
+		tiers[store.TierHot] = t
+	}
+	if s.cfg.Warm.HasValue() {
+		t, err := openWarm(s.cfg.Warm.Get(), o)
+		if err != nil {
+			return fail(store.TierWarm, err)
+		}
+		tiers[store.TierWarm] = t
+	}
+	if s.cfg.Cold.HasValue() {
+		t, err := openCold(ctx, s.cfg.Cold.Get(), o)
+		if err != nil {
+			return fail(store.TierCold, err)
+		}
+		tiers[store.TierCold] = t
+	}
+	for _, t := range tiers {
+		if t.janitor != nil {
+			t.janitor.start()
+		}
+	}
+	s.tiers, s.started = tiers, true
+	return nil
+}
+
+// Shutdown stops the janitors and closes the backends.
+func (s *Storage) Shutdown(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, t := range s.tiers {
+		if t.janitor != nil {
+			t.janitor.stop()
+		}
+		errs = append(errs, t.close())
+	}
+	s.tiers, s.started = nil, false
+	return errors.Join(errs...)
+}
+
+// Config is the extension's configuration (read-only).
+func (s *Storage) Config() *Config { return s.cfg }
+
+// SessionKeys are the attributes naming a session, first present wins.
+func (s *Storage) SessionKeys() []string { return s.cfg.SessionKeys }
+
+// Prices is the one price table (embedded genai-prices with the configured overrides).
+func (s *Storage) Prices() *pricing.Prices { return s.prices }
+
+// DatasetsURL is the dataset store's URL, "" when none is configured.
+func (s *Storage) DatasetsURL() string {
+	if !s.cfg.Datasets.HasValue() {
+		return ""
+	}
+	return s.cfg.Datasets.Get().URL
+}
+
+// PayloadURL is the payload bucket's URL, "" when none is configured.
+func (s *Storage) PayloadURL() string {
+	if !s.cfg.Payloads.HasValue() {
+		return ""
+	}
+	return s.cfg.Payloads.Get().URL
+}
+
+// Tiers lists the configured tiers in order hot, warm, cold.
+func (s *Storage) Tiers() []string {
+	var out []string
+	if s.cfg.Hot.HasValue() {
+		out = append(out, store.TierHot)
+	}
+	if s.cfg.Warm.HasValue() {
+		out = append(out, store.TierWarm)
+	}
+	if s.cfg.Cold.HasValue() {
+		out = append(out, store.TierCold)
+	}
+	return out
+}
+
+// HotClickHouse returns the hot tier's ClickHouse settings and retention when the hot tier is
+// on ClickHouse: its writer is the contrib clickhouseexporter, which the tiered exporter creates.
+func (s *Storage) HotClickHouse() (*ClickHouseConfig, time.Duration, bool) {
+	if !s.cfg.Hot.HasValue() || !s.cfg.Hot.Get().ClickHouse.HasValue() {
+		return nil, 0, false
+	}
+	return s.cfg.Hot.Get().ClickHouse.Get(), s.cfg.Hot.Get().Retention, true
+}
+
+// Backend returns the writer of a tier ("hot", "warm", "cold"). It fails when the tier is not
+// configured, is the hot tier on ClickHouse (see HotClickHouse), or the extension is not started.
+func (s *Storage) Backend(tier string) (Backend, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return nil, errors.New("runagain_storage: not started")
+	}
+	t, ok := s.tiers[tier]
+	if !ok {
+		return nil, fmt.Errorf("runagain_storage: no %s tier with a runagain backend configured", tier)
+	}
+	return t.backend, nil
+}
+
+// SetPinned installs the source of pinned runs that every janitor consults before deleting; nil
+// removes it. Safe to call at any time. With datasets::url configured, the dataset store's pins
+// (dataset.PinSource) are installed at creation.
+func (s *Storage) SetPinned(f PinnedFunc) {
+	s.mu.Lock()
+	s.pinned = f
+	s.mu.Unlock()
+}
+
+func (s *Storage) pinnedFunc() PinnedFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pinned
+}
+
+// RunJanitors runs every janitor once, now, and returns how many rows and objects they deleted
+// (tests and maintenance).
+func (s *Storage) RunJanitors(ctx context.Context) (int64, error) {
+	s.mu.Lock()
+	var js []*janitor
+	for _, t := range s.tiers {
+		if t.janitor != nil {
+			js = append(js, t.janitor)
+		}
+	}
+	s.mu.Unlock()
+	var total int64
+	var errs []error
+	for _, j := range js {
+		n, err := j.runOnce(ctx)
+		total += n
+		errs = append(errs, err)
+	}
+	return total, errors.Join(errs...)
+}
+
+// Find returns the runagain_storage extension a component names (id), or, when id is the zero
+// ID, the only one the host has. It returns (nil, nil) when id is zero and the host has none, so
+// components can fall back to their own settings; several and no name, or a name the host does
+// not have, is an error naming what to set.
+func Find(host component.Host, id component.ID) (*Storage, error) {
+	if host == nil {
+		return nil, nil
+	}
+	var found []component.ID
+	var byID = map[component.ID]*Storage{}
+	for eid, ext := range host.GetExtensions() {
+		if eid.Type() != metadata.Type {
+			continue
+		}
+		st, ok := ext.(*Storage)
+		if !ok {
+			return nil, fmt.Errorf("extension %s is not a runagain_storage extension (%T)", eid, ext)
+		}
+		found = append(found, eid)
+		byID[eid] = st
+	}
+	if id != (component.ID{}) {
+		if st, ok := byID[id]; ok {
+			return st, nil
+		}
+		return nil, fmt.Errorf("storage: extension %q not found: add it under `extensions` and to `service::extensions`", id)
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return byID[found[0]], nil
+	default:
+		return nil, fmt.Errorf("storage: several runagain_storage extensions (%v): name one with `storage`", found)
+	}
+}

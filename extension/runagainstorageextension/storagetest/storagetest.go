@@ -1,0 +1,46 @@
+// Package storagetest starts a runagain_storage extension for component tests and gives a
+// component.Host that holds it, as the collector's host does.
+package storagetest // import "github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+)
+
+// Host is a component.Host holding extensions.
+type Host map[component.ID]component.Component
+
+// GetExtensions implements component.Host.
+func (h Host) GetExtensions() map[component.ID]component.Component { return h }
+
+// Start creates and starts a runagain_storage extension on cfg (nil: the default
+// configuration) under id runagain_storage, shut down when the test ends, and returns a host
+// holding it.
+func Start(tb testing.TB, cfg *runagainstorageextension.Config) (Host, *runagainstorageextension.Storage) {
+	tb.Helper()
+	if cfg == nil {
+		cfg = runagainstorageextension.NewDefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	st, err := runagainstorageextension.New(cfg, componenttest.NewNopTelemetrySettings(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := Host{component.MustNewID("runagain_storage"): st}
+	if err := st.Start(context.Background(), h); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := st.Shutdown(context.Background()); err != nil {
+			tb.Error(err)
+		}
+	})
+	return h, st
+}
