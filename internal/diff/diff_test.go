@@ -260,6 +260,16 @@ func TestRunsSelf(t *testing.T) {
 	if !r.Identical || r.First != nil || len(r.Pairs) != 3 {
 		t.Fatalf("self diff: identical=%v first=%+v pairs=%d", r.Identical, r.First, len(r.Pairs))
 	}
+	w := *a
+	w.Tier = "warm"
+	if r, err := Runs(&w, a, Options{}); err != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "warm tier") {
+		t.Errorf("warm run: %v %v", err, r)
+	}
+	c := *a
+	c.Tier = "cold"
+	if _, err := Runs(a, &c, Options{}); err == nil || !strings.Contains(err.Error(), "cold tier") {
+		t.Errorf("cold run: %v", err)
+	}
 	for _, f := range corpusRuns(t) {
 		r, err := Runs(f, f, Options{})
 		if err != nil {
