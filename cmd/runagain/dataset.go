@@ -26,7 +26,7 @@ func init() {
 
 func addDatasetsFlag(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&datasetsURLFlag, "datasets-url", os.Getenv("RUNAGAIN_DATASETS_URL"),
-		"dataset store, a gocloud.dev/blob URL (file://, s3://, gs://, azblob://); default file://<data-dir>/datasets (env RUNAGAIN_DATASETS_URL)")
+		"dataset store, a gocloud.dev/blob URL (file://, s3://, gs://, azblob://); default: --config's runagain_storage datasets::url, else file://<data-dir>/datasets (env RUNAGAIN_DATASETS_URL)")
 }
 
 func openDatasets(ctx context.Context) (*dataset.Store, error) {

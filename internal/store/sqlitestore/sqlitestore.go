@@ -218,7 +218,7 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 // row per trace, newest first. costCols selects the cost and unpriced sums ("0, 0" where the
 // table has none).
 func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
-	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
+	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(MAX(end_time_unix_nano, start_time_unix_nano)),
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
 	        SUM(status_code = 2), ` + costCols + `
 	      FROM ` + table + ` GROUP BY trace_id`
