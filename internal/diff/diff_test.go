@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +261,16 @@ func TestRunsSelf(t *testing.T) {
 	if !r.Identical || r.First != nil || len(r.Pairs) != 3 {
 		t.Fatalf("self diff: identical=%v first=%+v pairs=%d", r.Identical, r.First, len(r.Pairs))
 	}
+	w := *a
+	w.Tier = "warm"
+	if r, err := Runs(&w, a, Options{}); err != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "warm tier") {
+		t.Errorf("warm run: %v %v", err, r)
+	}
+	c := *a
+	c.Tier = "cold"
+	if _, err := Runs(a, &c, Options{}); err == nil || !strings.Contains(err.Error(), "cold tier") {
+		t.Errorf("cold run: %v", err)
+	}
 	for _, f := range corpusRuns(t) {
 		r, err := Runs(f, f, Options{})
 		if err != nil {
@@ -370,16 +381,18 @@ func TestAlignModelChange(t *testing.T) {
 		return out
 	}
 	var got []string
+	side := func(i int) string {
+		if i < 0 {
+			return "_"
+		}
+		return strconv.Itoa(i)
+	}
 	for _, o := range align(a, b, weak(a), weak(b)) {
-		got = append(got, strings.ReplaceAll(strings.Trim(strings.Join([]string{itoa(o.a), itoa(o.b)}, ":"), " "), "-1", "_"))
+		got = append(got, side(o.a)+":"+side(o.b))
 	}
 	if s := strings.Join(got, " "); s != "0:0 1:1 _:2 2:3 3:4 4:5" {
 		t.Errorf("alignment %s", s)
 	}
-}
-
-func itoa(i int) string {
-	return strings.TrimSpace(strings.Replace(string(rune('0'+i)), string(rune('0'-1)), "-1", 1))
 }
 
 // TestJSONDiffPaths: objects by key, arrays by index, added and removed keys named.

@@ -28,6 +28,9 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	if r.Step > 0 {
 		p.line("", "comparing LLM call %d of each run: what the model saw and what it answered", r.Step)
 	}
+	for _, n := range r.Notes {
+		p.line(cBold, "note: %s", n)
+	}
 	if r.Identical {
 		p.line(cBold, "no difference: %d aligned steps, same inputs, outputs, tool calls and results", len(r.Pairs))
 	} else {
