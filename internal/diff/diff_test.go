@@ -395,6 +395,21 @@ func TestAlignModelChange(t *testing.T) {
 	}
 }
 
+// TestTextCollapsesHistory: unchanged messages of a growing history are one line in the text.
+func TestTextCollapsesHistory(t *testing.T) {
+	r, err := Runs(historyRun(0xa, 6, 6).run(), historyRun(0xb, 6, 3).run(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	if err := WriteText(&txt, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "    a[1..8] = b[1..8] (8 messages unchanged)\n    a[9] ~ b[9] assistant") {
+		t.Errorf("history not collapsed:\n%s", txt.String())
+	}
+}
+
 // TestJSONDiffPaths: objects by key, arrays by index, added and removed keys named.
 func TestJSONDiffPaths(t *testing.T) {
 	var out []JSONChange

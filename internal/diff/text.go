@@ -159,7 +159,20 @@ func (p *printer) messages(title string, ms []MessageDiff) {
 		return
 	}
 	p.line("", "  %s:", title)
-	for _, m := range ms {
+	for k := 0; k < len(ms); k++ {
+		m := ms[k]
+		// Three or more unchanged messages in a row (a growing history) are one line.
+		if m.Op == "same" && len(m.Text) == 0 {
+			j := k
+			for j+1 < len(ms) && ms[j+1].Op == "same" && len(ms[j+1].Text) == 0 {
+				j++
+			}
+			if j-k >= 2 {
+				p.line("", "    a[%d..%d] = b[%d..%d] (%d messages unchanged)", m.A, ms[j].A, m.B, ms[j].B, j-k+1)
+				k = j
+				continue
+			}
+		}
 		var where string
 		switch m.Op {
 		case "same":
