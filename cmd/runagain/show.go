@@ -49,6 +49,10 @@ type ShowSpan struct {
 	DurationNote  string          `json:"duration_note,omitempty"` // "unfinished" (end 0) or "clock skew" (end before start): duration clamped to 0
 	Status        string          `json:"status"`
 	StatusMessage string          `json:"status_message,omitempty"`
+	HandoffFrom   string          `json:"handoff_from,omitempty"`      // handoff spans: the agent handing over
+	HandoffTo     string          `json:"handoff_to,omitempty"`        // handoff spans: the target agent
+	Guardrail     string          `json:"guardrail,omitempty"`         // guardrail spans: the guardrail's name
+	Verdict       string          `json:"guardrail_verdict,omitempty"` // guardrail spans: "triggered" or "passed"
 	Model         string          `json:"model,omitempty"`
 	InputTokens   int64           `json:"input_tokens,omitempty"`
 	OutputTokens  int64           `json:"output_tokens,omitempty"`
@@ -179,7 +183,7 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		}
 		view.Spans = append(view.Spans, ShowSpan{
 			Depth: n.Depth, SpanID: s.SpanID().String(), ParentSpanID: parent, Name: s.Name(),
-			Kind: s.Kind().String(), GenAIKind: string(genai.Classify(s.Attributes())),
+			Kind: s.Kind().String(), GenAIKind: string(genai.ClassifySpan(s)),
 			Start:      s.StartTimestamp().AsTime().UTC(),
 			DurationMS: float64(dur) / 1e6, DurationNote: note,
 			Status: s.Status().Code().String(), StatusMessage: s.Status().Message(),
@@ -187,6 +191,12 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw,
 		})
 		spanIndex[s.SpanID().String()] = len(view.Spans) - 1
+		switch v := &view.Spans[len(view.Spans)-1]; genai.Kind(v.GenAIKind) {
+		case genai.KindHandoff:
+			v.HandoffFrom, v.HandoffTo = genai.Handoff(s)
+		case genai.KindGuardrail:
+			v.Guardrail, v.Verdict = genai.Guardrail(s)
+		}
 	}
 	if view.SessionID == "" && run.Session != nil {
 		view.SessionID = run.Session.SessionID
@@ -275,6 +285,16 @@ func printShow(w io.Writer, v *ShowRun) {
 			fmt.Fprintf(w, "  [duration clamped to 0: %s]", s.DurationNote)
 		}
 		fmt.Fprintf(w, "  span %s\n", s.SpanID)
+		switch genai.Kind(s.GenAIKind) {
+		case genai.KindHandoff:
+			fmt.Fprintf(w, "%s    handoff %s → %s\n", ind, dash(s.HandoffFrom), dash(s.HandoffTo))
+		case genai.KindGuardrail:
+			verdict := s.Verdict
+			if verdict == "" {
+				verdict = "verdict not recorded"
+			}
+			fmt.Fprintf(w, "%s    guardrail %s: %s\n", ind, s.Guardrail, verdict)
+		}
 		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
 			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d%s\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens, spanCostText(s))
 		}
