@@ -171,6 +171,10 @@ func TestWithToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = noFollow.Get(ts.URL + "//evil.example/x?token=tok")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "/evil.example/x", resp.Header.Get("Location"), "never redirected to another host")
 	code, _ = get(t, ts.URL+"/?token=wrong")
 	assert.Equal(t, http.StatusUnauthorized, code)
 }
