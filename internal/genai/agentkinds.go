@@ -18,7 +18,7 @@ const (
 
 // Attributes read for handoffs and guardrails (the instrumentations' own names).
 const (
-	AttrTraceloopSpanKind  = "traceloop.span.kind"    // OpenLLMetry: "handoff", "guardrail"
+	AttrTraceloopSpanKind  = "traceloop.span.kind"     // OpenLLMetry: "handoff", "guardrail"
 	AttrHandoffToAgent     = "gen_ai.handoff.to_agent" // OpenLLMetry openai-agents
 	AttrHandoffFromAgent   = "gen_ai.handoff.from_agent"
 	AttrGuardrailTriggered = "guardrail.triggered"
