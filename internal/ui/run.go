@@ -115,7 +115,17 @@ type runDetail struct {
 	Divergences int
 	CostUSD     float64
 	Unpriced    int
+	// Test names the dataset case this run is a test run of (`runagain test` sets
+	// runagain.test.dataset, .dataset.version and .case on its root span); empty otherwise.
+	TestDataset, TestVersion, TestCase string
 }
+
+// Attributes `runagain test` puts on the root span of a test run (cmd/runagain test.go).
+const (
+	attrTestDataset = "runagain.test.dataset"
+	attrTestVersion = "runagain.test.dataset.version"
+	attrTestCase    = "runagain.test.case"
+)
 
 var errNoRun = errors.New("run not found")
 
@@ -199,6 +209,15 @@ func arrange(run *store.Run) *cachedRun {
 		if r.Kind == kindTool {
 			c.detail.ToolCalls++
 		}
+		if v, ok := s.Attributes().Get(attrTestCase); ok && c.detail.TestCase == "" {
+			c.detail.TestCase = v.AsString()
+			if v, ok := s.Attributes().Get(attrTestDataset); ok {
+				c.detail.TestDataset = v.AsString()
+			}
+			if v, ok := s.Attributes().Get(attrTestVersion); ok {
+				c.detail.TestVersion = v.AsString()
+			}
+		}
 		if a := genai.AgentName(s.Attributes(), n.Resource.Attributes()); a != "" {
 			agents[a] = true
 		}
@@ -213,8 +232,18 @@ func arrange(run *store.Run) *cachedRun {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}
 	sort.Strings(c.detail.Agents)
-	if run.Session != nil && c.session == "" {
-		c.session = run.Session.SessionID
+	if ss := run.Session; ss != nil {
+		// A cold-tier run keeps no spans: its session's record says what is known.
+		if c.session == "" {
+			c.session = ss.SessionID
+		}
+		if len(c.nodes) == 0 {
+			c.start, c.end = time.Unix(0, ss.FirstSeen).UTC(), time.Unix(0, ss.LastSeen).UTC()
+			c.detail.Spans, c.detail.CostUSD, c.detail.Unpriced, c.detail.Alerts = ss.Spans, ss.CostUSD, int(ss.Unpriced), int(ss.Alerts)
+			if ss.Agent != "" {
+				c.detail.Agents = []string{ss.Agent}
+			}
+		}
 	}
 	if c.session == "" {
 		c.session = run.TraceID

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -170,6 +172,10 @@ func TestWithToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = noFollow.Get(ts.URL + "//evil.example/x?token=tok")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "/evil.example/x", resp.Header.Get("Location"), "never redirected to another host")
 	code, _ = get(t, ts.URL+"/?token=wrong")
 	assert.Equal(t, http.StatusUnauthorized, code)
 }
@@ -241,4 +247,92 @@ func jsonString(s string) (string, error) {
 	}
 	b.WriteByte('"')
 	return b.String(), nil
+}
+
+func TestDivergencePinnedOnFixture(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := synthRun(9, t0, 4, "hi")
+	spans := r.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	fx := spans.AppendEmpty()
+	fx.SetTraceID(pcommon.TraceID{9, 1})
+	fx.SetSpanID(pcommon.SpanID{9, 9, 9})
+	fx.SetParentSpanID(spans.At(0).SpanID())
+	fx.SetKind(ptrace.SpanKindClient)
+	fx.SetName("POST")
+	fx.SetStartTimestamp(pcommon.NewTimestampFromTime(t0.Add(2 * time.Millisecond)))
+	fx.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(3 * time.Millisecond)))
+	fx.Attributes().PutStr("runagain.fixture.source", "proxy")
+	fx.Attributes().PutStr("http.request.method", "POST")
+	lr := r.Logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetEventName("runagain.replay.divergence")
+	lr.SetTraceID(pcommon.TraceID{9, 1})
+	lr.SetSpanID(fx.SpanID())
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Hour))) // recorded after the run
+	lr.Body().SetStr(`replay diverged: body.messages[1].content expected "a" got "<b>b</b>"`)
+	lr.Attributes().PutStr("runagain.replay.divergence.field", "body.messages[1].content")
+	_, ts := newTestServer(t, r)
+
+	code, body := get(t, ts.URL+"/api/runs/"+r.TraceID+"/rows")
+	require.Equal(t, http.StatusOK, code)
+	var rows struct{ Rows []Row }
+	require.NoError(t, json.Unmarshal([]byte(body), &rows))
+	var pinned []string
+	for _, row := range rows.Rows {
+		if len(row.Marks) > 0 {
+			pinned = append(pinned, row.SpanID+"/"+row.Kind)
+			// Recorded after the run: pinned at the end of the exchange it names.
+			assert.Equal(t, row.Start+row.Dur, arrange(r).marks[row.Marks[0]].At)
+		}
+	}
+	assert.Equal(t, []string{fx.SpanID().String() + "/http"}, pinned)
+	_, body = get(t, ts.URL+"/runs/"+r.TraceID)
+	assert.Contains(t, body, "replay diverged at body.messages[1].content")
+	assert.Contains(t, body, `got &#34;&lt;b&gt;b&lt;/b&gt;&#34;`, "the message is escaped")
+}
+
+func TestDatasetVersionShowsLastTestRun(t *testing.T) {
+	ctx := context.Background()
+	ds, err := dataset.Open(ctx, "mem://")
+	require.NoError(t, err)
+	defer ds.Close()
+	orig := synthRun(1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 4, "hi")
+	ok := "ok"
+	c, err := dataset.Freeze("", orig.TraceID, orig.Traces, orig.Logs,
+		&dataset.CaseExpect{Expect: []dataset.Expectation{{Output: &dataset.OutputExpect{Contains: &ok}}}})
+	require.NoError(t, err)
+	m, _, err := ds.Put(ctx, "demo", "", []*dataset.Case{c})
+	require.NoError(t, err)
+	testRun := func(id byte, at time.Time, output string) *store.Run {
+		r := synthRun(id, at, 4, "hi")
+		spans := r.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		root := spans.At(0).Attributes()
+		root.PutStr("runagain.test.dataset", "demo")
+		root.PutStr("runagain.test.dataset.version", m.Version)
+		root.PutStr("runagain.test.case", c.ID)
+		for i := 0; i < spans.Len(); i++ {
+			if _, isLLM := spans.At(i).Attributes().Get("gen_ai.output.messages"); isLLM {
+				spans.At(i).Attributes().PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"`+output+`"}]}]`)
+			}
+		}
+		return r
+	}
+	passed := testRun(2, m.Created.Add(time.Minute), "ok, done")
+	failed := testRun(3, m.Created.Add(2*time.Minute), "no idea")
+	rd := &memReader{runs: map[string]*store.Run{orig.TraceID: orig, passed.TraceID: passed, failed.TraceID: failed}}
+	s, err := New(Options{Reader: rd, Datasets: ds})
+	require.NoError(t, err)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+
+	code, body := get(t, ts.URL+"/datasets/demo/"+m.Version)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `<span class="badge fail">fail</span> <a class="mono" href="/runs/`+failed.TraceID+`">`, "the newest test run")
+	assert.Contains(t, body, `output contains &#34;ok&#34;: expected`)
+	assert.Contains(t, body, `/diff?a=`+orig.TraceID+`&amp;b=`+failed.TraceID)
+	delete(rd.runs, failed.TraceID)
+	s.mu.Lock()
+	s.runs = map[string]*cachedRun{}
+	s.mu.Unlock()
+	_, body = get(t, ts.URL+"/datasets/demo/"+m.Version)
+	assert.Contains(t, body, `<span class="badge pass">pass</span> <a class="mono" href="/runs/`+passed.TraceID+`">`)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -290,12 +291,18 @@ func TestSessionsRunAndStepInBrowser(t *testing.T) {
 	assert.Equal(t, wantConv, conv, "the conversation holds the messages of show --step 3, roles and text")
 	shot(t, ctx, "step-panel")
 
+	// The arrow key moves the selection to the span after step 3 in run order.
+	next := eval[string](t, ctx, `document.querySelector('#canvas .row.sel').nextElementSibling.dataset.span`)
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowDown), chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+next+`"]`)))
+	assert.Equal(t, ui.URL+"/runs/"+beeAIRun+"?span="+next, eval[string](t, ctx, `location.href`))
+
 	// The stable URL of step 3 shows the same recorded input.
 	do(t, ctx,
 		chromedp.Navigate(ui.URL+"/runs/"+beeAIRun+"/steps/3"),
 		chromedp.WaitVisible(chromedp.CSS(`.steppage .spanpanel[data-step="3"]`)))
 	stepRecorded := eval[[]kv](t, ctx, `[...document.querySelectorAll('[data-input-key]')].map(e => ({key: e.dataset.inputKey, text: e.textContent}))`)
 	assert.Equal(t, recorded, stepRecorded)
+	assert.True(t, eval[bool](t, ctx, `document.querySelector('.steppage details.recorded').open`), "the step page shows what show --step prints, open")
 	shot(t, ctx, "step")
 	assert.Empty(t, dlg.opened())
 }
