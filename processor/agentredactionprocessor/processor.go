@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/internal/redact"
 	"github.com/runagain/runagain/internal/seal"
@@ -260,7 +262,8 @@ func (p *redactionProcessor) checkIDs(ctx context.Context, td ptrace.Traces) err
 					continue
 				}
 				if first == "" {
-					first = fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d] (name %q)", i, j, k, s.Name())
+					// position only: the name may hold what redaction would remove
+					first = fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)
 				}
 			}
 		}
@@ -274,7 +277,9 @@ func (p *redactionProcessor) checkIDs(ctx context.Context, td ptrace.Traces) err
 	if zeroSpan > 0 {
 		p.telemetry.ProcessorAgentRedactionRefusedSpans.Add(ctx, zeroSpan, p.reasonZeroSpan)
 	}
-	return consumererror.NewPermanent(fmt.Errorf(
+	// a gRPC status on the error sets the otlp receiver's answer: INVALID_ARGUMENT, HTTP 400
+	// (a permanent error without one becomes INTERNAL / 500)
+	return consumererror.NewPermanent(status.Errorf(codes.InvalidArgument,
 		"request refused, no span of it kept: %d of %d spans have an invalid id (%d with an all-zero trace_id, %d with an all-zero span_id; OTLP requires non-zero ids); first: %s",
 		zeroTrace+zeroSpan, td.SpanCount(), zeroTrace, zeroSpan, first))
 }

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadatatest"
 )
@@ -39,8 +41,12 @@ func TestInvalidIDsRefused(t *testing.T) {
 	err = p.ConsumeTraces(context.Background(), td)
 	require.Error(t, err)
 	assert.True(t, consumererror.IsPermanent(err), "not retryable: %v", err)
+	st, ok := status.FromError(err)
+	require.True(t, ok)
+	assert.Equal(t, codes.InvalidArgument, st.Code(), "the otlp receiver answers INVALID_ARGUMENT / HTTP 400")
 	assert.Contains(t, err.Error(), "2 of 3 spans have an invalid id (1 with an all-zero trace_id, 1 with an all-zero span_id")
-	assert.Contains(t, err.Error(), `spans[1] (name "POST")`)
+	assert.Contains(t, err.Error(), "first: resource_spans[0].scope_spans[0].spans[1]")
+	assert.NotContains(t, err.Error(), "POST", "the error never carries span content")
 	assert.Zero(t, sink.SpanCount(), "nothing of a refused request goes on")
 
 	metadatatest.AssertEqualProcessorAgentRedactionRefusedSpans(t, tel, []metricdata.DataPoint[int64]{
