@@ -94,7 +94,7 @@ func anthropicBlocks(blocks []any) []genai.Part {
 			}
 			parts = append(parts, genai.Part{Type: pt, ID: str(bm["id"]), Name: str(bm["name"]), Arguments: bm["input"]})
 		case "tool_result":
-			var resp any = bm["content"]
+			resp := bm["content"]
 			if blocks := arr(bm["content"]); blocks != nil {
 				text := ""
 				allText := true

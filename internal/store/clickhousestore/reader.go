@@ -3,7 +3,6 @@ package clickhousestore
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/otlpid"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -437,25 +437,9 @@ func statusFrom(s string) ptrace.StatusCode {
 	return ptrace.StatusCodeUnset
 }
 
-func traceIDFrom(s string) (pcommon.TraceID, error) {
-	var id pcommon.TraceID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func traceIDFrom(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceID(s) }
 
-func spanIDFrom(s string) (pcommon.SpanID, error) {
-	var id pcommon.SpanID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return id, fmt.Errorf("span id %q: want 16 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func spanIDFrom(s string) (pcommon.SpanID, error) { return otlpid.ParseSpanID(s) }
 
 // RunsQuery is the SQL WarmReader.Runs issues.
 func (r *WarmReader) RunsQuery(f store.RunFilter) string {
