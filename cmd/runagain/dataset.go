@@ -26,7 +26,7 @@ func init() {
 
 func addDatasetsFlag(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&datasetsURLFlag, "datasets-url", os.Getenv("RUNAGAIN_DATASETS_URL"),
-		"dataset store, a gocloud.dev/blob URL (file://, s3://, gs://, azblob://); default file://<data-dir>/datasets (env RUNAGAIN_DATASETS_URL)")
+		"dataset store, a gocloud.dev/blob URL (file://, s3://, gs://, azblob://); default: --config's runagain_storage datasets::url, else file://<data-dir>/datasets (env RUNAGAIN_DATASETS_URL)")
 }
 
 func openDatasets(ctx context.Context) (*dataset.Store, error) {
@@ -58,7 +58,7 @@ are pinned: no retention janitor deletes them or their payloads.`,
 }
 
 func newDatasetAddCmd() *cobra.Command {
-	var note, caseID string
+	var note, caseID, input string
 	var expects []string
 	cmd := &cobra.Command{
 		Use:   "add NAME TRACE_ID... [--note TEXT] [--expect KIND=VALUE]...",
@@ -79,16 +79,17 @@ Expectations can be edited later in the exported expect.yaml files (runagain dat
 			if caseID != "" && len(args) != 2 {
 				return errors.New("--case-id names one case: give one run")
 			}
-			return datasetAdd(cmd, args[0], args[1:], note, caseID, expects)
+			return datasetAdd(cmd, args[0], args[1:], note, caseID, input, expects)
 		},
 	}
 	cmd.Flags().StringVar(&note, "note", "", "a note kept with the version (not part of its digest)")
+	cmd.Flags().StringVar(&input, "input", "", "the case input given to the command under test as RUNAGAIN_CASE_INPUT (default: the run's first LLM call's last user message)")
 	cmd.Flags().StringVar(&caseID, "case-id", "", "case id (default: the run's trace id); one run only")
 	cmd.Flags().StringArrayVar(&expects, "expect", nil, "expectation KIND=VALUE, repeatable (see above)")
 	return cmd
 }
 
-func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID string, expects []string) error {
+func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, input string, expects []string) error {
 	ctx := contextOf(cmd)
 	if err := dataset.CheckName(name); err != nil {
 		return err
@@ -128,7 +129,7 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID str
 		if err != nil {
 			return fmt.Errorf("run %s: %w", arg, err)
 		}
-		ex := &dataset.CaseExpect{}
+		ex := &dataset.CaseExpect{Input: input}
 		for _, s := range expects {
 			e, err := dataset.ParseExpect(s, facts)
 			if err != nil {

@@ -119,6 +119,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 		return err
 	}
 	defer sink.Close()
+	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl") // the new run's spans the collector could not take
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	ro.Rerun.Root = root
 	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
@@ -172,12 +173,16 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 	}
 	switch {
 	case r.Divergence != nil:
-		return fmt.Errorf("%w %s", ErrDiverged, strings.Join(errs, "; "))
+		return fmt.Errorf("%w: %s", errRerunRefused, strings.Join(errs, "; "))
 	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }
+
+// errRerunRefused is returned (exit 1) when a request that is not an LLM call matched nothing
+// recorded and was refused, as replay does.
+var errRerunRefused = errors.New("rerun refused a request that matches no recorded one")
 
 func departureWhy(reason string) string {
 	switch reason {

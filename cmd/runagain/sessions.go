@@ -86,6 +86,13 @@ of each listed run: bound it with --since or --limit on a large store.`,
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tCOST\tERRORS\tTIER"
+			anyIncomplete := false
+			for _, r := range runs {
+				anyIncomplete = anyIncomplete || r.Incomplete
+			}
+			if anyIncomplete { // a partial record must not look complete
+				head += "\tINCOMPLETE"
+			}
 			if failed {
 				head += "\tREASON"
 			}
@@ -95,6 +102,9 @@ of each listed run: bound it with --since or --limit on a large store.`,
 					r.Start.Format("2006-01-02 15:04:05.000"), r.Duration().Round(time.Millisecond), r.Spans,
 					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens,
 					pricing.FormatUSD(r.CostUSD, r.Unpriced, r.CostUSD > 0), r.Errors, r.Tier)
+				if anyIncomplete {
+					fmt.Fprintf(tw, "\t%s", dash(r.IncompleteReason))
+				}
 				if failed {
 					fmt.Fprintf(tw, "\t%s", reasons[i])
 				}

@@ -33,6 +33,10 @@ type ShowRun struct {
 	// CostUSD sums the priced LLM calls (USD); Unpriced counts the calls with usage and no price.
 	CostUSD  float64 `json:"cost_usd"`
 	Unpriced int64   `json:"unpriced"`
+	// Incomplete: no root span arrived, or spans name a parent that is not stored; the orphans
+	// are listed under their missing parent (ShowSpan.MissingParent, depth counted under it).
+	Incomplete       bool   `json:"incomplete"`
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
 }
 
 // ShowSpan is one span. Attributes holds plain JSON values for reading; OTLP holds the span,
@@ -49,6 +53,11 @@ type ShowSpan struct {
 	DurationNote  string          `json:"duration_note,omitempty"` // "unfinished" (end 0) or "clock skew" (end before start): duration clamped to 0
 	Status        string          `json:"status"`
 	StatusMessage string          `json:"status_message,omitempty"`
+	MissingParent string          `json:"missing_parent,omitempty"`    // an orphan: the id of its parent, which was not received
+	HandoffFrom   string          `json:"handoff_from,omitempty"`      // handoff spans: the agent handing over
+	HandoffTo     string          `json:"handoff_to,omitempty"`        // handoff spans: the target agent
+	Guardrail     string          `json:"guardrail,omitempty"`         // guardrail spans: the guardrail's name
+	Verdict       string          `json:"guardrail_verdict,omitempty"` // guardrail spans: "triggered" or "passed"
 	Model         string          `json:"model,omitempty"`
 	InputTokens   int64           `json:"input_tokens,omitempty"`
 	OutputTokens  int64           `json:"output_tokens,omitempty"`
@@ -147,6 +156,10 @@ func parseTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceI
 func buildShow(run *store.Run) (*ShowRun, error) {
 	view := &ShowRun{TraceID: run.TraceID, Tier: run.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{}}
 	_, flat := store.Order(run.Traces, nil)
+	flat, missing, roots, orphans := groupOrphans(flat)
+	if len(flat) > 0 {
+		view.Incomplete, view.IncompleteReason = store.Completeness(roots, orphans)
+	}
 	var jm ptrace.JSONMarshaler
 	spanIndex := map[string]int{}
 	for _, n := range flat {
@@ -171,7 +184,7 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		}
 		view.Spans = append(view.Spans, ShowSpan{
 			Depth: n.Depth, SpanID: s.SpanID().String(), ParentSpanID: parent, Name: s.Name(),
-			Kind: s.Kind().String(), GenAIKind: string(genai.Classify(s.Attributes())),
+			Kind: s.Kind().String(), GenAIKind: string(genai.ClassifySpan(s)),
 			Start:      s.StartTimestamp().AsTime().UTC(),
 			DurationMS: float64(dur) / 1e6, DurationNote: note,
 			Status: s.Status().Code().String(), StatusMessage: s.Status().Message(),
@@ -179,6 +192,13 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw,
 		})
 		spanIndex[s.SpanID().String()] = len(view.Spans) - 1
+		view.Spans[len(view.Spans)-1].MissingParent = missing[n]
+		switch v := &view.Spans[len(view.Spans)-1]; genai.Kind(v.GenAIKind) {
+		case genai.KindHandoff:
+			v.HandoffFrom, v.HandoffTo = genai.Handoff(s)
+		case genai.KindGuardrail:
+			v.Guardrail, v.Verdict = genai.Guardrail(s)
+		}
 	}
 	if view.SessionID == "" && run.Session != nil {
 		view.SessionID = run.Session.SessionID
@@ -209,6 +229,65 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		sort.SliceStable(ls, func(a, b int) bool { return ls[a].Time.Before(ls[b].Time) })
 	}
 	return view, nil
+}
+
+// groupOrphans counts the run's root spans and orphans (spans whose parent is not in the run)
+// and moves the orphan subtrees of one missing parent together, one level deeper, at the place
+// of the first of them: the view hangs them under a placeholder for that parent. missing maps
+// each orphan to its parent's id.
+func groupOrphans(flat []*store.Node) (out []*store.Node, missing map[*store.Node]string, roots, orphans int64) {
+	ids := make(map[pcommon.SpanID]bool, len(flat))
+	for _, n := range flat {
+		ids[n.Span.SpanID()] = true
+	}
+	type subtree struct {
+		nodes  []*store.Node
+		parent string // missing parent's id; "" for a true root
+	}
+	var subs []subtree
+	for _, n := range flat {
+		pid := n.Span.ParentSpanID()
+		switch {
+		case pid.IsEmpty():
+			roots++
+		case !ids[pid]:
+			orphans++
+		}
+		if n.Depth == 0 || len(subs) == 0 {
+			p := ""
+			if !pid.IsEmpty() && !ids[pid] {
+				p = pid.String()
+			}
+			subs = append(subs, subtree{parent: p})
+		}
+		subs[len(subs)-1].nodes = append(subs[len(subs)-1].nodes, n)
+	}
+	if orphans == 0 {
+		return flat, nil, roots, 0
+	}
+	missing = map[*store.Node]string{}
+	done := map[string]bool{}
+	for _, st := range subs {
+		if st.parent == "" {
+			out = append(out, st.nodes...)
+			continue
+		}
+		if done[st.parent] {
+			continue
+		}
+		done[st.parent] = true
+		for _, o := range subs {
+			if o.parent != st.parent {
+				continue
+			}
+			missing[o.nodes[0]] = o.parent
+			for _, n := range o.nodes {
+				n.Depth++
+				out = append(out, n)
+			}
+		}
+	}
+	return out, missing, roots, orphans
 }
 
 func showEvents(s ptrace.Span) []ShowEvent {
@@ -250,6 +329,16 @@ func printShow(w io.Writer, v *ShowRun) {
 		}
 	}
 	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
+	if v.Incomplete {
+		fmt.Fprintf(w, "INCOMPLETE: %s; what arrived is shown, orphans under their missing parent\n", v.IncompleteReason)
+	}
+	orphansOf := map[string]int{}
+	for _, s := range v.Spans {
+		if s.MissingParent != "" {
+			orphansOf[s.MissingParent]++
+		}
+	}
+	placed := map[string]bool{}
 	if len(v.Spans) > 0 {
 		fmt.Fprintf(w, "start %s  duration %s  spans %d  cost %s\n\n", start.Format(time.RFC3339Nano), end.Sub(start).Round(time.Millisecond), len(v.Spans),
 			pricing.FormatUSD(v.CostUSD, v.Unpriced, v.CostUSD > 0))
@@ -257,6 +346,11 @@ func printShow(w io.Writer, v *ShowRun) {
 		fmt.Fprintf(w, "no spans are kept for this run any more (past the %s tier's retention); what is known:\n", v.Tier)
 	}
 	for _, s := range v.Spans {
+		if p := s.MissingParent; p != "" && !placed[p] {
+			placed[p] = true
+			fmt.Fprintf(w, "%s▸ [missing] parent span %s not received (%d orphan span(s) below arrived without it)\n",
+				strings.Repeat("  ", max(s.Depth-1, 0)), p, orphansOf[p])
+		}
 		ind := strings.Repeat("  ", s.Depth)
 		fmt.Fprintf(w, "%s▸ [%s] %s  +%s  %s  %s", ind, s.GenAIKind, s.Name,
 			s.Start.Sub(start).Round(time.Millisecond), time.Duration(s.DurationMS*1e6).Round(time.Microsecond), s.Status)
@@ -267,6 +361,16 @@ func printShow(w io.Writer, v *ShowRun) {
 			fmt.Fprintf(w, "  [duration clamped to 0: %s]", s.DurationNote)
 		}
 		fmt.Fprintf(w, "  span %s\n", s.SpanID)
+		switch genai.Kind(s.GenAIKind) {
+		case genai.KindHandoff:
+			fmt.Fprintf(w, "%s    handoff %s → %s\n", ind, dash(s.HandoffFrom), dash(s.HandoffTo))
+		case genai.KindGuardrail:
+			verdict := s.Verdict
+			if verdict == "" {
+				verdict = "verdict not recorded"
+			}
+			fmt.Fprintf(w, "%s    guardrail %s: %s\n", ind, s.Guardrail, verdict)
+		}
 		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
 			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d%s\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens, spanCostText(s))
 		}

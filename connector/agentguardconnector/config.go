@@ -25,6 +25,11 @@ type Config struct {
 	MaxSessions int `mapstructure:"max_sessions"`
 	// SessionIdleTimeout ends a session with no span for this long.
 	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
+	// MaxSeenSpans bounds the (trace id, span id) pairs remembered to count each span once: a
+	// span delivered again (an OTLP client retrying after a lost acknowledgement) while its pair
+	// is among the last MaxSeenSpans LLM and tool spans is not counted again (tokens, cost,
+	// alerts). 32 bytes each.
+	MaxSeenSpans int `mapstructure:"max_seen_spans"`
 	// ExpiryInterval is how often idle sessions are looked for.
 	ExpiryInterval time.Duration `mapstructure:"expiry_interval"`
 	// MaxSeries bounds the metric series (attribute combinations) kept; further combinations
@@ -136,6 +141,7 @@ func createDefaultConfig() *Config {
 		SessionKeys:        append([]string(nil), genai.DefaultSessionKeys...),
 		MaxSessions:        50000,
 		SessionIdleTimeout: 30 * time.Minute,
+		MaxSeenSpans:       100000,
 		ExpiryInterval:     time.Minute,
 		MaxSeries:          5000,
 		Exemplars:          ExemplarsConfig{MaxPerDataPoint: 5},
@@ -183,6 +189,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	pos("max_sessions", c.MaxSessions)
+	pos("max_seen_spans", c.MaxSeenSpans)
 	dur("session_idle_timeout", c.SessionIdleTimeout)
 	dur("expiry_interval", c.ExpiryInterval)
 	pos("max_series", c.MaxSeries)

@@ -215,6 +215,9 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 				if kind != genai.KindLLM && kind != genai.KindTool {
 					continue
 				}
+				if !g.state.firstDelivery(spanRef{sp.TraceID(), sp.SpanID()}) {
+					continue // delivered again (a retried export): counted once
+				}
 				sid, ok := genai.SessionID(attrs, res, g.keys)
 				if !ok {
 					sid = sp.TraceID().String()

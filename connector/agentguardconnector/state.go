@@ -57,6 +57,16 @@ type spanRef struct {
 	span  pcommon.SpanID
 }
 
+// firstDelivery records ref as counted and reports whether it was not counted before (within
+// the last cfg.MaxSeenSpans spans).
+func (st *state) firstDelivery(ref spanRef) bool {
+	if st.seen.Contains(ref) {
+		return false
+	}
+	st.seen.Add(ref, struct{}{})
+	return true
+}
+
 // subject is what a loop is about: kind 't' (tool name) or 'l' (LLM request model).
 type subject struct {
 	kind byte
@@ -122,6 +132,7 @@ type state struct {
 	groups   *simplelru.LRU[string, *baseline]
 	tools    *simplelru.LRU[string, *rateWindow]
 	models   *simplelru.LRU[string, *rateWindow]
+	seen     *simplelru.LRU[spanRef, struct{}] // spans counted, so a redelivered span counts once
 	agg      *aggregator
 	reasons  map[string]bool
 	onEnd    func(*session, bool)
@@ -143,6 +154,9 @@ func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
 	}
 	if st.models, err = simplelru.NewLRU[string, *rateWindow](max(cfg.ContextPressure.MaxModels, 1), nil); err != nil {
 		return nil, fmt.Errorf("context_pressure.max_models: %w", err)
+	}
+	if st.seen, err = simplelru.NewLRU[spanRef, struct{}](max(cfg.MaxSeenSpans, 1), nil); err != nil {
+		return nil, fmt.Errorf("max_seen_spans: %w", err)
 	}
 	for _, r := range cfg.ContextPressure.FinishReasons {
 		st.reasons[r] = true

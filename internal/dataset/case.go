@@ -3,7 +3,9 @@ package dataset
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -207,7 +209,7 @@ func (c *Case) parse() error {
 	if raw, ok := c.Files[FileExpect]; ok {
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		dec.KnownFields(true)
-		if err := dec.Decode(c.Expect); err != nil && err.Error() != "EOF" {
+		if err := dec.Decode(c.Expect); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("case %s: %s: %w", c.ID, where(FileExpect), err)
 		}
 		for i, e := range c.Expect.Expect {

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/llmhttp"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -58,10 +60,12 @@ type Facts struct {
 }
 
 // RunFacts reads the facts of a run (payloads rehydrated). LLM calls are the run's GenAI LLM
-// spans (genai.Classify); a run without any (an agent recorded only through the proxy) has its
-// calls derived from the recorded HTTP exchanges of the OpenAI chat completions and responses
-// APIs and the Anthropic messages API (DESIGN.md "Derived at record time"). Tool calls are the
-// tool_call parts of the calls' output messages, else the run's tool spans.
+// spans (genai.Classify) read with genai.LLMCallMessages; a run without any (an agent recorded
+// only through the proxy) uses its recorded HTTP exchanges instead, with the GenAI attributes the
+// proxy or importer derived at record time (DESIGN.md "Derived at record time"; for older
+// recordings llmhttp.Derive reads them from the bodies now, on a copy). Tool calls are the
+// tool_call parts of the calls' output messages, else the run's tool spans (MCP tools/call
+// exchanges included).
 func RunFacts(td ptrace.Traces, ld plog.Logs) (*Facts, error) {
 	f := &Facts{Tools: []ToolCall{}}
 	_, flat := store.Order(td, nil)
@@ -93,19 +97,30 @@ func RunFacts(td ptrace.Traces, ld plog.Logs) (*Facts, error) {
 			last = e
 		}
 		a := sp.Attributes()
-		if fixture.IsFixture(sp) {
-			if cm, attrs, ok := deriveHTTP(sp); ok {
-				httpCalls = append(httpCalls, call{cm, attrs, sp.StartTimestamp()})
+		fromHTTP := fixture.IsFixture(sp)
+		if fromHTTP && genai.Classify(a) == genai.KindOther {
+			// Recorded before the proxy and importer derived GenAI attributes at record time:
+			// read them from the bodies now, on a copy (the recorded span is never changed).
+			if ex, err := fixture.FromSpan(sp); err == nil {
+				tmp := ptrace.NewSpan()
+				sp.CopyTo(tmp)
+				if llmhttp.Derive(ex, tmp.Attributes()) != llmhttp.APINone {
+					sp, a = tmp, tmp.Attributes()
+				}
 			}
-			continue
 		}
 		switch genai.Classify(a) {
 		case genai.KindLLM:
 			cm, err := genai.LLMCallMessages(sp, logsBySpan[sp.SpanID()])
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("span %s: %w", sp.SpanID(), err)
 			}
-			spanCalls = append(spanCalls, call{cm, a, sp.StartTimestamp()})
+			c := call{cm, a, sp.StartTimestamp()}
+			if fromHTTP {
+				httpCalls = append(httpCalls, c)
+			} else {
+				spanCalls = append(spanCalls, c)
+			}
 		case genai.KindTool:
 			tc := ToolCall{Name: genai.ToolName(a)}
 			if p := genai.ToolArguments(a); p.Value != "" {

@@ -65,14 +65,16 @@ type Options struct {
 
 // Result is the comparison of run A with run B. Every field is JSON-serialisable (README.md).
 type Result struct {
-	SchemaVersion int              `json:"schema_version"`
-	A             RunInfo          `json:"a"`
-	B             RunInfo          `json:"b"`
-	Step          int              `json:"step,omitempty"` // Options.Step
-	Identical     bool             `json:"identical"`
-	First         *FirstDifference `json:"first_difference"` // null when Identical
-	Pairs         []Pair           `json:"pairs"`
-	Totals        Totals           `json:"totals"`
+	SchemaVersion int     `json:"schema_version"`
+	A             RunInfo `json:"a"`
+	B             RunInfo `json:"b"`
+	Step          int     `json:"step,omitempty"` // Options.Step
+	Identical     bool    `json:"identical"`
+	// Notes say what the comparison could not see (a run from the warm tier keeps no payloads).
+	Notes  []string         `json:"notes,omitempty"`
+	First  *FirstDifference `json:"first_difference"` // null when Identical
+	Pairs  []Pair           `json:"pairs"`
+	Totals Totals           `json:"totals"`
 }
 
 // RunInfo names one side.
@@ -208,6 +210,11 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("diff: nil run")
 	}
+	for _, r := range []*store.Run{a, b} {
+		if r.Tier == "cold" {
+			return nil, fmt.Errorf("run %s is only in the cold tier (its session's summary): it has no steps to compare", r.TraceID)
+		}
+	}
 	msgs := opts.Messages
 	if msgs == nil {
 		msgs = callMessages
@@ -228,6 +235,12 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 		InputTokens: idelta(ta.inputTokens, tb.inputTokens), OutputTokens: idelta(ta.outputTokens, tb.outputTokens),
 		CostUSD: fdelta(ta.cost, tb.cost), Unpriced: idelta(ta.unpriced, tb.unpriced), DurationMS: fdelta(ta.durationMS, tb.durationMS),
 		Errors: idelta(ta.errors, tb.errors), Alerts: idelta(ta.alerts, tb.alerts),
+	}
+	for i, run := range []*store.Run{a, b} {
+		if run.Tier == "warm" {
+			r.Notes = append(r.Notes, fmt.Sprintf("run %s (%s) is from the warm tier: step summaries only; messages, tool arguments and results are not compared",
+				[]string{"a", "b"}[i], run.TraceID))
+		}
 	}
 	if opts.Step > 0 {
 		x, err := nthLLM(sa, opts.Step, a.TraceID)

@@ -82,6 +82,7 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 			if err != nil {
 				s.MessagesError = err.Error()
 			}
+			rawFallback(&cm, a)
 			s.calls = &cm
 			s.Derived = cm.Derived
 			s.Operation = str(a, genai.AttrOperationName)
@@ -269,4 +270,32 @@ func canonical(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// rawInputKeys and rawOutputKeys hold an LLM call's input and output as text when no message
+// form is recorded (OpenInference without llm.input_messages, Langfuse observations without OTel
+// attributes): the diff then compares that text as one message, so two calls whose recorded
+// content differs never compare as the same.
+var (
+	rawInputKeys  = []string{"input.value", "langfuse.observation.input", "llm.prompts"}
+	rawOutputKeys = []string{"output.value", "langfuse.observation.output"}
+)
+
+// rawFallback fills an empty input or output of cm from the first raw key present; the source
+// is "raw:<key>".
+func rawFallback(cm *CallMessages, a pcommon.Map) {
+	fill := func(msgs *[]Message, src *Source, keys []string, role string) {
+		if *src != "" || len(*msgs) > 0 {
+			return
+		}
+		for _, k := range keys {
+			if v, ok := a.Get(k); ok && v.AsString() != "" {
+				*msgs = []Message{{Role: role, Parts: []Part{{Type: "text", Content: v.AsString()}}}}
+				*src = Source("raw:" + k)
+				return
+			}
+		}
+	}
+	fill(&cm.Input, &cm.InputSource, rawInputKeys, "user")
+	fill(&cm.Output, &cm.OutputSource, rawOutputKeys, "assistant")
 }

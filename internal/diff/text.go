@@ -28,6 +28,9 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	if r.Step > 0 {
 		p.line("", "comparing LLM call %d of each run: what the model saw and what it answered", r.Step)
 	}
+	for _, n := range r.Notes {
+		p.line(cBold, "note: %s", n)
+	}
 	if r.Identical {
 		p.line(cBold, "no difference: %d aligned steps, same inputs, outputs, tool calls and results", len(r.Pairs))
 	} else {
@@ -156,7 +159,20 @@ func (p *printer) messages(title string, ms []MessageDiff) {
 		return
 	}
 	p.line("", "  %s:", title)
-	for _, m := range ms {
+	for k := 0; k < len(ms); k++ {
+		m := ms[k]
+		// Three or more unchanged messages in a row (a growing history) are one line.
+		if m.Op == "same" && len(m.Text) == 0 {
+			j := k
+			for j+1 < len(ms) && ms[j+1].Op == "same" && len(ms[j+1].Text) == 0 {
+				j++
+			}
+			if j-k >= 2 {
+				p.line("", "    a[%d..%d] = b[%d..%d] (%d messages unchanged)", m.A, ms[j].A, m.B, ms[j].B, j-k+1)
+				k = j
+				continue
+			}
+		}
 		var where string
 		switch m.Op {
 		case "same":

@@ -78,8 +78,12 @@ const (
 	KindOther Kind = "other"
 )
 
-// Classify tells whether the span is an LLM call, a tool execution, an agent step or other.
+// Classify tells whether the span is an LLM call, a tool execution, an agent step, an agent
+// handoff or a guardrail (agentkinds.go), or other.
 func Classify(attrs pcommon.Map) Kind {
+	if k := agentKind(attrs); k != "" {
+		return k
+	}
 	if v, ok := attrs.Get(AttrOperationName); ok {
 		switch v.AsString() {
 		case "chat", "text_completion", "generate_content", "embeddings", "call_llm", "completion", "responses":
@@ -98,6 +102,14 @@ func Classify(attrs pcommon.Map) Kind {
 			return KindTool
 		case "AGENT", "CHAIN":
 			return KindAgent
+		}
+	}
+	if v, ok := attrs.Get(AttrTraceloopSpanKind); ok { // OpenLLMetry (Traceloop) span kinds
+		switch v.AsString() {
+		case "agent", "workflow":
+			return KindAgent
+		case "tool":
+			return KindTool
 		}
 	}
 	if _, ok := attrs.Get(AttrToolName); ok {

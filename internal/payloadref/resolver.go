@@ -259,6 +259,34 @@ func (r *Resolver) RehydrateLogRecord(ctx context.Context, lr plog.LogRecord) er
 		}
 	}
 	errs = append(errs, r.RehydrateMap(ctx, lr.Attributes()))
+	if lr.Body().Type() == pcommon.ValueTypeMap {
+		if err := r.rehydrateNested(ctx, lr.Body().Map(), 0); err != nil {
+			errs = append(errs, fmt.Errorf("body: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rehydrateNested rehydrates a Map log body: K_ref values at any depth (nested maps, maps inside
+// slices), as payload_offload writes them for Map bodies.
+func (r *Resolver) rehydrateNested(ctx context.Context, m pcommon.Map, depth int) error {
+	if depth > 16 {
+		return nil
+	}
+	errs := []error{r.RehydrateMap(ctx, m)}
+	m.Range(func(k string, v pcommon.Value) bool {
+		switch v.Type() {
+		case pcommon.ValueTypeMap:
+			errs = append(errs, r.rehydrateNested(ctx, v.Map(), depth+1))
+		case pcommon.ValueTypeSlice:
+			for i := 0; i < v.Slice().Len(); i++ {
+				if e := v.Slice().At(i); e.Type() == pcommon.ValueTypeMap {
+					errs = append(errs, r.rehydrateNested(ctx, e.Map(), depth+1))
+				}
+			}
+		}
+		return true
+	})
 	return errors.Join(errs...)
 }
 

@@ -296,6 +296,9 @@ type captureBody struct {
 	reads []fixture.Chunk
 	once  sync.Once
 	err   error
+	eof   bool // the upstream's body was read to its end
+	// cutShort: closed before the end with no upstream error (the client stopped reading)
+	cutShort bool
 }
 
 func (c *captureBody) Read(b []byte) (int, error) {
@@ -309,7 +312,13 @@ func (c *captureBody) Read(b []byte) (int, error) {
 		}
 	}
 	if err != nil {
-		if !errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
+			c.eof = true
+		case errors.Is(err, context.Canceled):
+			// the upstream request is bound to the client's: the client went away
+			c.cutShort = true
+		default:
 			c.err = err
 		}
 		c.done()
@@ -317,8 +326,14 @@ func (c *captureBody) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Close is called by the proxy when the response is over: at the upstream's EOF, or earlier when
+// the client went away (it read one SSE event and closed the stream), which marks the exchange
+// cut short.
 func (c *captureBody) Close() error {
 	err := c.rc.Close()
+	if !c.eof && c.err == nil {
+		c.cutShort = true
+	}
 	c.done()
 	return err
 }
@@ -346,6 +361,7 @@ func (c *captureBody) done() {
 		if c.err != nil {
 			p.ex.Error = errorType(c.err)
 		}
+		p.ex.CutShort = c.cutShort
 		if c.r.cfg.RedactBodies && c.r.cfg.Redactor != nil {
 			s, _ := c.r.cfg.Redactor.Redact(string(body))
 			if c.sse && len(s) != len(body) {

@@ -236,7 +236,9 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 			forceLive = st.o.FromStep > 0
 			for _, e := range st.o.Edits {
 				if !e.exists(body) {
-					r.cfg.Logger.Printf("runagain rerun: LLM call %d has no value at %s; sent unchanged there", call, e.Path)
+					if len(bytes.TrimSpace(body)) > 0 {
+						r.cfg.Logger.Printf("runagain rerun: LLM call %d (%s %s) has no value at %s; sent without that change", call, req.Method, req.URL.Path, e.Path)
+					}
 					continue
 				}
 				nb, err := e.apply(body)

@@ -9,6 +9,13 @@
 // small window around a candidate. Findings are validated (Luhn, IBAN mod-97, phone-number metadata,
 // IP parsing, placeholder and entropy checks) before they count.
 //
+// Secret rules: runagain's provider rules, then the gitleaks default rule set (generated from
+// gitleaks' config by ./gen into gitleaks_rules.json, MIT licence in GITLEAKS_LICENSE; regex,
+// secret group, entropy threshold, keywords and allowlists as gitleaks applies them), then the
+// generic ones: URL credentials, Authorization and Cookie values, and values assigned to
+// credential-like names that look like credentials (passwordKeyCheck, the detect-secrets keyword
+// approach). Placeholders are recognised by shape (isPlaceholder).
+//
 // Replacements: mask gives "[REDACTED:<rule>]", hash gives "<rule>:<first 12 hex digits of
 // HMAC-SHA256(key, value)>", drop tells the caller to remove the whole value (the string itself is
 // masked so a caller that ignores the flag still leaks nothing).

@@ -1,8 +1,12 @@
 package redact
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runagain/runagain/internal/corpus"
 )
 
 // The misses, false positives and placeholder cases reported in issue 19, one case each. A find
@@ -91,6 +95,7 @@ func TestIssue19CodeAndPlaceholdersKept(t *testing.T) {
 		`"hashed_secret": "a2480a72004fc40d124495fd59f5b482034fbadd"`,
 		`password: String,`,
 		`if (password == null) return;`,
+		`{"key": "9ac73818a528f9f1a3f1067bc358e549", "role": "researcher"}`,
 	} {
 		out, fs := r.Redact(in)
 		if out != in {
@@ -122,5 +127,41 @@ func TestIssue19PII(t *testing.T) {
 		if out, fs := r.Redact(in); out != in {
 			t.Errorf("changed %q -> %q (%v)", in, out, fs)
 		}
+	}
+}
+
+// TestCorpusRecordingsNoSecretFalsePositives: the corpus agent recordings (cassettes, traces;
+// their authors replaced the credentials with placeholders) hold no credential but recorded
+// cookies; none of the 219 gitleaks rules nor the keyword-anchored detector may claim anything
+// in them (ids, hashes, signatures, base64 images are not secrets).
+func TestCorpusRecordingsNoSecretFalsePositives(t *testing.T) {
+	r := newTest(t, Config{})
+	files := corpus.Walk(t, ".", func(p string) bool {
+		if strings.Contains(p, "/secrets/") || strings.Contains(p, "/pii/") {
+			return false
+		}
+		ext := filepath.Ext(p)
+		return ext == ".json" || ext == ".yaml" || ext == ".yml"
+	})
+	cookies := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		_, fs := r.Redact(s)
+		for _, x := range fs {
+			switch {
+			case x.Category != CategorySecret:
+			case x.Rule == RuleCookie:
+				cookies++
+			default:
+				t.Errorf("%s: %s takes %q", filepath.Base(f), x.Rule, s[max(0, x.Start-40):min(len(s), x.End+10)])
+			}
+		}
+	}
+	if cookies == 0 {
+		t.Error("no recorded cookie found: the corpus recordings were not read")
 	}
 }

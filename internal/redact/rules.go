@@ -447,7 +447,7 @@ func sensitiveKey(key string) (string, bool, bool) {
 		return RuleAuthorization, false, true
 	case strings.HasSuffix(k, "cookie"), strings.HasSuffix(k, "cookies"):
 		return RuleCookie, false, true
-	case k == "token", k == "key":
+	case k == "token":
 		return RulePasswordKey, true, true
 	}
 	for _, suf := range sensitiveKeySuffixes {

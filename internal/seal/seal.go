@@ -4,9 +4,8 @@
 // Envelope encryption: each session has a random 256-bit data key; values are sealed with
 // AES-256-GCM under it. The data key itself is stored only wrapped (encrypted) by a master key
 // through a gocloud.dev/secrets Keeper: by default a local key (localsecrets, the key in
-// <dir>/master.key, mode 0600, created on first use); any Keeper URL otherwise (the driver must
-// be linked into the binary: base64key:// and, with their drivers, awskms://, gcpkms://,
-// azurekeyvault://, hashivault://). Wrapped data keys live one file per session in
+// <dir>/master.key, mode 0600, created on first use); otherwise a Keeper URL: base64key://,
+// awskms:// or gcpkms:// (drivers linked in drivers.go). Wrapped data keys live one file per session in
 // <dir>/sessions/<sha256 of the session id>.key.
 //
 // Crypto-shredding: Destroy removes a session's wrapped data key. Every sealed copy of that

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"gocloud.dev/secrets"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -105,5 +108,34 @@ func TestRestoreReportsUnsealedDifferences(t *testing.T) {
 	}
 	if len(rep.Differs) != 1 || rep.Differs[0].Values != 3 || rep.Differs[0].Keys[0] != "http.response.body" {
 		t.Errorf("%+v", rep.Differs)
+	}
+}
+
+// TestKeeperURLs: the cloud KMS drivers are linked (their schemes are known), and a scheme that is
+// not gives an error naming keeper_url.
+func TestKeeperURLs(t *testing.T) {
+	for _, s := range []string{"base64key", "awskms", "gcpkms"} {
+		if !secrets.DefaultURLMux().ValidKeeperScheme(s) {
+			t.Errorf("keeper scheme %s not linked", s)
+		}
+	}
+	_, err := OpenKeys(context.Background(), t.TempDir(), "nosuchkms://key")
+	if err == nil || !strings.Contains(err.Error(), "keeper_url") {
+		t.Errorf("got %v", err)
+	}
+	// a base64key:// master key given by URL wraps and unwraps like the local one
+	k, err := OpenKeys(context.Background(), t.TempDir(), "base64key://smGbjm71Nxd1Ig5FS0wj9SlbzAIrnolCz9bQQ6uAhl4=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	a, err := k.DataKey(context.Background(), "s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cache = map[string][]byte{}
+	b, err := k.DataKey(context.Background(), "s", false)
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("unwrapped a different key: %v", err)
 	}
 }

@@ -11,11 +11,9 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-)
 
-// SessionKeys are the attributes naming a run's session, in the order DESIGN.md gives them
-// (span first, then resource); a run without one is its own session (its trace id).
-var SessionKeys = []string{"gen_ai.conversation.id", "session.id"}
+	"github.com/runagain/runagain/internal/genai"
+)
 
 // RedactionChangedAttribute is what agent_redaction sets on a span whose attributes it
 // changed: a map from attribute key to the number of values redacted there.
@@ -24,15 +22,11 @@ const RedactionChangedAttribute = "runagain.redaction.changed"
 // ResponsePrefix starts the attributes of a recorded response (fixture spans).
 const ResponsePrefix = "http.response."
 
-// SessionOf returns the session of a span: the first of SessionKeys on the span, then on its
-// resource, else the trace id in hex.
+// SessionOf returns the session of a span (genai.SessionID with genai.DefaultSessionKeys: span
+// attributes first, then the resource), else the trace id in hex (the run is its own session).
 func SessionOf(span ptrace.Span, resource pcommon.Map) string {
-	for _, m := range []pcommon.Map{span.Attributes(), resource} {
-		for _, k := range SessionKeys {
-			if v, ok := m.Get(k); ok && v.AsString() != "" {
-				return v.AsString()
-			}
-		}
+	if id, ok := genai.SessionID(span.Attributes(), resource, genai.DefaultSessionKeys); ok {
+		return id
 	}
 	return span.TraceID().String()
 }

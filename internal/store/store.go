@@ -8,6 +8,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -40,6 +42,29 @@ type RunSummary struct {
 	// Unpriced counts the LLM calls with usage but no known price: their cost is unknown, not 0.
 	Unpriced int64 `json:"unpriced"`
 	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
+	// Incomplete is set when the stored record of the run is partial (hot and warm tiers): no
+	// root span arrived, or spans name a parent that is not stored (an SDK that flushed in the
+	// middle of a run, a process that died). IncompleteReason says what is missing ("no root
+	// span", "2 orphan spans (parent not received)"); both clear when the missing spans arrive.
+	Incomplete       bool   `json:"incomplete"`
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
+	Orphans          int64  `json:"orphans,omitempty"` // spans whose parent is not stored
+}
+
+// Completeness tells whether a run's record is partial from its count of root spans (no parent)
+// and of orphan spans (a parent that is not stored), and why: "no root span", "N orphan spans
+// (parent not received)", or both joined by "; ".
+func Completeness(roots, orphans int64) (incomplete bool, reason string) {
+	var why []string
+	if roots == 0 {
+		why = append(why, "no root span")
+	}
+	if orphans == 1 {
+		why = append(why, "1 orphan span (parent not received)")
+	} else if orphans > 1 {
+		why = append(why, fmt.Sprintf("%d orphan spans (parent not received)", orphans))
+	}
+	return len(why) > 0, strings.Join(why, "; ")
 }
 
 // Duration is End minus Start, or 0 when End is before Start (spans never ended, clock skew;

@@ -455,7 +455,40 @@ type panelView struct {
 	Resource      []attrView
 	Events        []eventView
 	Marks         []Mark
+	Tool          *toolView
 	PayloadErr    string
+}
+
+// toolView is a tool call's name, arguments and result (gen_ai.tool.*, else OpenInference
+// input.value / output.value), JSON values indented.
+type toolView struct {
+	Name         string
+	Args, Result attrView
+}
+
+func toolOf(a pcommon.Map) *toolView {
+	t := &toolView{Name: genai.ToolName(a)}
+	val := func(keys ...string) attrView {
+		for _, k := range keys {
+			if v, ok := a.Get(k); ok {
+				s := v.AsString()
+				var j any
+				if json.Unmarshal([]byte(s), &j) == nil {
+					if _, isStr := j.(string); !isStr {
+						s = pretty(j)
+					}
+				}
+				return attrView{Key: k, Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit}
+			}
+		}
+		return attrView{}
+	}
+	t.Args = val(genai.AttrToolCallArguments, "input.value")
+	t.Result = val(genai.AttrToolCallResult, "output.value")
+	if t.Args.Key == "" && t.Result.Key == "" {
+		return nil
+	}
+	return t
 }
 
 type eventView struct {
@@ -496,7 +529,13 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 			p.Marks = append(p.Marks, m)
 		}
 	}
-	if row.Kind == kindLLM {
+	if row.Kind == kindTool {
+		p.Tool = toolOf(a)
+	}
+	if row.Step > 0 {
+		if row.Kind != kindLLM {
+			p.KindLabel = "LLM call · " + p.KindLabel
+		}
 		cm, err := llmCallMessages(sp, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
@@ -555,7 +594,15 @@ func attrViews(m pcommon.Map) []attrView {
 func partViews(ps []Part) []partView {
 	out := make([]partView, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, partView{Part: p, Text: cut(p.Content), Truncated: len(p.Content) > inlineLimit, Size: len(p.Content)})
+		text := p.Content
+		switch p.Type {
+		case "text", "reasoning", "":
+		case "tool_call", "tool_call_response":
+			text = ""
+		default:
+			text = pretty(p) // blob, uri, file, server tool calls: shown as JSON text, never loaded
+		}
+		out = append(out, partView{Part: p, Text: cut(text), Truncated: len(text) > inlineLimit, Size: len(text)})
 	}
 	return out
 }

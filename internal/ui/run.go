@@ -213,8 +213,18 @@ func arrange(run *store.Run) *cachedRun {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}
 	sort.Strings(c.detail.Agents)
-	if run.Session != nil && c.session == "" {
-		c.session = run.Session.SessionID
+	if ss := run.Session; ss != nil {
+		// A cold-tier run keeps no spans: its session's record says what is known.
+		if c.session == "" {
+			c.session = ss.SessionID
+		}
+		if len(c.nodes) == 0 {
+			c.start, c.end = time.Unix(0, ss.FirstSeen).UTC(), time.Unix(0, ss.LastSeen).UTC()
+			c.detail.Spans, c.detail.CostUSD, c.detail.Unpriced, c.detail.Alerts = ss.Spans, ss.CostUSD, int(ss.Unpriced), int(ss.Alerts)
+			if ss.Agent != "" {
+				c.detail.Agents = []string{ss.Agent}
+			}
+		}
 	}
 	if c.session == "" {
 		c.session = run.TraceID

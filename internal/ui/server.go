@@ -158,9 +158,12 @@ func WithToken(h http.Handler, token string) http.Handler {
 		if q := r.URL.Query(); q.Has("token") && ok(q.Get("token")) {
 			http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			// Same origin only: a path like //host would be read by the browser as another host.
+			target := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/")
+			if len(q) > 0 {
+				target += "?" + q.Encode()
+			}
+			http.Redirect(w, r, target, http.StatusSeeOther)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="runagain ui"`)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -170,6 +171,10 @@ func TestWithToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = noFollow.Get(ts.URL + "//evil.example/x?token=tok")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "/evil.example/x", resp.Header.Get("Location"), "never redirected to another host")
 	code, _ = get(t, ts.URL+"/?token=wrong")
 	assert.Equal(t, http.StatusUnauthorized, code)
 }
@@ -241,4 +246,45 @@ func jsonString(s string) (string, error) {
 	}
 	b.WriteByte('"')
 	return b.String(), nil
+}
+
+func TestDivergencePinnedOnFixture(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := synthRun(9, t0, 4, "hi")
+	spans := r.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	fx := spans.AppendEmpty()
+	fx.SetTraceID(pcommon.TraceID{9, 1})
+	fx.SetSpanID(pcommon.SpanID{9, 9, 9})
+	fx.SetParentSpanID(spans.At(0).SpanID())
+	fx.SetKind(ptrace.SpanKindClient)
+	fx.SetName("POST")
+	fx.SetStartTimestamp(pcommon.NewTimestampFromTime(t0.Add(2 * time.Millisecond)))
+	fx.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(3 * time.Millisecond)))
+	fx.Attributes().PutStr("runagain.fixture.source", "proxy")
+	fx.Attributes().PutStr("http.request.method", "POST")
+	lr := r.Logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetEventName("runagain.replay.divergence")
+	lr.SetTraceID(pcommon.TraceID{9, 1})
+	lr.SetSpanID(fx.SpanID())
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Hour))) // recorded after the run
+	lr.Body().SetStr(`replay diverged: body.messages[1].content expected "a" got "<b>b</b>"`)
+	lr.Attributes().PutStr("runagain.replay.divergence.field", "body.messages[1].content")
+	_, ts := newTestServer(t, r)
+
+	code, body := get(t, ts.URL+"/api/runs/"+r.TraceID+"/rows")
+	require.Equal(t, http.StatusOK, code)
+	var rows struct{ Rows []Row }
+	require.NoError(t, json.Unmarshal([]byte(body), &rows))
+	var pinned []string
+	for _, row := range rows.Rows {
+		if len(row.Marks) > 0 {
+			pinned = append(pinned, row.SpanID+"/"+row.Kind)
+			// Recorded after the run: pinned at the end of the exchange it names.
+			assert.Equal(t, row.Start+row.Dur, arrange(r).marks[row.Marks[0]].At)
+		}
+	}
+	assert.Equal(t, []string{fx.SpanID().String() + "/http"}, pinned)
+	_, body = get(t, ts.URL+"/runs/"+r.TraceID)
+	assert.Contains(t, body, "replay diverged at body.messages[1].content")
+	assert.Contains(t, body, `got &#34;&lt;b&gt;b&lt;/b&gt;&#34;`, "the message is escaped")
 }

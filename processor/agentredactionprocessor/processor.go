@@ -197,6 +197,30 @@ func (p *redactionProcessor) attrsKeys(m pcommon.Map, t *tally, keys bool) (int,
 	return total, per
 }
 
+// name redacts a span name, event name or log event name through the same rules as values
+// ("chat for jane.doe@example.com"); a name whose finding asks for the value to be dropped
+// becomes "[REDACTED]". It returns the number of findings.
+func (p *redactionProcessor) name(s string, set func(string), t *tally) int {
+	if s == "" {
+		return 0
+	}
+	out, n, drop := p.str("", s, t)
+	if n == 0 {
+		return 0
+	}
+	if drop {
+		out = "[REDACTED]"
+	}
+	set(out)
+	return n
+}
+
+// scope redacts the instrumentation scope's attributes (string values, nested ones too); the
+// count goes to the scope's attributes like a resource's.
+func (p *redactionProcessor) scope(sc pcommon.InstrumentationScope, t *tally) {
+	addCount(sc.Attributes(), p.attrs(sc.Attributes(), t))
+}
+
 func addCount(m pcommon.Map, n int) {
 	if n == 0 {
 		return
@@ -216,9 +240,11 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 		addCount(rs.Resource().Attributes(), p.attrs(rs.Resource().Attributes(), &t))
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
+			p.scope(sss.At(j).Scope(), &t)
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
+				nameN := p.name(span.Name(), span.SetName, &t)
 				var before map[string]pcommon.Value
 				if p.keys != nil {
 					before = seal.Snapshot(span.Attributes())
@@ -239,9 +265,12 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 						p.logger.Error("agent_redaction: sealing an original failed; the redacted value is kept without it", zap.Error(err))
 					}
 				}
+				n += nameN
 				evs := span.Events()
 				for e := 0; e < evs.Len(); e++ {
-					n += p.attrs(evs.At(e).Attributes(), &t)
+					ev := evs.At(e)
+					n += p.name(ev.Name(), ev.SetName, &t)
+					n += p.attrs(ev.Attributes(), &t)
 				}
 				links := span.Links()
 				for l := 0; l < links.Len(); l++ {
@@ -273,10 +302,12 @@ func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 		addCount(rl.Resource().Attributes(), p.attrs(rl.Resource().Attributes(), &t))
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
+			p.scope(sls.At(j).Scope(), &t)
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
 				n := p.attrs(lr.Attributes(), &t)
+				n += p.name(lr.EventName(), lr.SetEventName, &t)
 				bn, drop := p.value("", lr.Body(), &t)
 				if drop {
 					pcommon.NewValueEmpty().CopyTo(lr.Body())

@@ -154,6 +154,40 @@ func (b *batch) scanAttrs(attrs, mark pcommon.Map) {
 	})
 }
 
+// maxBodyDepth bounds the nesting scanBodyMap descends into (maps and slices of maps).
+const maxBodyDepth = 16
+
+// scanBodyMap adds the string values of at least min_size bytes found in a Map log body, at any
+// depth (nested maps, and maps inside slices such as tool_calls); mark is the log record's
+// attributes, where failures are recorded.
+func (b *batch) scanBodyMap(m, mark pcommon.Map, depth int) {
+	if depth > maxBodyDepth {
+		return
+	}
+	m.Range(func(k string, v pcommon.Value) bool {
+		switch v.Type() {
+		case pcommon.ValueTypeStr:
+			if len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) {
+				return true
+			}
+			if _, exists := m.Get(k + payloadref.RefSuffix); exists {
+				return true
+			}
+			b.add(m, k, v.Str(), pcommon.Value{}, mark, false)
+		case pcommon.ValueTypeMap:
+			b.scanBodyMap(v.Map(), mark, depth+1)
+		case pcommon.ValueTypeSlice:
+			sl := v.Slice()
+			for i := 0; i < sl.Len(); i++ {
+				if sl.At(i).Type() == pcommon.ValueTypeMap {
+					b.scanBodyMap(sl.At(i).Map(), mark, depth+1)
+				}
+			}
+		}
+		return true
+	})
+}
+
 func (o *offloader) newBatch() *batch { return &batch{o: o, jobs: map[jobKey]*job{}} }
 
 func (o *offloader) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
@@ -186,6 +220,12 @@ func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, e
 				lr := lrs.At(k)
 				b.scanAttrs(lr.Attributes(), lr.Attributes())
 				body := lr.Body()
+				if o.cfg.LogBody && body.Type() == pcommon.ValueTypeMap {
+					// A Map body (gen_ai.*.message events): each large string value inside it moves
+					// like an attribute, K -> K_ref in the map that held it.
+					b.scanBodyMap(body.Map(), lr.Attributes(), 0)
+					continue
+				}
 				if !o.cfg.LogBody || body.Type() != pcommon.ValueTypeStr || len(body.Str()) < o.cfg.MinSize {
 					continue
 				}

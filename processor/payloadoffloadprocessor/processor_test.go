@@ -142,7 +142,8 @@ func TestTracesSelection(t *testing.T) {
 	}
 }
 
-// TestLogs offloads log attributes and string log bodies, and not map bodies.
+// TestLogs offloads log attributes, string log bodies and the large string values of Map bodies
+// (nested ones too), and rehydrates them all.
 func TestLogs(t *testing.T) {
 	h := newHarness(t, testConfig("mem://logs"))
 	ld := plog.NewLogs()
@@ -153,6 +154,9 @@ func TestLogs(t *testing.T) {
 	lr.Attributes().PutStr("gen_ai.output.messages", bigMessages(3, 2000))
 	mapBody := lrs.AppendEmpty()
 	mapBody.Body().SetEmptyMap().PutStr("content", strings.Repeat("m", 9000))
+	mapBody.Body().Map().PutStr("id", "call_1")
+	tc := mapBody.Body().Map().PutEmptySlice("tool_calls").AppendEmpty().SetEmptyMap().PutEmptyMap("function")
+	tc.PutStr("arguments", strings.Repeat("a", 9000))
 	small := lrs.AppendEmpty()
 	small.Body().SetStr("short")
 	orig := plog.NewLogs()
@@ -172,8 +176,20 @@ func TestLogs(t *testing.T) {
 	if _, ok := str(out.At(0).Attributes(), "gen_ai.output.messages_ref"); !ok {
 		t.Error("log attribute not offloaded")
 	}
-	if out.At(1).Body().Map().Len() != 1 || out.At(2).Body().Str() != "short" {
-		t.Error("map body or small body changed")
+	mb := out.At(1).Body().Map()
+	if _, ok := str(mb, "content_ref"); !ok {
+		t.Error("large string in a Map body not offloaded")
+	}
+	if v, ok := str(mb, "id"); !ok || v != "call_1" {
+		t.Error("small string in a Map body changed")
+	}
+	calls, _ := mb.Get("tool_calls")
+	fn, _ := calls.Slice().At(0).Map().Get("function")
+	if _, ok := str(fn.Map(), "arguments_ref"); !ok {
+		t.Error("nested large string in a Map body not offloaded")
+	}
+	if out.At(2).Body().Str() != "short" {
+		t.Error("small body changed")
 	}
 	if err := h.res.RehydrateLogs(context.Background(), got); err != nil {
 		t.Fatal(err)
@@ -184,8 +200,8 @@ func TestLogs(t *testing.T) {
 			t.Errorf("log record %d differs after rehydration", i)
 		}
 	}
-	if got := h.metric("values_offloaded"); got != 2 {
-		t.Errorf("values_offloaded = %d, want 2", got)
+	if got := h.metric("values_offloaded"); got != 4 {
+		t.Errorf("values_offloaded = %d, want 4", got)
 	}
 }
 

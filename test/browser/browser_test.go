@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -289,6 +290,11 @@ func TestSessionsRunAndStepInBrowser(t *testing.T) {
 	require.Len(t, wantConv, 4)
 	assert.Equal(t, wantConv, conv, "the conversation holds the messages of show --step 3, roles and text")
 	shot(t, ctx, "step-panel")
+
+	// The arrow key moves the selection to the span after step 3 in run order.
+	next := eval[string](t, ctx, `document.querySelector('#canvas .row.sel').nextElementSibling.dataset.span`)
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowDown), chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+next+`"]`)))
+	assert.Equal(t, ui.URL+"/runs/"+beeAIRun+"?span="+next, eval[string](t, ctx, `location.href`))
 
 	// The stable URL of step 3 shows the same recorded input.
 	do(t, ctx,

@@ -278,6 +278,23 @@ func TestDatasetRegressionGate(t *testing.T) {
 	if a, b := version(col.DataDir), version(empty); a != b {
 		t.Errorf("imported version %s, exported %s", b, a)
 	}
+	// A malformed exported file: the import fails naming it, and writes nothing.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if out, errOut, code := dsCLI(t, col, nil, "dataset", "export", "weather", bad); code != 0 {
+		t.Fatalf("export: %s%s", out, errOut)
+	}
+	badRun := filepath.Join(bad, "cases", runs[1], "run.json")
+	if err := os.WriteFile(badRun, []byte(`{"resourceSpans": [{`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	out, errOut, code = dsCLI(t, col, nil, "--data-dir", other, "dataset", "import", bad)
+	if code != 1 || !strings.Contains(errOut, badRun) {
+		t.Errorf("import of a malformed run.json: exit %d, want 1 and an error naming %s\n%s%s", code, badRun, out, errOut)
+	}
+	if out, _, _ := dsCLI(t, col, nil, "--data-dir", other, "dataset", "list"); !strings.Contains(out, "no datasets") {
+		t.Errorf("a failed import wrote something:\n%s", out)
+	}
 	imported := "--datasets-url=file://" + filepath.ToSlash(empty) + "/datasets"
 	out, errOut, code = dsCLI(t, col, agent, append([]string{"test", imported, "weather", "--"}, dsAgentCmd()...)...)
 	if code != 0 || !strings.Contains(out, "PASS  "+runs[1]) {

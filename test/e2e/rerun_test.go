@@ -136,12 +136,15 @@ func newScriptedLLM(t *testing.T) *scriptedLLM {
 			http.Error(w, `{"error":{"message":"bad request"}}`, 400)
 			return
 		}
-		chars, results := 0, []string{}
+		chars, results, city := 0, []string{}, "Paris"
 		for _, m := range req.Messages {
 			c, _ := m["content"].(string)
 			chars += len(c)
 			if m["role"] == "tool" {
 				results = append(results, c)
+			}
+			if m["role"] == "user" && strings.Contains(c, "Rome") {
+				city = "Rome"
 			}
 		}
 		msg := map[string]any{"role": "assistant"}
@@ -151,8 +154,8 @@ func newScriptedLLM(t *testing.T) *scriptedLLM {
 		}
 		switch len(results) {
 		case 0:
-			msg["content"] = "[" + req.Model + "] Checking the weather in Paris."
-			callTool("call_1", "weather", `{"city":"Paris"}`)
+			msg["content"] = "[" + req.Model + "] Checking the weather in " + city + "."
+			callTool("call_1", "weather", `{"city":"`+city+`"}`)
 		case 1:
 			msg["content"] = "[" + req.Model + "] Now the forecast."
 			callTool("call_2", "forecast", `{"city":"Paris","days":2}`)
@@ -301,7 +304,9 @@ var reNewRun = regexp.MustCompile(`new run ([0-9a-f]{32}) \(rerun of`)
 // credential) and the new run is stored as its own trace linked to the original and naming the
 // change. `runagain diff` names step 1's output as the first difference and its JSON matches
 // testdata/rerun.diff.json; a run diffed with itself has no difference; a --set path absent from
-// the recorded bodies fails before the agent runs.
+// the recorded bodies fails before the agent runs; a changed prompt (no --set) departs at step 1's
+// input; a tool request that matches nothing is refused loudly; --from-step 2 serves the first two
+// LLM calls from the recording.
 func TestRerunSetModelAndDiff(t *testing.T) {
 	col := collectortest.Start(t, collectortest.Options{})
 	llm := newScriptedLLM(t)
@@ -480,6 +485,16 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(js), &res) != nil || res.First.StepA != 1 || res.First.Field != "input_messages" {
 		t.Errorf("diff after a prompt change: %v %+v", err, res.First)
 	}
+
+	// A prompt that makes the model call the tool with another city: the tool request matches
+	// nothing recorded and is not an LLM call, so it fails loudly as in replay (the tool API is
+	// never reached) and rerun exits non-zero naming the differing field.
+	out, errOut, err = rerunCLI(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Rome please"),
+		append(append([]string{"rerun", orig}, routes...), agent...)...)
+	if err == nil || toolCount.Load() != 3 || !strings.Contains(errOut, "query.city") || !strings.Contains(out, "ERROR tool 400") {
+		t.Fatalf("rerun with a tool request that matches nothing: err %v, tool requests %d\nstdout:\n%s\nstderr:\n%s", err, toolCount.Load()-3, out, errOut)
+	}
+	t.Logf("rerun refusing an unrecorded tool request (%v):\n%s", err, errOut)
 
 	// --from-step 2: the first two LLM calls come from the recording, the last two go live
 	// (same model, so the same answers): no difference.

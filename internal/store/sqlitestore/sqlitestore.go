@@ -218,10 +218,12 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 // row per trace, newest first. costCols selects the cost and unpriced sums ("0, 0" where the
 // table has none).
 func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
-	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(end_time_unix_nano),
+	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(MAX(end_time_unix_nano, start_time_unix_nano)),
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
-	        SUM(status_code = 2), ` + costCols + `
-	      FROM ` + table + ` GROUP BY trace_id`
+	        SUM(status_code = 2), ` + costCols + `,
+	        SUM(parent_span_id = ''),
+	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id))
+	      FROM ` + table + ` AS s GROUP BY trace_id`
 	var args []any
 	if !f.Since.IsZero() {
 		q += ` HAVING MIN(start_time_unix_nano) >= ?`
@@ -239,12 +241,13 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 	var out []store.RunSummary
 	for rows.Next() {
 		var r store.RunSummary
-		var start, end int64
+		var start, end, roots int64
 		var models string
 		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced); err != nil {
+			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans); err != nil {
 			return nil, err
 		}
+		r.Incomplete, r.IncompleteReason = store.Completeness(roots, r.Orphans)
 		if r.SessionID == "" {
 			r.SessionID = r.TraceID
 		}

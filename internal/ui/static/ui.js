@@ -124,6 +124,21 @@
       for (var i = 0; i < rows.length; i++) if (rows[i] && rows[i].id === id) return i;
       return -1;
     }
+    // Arrow keys (or j / k) move the selection to the next or previous span.
+    document.addEventListener("keydown", function (ev) {
+      if (ev.target.closest("input, textarea, select") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      var d = (ev.key === "ArrowDown" || ev.key === "j") ? 1 : (ev.key === "ArrowUp" || ev.key === "k") ? -1 : 0;
+      if (!d) return;
+      var cur = selected ? rowsIndex(selected) : -1;
+      var next = rows[Math.min(total - 1, Math.max(0, cur + d))];
+      if (!next) return;
+      ev.preventDefault();
+      var top = next.i * ROW_H;
+      if (top < viewport.scrollTop || top + ROW_H > viewport.scrollTop + viewport.clientHeight) {
+        viewport.scrollTop = Math.max(0, top - viewport.clientHeight / 2);
+      }
+      select(next.id, true);
+    });
     if (data.sel >= 0) viewport.scrollTop = Math.max(0, data.sel * ROW_H - 100);
     draw();
     root.setAttribute("data-ready", "true");

@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"bufio"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/fixture"
+)
+
+// TestRecordStreamClosedEarly: a client that reads one server-sent event and closes the stream
+// is recorded as cut short (attribute and ERROR status) with the event it read, never as a
+// complete response; a stream read to its end is not.
+func TestRecordStreamClosedEarly(t *testing.T) {
+	release := make(chan struct{})
+	up := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"i\":0}\n\n"))
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/full" {
+			_, _ = w.Write([]byte("data: [DONE]\n\n"))
+			return
+		}
+		select { // the rest never comes before the client leaves
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}), nil)
+	defer close(release)
+	sink := &captureSink{}
+	rec := NewRecorder(Config{Redactor: newRedactor(t), Sink: sink, Logger: quietLogger()}, Root{})
+	client := proxyClient(serve(t, rec, nil), nil)
+
+	resp, err := client.Get(up + "/partial")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "data: {\"i\":0}\n", line)
+	resp.Body.Close() // the client stops reading
+	_, full := do(t, client, mustReq(t, "GET", up+"/full", ""))
+	assert.Equal(t, "data: {\"i\":0}\n\ndata: [DONE]\n\n", string(full))
+
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.Stats().Exchanges < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, rec.Close())
+	spans := onlyFixture(t, sink.all())
+	require.Len(t, spans, 2)
+	for _, s := range spans {
+		ex, err := fixture.FromSpan(s)
+		require.NoError(t, err)
+		cut, _ := s.Attributes().Get(fixture.AttrCutShort)
+		if strings.HasSuffix(ex.URL, "/partial") {
+			assert.True(t, ex.CutShort)
+			assert.True(t, cut.Bool())
+			assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
+			assert.Contains(t, s.Status().Message(), "cut short")
+			assert.Equal(t, "data: {\"i\":0}\n\n", string(ex.ResponseBody), "what the client read")
+		} else {
+			assert.False(t, ex.CutShort, "read to its end")
+			assert.Equal(t, ptrace.StatusCodeUnset, s.Status().Code())
+		}
+	}
+}
