@@ -155,12 +155,12 @@ func TestRecordForwardProxy(t *testing.T) {
 	req, _ := http.NewRequest("POST", up.URL+"/v1/echo?key="+qsecret+"&page=2", strings.NewReader(`{"q":"hello"}`))
 	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-	resp, body := do(t, client, req) //nolint:bodyclose // do reads and closes the body
+	resp, body := do(t, client, req)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"/v1/echo"`) {
 		t.Fatalf("proxied response %d %s", resp.StatusCode, body)
 	}
 	req2, _ := http.NewRequest("GET", up.URL+"/stream", nil)
-	_, streamed := do(t, client, req2) //nolint:bodyclose // do reads and closes the body
+	_, streamed := do(t, client, req2)
 	if string(streamed) != strings.Join(sseEvents, "") {
 		t.Fatalf("client got %q", streamed)
 	}
@@ -254,7 +254,7 @@ func TestRecordRouteAndMITM(t *testing.T) {
 	purl := serve(t, rec, nil)
 
 	// Route: the SDK only changes its base URL.
-	resp, body := do(t, http.DefaultClient, mustReq(t, "POST", purl+"/local/v1/x?a=1", `{"r":1}`)) //nolint:bodyclose // do reads and closes the body
+	resp, body := do(t, http.DefaultClient, mustReq(t, "POST", purl+"/local/v1/x?a=1", `{"r":1}`))
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"/base/v1/x"`) {
 		t.Fatalf("route: %d %s", resp.StatusCode, body)
 	}
