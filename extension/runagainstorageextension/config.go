@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -198,8 +200,12 @@ func (c *Config) Validate() error {
 		case k.Parquet.HasValue() && k.ClickHouse.HasValue():
 			errs = append(errs, errors.New("cold: set one backend, `cold::parquet` or `cold::clickhouse`, not both"))
 		case k.Parquet.HasValue():
-			if k.Parquet.Get().URL == "" {
+			switch u := k.Parquet.Get().URL; {
+			case u == "":
 				errs = append(errs, errors.New("cold::parquet::url must be set (a gocloud.dev/blob URL or a directory)"))
+			case strings.Contains(u, "://"):
+				// a URL: its scheme must have a gocloud.dev/blob driver linked in (else it fails only at start)
+				errs = append(errs, validateBucketURL("cold::parquet::url", u))
 			}
 		case k.ClickHouse.HasValue():
 			errs = append(errs, k.ClickHouse.Get().validate("cold::clickhouse"))
@@ -271,4 +277,17 @@ func (c *ClickHouseConfig) validate(field string) error {
 		return fmt.Errorf("%s::endpoint %q: want a URL such as tcp://127.0.0.1:9000 or http://127.0.0.1:8123", field, c.Endpoint)
 	}
 	return nil
+}
+
+// localDataDirs are the directories of the local SQLite files (hot, warm): the data directories
+// Start locks (LockFile), so that a second collector on the same files fails at once.
+func (c *Config) localDataDirs() []string {
+	var dirs []string
+	if c.Hot.HasValue() && c.Hot.Get().SQLite.HasValue() && c.Hot.Get().SQLite.Get().Path != "" {
+		dirs = append(dirs, filepath.Dir(c.Hot.Get().SQLite.Get().Path))
+	}
+	if c.Warm.HasValue() && c.Warm.Get().SQLite.HasValue() && !c.Warm.Get().ClickHouse.HasValue() && c.Warm.Get().SQLite.Get().Path != "" {
+		dirs = append(dirs, filepath.Dir(c.Warm.Get().SQLite.Get().Path))
+	}
+	return dirs
 }

@@ -68,6 +68,7 @@ func TestLoadConfig(t *testing.T) {
 		"nobackend":   "warm: no backend configured",
 		"badendpoint": "cold::clickhouse::endpoint",
 		"badpayloads": `payloads::url: scheme "ftp" not supported`,
+		"badcold":     `cold::parquet::url: scheme "s4" not supported`,
 		"badprice":    "pricing::models[0].model",
 		"negative":    "hot::retention must not be negative",
 		"nokeys":      "session_keys: must name at least one attribute",

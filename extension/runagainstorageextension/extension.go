@@ -29,7 +29,9 @@ type Storage struct {
 
 	mu      sync.Mutex
 	tiers   map[string]*opened // by tier name, set between Start and Shutdown
+	locks   []*dirLock         // held between Start and Shutdown
 	started bool
+	pinMu   sync.Mutex // guards pinned only: the janitors read it while Shutdown holds mu
 	pinned  PinnedFunc
 }
 
@@ -69,11 +71,16 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 	if o.every <= 0 {
 		o.every = DefaultJanitorInterval
 	}
+	locks, err := lockDirs(s.cfg.localDataDirs())
+	if err != nil {
+		return fmt.Errorf("runagain_storage: %w", err)
+	}
 	tiers := map[string]*opened{}
 	fail := func(tier string, err error) error {
 		for _, t := range tiers {
 			_ = t.close()
 		}
+		unlockAll(locks)
 		return fmt.Errorf("runagain_storage: %s tier: %w", tier, err)
 	}
 	if s.cfg.Hot.HasValue() && s.cfg.Hot.Get().SQLite.HasValue() {
@@ -102,7 +109,7 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 			t.janitor.start()
 		}
 	}
-	s.tiers, s.started = tiers, true
+	s.tiers, s.locks, s.started = tiers, locks, true
 	return nil
 }
 
@@ -117,7 +124,8 @@ func (s *Storage) Shutdown(context.Context) error {
 		}
 		errs = append(errs, t.close())
 	}
-	s.tiers, s.started = nil, false
+	unlockAll(s.locks)
+	s.tiers, s.locks, s.started = nil, nil, false
 	return errors.Join(errs...)
 }
 
@@ -189,14 +197,14 @@ func (s *Storage) Backend(tier string) (Backend, error) {
 // removes it. Safe to call at any time. With datasets::url configured, the dataset store's pins
 // (dataset.PinSource) are installed at creation.
 func (s *Storage) SetPinned(f PinnedFunc) {
-	s.mu.Lock()
+	s.pinMu.Lock()
 	s.pinned = f
-	s.mu.Unlock()
+	s.pinMu.Unlock()
 }
 
 func (s *Storage) pinnedFunc() PinnedFunc {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
 	return s.pinned
 }
 

@@ -228,6 +228,13 @@ func compileBuiltinRules() []*rule {
 			r.group = 1
 		}
 	}
+	// provider rules that gitleaks also has take its allowlists (gcp-api-key lists public
+	// browser keys published in documentation and samples)
+	for _, r := range rs {
+		if id, ok := gitleaksAllowFor[r.name]; ok {
+			r.check = withGitleaksAllow(r.check, id)
+		}
+	}
 	// the gitleaks default rule set, after the provider rules above (which name the credential the
 	// way agents' users know it) and before the generic key/value rules
 	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RuleURLCredentials })
@@ -804,4 +811,34 @@ func pemBase64Check(s string, _ []int, a, b int) (int, int, bool) {
 	n, _ := base64.StdEncoding.Decode(dec, clean)
 	d := string(dec[:n])
 	return a, b, strings.HasPrefix(d, "-----BEGIN") && strings.Contains(d, "PRIVATE KEY")
+}
+
+// gitleaksAllowFor maps provider rules here to the gitleaks rule whose allowlists they apply.
+var gitleaksAllowFor = map[string]string{RuleGoogleAPIKey: "gcp-api-key"}
+
+// withGitleaksAllow wraps check so that a finding the allowlists of gitleaks rule id accept is
+// dropped.
+func withGitleaksAllow(check func(string, []int, int, int) (int, int, bool), id string) func(string, []int, int, int) (int, int, bool) {
+	var allow []glAllow
+	for _, g := range gitleaksData().Rules {
+		if g.ID == id {
+			allow = g.Allow
+		}
+	}
+	if len(allow) == 0 {
+		return check
+	}
+	return func(s string, m []int, a, b int) (int, int, bool) {
+		a, b, ok := check(s, m, a, b)
+		if !ok {
+			return a, b, false
+		}
+		line := lineAround(s, m[0], m[1])
+		for i := range allow {
+			if allow[i].allowed(s[a:b], s[m[0]:m[1]], line) {
+				return 0, 0, false
+			}
+		}
+		return a, b, true
+	}
 }

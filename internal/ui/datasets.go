@@ -1,10 +1,13 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/store"
 )
 
 type datasetsView struct {
@@ -20,10 +23,11 @@ type datasetView struct {
 }
 
 type versionView struct {
-	Title string
-	M     *dataset.Manifest
-	Cases []caseView
-	Err   string
+	Title   string
+	M       *dataset.Manifest
+	Cases   []caseView
+	Err     string
+	Scanned int
 }
 
 type caseView struct {
@@ -33,7 +37,23 @@ type caseView struct {
 	Input       string
 	Expect      []string
 	InStore     bool
+	Last        *testRunView
 }
+
+// testRunView is the newest test run of a case found in the store, its expectations checked
+// again from what it recorded (dataset.RunFacts, dataset.Evaluate).
+type testRunView struct {
+	TraceID  string
+	Start    time.Time
+	Status   string // "pass", "fail", or "unknown" (the run could not be read)
+	Failure  string
+	Checked  int
+	Original string
+}
+
+// testScanLimit bounds how many of the newest runs since a version was created the version page
+// reads to find its cases' test runs.
+const testScanLimit = 200
 
 // datasetsPage lists the datasets and their versions, newest first (internal/dataset).
 func (s *Server) datasetsPage(w http.ResponseWriter, r *http.Request) {
@@ -98,5 +118,65 @@ func (s *Server) versionPage(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Cases = append(v.Cases, cv)
 	}
+	last := s.lastTestRuns(r.Context(), m)
+	for i := range v.Cases {
+		if tr, ok := last[v.Cases[i].ID]; ok {
+			if c := byID[v.Cases[i].ID]; c != nil {
+				v.Cases[i].Last = s.checkTestRun(r.Context(), c, tr)
+			}
+		}
+	}
+	v.Scanned = testScanLimit
 	s.render(w, "dataset.html", v)
+}
+
+// lastTestRuns finds, among the testScanLimit newest runs started since m was created, the
+// newest test run of each case of m (by the attributes `runagain test` records).
+func (s *Server) lastTestRuns(ctx context.Context, m *dataset.Manifest) map[string]store.RunSummary {
+	out := map[string]store.RunSummary{}
+	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{Since: m.Created, Limit: testScanLimit})
+	if err != nil {
+		return out
+	}
+	for _, sum := range sums {
+		d := s.detail(ctx, sum)
+		if d.TestCase == "" || d.TestDataset != m.Name || d.TestVersion != m.Version {
+			continue
+		}
+		if _, seen := out[d.TestCase]; !seen {
+			out[d.TestCase] = sum
+		}
+	}
+	return out
+}
+
+// checkTestRun checks case c's expectations again against its test run sum, as `runagain test`
+// did (the command's exit code is not recorded in the run: it is taken as 0).
+func (s *Server) checkTestRun(ctx context.Context, c *dataset.Case, sum store.RunSummary) *testRunView {
+	tv := &testRunView{TraceID: sum.TraceID, Start: sum.Start, Status: "unknown", Original: c.TraceID}
+	cr, err := s.loadRun(ctx, sum.TraceID)
+	if err != nil {
+		tv.Failure = err.Error()
+		return tv
+	}
+	for i := range cr.rows {
+		_, _, _ = s.span(ctx, cr, i)
+	}
+	cr.mu.Lock()
+	facts, err := dataset.RunFacts(cr.run.Traces, cr.run.Logs)
+	cr.mu.Unlock()
+	if err != nil {
+		tv.Failure = err.Error()
+		return tv
+	}
+	if c.Expect == nil {
+		c.Expect = &dataset.CaseExpect{}
+	}
+	checked, failures := dataset.Evaluate(c, facts, 0)
+	tv.Checked = len(checked)
+	tv.Status = "pass"
+	if len(failures) > 0 {
+		tv.Status, tv.Failure = "fail", failures[0].String()
+	}
+	return tv
 }

@@ -456,6 +456,7 @@ type panelView struct {
 	Events        []eventView
 	Marks         []Mark
 	Tool          *toolView
+	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
 }
 
@@ -789,5 +790,6 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	p.OpenRecorded = true
 	s.render(w, "step.html", stepView{Title: fmt.Sprintf("Step %d · run %s", n, shorten(c.run.TraceID, 8)), TraceID: c.run.TraceID, Step: n, Steps: len(c.steps), Panel: p})
 }

@@ -115,7 +115,17 @@ type runDetail struct {
 	Divergences int
 	CostUSD     float64
 	Unpriced    int
+	// Test names the dataset case this run is a test run of (`runagain test` sets
+	// runagain.test.dataset, .dataset.version and .case on its root span); empty otherwise.
+	TestDataset, TestVersion, TestCase string
 }
+
+// Attributes `runagain test` puts on the root span of a test run (cmd/runagain test.go).
+const (
+	attrTestDataset = "runagain.test.dataset"
+	attrTestVersion = "runagain.test.dataset.version"
+	attrTestCase    = "runagain.test.case"
+)
 
 var errNoRun = errors.New("run not found")
 
@@ -198,6 +208,15 @@ func arrange(run *store.Run) *cachedRun {
 		}
 		if r.Kind == kindTool {
 			c.detail.ToolCalls++
+		}
+		if v, ok := s.Attributes().Get(attrTestCase); ok && c.detail.TestCase == "" {
+			c.detail.TestCase = v.AsString()
+			if v, ok := s.Attributes().Get(attrTestDataset); ok {
+				c.detail.TestDataset = v.AsString()
+			}
+			if v, ok := s.Attributes().Get(attrTestVersion); ok {
+				c.detail.TestVersion = v.AsString()
+			}
 		}
 		if a := genai.AgentName(s.Attributes(), n.Resource.Attributes()); a != "" {
 			agents[a] = true

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -287,4 +288,51 @@ func TestDivergencePinnedOnFixture(t *testing.T) {
 	_, body = get(t, ts.URL+"/runs/"+r.TraceID)
 	assert.Contains(t, body, "replay diverged at body.messages[1].content")
 	assert.Contains(t, body, `got &#34;&lt;b&gt;b&lt;/b&gt;&#34;`, "the message is escaped")
+}
+
+func TestDatasetVersionShowsLastTestRun(t *testing.T) {
+	ctx := context.Background()
+	ds, err := dataset.Open(ctx, "mem://")
+	require.NoError(t, err)
+	defer ds.Close()
+	orig := synthRun(1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 4, "hi")
+	ok := "ok"
+	c, err := dataset.Freeze("", orig.TraceID, orig.Traces, orig.Logs,
+		&dataset.CaseExpect{Expect: []dataset.Expectation{{Output: &dataset.OutputExpect{Contains: &ok}}}})
+	require.NoError(t, err)
+	m, _, err := ds.Put(ctx, "demo", "", []*dataset.Case{c})
+	require.NoError(t, err)
+	testRun := func(id byte, at time.Time, output string) *store.Run {
+		r := synthRun(id, at, 4, "hi")
+		spans := r.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		root := spans.At(0).Attributes()
+		root.PutStr("runagain.test.dataset", "demo")
+		root.PutStr("runagain.test.dataset.version", m.Version)
+		root.PutStr("runagain.test.case", c.ID)
+		for i := 0; i < spans.Len(); i++ {
+			if _, isLLM := spans.At(i).Attributes().Get("gen_ai.output.messages"); isLLM {
+				spans.At(i).Attributes().PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"`+output+`"}]}]`)
+			}
+		}
+		return r
+	}
+	passed := testRun(2, m.Created.Add(time.Minute), "ok, done")
+	failed := testRun(3, m.Created.Add(2*time.Minute), "no idea")
+	rd := &memReader{runs: map[string]*store.Run{orig.TraceID: orig, passed.TraceID: passed, failed.TraceID: failed}}
+	s, err := New(Options{Reader: rd, Datasets: ds})
+	require.NoError(t, err)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+
+	code, body := get(t, ts.URL+"/datasets/demo/"+m.Version)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `<span class="badge fail">fail</span> <a class="mono" href="/runs/`+failed.TraceID+`">`, "the newest test run")
+	assert.Contains(t, body, `output contains &#34;ok&#34;: expected`)
+	assert.Contains(t, body, `/diff?a=`+orig.TraceID+`&amp;b=`+failed.TraceID)
+	delete(rd.runs, failed.TraceID)
+	s.mu.Lock()
+	s.runs = map[string]*cachedRun{}
+	s.mu.Unlock()
+	_, body = get(t, ts.URL+"/datasets/demo/"+m.Version)
+	assert.Contains(t, body, `<span class="badge pass">pass</span> <a class="mono" href="/runs/`+passed.TraceID+`">`)
 }

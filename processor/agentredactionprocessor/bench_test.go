@@ -95,6 +95,7 @@ func benchSpans(n int) (ptrace.Traces, [][]string, int) {
 		s.Attributes().PutStr("gen_ai.input.messages", string(b))
 		total += len(b)
 	}
+	setIDs(spans)
 	return td, all, total
 }
 

@@ -49,6 +49,14 @@ type Config struct {
 	// redaction changes, encrypted with its session's data key (internal/seal), so that replay
 	// with access to the key serves the exact recorded bytes.
 	SealOriginals SealConfig `mapstructure:"seal_originals"`
+	// RefuseInvalidSpans (default true) refuses a traces request holding any span with an
+	// all-zero trace_id or span_id (invalid per the OTLP specification, and no tier can store it):
+	// the whole request is answered with a permanent error naming the reason (OTLP gRPC
+	// INVALID_ARGUMENT, HTTP 400), counted in processor_agent_redaction_refused_spans, and nothing
+	// of it is kept. Core v0.165's otlp receiver cannot answer with partial success from a
+	// pipeline component, so refusing the whole request is the only answer that never
+	// acknowledges a span and then drops it.
+	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

@@ -32,6 +32,7 @@ func TestNamesScopesAndMapBodiesRedacted(t *testing.T) {
 	ss.Scope().Attributes().PutStr("owner", "contact "+email)
 	sp := ss.Spans().AppendEmpty()
 	sp.SetName("chat for " + email)
+	setIDs(ss.Spans())
 	sp.Status().SetMessage("refused for " + email)
 	sp.Events().AppendEmpty().SetName("notified " + email)
 	require.NoError(t, tp.ConsumeTraces(context.Background(), td))

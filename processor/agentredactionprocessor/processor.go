@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -14,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/internal/redact"
 	"github.com/runagain/runagain/internal/seal"
@@ -21,12 +24,14 @@ import (
 )
 
 type redactionProcessor struct {
-	r         *redact.Redactor
-	ignored   map[string]bool
-	telemetry *metadata.TelemetryBuilder
-	ruleAttrs map[string]metric.MeasurementOption
-	logger    *zap.Logger
-	keys      *seal.Keys // nil unless seal_originals.enabled
+	r                               *redact.Redactor
+	ignored                         map[string]bool
+	telemetry                       *metadata.TelemetryBuilder
+	ruleAttrs                       map[string]metric.MeasurementOption
+	logger                          *zap.Logger
+	keys                            *seal.Keys // nil unless seal_originals.enabled
+	refuse                          bool       // refuse_invalid_spans
+	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
@@ -56,7 +61,9 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 		return nil, err
 	}
 	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
-		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger}
+		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger, refuse: cfg.RefuseInvalidSpans,
+		reasonZeroTrace: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_trace_id"))),
+		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id")))}
 	for _, k := range cfg.IgnoredKeys {
 		p.ignored[k] = true
 	}
@@ -232,7 +239,57 @@ func addCount(m pcommon.Map, n int) {
 	m.PutInt(CountAttribute, int64(n))
 }
 
+// checkIDs returns a permanent error when any span of td has an all-zero trace_id or span_id
+// (OTLP: "An ID with all zeroes OR of length other than 16 bytes is considered invalid"); the
+// error names both counts and the first such span, and the refused spans are counted per reason.
+func (p *redactionProcessor) checkIDs(ctx context.Context, td ptrace.Traces) error {
+	var zeroTrace, zeroSpan int64
+	first := ""
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s := spans.At(k)
+				zt, zs := s.TraceID().IsEmpty(), s.SpanID().IsEmpty()
+				switch {
+				case zt:
+					zeroTrace++
+				case zs:
+					zeroSpan++
+				default:
+					continue
+				}
+				if first == "" {
+					// position only: the name may hold what redaction would remove
+					first = fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)
+				}
+			}
+		}
+	}
+	if zeroTrace+zeroSpan == 0 {
+		return nil
+	}
+	if zeroTrace > 0 {
+		p.telemetry.ProcessorAgentRedactionRefusedSpans.Add(ctx, zeroTrace, p.reasonZeroTrace)
+	}
+	if zeroSpan > 0 {
+		p.telemetry.ProcessorAgentRedactionRefusedSpans.Add(ctx, zeroSpan, p.reasonZeroSpan)
+	}
+	// a gRPC status on the error sets the otlp receiver's answer: INVALID_ARGUMENT, HTTP 400
+	// (a permanent error without one becomes INTERNAL / 500)
+	return consumererror.NewPermanent(status.Errorf(codes.InvalidArgument,
+		"request refused, no span of it kept: %d of %d spans have an invalid id (%d with an all-zero trace_id, %d with an all-zero span_id; OTLP requires non-zero ids); first: %s",
+		zeroTrace+zeroSpan, td.SpanCount(), zeroTrace, zeroSpan, first))
+}
+
 func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	if p.refuse {
+		if err := p.checkIDs(ctx, td); err != nil {
+			return td, err
+		}
+	}
 	var t tally
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {

@@ -79,7 +79,16 @@ func newTraces() ptrace.Traces {
 	clean.SetName("tool search")
 	clean.Attributes().PutStr("gen_ai.tool.name", "search")
 	clean.Attributes().PutStr("gen_ai.tool.call.arguments", `{"query":"weather in Paris"}`)
+	setIDs(spans)
 	return td
+}
+
+// setIDs gives every span of spans the same trace id and its own non-zero span id.
+func setIDs(spans ptrace.SpanSlice) {
+	for i := 0; i < spans.Len(); i++ {
+		spans.At(i).SetTraceID(pcommon.TraceID{0x72, 0x75, 0x6e, 1})
+		spans.At(i).SetSpanID(pcommon.SpanID{0x73, byte(i + 1)})
+	}
 }
 
 func dump(td ptrace.Traces) string {

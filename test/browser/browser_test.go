@@ -302,6 +302,7 @@ func TestSessionsRunAndStepInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.steppage .spanpanel[data-step="3"]`)))
 	stepRecorded := eval[[]kv](t, ctx, `[...document.querySelectorAll('[data-input-key]')].map(e => ({key: e.dataset.inputKey, text: e.textContent}))`)
 	assert.Equal(t, recorded, stepRecorded)
+	assert.True(t, eval[bool](t, ctx, `document.querySelector('.steppage details.recorded').open`), "the step page shows what show --step prints, open")
 	shot(t, ctx, "step")
 	assert.Empty(t, dlg.opened())
 }

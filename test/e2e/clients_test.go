@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
@@ -194,4 +195,10 @@ It is rainy in Paris, 57°F.
 	assert.Contains(t, show, `log record gen_ai.tool.message`)
 	assert.Contains(t, show, `body: {"content":"rainy, 57°F","id":"call_1"}`)
 	assert.NotContains(t, show, "records pointing at this run", "the agent's records are under their spans")
+
+	// Cost by hand from the genai-prices table: gpt-4o-mini $0.15/M input, $0.60/M output.
+	var rows []store.RunSummary
+	require.NoError(t, json.Unmarshal([]byte(cli(t, c, "sessions", "--json")), &rows))
+	require.Len(t, rows, 1)
+	assert.InDelta(t, (float64(52+97)*0.15+float64(17+12)*0.60)/1e6, rows[0].CostUSD, 1e-12)
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -258,8 +259,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestInvalidSpansDoNotCrash: a span with invalid UTF-8 is stored as received; a span with an
-// empty trace id is refused with a reason; the collector keeps serving.
+// TestInvalidSpansDoNotCrash: a request holding a span with an empty trace id is refused as a
+// whole (HTTP 400, the reason in the OTLP Status message; agent_redaction refuse_invalid_spans) and
+// nothing of it is stored; a span with invalid UTF-8 is stored as received; the collector keeps serving.
 func TestInvalidSpansDoNotCrash(t *testing.T) {
 	c := collectortest.Start(t, collectortest.Options{})
 	td := ptrace.NewTraces()
@@ -272,15 +274,24 @@ func TestInvalidSpansDoNotCrash(t *testing.T) {
 	noID := ss.Spans().AppendEmpty()
 	noID.SetName("no trace id")
 	noID.SetSpanID([8]byte{0xbb, 2})
-	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-	require.NoError(t, err)
-	resp, err := http.Post("http://"+c.HTTP+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-	require.NoError(t, err)
-	resp.Body.Close()
-	t.Logf("OTLP/HTTP status for invalid spans: %d", resp.StatusCode)
+	post := func(td ptrace.Traces) (int, string) {
+		body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		require.NoError(t, err)
+		resp, err := http.Post("http://"+c.HTTP+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, msg := post(td)
+	t.Logf("OTLP/HTTP answer for a request with an empty trace id: %d %q", code, msg)
+	assert.Equal(t, http.StatusBadRequest, code, "refused, not acknowledged then dropped")
+	assert.Contains(t, msg, "1 with an all-zero trace_id")
 
-	// Whatever the receiver said, the collector is alive and the valid-id span is kept or refused
-	// with a logged reason; the empty-id span never reaches the store.
+	// the valid span alone is stored
+	ss.Spans().RemoveIf(func(s ptrace.Span) bool { return s.Name() == "no trace id" })
+	code, msg = post(td)
+	require.Equal(t, http.StatusOK, code, msg)
 	deadline := time.Now().Add(20 * time.Second)
 	var stored bool
 	for time.Now().Before(deadline) && !stored {
@@ -293,14 +304,10 @@ func TestInvalidSpansDoNotCrash(t *testing.T) {
 	require.NoError(t, err)
 	hr.Body.Close()
 	assert.Equal(t, http.StatusOK, hr.StatusCode, "collector still healthy")
-	if stored {
-		raw := cli(t, c, "show", "--json", "aa010000000000000000000000000000")
-		assert.Contains(t, raw, "bad utf8")
-		assert.True(t, utf8.ValidString(raw), "show --json prints valid UTF-8 JSON")
-		assert.True(t, json.Valid([]byte(raw)))
-		assert.NotContains(t, cli(t, c, "sessions", "--json"), `"trace_id": "00000000000000000000000000000000"`)
-		assert.Contains(t, c.Output(), "empty trace_id")
-	} else {
-		t.Fatalf("span with invalid UTF-8 neither stored nor refused with a reason:\n%s", c.Output())
-	}
+	require.True(t, stored, "span with invalid UTF-8 not stored:\n%s", c.Output())
+	raw := cli(t, c, "show", "--json", "aa010000000000000000000000000000")
+	assert.Contains(t, raw, "bad utf8")
+	assert.True(t, utf8.ValidString(raw), "show --json prints valid UTF-8 JSON")
+	assert.True(t, json.Valid([]byte(raw)))
+	assert.NotContains(t, cli(t, c, "sessions", "--json"), `"trace_id": "00000000000000000000000000000000"`)
 }

@@ -197,4 +197,8 @@ Rainy.
 	require.Len(t, rows, 1)
 	assert.Equal(t, int64(52+97+30), rows[0].InputTokens)
 	assert.Equal(t, int64(17+12+2), rows[0].OutputTokens)
+	// Cost by hand from the genai-prices table: gpt-4o-mini $0.15 per million input tokens, $0.60
+	// per million output tokens.
+	assert.InDelta(t, (float64(52+97+30)*0.15+float64(17+12+2)*0.60)/1e6, rows[0].CostUSD, 1e-12)
+	assert.Zero(t, rows[0].Unpriced)
 }

@@ -189,6 +189,8 @@ func TestNoSDKAgentThroughProxy(t *testing.T) {
 	assert.Equal(t, []string{"gpt-4o-mini-2024-07-18"}, rows[0].Models)
 	assert.Equal(t, int64(5*52), rows[0].InputTokens)
 	assert.Equal(t, int64(5*17), rows[0].OutputTokens)
+	// gpt-4o-mini: $0.15/M input, $0.075/M cached input, $0.60/M output (genai-prices).
+	assert.InDelta(t, 5*(20*0.15+32*0.075+17*0.60)/1e6, rows[0].CostUSD, 1e-12, "sessions cost")
 
 	step := cli(t, col, "show", trace, "--step", "1")
 	assert.Contains(t, step, `step 1 of 5: POST (span `)

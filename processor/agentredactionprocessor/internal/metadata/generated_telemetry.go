@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	ProcessorAgentRedactionDroppedValues metric.Int64Counter
 	ProcessorAgentRedactionFindings      metric.Int64Counter
 	ProcessorAgentRedactionMalformedJSON metric.Int64Counter
+	ProcessorAgentRedactionRefusedSpans  metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -83,6 +84,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_agent_redaction_malformed_json",
 		metric.WithDescription("Number of string values that looked like JSON (began with { or [) but did not parse; they were scanned as text. [Development]"),
 		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorAgentRedactionRefusedSpans, err = builder.meter.Int64Counter(
+		"otelcol_processor_agent_redaction_refused_spans",
+		metric.WithDescription("Number of spans refused (the whole request refused with a permanent error, OTLP INVALID_ARGUMENT / HTTP 400), per reason; no span of a refused request is kept. [Development]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

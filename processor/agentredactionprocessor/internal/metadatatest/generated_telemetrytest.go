@@ -84,3 +84,19 @@ func AssertEqualProcessorAgentRedactionMalformedJSON(t *testing.T, tt *component
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualProcessorAgentRedactionRefusedSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_agent_redaction_refused_spans",
+		Description: "Number of spans refused (the whole request refused with a permanent error, OTLP INVALID_ARGUMENT / HTTP 400), per reason; no span of a refused request is kept. [Development]",
+		Unit:        "{span}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_agent_redaction_refused_spans")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorAgentRedactionDroppedValues.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionFindings.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionMalformedJSON.Add(context.Background(), 1)
+	tb.ProcessorAgentRedactionRefusedSpans.Add(context.Background(), 1)
 	AssertEqualProcessorAgentRedactionBytesScanned(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -33,6 +34,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorAgentRedactionMalformedJSON(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorAgentRedactionRefusedSpans(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
