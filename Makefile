@@ -34,9 +34,25 @@ test: build
 test-short:
 	$(GO) test -short ./...
 
+# golangci-lint, pinned in go.mod as a tool (go tool golangci-lint); configuration in .golangci.yml
+# (the standard linters, a few more, gofmt and goimports).
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) tool golangci-lint run ./...
+
+# mdatagen (pinned in go.mod as a tool) regenerates each component's metadata code, generated
+# tests, documentation.md and the status table between the README's markers.
+COMPONENTS := processor/agentredactionprocessor processor/payloadoffloadprocessor \
+	connector/agentguardconnector exporter/tieredexporter extension/runagainstorageextension
+generate:
+	@for d in $(COMPONENTS); do (cd $$d && $(GO) generate ./) || exit 1; done
+
+# Fails when `make generate` changes anything: the generated files must be committed current.
+check-generate:
+	@before=$$(git status --porcelain -- $(COMPONENTS); git diff -- $(COMPONENTS) | sha256sum); \
+	$(MAKE) --no-print-directory generate; \
+	after=$$(git status --porcelain -- $(COMPONENTS); git diff -- $(COMPONENTS) | sha256sum); \
+	if [ "$$before" != "$$after" ]; then echo "generated files are stale: run make generate and commit"; \
+	  git status --short -- $(COMPONENTS); exit 1; fi
 
 # Load benchmark: the same agent traffic (runagain loadgen) through baseline (otlp -> batch -> nop),
 # contrib redaction and $(CONFIG); writes bench/results/ and BENCHMARKS.md (docs/loadgen.md).

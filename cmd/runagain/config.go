@@ -33,12 +33,6 @@ func init() {
 			"e.g. config/default.yaml; flags given explicitly override it (env RUNAGAIN_CONFIG)")
 }
 
-// flagSet reports whether the persistent flag name was given on the command line.
-func flagSet(name string) bool {
-	f := rootCmd.PersistentFlags().Lookup(name)
-	return f != nil && f.Changed
-}
-
 var (
 	storageOnce sync.Once
 	storageCfg  *runagainstorageextension.Config

@@ -222,7 +222,7 @@ func rerunRootSpan(root proxy.Root, orig *store.Run, args []string, start, end t
 		a.PutInt(proxy.AttrRerunFirstDeparture, int64(first.LLMCall))
 	}
 	link := sp.Links().AppendEmpty()
-	link.SetTraceID(pcommon.TraceID(mustTraceID(orig.TraceID)))
+	link.SetTraceID(mustTraceID(orig.TraceID))
 	if roots, _ := store.Order(orig.Traces, nil); len(roots) > 0 {
 		link.SetSpanID(roots[0].Span.SpanID())
 	}

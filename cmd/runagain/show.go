@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/otlpid"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -151,15 +151,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 }
 
 // parseTraceID reads a trace id as 32 hex characters (either case).
-func parseTraceID(s string) (pcommon.TraceID, error) {
-	var id pcommon.TraceID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != len(id) {
-		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func parseTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceID(s) }
 
 func buildShow(run *store.Run) (*ShowRun, error) {
 	view := &ShowRun{TraceID: run.TraceID, Tier: run.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{}}

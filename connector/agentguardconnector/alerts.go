@@ -9,10 +9,11 @@ import (
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
 )
 
 // AlertEventName is the event name of alert log records.
-const AlertEventName = "runagain.alert"
+const AlertEventName = store.AlertEventName
 
 // Log record attribute keys of alerts (besides alert.kind, session.id, gen_ai.agent.name and
 // the subject gen_ai.tool.name or gen_ai.request.model; evidence keys are runagain.alert.*).

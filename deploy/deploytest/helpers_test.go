@@ -135,8 +135,8 @@ func validate(t *testing.T, bin, path string, env []string) (string, error) {
 		return out.String(), err
 	case <-time.After(60 * time.Second):
 		_ = cmd.Process.Kill()
-		<-done
-		return out.String(), fmt.Errorf("validate did not finish within 60s")
+		err := <-done
+		return out.String(), fmt.Errorf("validate did not finish within 60s; killed (%v)", err)
 	}
 }
 

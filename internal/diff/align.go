@@ -4,13 +4,6 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// Edit operations of an alignment.
-const (
-	opEqual  = 0
-	opDelete = -1 // only in A
-	opInsert = 1  // only in B
-)
-
 // alignOp is one entry of an alignment: an index into A, into B, or both (-1 when absent).
 type alignOp struct{ a, b int }
 

@@ -24,14 +24,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // runBuilder builds a run of GenAI semantic-convention spans, one after another in time.
 type runBuilder struct {
-	td    ptrace.Traces
-	ss    ptrace.SpanSlice
-	tid   pcommon.TraceID
-	root  pcommon.SpanID
-	t     time.Time
-	n     byte
-	logs  plog.Logs
-	alert int
+	td   ptrace.Traces
+	ss   ptrace.SpanSlice
+	tid  pcommon.TraceID
+	root pcommon.SpanID
+	t    time.Time
+	n    byte
+	logs plog.Logs
 }
 
 func newRun(tid byte) *runBuilder {

@@ -32,7 +32,9 @@ func TestToolArgumentsAndFinishReasons(t *testing.T) {
 	if p := ToolArguments(m); p.Value != `{"q":1}` {
 		t.Fatalf("inline arguments must win: %+v", p)
 	}
-	m.PutEmptySlice(AttrFinishReasons).FromRaw([]any{"stop", "length"})
+	if err := m.PutEmptySlice(AttrFinishReasons).FromRaw([]any{"stop", "length"}); err != nil {
+		t.Fatal(err)
+	}
 	if got := FinishReasons(m); len(got) != 2 || got[1] != "length" {
 		t.Fatalf("FinishReasons = %v", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"unicode/utf8"
 )
 
@@ -87,10 +86,4 @@ func withFile(name string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", name, err)
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

@@ -2,10 +2,11 @@ package importer
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/runagain/runagain/internal/otlpid"
 )
 
 // traceIDFromString parses a 32-hex-digit trace id (dashes of a UUID are ignored). Any other
@@ -13,11 +14,8 @@ import (
 // keeps the original string in an attribute.
 func traceIDFromString(s string) (id pcommon.TraceID, exact bool) {
 	h := strings.ReplaceAll(strings.TrimSpace(s), "-", "")
-	if len(h) == 32 {
-		if b, err := hex.DecodeString(h); err == nil {
-			copy(id[:], b)
-			return id, strings.EqualFold(h, s)
-		}
+	if tid, err := otlpid.ParseTraceID(h); err == nil {
+		return tid, strings.EqualFold(h, s)
 	}
 	sum := sha256.Sum256([]byte(s))
 	copy(id[:], sum[:16])
@@ -28,11 +26,8 @@ func traceIDFromString(s string) (id pcommon.TraceID, exact bool) {
 // of its SHA-256 (exact false).
 func spanIDFromString(s string) (id pcommon.SpanID, exact bool) {
 	h := strings.TrimSpace(s)
-	if len(h) == 16 {
-		if b, err := hex.DecodeString(h); err == nil {
-			copy(id[:], b)
-			return id, h == s
-		}
+	if sid, err := otlpid.ParseSpanID(h); err == nil {
+		return sid, h == s
 	}
 	sum := sha256.Sum256([]byte(s))
 	copy(id[:], sum[:8])

@@ -212,7 +212,7 @@ func Dial(endpoint string, insecure bool) (*grpc.ClientConn, error) {
 	if _, _, err := net.SplitHostPort(target); err != nil {
 		return nil, fmt.Errorf("endpoint %q: want host:port: %w", endpoint, err)
 	}
-	var creds credentials.TransportCredentials = grpcinsecure.NewCredentials()
+	creds := grpcinsecure.NewCredentials()
 	if !insecure || tlsForced {
 		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	}

@@ -221,9 +221,7 @@ func TestSplit(t *testing.T) {
 			for k, v := range otlptest.SpanBytes(t, p) {
 				got[k] = v
 			}
-			for _, id := range spanOrder(p) {
-				order = append(order, id)
-			}
+			order = append(order, spanOrder(p)...)
 		}
 		if len(got) != len(want) {
 			t.Fatalf("max %d: %d spans, want %d", max, len(got), len(want))

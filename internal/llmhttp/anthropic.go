@@ -1,7 +1,9 @@
 package llmhttp
 
 import (
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
@@ -13,7 +15,19 @@ import (
 // the semantic conventions: Anthropic's input_tokens plus cache reads and cache writes.
 func anthropic(c *call, ex *fixture.Exchange) {
 	req := decode(ex.RequestBody)
-	requestCommon(c, req, OperationChat, ProviderAnthropic)
+	provider := ProviderAnthropic
+	if u, err := url.Parse(ex.URL); err == nil && strings.Contains(u.Path, "/publishers/anthropic/models/") {
+		// Claude on Vertex AI: the model is named in the path, not the body
+		provider = ProviderVertexAI
+		model := u.Path[strings.LastIndex(u.Path, "/models/")+len("/models/"):]
+		if i := strings.IndexByte(model, ':'); i >= 0 {
+			model = model[:i]
+		}
+		if req == nil || str(req["model"]) == "" {
+			c.str(genai.AttrRequestModel, model)
+		}
+	}
+	requestCommon(c, req, OperationChat, provider)
 	if req != nil {
 		switch s := req["system"].(type) {
 		case string:
@@ -94,7 +108,7 @@ func anthropicBlocks(blocks []any) []genai.Part {
 			}
 			parts = append(parts, genai.Part{Type: pt, ID: str(bm["id"]), Name: str(bm["name"]), Arguments: bm["input"]})
 		case "tool_result":
-			var resp any = bm["content"]
+			resp := bm["content"]
 			if blocks := arr(bm["content"]); blocks != nil {
 				text := ""
 				allText := true

@@ -7,7 +7,7 @@
 //
 //	OpenAI chat completions   POST .../chat/completions            (also Azure OpenAI deployments)
 //	OpenAI Responses          POST .../responses
-//	Anthropic Messages        POST .../v1/messages
+//	Anthropic Messages        POST .../v1/messages (and Claude on Vertex AI: .../publishers/anthropic/models/{model}:rawPredict | :streamRawPredict)
 //	Gemini generateContent    POST .../models/{model}:generateContent | :streamGenerateContent
 //	MCP streamable HTTP       POST, JSON-RPC 2.0 method tools/call (JSON or SSE response)
 //
@@ -108,6 +108,8 @@ func Detect(ex *fixture.Exchange) API {
 		return APIOpenAIResponses
 	case strings.HasSuffix(p, "/v1/messages"):
 		return APIAnthropic
+	case strings.Contains(p, "/publishers/anthropic/models/") && (strings.HasSuffix(p, ":rawPredict") || strings.HasSuffix(p, ":streamRawPredict")):
+		return APIAnthropic // Claude on Vertex AI: the Messages API, the model in the path
 	case strings.HasSuffix(p, ":generateContent"), strings.HasSuffix(p, ":streamGenerateContent"):
 		return APIGemini
 	}

@@ -62,11 +62,14 @@ import (
 	_ "gocloud.dev/blob/gcsblob"   // gs://
 	"gocloud.dev/blob/memblob"     // mem://
 	_ "gocloud.dev/blob/s3blob"    // s3://
+
+	"github.com/runagain/runagain/internal/genai"
 )
 
 const (
-	// RefSuffix ends every reference attribute: K is replaced by K + RefSuffix.
-	RefSuffix = "_ref"
+	// RefSuffix ends every reference attribute: K is replaced by K + RefSuffix (genai.RefSuffix,
+	// the one definition).
+	RefSuffix = genai.RefSuffix
 	// LogBodyRefKey is the log record attribute holding the URI of an offloaded log body.
 	LogBodyRefKey = "log.body_ref"
 	// KeyDir is the folder (under the bucket prefix) holding every object.

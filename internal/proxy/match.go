@@ -122,7 +122,7 @@ func formValue(contentType string, body []byte, rd *redact.Redactor) (any, bool)
 		var parts []any
 		for i := 0; i < 10000; i++ {
 			p, err := mr.NextRawPart()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return map[string]any{"parts": parts}, true
 			}
 			if err != nil {

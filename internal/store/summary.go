@@ -79,7 +79,7 @@ const MaxEventValueBytes = 4096
 // model, usage, tool and agent names, session keys and error type. Payload attributes
 // (messages, tool arguments and results, *_ref) never qualify.
 func SummaryAttribute(k string) bool {
-	if strings.HasSuffix(k, "_ref") {
+	if strings.HasSuffix(k, genai.RefSuffix) {
 		return false
 	}
 	switch k {
@@ -146,7 +146,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			}
 			ea := map[string]any{}
 			ev.Attributes().Range(func(k string, v pcommon.Value) bool {
-				if k != "exception.stacktrace" && !strings.HasSuffix(k, "_ref") {
+				if k != "exception.stacktrace" && !strings.HasSuffix(k, genai.RefSuffix) {
 					ea[k] = bounded(v.AsRaw())
 				}
 				return true
@@ -179,7 +179,7 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 		}
 		ea := map[string]any{}
 		lr.Attributes().Range(func(k string, v pcommon.Value) bool {
-			if !strings.HasSuffix(k, "_ref") {
+			if !strings.HasSuffix(k, genai.RefSuffix) {
 				ea[k] = bounded(v.AsRaw())
 			}
 			return true

@@ -108,7 +108,6 @@ func TestPartialsMergeOnePerSession(t *testing.T) {
 }
 
 type fake struct {
-	tier string
 	runs []store.RunSummary
 	one  map[string]*store.Run
 }
@@ -179,12 +178,12 @@ func TestCostFromPricingTable(t *testing.T) {
 	require.Greater(t, one, 0.0)
 	var known float64
 	for _, s := range spans {
-		switch {
-		case s.Model == "gpt-4.1":
+		switch s.Model {
+		case "gpt-4.1":
 			assert.InDelta(t, one, s.CostUSD, 1e-12)
 			assert.Zero(t, s.Unpriced)
 			known += s.CostUSD
-		case s.Model == "no-such-model-xyz":
+		case "no-such-model-xyz":
 			assert.Zero(t, s.CostUSD)
 			assert.EqualValues(t, 1, s.Unpriced, "usage without a price is counted, not free")
 		default:

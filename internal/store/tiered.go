@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/otlpid"
 )
 
 // SessionSummaryEventName is the event name of the log record a cold-tier Run carries.
@@ -329,22 +329,6 @@ func numbers(v any) any {
 	return v
 }
 
-func decodeTraceID(s string) (pcommon.TraceID, error) {
-	var id pcommon.TraceID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func decodeTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceID(s) }
 
-func decodeSpanID(s string) (pcommon.SpanID, error) {
-	var id pcommon.SpanID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return id, fmt.Errorf("span id %q: want 16 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func decodeSpanID(s string) (pcommon.SpanID, error) { return otlpid.ParseSpanID(s) }

@@ -62,7 +62,9 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := diffView{Title: "Diff", A: strings.ToLower(strings.TrimSpace(q.Get("a"))), B: strings.ToLower(strings.TrimSpace(q.Get("b")))}
 	if q.Get("step") != "" {
-		fmt.Sscan(q.Get("step"), &v.Step)
+		if _, err := fmt.Sscan(q.Get("step"), &v.Step); err != nil {
+			v.Step = 0 // not a number: no step filter
+		}
 	}
 	if v.A == "" || v.B == "" {
 		s.render(w, "diff.html", v)

@@ -585,7 +585,7 @@ func attrViews(m pcommon.Map) []attrView {
 	m.Range(func(k string, v pcommon.Value) bool {
 		s := v.AsString()
 		out = append(out, attrView{Key: k, Type: v.Type().String(), Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit,
-			Ref: strings.HasSuffix(k, "_ref")})
+			Ref: strings.HasSuffix(k, genai.RefSuffix)})
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

@@ -336,17 +336,6 @@ func (s *Server) span(ctx context.Context, c *cachedRun, i int) (ptrace.Span, []
 	return n.Span, logs, errors.Join(errs...)
 }
 
-// rehydrateStep rehydrates every LLM step's span (what StepInput reads) before StepInput runs.
-func (s *Server) rehydrateSteps(ctx context.Context, c *cachedRun) error {
-	var errs []error
-	for _, i := range c.steps {
-		if _, _, err := s.span(ctx, c, i); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func isHex(s string, n int) bool {

@@ -1,3 +1,5 @@
+//go:generate go tool mdatagen metadata.yaml
+
 // Package payloadoffloadprocessor implements the payload_offload processor: large agent payloads
 // (GenAI message lists, tool arguments and results, HTTP bodies, log bodies) move to blob storage,
 // whole and deduplicated, and a K_ref attribute with the object's URI takes their place. The

@@ -370,7 +370,9 @@ func TestConcurrentBatches(t *testing.T) {
 		for _, td := range all {
 			s := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 			var n int
-			fmt.Sscan(s.Name(), &n)
+			if _, err := fmt.Sscan(s.Name(), &n); err != nil {
+				t.Fatal(err)
+			}
 			if err := h.res.RehydrateSpan(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}

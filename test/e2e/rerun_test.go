@@ -499,7 +499,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	// --from-step 2: the first two LLM calls come from the recording, the last two go live
 	// (same model, so the same answers): no difference.
 	llmBefore = llm.requests.Load()
-	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
+	_, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
 	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 2 || !strings.Contains(errOut, "first departed at LLM call 3") {
 		t.Fatalf("rerun --from-step 2: %v; tool requests %d, LLM %d\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, errOut)
 	}

@@ -38,7 +38,7 @@ func TestContribRegexesCatchPlantedValues(t *testing.T) {
 	for !s.Done() {
 		for _, sp := range s.NextTurn(time.Now()) {
 			for _, kv := range sp.Attrs {
-				v := kv.Value.Emit()
+				v := kv.Value.String()
 				for i, p := range planted {
 					for _, m := range p.FindAllString(v, -1) {
 						found[i]++

@@ -95,8 +95,8 @@ func (c *collector) stop(timeout time.Duration) error {
 		return err
 	case <-time.After(timeout):
 		_ = c.cmd.Process.Kill()
-		<-c.done
-		return fmt.Errorf("collector did not stop within %v after SIGTERM; killed", timeout)
+		err := <-c.done
+		return fmt.Errorf("collector did not stop within %v after SIGTERM; killed (%v)", timeout, err)
 	}
 }
 

@@ -3,18 +3,21 @@ package clickhousestore
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/otlpid"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -172,15 +175,39 @@ func split(s string) []string {
 	return strings.Split(s, ",")
 }
 
+// ClickHouse error codes (ClickHouse src/Common/ErrorCodes.cpp) that mean "not there".
+const (
+	codeUnknownTable    = 60 // UNKNOWN_TABLE
+	codeUnknownDatabase = 81 // UNKNOWN_DATABASE
+)
+
+// codeInText finds "Code: 60" / "code: 81," in an exception rendered as text (the HTTP
+// protocol's errors, which clickhouse-go does not decode into an Exception).
+var codeInText = regexp.MustCompile(`(?i)\bcode: (\d+)\b`)
+
 // MissingTable reports whether err says a table or database does not exist (ClickHouse codes
-// 60 UNKNOWN_TABLE, 81 UNKNOWN_DATABASE): a tier that was never configured reads as empty.
+// 60 UNKNOWN_TABLE, 81 UNKNOWN_DATABASE): a tier that was never configured reads as empty. It
+// reads the code of the driver's *clickhouse.Exception (native protocol, nested exceptions
+// included), else the code in the error text (HTTP protocol, chDB).
 func MissingTable(err error) bool {
 	if err == nil {
 		return false
 	}
-	m := err.Error()
-	for _, s := range []string{"UNKNOWN_TABLE", "UNKNOWN_DATABASE", "Code: 60", "Code: 81", "does not exist", "doesn't exist"} {
-		if strings.Contains(m, s) {
+	missing := func(code int32) bool { return code == codeUnknownTable || code == codeUnknownDatabase }
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		if missing(ex.Code) {
+			return true
+		}
+		for _, n := range ex.Nested {
+			if missing(n.Code) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range codeInText.FindAllStringSubmatch(err.Error(), -1) {
+		if c, convErr := strconv.Atoi(m[1]); convErr == nil && missing(int32(c)) {
 			return true
 		}
 	}
@@ -437,25 +464,9 @@ func statusFrom(s string) ptrace.StatusCode {
 	return ptrace.StatusCodeUnset
 }
 
-func traceIDFrom(s string) (pcommon.TraceID, error) {
-	var id pcommon.TraceID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("trace id %q: want 32 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func traceIDFrom(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceID(s) }
 
-func spanIDFrom(s string) (pcommon.SpanID, error) {
-	var id pcommon.SpanID
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return id, fmt.Errorf("span id %q: want 16 hex characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+func spanIDFrom(s string) (pcommon.SpanID, error) { return otlpid.ParseSpanID(s) }
 
 // RunsQuery is the SQL WarmReader.Runs issues.
 func (r *WarmReader) RunsQuery(f store.RunFilter) string {

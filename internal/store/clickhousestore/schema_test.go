@@ -2,10 +2,12 @@ package clickhousestore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/runagain/runagain/internal/store"
@@ -47,9 +49,16 @@ func TestReaderQueriesFilters(t *testing.T) {
 }
 
 func TestMissingTable(t *testing.T) {
+	// The native protocol: the driver's exception, by code, wrapped or nested.
+	assert.True(t, MissingTable(fmt.Errorf("read runs: %w", &clickhouse.Exception{Code: 60, Name: "DB::Exception", Message: "Table rg.otel_traces does not exist"})))
+	assert.True(t, MissingTable(&clickhouse.Exception{Code: 1000, Nested: []clickhouse.Exception{{Code: 81}}}))
+	assert.False(t, MissingTable(&clickhouse.Exception{Code: 47, Message: "Missing columns: 'x' while processing query: table does not exist"}),
+		"another code is not a missing table, whatever the message says")
+	// The HTTP protocol and chDB: the code in the text.
 	assert.True(t, MissingTable(errors.New("code: 60, message: Table rg.otel_traces does not exist")))
 	assert.True(t, MissingTable(errors.New("Code: 81. DB::Exception: Database nope doesn't exist. (UNKNOWN_DATABASE)")))
-	assert.False(t, MissingTable(errors.New("connection refused")))
+	assert.False(t, MissingTable(errors.New("Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there is no user with such name")))
+	assert.False(t, MissingTable(errors.New("connection refused: file does not exist")))
 	assert.False(t, MissingTable(nil))
 }
 
