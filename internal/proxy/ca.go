@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/runagain/runagain/internal/secretfile"
 )
 
 // CA file names under the data directory.
@@ -23,11 +25,14 @@ const (
 )
 
 // LoadOrCreateCA loads the proxy CA from dir, creating it (ECDSA P-256, valid 10 years, key file
-// mode 0600) when absent. It returns the certificate for goproxy and the PEM path that clients
+// mode 0600) when absent; an existing key file readable by group or others is refused. It returns the certificate for goproxy and the PEM path that clients
 // must trust (see README.md, "HTTPS").
 func LoadOrCreateCA(dir string) (*tls.Certificate, string, error) {
 	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
 	if c, err := tls.LoadX509KeyPair(certPath, keyPath); err == nil {
+		if err := secretfile.CheckPrivate(keyPath); err != nil {
+			return nil, "", fmt.Errorf("proxy CA: %w", err)
+		}
 		c.Leaf, _ = x509.ParseCertificate(c.Certificate[0])
 		return &c, certPath, nil
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/runagain/runagain/internal/secretfile"
 )
 
 // KeyFileBytes is the size of a generated HMAC key (256 bits: RFC 2104 section 3 advises a key
@@ -21,9 +23,13 @@ const MinKeyBytes = 16
 // LoadOrCreateKeyFile returns the HMAC key stored in path (hex, one line). When the file does not
 // exist it draws a random key, writes it with mode 0600 (creating the directory) and returns it,
 // so every process pointed at the same file (collector restarts, `runagain replay`) hashes a value
-// to the same token. Errors name the path; an empty or non-hex file is an error, never replaced.
+// to the same token. Errors name the path; an empty or non-hex file is an error, never replaced,
+// and so is a file readable by group or others (secretfile.CheckPrivate).
 func LoadOrCreateKeyFile(path string) ([]byte, error) {
 	if b, err := os.ReadFile(path); err == nil {
+		if err := secretfile.CheckPrivate(path); err != nil {
+			return nil, fmt.Errorf("redaction key file: %w", err)
+		}
 		key, err := hex.DecodeString(strings.TrimSpace(string(b)))
 		if err != nil || len(key) < MinKeyBytes {
 			return nil, fmt.Errorf("redaction key file %s: want one line of hex, at least %d bytes (%d hex digits)", path, MinKeyBytes, 2*MinKeyBytes)

@@ -39,6 +39,11 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(short, []byte("ab\n"), 0o600))
 	_, err = LoadOrCreateKeyFile(short)
 	assert.ErrorContains(t, err, "at least 16 bytes")
+
+	// a key readable by group or others is refused (the collector does not start)
+	require.NoError(t, os.Chmod(path, 0o644))
+	_, err = LoadOrCreateKeyFile(path)
+	assert.ErrorContains(t, err, "accessible by group or others (mode 0644)")
 }
 
 func TestLoadOrCreateKeyFileConcurrent(t *testing.T) {
