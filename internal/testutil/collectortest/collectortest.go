@@ -97,34 +97,54 @@ func Start(tb testing.TB, o Options) *Collector {
 	if o.DataDir == "" {
 		o.DataDir = tb.TempDir()
 	}
-	c := &Collector{tb: tb, Config: o.Config, DataDir: o.DataDir,
-		GRPC:          fmt.Sprintf("127.0.0.1:%d", FreePort(tb)),
-		HTTP:          fmt.Sprintf("127.0.0.1:%d", FreePort(tb)),
-		Health:        fmt.Sprintf("127.0.0.1:%d", FreePort(tb)),
-		TelemetryPort: FreePort(tb),
+	c := &Collector{tb: tb, Config: o.Config, DataDir: o.DataDir}
+	// FreePort closes its listener before the collector binds, so another test process (go test
+	// runs packages in parallel) can take the port in between: a start that fails with "address
+	// already in use" is tried again on fresh ports, at most three times.
+	for attempt := 1; ; attempt++ {
+		c.GRPC = fmt.Sprintf("127.0.0.1:%d", FreePort(tb))
+		c.HTTP = fmt.Sprintf("127.0.0.1:%d", FreePort(tb))
+		c.Health = fmt.Sprintf("127.0.0.1:%d", FreePort(tb))
+		c.TelemetryPort = FreePort(tb)
+		c.Env = append(os.Environ(),
+			"RUNAGAIN_DATA_DIR="+c.DataDir,
+			"RUNAGAIN_OTLP_GRPC_ENDPOINT="+c.GRPC,
+			"RUNAGAIN_OTLP_HTTP_ENDPOINT="+c.HTTP,
+			"RUNAGAIN_HEALTH_ENDPOINT="+c.Health,
+			fmt.Sprintf("RUNAGAIN_TELEMETRY_PORT=%d", c.TelemetryPort),
+			fmt.Sprintf("RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:%d", FreePort(tb)),
+		)
+		c.Env = append(c.Env, o.Env...)
+		err := c.tryStart(bin)
+		if err == nil {
+			break
+		}
+		if attempt < 3 && strings.Contains(c.out.String(), "address already in use") {
+			tb.Logf("collector start attempt %d lost a port race, retrying on fresh ports", attempt)
+			continue
+		}
+		tb.Fatal(err)
 	}
-	c.Env = append(os.Environ(),
-		"RUNAGAIN_DATA_DIR="+c.DataDir,
-		"RUNAGAIN_OTLP_GRPC_ENDPOINT="+c.GRPC,
-		"RUNAGAIN_OTLP_HTTP_ENDPOINT="+c.HTTP,
-		"RUNAGAIN_HEALTH_ENDPOINT="+c.Health,
-		fmt.Sprintf("RUNAGAIN_TELEMETRY_PORT=%d", c.TelemetryPort),
-		fmt.Sprintf("RUNAGAIN_PROMETHEUS_ENDPOINT=127.0.0.1:%d", FreePort(tb)),
-	)
-	c.Env = append(c.Env, o.Env...)
-	c.start(bin)
 	tb.Cleanup(func() { c.Stop() })
 	return c
 }
 
 func (c *Collector) start(bin string) {
 	c.tb.Helper()
+	if err := c.tryStart(bin); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+// tryStart starts the process and waits until its health check answers (30 s at most); on
+// failure the process has ended and the error holds its output.
+func (c *Collector) tryStart(bin string) error {
 	c.out = &syncBuffer{}
 	c.cmd = exec.Command(filepath.Join(bin, "otelcol-runagain"), "--config", c.Config)
 	c.cmd.Env = c.Env
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
-		c.tb.Fatalf("start collector: %v", err)
+		return fmt.Errorf("start collector: %w", err)
 	}
 	c.done = make(chan struct{})
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
@@ -132,19 +152,21 @@ func (c *Collector) start(bin string) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-c.done:
-			c.tb.Fatalf("collector exited at start:\n%s", c.out.String())
+			return fmt.Errorf("collector exited at start:\n%s", c.out.String())
 		default:
 		}
 		resp, err := http.Get("http://" + c.Health)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.tb.Fatalf("collector not healthy after 30s:\n%s", c.out.String())
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.done
+	return fmt.Errorf("collector not healthy after 30s:\n%s", c.out.String())
 }
 
 // Restart stops the collector gracefully and starts it again with the same config, ports and data.
