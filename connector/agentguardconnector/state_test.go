@@ -19,6 +19,7 @@ import (
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/runaway"
+	"github.com/runagain/runagain/internal/pricing"
 )
 
 func (h *harness) sessionCount() int {
@@ -133,7 +134,8 @@ func TestFingerprintsBounded(t *testing.T) {
 	n := len(s.seen) + len(s.reps)
 	h.g.mu.Unlock()
 	require.True(t, ok)
-	assert.LessOrEqual(t, n, 16)
+	// 200 distinct calls: the memory is full at its bound, not empty and not beyond it.
+	assert.Equal(t, 16, n)
 }
 
 // TestOffloadedArgumentsCompareByContentHash: tool arguments moved to blob storage by
@@ -176,12 +178,26 @@ func TestMalformedSpans(t *testing.T) {
 	})
 	sp := b.span("", 0, 0, t0, time.Second, map[string]any{"gen_ai.operation.name": "chat"}) // no ids, no model
 	sp.SetTraceID(pcommon.NewTraceIDEmpty())
+	// A valid input count beside a negative output count: priced on the input alone.
+	b.span("svc", 1, 3, t0, time.Second, map[string]any{
+		"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.provider.name": "openai",
+		"gen_ai.usage.input_tokens": int64(1000), "gen_ai.usage.output_tokens": int64(-50),
+	})
 	before, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
 	h := newHarness(t, createDefaultConfig())
 	md, _ := h.feed(b.td)
+	r, ok := pricing.Default().Lookup("openai", "gpt-4o")
+	require.True(t, ok)
+	want := r.Cost(pricing.Usage{Input: 1000}, t0)
+	require.Positive(t, want)
+	var points []float64
 	sumPoints(md, MetricCost, func(_ pcommon.Map, dp pmetric.NumberDataPoint) {
-		assert.GreaterOrEqual(t, dp.DoubleValue(), 0.0)
+		points = append(points, dp.DoubleValue())
 	})
+	// Only the call with a valid count is priced (the one with "many" and -50 has no usage), and
+	// the negative output count adds nothing: never a negative or inflated cost.
+	require.Len(t, points, 1, "one cost point, for the span with a valid input count")
+	assert.InDelta(t, want, points[0], 1e-15)
 	after, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
 	assert.Equal(t, before, after)
 }

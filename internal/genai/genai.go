@@ -12,32 +12,35 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// Attribute keys from the GenAI semantic conventions.
+// Attribute keys from the GenAI semantic conventions: from go.opentelemetry.io/otel/semconv
+// (v1.41.0) where it defines them; the deprecated and other-dialect names it does not define are
+// written out.
 const (
-	AttrOperationName       = "gen_ai.operation.name"
-	AttrProviderName        = "gen_ai.provider.name"
+	AttrOperationName       = string(semconv.GenAIOperationNameKey)
+	AttrProviderName        = string(semconv.GenAIProviderNameKey)
 	AttrSystem              = "gen_ai.system" // deprecated in favour of gen_ai.provider.name
-	AttrRequestModel        = "gen_ai.request.model"
-	AttrResponseModel       = "gen_ai.response.model"
-	AttrAgentName           = "gen_ai.agent.name"
-	AttrConversationID      = "gen_ai.conversation.id"
-	AttrToolName            = "gen_ai.tool.name"
-	AttrToolCallArguments   = "gen_ai.tool.call.arguments"
-	AttrToolCallResult      = "gen_ai.tool.call.result"
-	AttrInputMessages       = "gen_ai.input.messages"
-	AttrOutputMessages      = "gen_ai.output.messages"
-	AttrSystemInstructions  = "gen_ai.system_instructions"
-	AttrToolDefinitions     = "gen_ai.tool.definitions"
-	AttrFinishReasons       = "gen_ai.response.finish_reasons"
-	AttrUsageInputTokens    = "gen_ai.usage.input_tokens"
-	AttrUsageOutputTokens   = "gen_ai.usage.output_tokens"
-	AttrUsageCacheRead      = "gen_ai.usage.cache_read.input_tokens"
-	AttrUsageCacheWrite     = "gen_ai.usage.cache_creation.input_tokens"
-	AttrUsageReasoning      = "gen_ai.usage.reasoning.output_tokens"
-	AttrSessionID           = "session.id"
-	AttrServiceName         = "service.name"
+	AttrRequestModel        = string(semconv.GenAIRequestModelKey)
+	AttrResponseModel       = string(semconv.GenAIResponseModelKey)
+	AttrAgentName           = string(semconv.GenAIAgentNameKey)
+	AttrConversationID      = string(semconv.GenAIConversationIDKey)
+	AttrToolName            = string(semconv.GenAIToolNameKey)
+	AttrToolCallArguments   = string(semconv.GenAIToolCallArgumentsKey)
+	AttrToolCallResult      = string(semconv.GenAIToolCallResultKey)
+	AttrInputMessages       = string(semconv.GenAIInputMessagesKey)
+	AttrOutputMessages      = string(semconv.GenAIOutputMessagesKey)
+	AttrSystemInstructions  = string(semconv.GenAISystemInstructionsKey)
+	AttrToolDefinitions     = string(semconv.GenAIToolDefinitionsKey)
+	AttrFinishReasons       = string(semconv.GenAIResponseFinishReasonsKey)
+	AttrUsageInputTokens    = string(semconv.GenAIUsageInputTokensKey)
+	AttrUsageOutputTokens   = string(semconv.GenAIUsageOutputTokensKey)
+	AttrUsageCacheRead      = string(semconv.GenAIUsageCacheReadInputTokensKey)
+	AttrUsageCacheWrite     = string(semconv.GenAIUsageCacheCreationInputTokensKey)
+	AttrUsageReasoning      = string(semconv.GenAIUsageReasoningOutputTokensKey)
+	AttrSessionID           = string(semconv.SessionIDKey)
+	AttrServiceName         = string(semconv.ServiceNameKey)
 	AttrOpenInferenceKind   = "openinference.span.kind"
 	AttrOpenInferenceModel  = "llm.model_name"
 	AttrOpenInferencePrompt = "llm.token_count.prompt"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -85,23 +86,17 @@ func (s *Sender) Send(ctx context.Context, td ptrace.Traces) (SendStats, error) 
 			continue
 		}
 		req := ptraceotlp.NewExportRequestFromTraces(chunk)
-		var resp ptraceotlp.ExportResponse
-		var err error
-		backoff := 200 * time.Millisecond
-		for attempt := 0; ; attempt++ {
+		resp, err := backoff.Retry(ctx, func() (ptraceotlp.ExportResponse, error) {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
-			resp, err = s.Client.Export(cctx, req)
-			cancel()
-			code := status.Code(err)
-			if err == nil || attempt >= retries || (code != codes.Unavailable && code != codes.ResourceExhausted) {
-				break
+			defer cancel()
+			r, err := s.Client.Export(cctx, req)
+			if code := status.Code(err); err != nil && code != codes.Unavailable && code != codes.ResourceExhausted {
+				return r, backoff.Permanent(err) // only an unavailable or overloaded collector is retried
 			}
-			select {
-			case <-ctx.Done():
-				return st, ctx.Err()
-			case <-time.After(backoff):
-			}
-			backoff *= 2
+			return r, err
+		}, backoff.WithBackOff(exportBackOff()), backoff.WithMaxTries(uint(max(retries, 0))+1), backoff.WithMaxElapsedTime(0))
+		if ctx.Err() != nil {
+			return st, ctx.Err()
 		}
 		if err != nil {
 			return st, fmt.Errorf("export request %d of %d (%d spans): %w", i+1, len(chunks), n, err)
@@ -244,4 +239,9 @@ func IsLoopback(endpoint string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// exportBackOff is the wait between export attempts: 200 ms, doubling, without jitter.
+func exportBackOff() *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: time.Minute}
 }

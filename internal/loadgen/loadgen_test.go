@@ -286,7 +286,7 @@ func TestPlantedPIIAndSecretsAreValid(t *testing.T) {
 			spans++
 			for _, kv := range sp.Attrs {
 				v := kv.Value.String()
-				if kv.Key == genai.AttrInputMessages || kv.Key == genai.AttrOutputMessages || kv.Key == genai.AttrToolCallResult {
+				if k := string(kv.Key); k == genai.AttrInputMessages || k == genai.AttrOutputMessages || k == genai.AttrToolCallResult {
 					if len(v) > 0 {
 						texts0++
 					}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -48,25 +49,20 @@ func (s *OTLPSink) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 
 // ConsumeLogs implements Sink, retrying an unavailable collector for up to 10 s.
 func (s *OTLPSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
+	req := plogotlp.NewExportRequestFromLogs(ld)
+	resp, err := backoff.Retry(ctx, func() (plogotlp.ExportResponse, error) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		var resp plogotlp.ExportResponse
-		resp, err = s.logs.Export(cctx, plogotlp.NewExportRequestFromLogs(ld), grpc.WaitForReady(true))
-		cancel()
-		if err == nil {
-			if ps := resp.PartialSuccess(); ps.RejectedLogRecords() > 0 {
-				return fmt.Errorf("collector rejected %d log records: %s", ps.RejectedLogRecords(), ps.ErrorMessage())
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(200<<attempt) * time.Millisecond):
-		}
+		defer cancel()
+		return s.logs.Export(cctx, req, grpc.WaitForReady(true))
+	}, backoff.WithBackOff(&backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second}),
+		backoff.WithMaxTries(5), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		return err
 	}
-	return err
+	if ps := resp.PartialSuccess(); ps.RejectedLogRecords() > 0 {
+		return fmt.Errorf("collector rejected %d log records: %s", ps.RejectedLogRecords(), ps.ErrorMessage())
+	}
+	return nil
 }
 
 // Close closes the connection.

@@ -2,13 +2,17 @@ package clickhousestore
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/runagain/runagain/internal/store"
 )
@@ -22,18 +26,32 @@ func TestQuoteAndIdent(t *testing.T) {
 	assert.Contains(t, q, `TraceId = 'x\' OR 1=1 --'`)
 }
 
-func TestDDLRetention(t *testing.T) {
-	s := Schema{Database: "rg", WarmTTL: 90 * 24 * time.Hour, Cluster: "c1"}
-	for _, ddl := range s.WarmDDL() {
-		assert.Contains(t, ddl, "toIntervalSecond(7776000)")
-		assert.Contains(t, ddl, "ON CLUSTER `c1`")
-		assert.Contains(t, ddl, "ENGINE = MergeTree")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.sql from the current DDL")
+
+// TestDDLGolden compares the whole DDL, statement by statement, with testdata/*.golden.sql
+// (go test ./internal/store/clickhousestore -run TestDDLGolden -update rewrites them; review the
+// diff): TTLs from the retentions, ON CLUSTER, engines, ordering and every column. The chDB tests
+// (build tag chdb) run the same DDL on a real engine.
+func TestDDLGolden(t *testing.T) {
+	for name, ddl := range map[string][]string{
+		"warm_90d_cluster": Schema{Database: "rg", WarmTTL: 90 * 24 * time.Hour, Cluster: "c1"}.WarmDDL(),
+		"warm_no_ttl":      Schema{}.WarmDDL(),
+		"cold_forever":     Schema{Database: "rg"}.ColdDDL(),
+		"cold_1h":          Schema{ColdTTL: time.Hour}.ColdDDL(),
+		"database":         {Schema{}.DatabaseDDL()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := strings.Join(ddl, ";\n\n") + ";\n"
+			path := filepath.Join("testdata", name+".golden.sql")
+			if *update {
+				require.NoError(t, os.MkdirAll("testdata", 0o750))
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o600))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run with -update to create %s", path)
+			assert.Equal(t, string(want), got)
+		})
 	}
-	cold := s.ColdDDL()[0]
-	assert.Contains(t, cold, "AggregatingMergeTree")
-	assert.NotContains(t, cold, "TTL", "cold keeps sessions forever by default")
-	assert.Contains(t, Schema{ColdTTL: time.Hour}.ColdDDL()[0], "toIntervalSecond(3600)")
-	assert.Equal(t, "CREATE DATABASE IF NOT EXISTS `default`", Schema{}.DatabaseDDL())
 }
 
 func TestReaderQueriesFilters(t *testing.T) {

@@ -1,0 +1,65 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+// v1DDL is the hot schema of version 1 (before cost_usd and unpriced).
+var v1DDL = strings.NewReplacer("  cost_usd             REAL    NOT NULL DEFAULT 0,\n", "",
+	"  unpriced             INTEGER NOT NULL DEFAULT 0,\n", "").Replace(ddl)
+
+// TestVersion1FileReadAndMigrated: a hot file written by a version 1 build is read as it is by a
+// reader (cost 0, nothing written), and opened for writing it gains the cost columns, keeps its
+// rows, and prices what is written from then on.
+func TestVersion1FileReadAndMigrated(t *testing.T) {
+	ctx := context.Background()
+	require.NotContains(t, v1DDL, "cost_usd")
+	path := filepath.Join(t.TempDir(), "hot.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = raw.Exec(v1DDL + "PRAGMA user_version = 1;")
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO spans VALUES ('0123456789abcdef0123456789abcdef','0123456789abcdef','','s','old',0,1,2,0,'svc','llm','gpt-4.1',10,5,x'',1)`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	r, err := Open(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	rows, err := r.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Zero(t, rows[0].CostUSD, "a version 1 file has no cost to read")
+	require.NoError(t, r.Close())
+
+	prices, err := pricing.New(pricing.Config{Models: []pricing.Override{{Model: "gpt-4.1", InputMTok: 1000, OutputMTok: 1000}}})
+	require.NoError(t, err)
+	w, err := Open(path, Options{Prices: prices})
+	require.NoError(t, err)
+	var v int
+	require.NoError(t, w.SQL().QueryRow("PRAGMA user_version").Scan(&v))
+	assert.Equal(t, SchemaVersion, v)
+	run := storetest.Run{Seed: "new", Service: "svc", Model: "gpt-4.1", Start: 1_000_000, LLMCalls: 1}
+	_, err = w.WriteTraces(ctx, storetest.Traces(run))
+	require.NoError(t, err)
+	rows, err = w.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "the version 1 row is kept")
+	byID := map[string]store.RunSummary{}
+	for _, r := range rows {
+		byID[r.TraceID] = r
+	}
+	assert.Zero(t, byID["0123456789abcdef0123456789abcdef"].CostUSD)
+	assert.Positive(t, byID[storetest.TraceID("new").String()].CostUSD, "priced when written, with the override")
+	require.NoError(t, w.Close())
+}
