@@ -25,8 +25,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
-	"github.com/runagain/runagain/internal/redact"
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/redact"
 )
 
 // captureSink keeps what the proxy sends.
