@@ -29,6 +29,15 @@ func TestCLIReadsWhileCollectorWrites(t *testing.T) {
 	client := ptraceotlp.NewGRPCClient(conn)
 	cnt := newCounts()
 	require.NoError(t, cnt.export(client, agentRequest("readers-first", 5)))
+	// the tiers write in batches: wait until the first run is readable before the load starts
+	first := storetest.TraceID("readers-first").String()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, _, err := c.CLI("show", first)
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the first run never became readable: %v", err)
+	}
 
 	stop := time.Now().Add(15 * time.Second)
 	var wg sync.WaitGroup
@@ -44,7 +53,6 @@ func TestCLIReadsWhileCollectorWrites(t *testing.T) {
 	var calls, failures atomic.Int64
 	var mu sync.Mutex
 	var problems []string
-	first := storetest.TraceID("readers-first").String()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
