@@ -23,7 +23,8 @@ $(CLI): $(GO_SOURCES)
 	$(GO) build -o $(CLI) ./cmd/runagain
 
 run: build
-	@echo "otelcol-runagain: OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP); data in $${RUNAGAIN_DATA_DIR:-./data}"
+	@echo "otelcol-runagain: OTLP on $${RUNAGAIN_OTLP_GRPC_ENDPOINT:-127.0.0.1:4317} (gRPC) and $${RUNAGAIN_OTLP_HTTP_ENDPOINT:-127.0.0.1:4318} (HTTP); data in $${RUNAGAIN_DATA_DIR:-./data}"
+	@echo "runagain CLI: sends to RUNAGAIN_ENDPOINT (default 127.0.0.1:4317; set it when you move the gRPC port)"
 	@echo "web UI: in another terminal run '$(CLI) ui', then open http://127.0.0.1:7600/"
 	$(COLLECTOR) --config $(CONFIG)
 

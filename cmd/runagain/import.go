@@ -110,7 +110,17 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 		}
 		fmt.Fprintf(out, "%s: %s, %d spans, %d traces sent to %s (%d requests, %d bytes)\n",
 			file, res.Format, spans, traces, o.endpoint, st.Requests, st.Bytes)
-		sent = append(sent, runsOf(file, res.Traces)...)
+		runs := runsOf(file, res.Traces)
+		// The trace ids to pass to show, replay or dataset add: a cassette's are generated here.
+		const listed = 20
+		for i, r := range runs {
+			if i == listed {
+				fmt.Fprintf(out, "  ... and %d more runs (runagain sessions lists them)\n", len(runs)-listed)
+				break
+			}
+			fmt.Fprintf(out, "  run %s (%d spans)\n", r.traceID, r.spans)
+		}
+		sent = append(sent, runs...)
 	}
 	if o.wait > 0 && len(sent) > 0 {
 		if err := waitReadable(ctx, sent, o.wait); err != nil {

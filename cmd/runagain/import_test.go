@@ -66,7 +66,22 @@ func TestImportCommandSendsEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var lines []string
+	runLines := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if id, ok := strings.CutPrefix(l, "  run "); ok {
+			runLines[strings.Fields(id)[0]] = true // each stored run's trace id, for show/replay
+			continue
+		}
+		lines = append(lines, l)
+	}
+	for _, td := range parseAll(t, files) {
+		for _, r := range runsOf("", td) {
+			if !runLines[r.traceID] {
+				t.Errorf("import did not list run %s", r.traceID)
+			}
+		}
+	}
 	if len(lines) != len(files) {
 		t.Fatalf("%d summary lines for %d files:\n%s", len(lines), len(files), out)
 	}
@@ -107,8 +122,8 @@ func TestImportMalformedFileSendsNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "2 of 4 files failed") || !strings.Contains(err.Error(), fixture("bad_truncated.json")+":1:102: ") {
 		t.Fatalf("error %v", err)
 	}
-	if strings.Count(out, "\n") != 2 {
-		t.Errorf("want 2 summary lines:\n%s", out)
+	if n := strings.Count(out, " traces sent to "); n != 2 {
+		t.Errorf("want 2 summary lines, got %d:\n%s", n, out)
 	}
 	want := spanKeys(t, parseAll(t, good)...)
 	got := spanKeys(t, srv.Traces(t)...)

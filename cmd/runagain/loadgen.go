@@ -43,8 +43,18 @@ failed spans, bytes, achieved rate and the client-side latency percentiles of ex
 --json writes it as JSON too. The same --seed gives the same content.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("endpoint") && cfg.Protocol == loadgen.ProtocolHTTP {
-				cfg.Endpoint = "127.0.0.1:4318"
+			if !cmd.Flags().Changed("endpoint") {
+				// Like import, proxy and replay: the collector's OTLP gRPC address from
+				// RUNAGAIN_ENDPOINT; with --protocol http, RUNAGAIN_HTTP_ENDPOINT or 127.0.0.1:4318.
+				if e := os.Getenv("RUNAGAIN_ENDPOINT"); e != "" && cfg.Protocol != loadgen.ProtocolHTTP {
+					cfg.Endpoint = e
+				}
+				if cfg.Protocol == loadgen.ProtocolHTTP {
+					cfg.Endpoint = "127.0.0.1:4318"
+					if e := os.Getenv("RUNAGAIN_HTTP_ENDPOINT"); e != "" {
+						cfg.Endpoint = e
+					}
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -90,7 +100,7 @@ failed spans, bytes, achieved rate and the client-side latency percentiles of ex
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target spans per second in total (0: as fast as the collector accepts)")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "simulated agent processes (one SDK exporter and connection each)")
 	f.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "grpc or http (OTLP/HTTP protobuf)")
-	f.StringVar(&cfg.Endpoint, "endpoint", cfg.Endpoint, "OTLP receiver host:port (default 127.0.0.1:4318 with --protocol http)")
+	f.StringVar(&cfg.Endpoint, "endpoint", cfg.Endpoint, "OTLP receiver host:port (env RUNAGAIN_ENDPOINT; with --protocol http RUNAGAIN_HTTP_ENDPOINT, default 127.0.0.1:4318)")
 	f.BoolVar(&cfg.Insecure, "insecure", cfg.Insecure, "plaintext, no TLS")
 	f.StringVar(&cfg.Compression, "compression", cfg.Compression, "none or gzip")
 	f.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "spans per export request (SDK batch span processor)")

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runagain/runagain/internal/termsafe"
 )
 
 // rootCmd is the runagain command; subcommand files add themselves to it in init().
@@ -32,8 +34,11 @@ func init() {
 }
 
 func main() {
+	// Everything a command prints may hold recorded agent text: escape what could drive the
+	// terminal (internal/termsafe); JSON output stays valid and decodes to the same values.
+	rootCmd.SetOut(termsafe.NewWriter(os.Stdout))
 	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "runagain:", err)
+		fmt.Fprintln(os.Stderr, "runagain:", termsafe.String(err.Error()))
 		os.Exit(1)
 	}
 }

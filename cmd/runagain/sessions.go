@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -80,11 +79,11 @@ of each listed run: bound it with --since or --limit on a large store.`,
 					for i := range runs {
 						rows[i] = row{runs[i], reasons[i]}
 					}
-					return printJSON(os.Stdout, rows)
+					return printJSON(cmd.OutOrStdout(), rows)
 				}
-				return printJSON(os.Stdout, runs)
+				return printJSON(cmd.OutOrStdout(), runs)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tCOST\tERRORS\tTIER"
 			anyIncomplete := false
 			for _, r := range runs {

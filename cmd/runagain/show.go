@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -126,7 +125,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 				if err != nil {
 					return err
 				}
-				return printStep(os.Stdout, in, asJSON)
+				return printStep(cmd.OutOrStdout(), in, asJSON)
 			}
 			view, err := buildShow(run)
 			if err != nil {
@@ -138,9 +137,9 @@ input messages, system instructions and tool definitions, byte for byte as recor
 			}
 			priceShow(view, run, prices)
 			if asJSON {
-				return printJSON(os.Stdout, view)
+				return printJSON(cmd.OutOrStdout(), view)
 			}
-			printShow(os.Stdout, view)
+			printShow(cmd.OutOrStdout(), view)
 			return nil
 		},
 	}

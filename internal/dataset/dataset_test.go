@@ -235,7 +235,8 @@ func TestParseExpect(t *testing.T) {
 		fail := e.Check(f)
 		assert.Equal(t, tc.pass, fail == nil, "%s: %v", tc.in, fail)
 	}
-	for _, bad := range []string{"outputs=x", "max_steps=two", "replay=loose", "output/[", "nothing"} {
+	for _, bad := range []string{"outputs=x", "max_steps=two", "replay=loose", "output/[", "nothing",
+		"max_cost_usd=NaN", "max_cost_usd=-1", "max_cost_usd=+Inf", "max_steps=-1", "max_tokens=-5", "max_duration=-3s"} {
 		_, err := ParseExpect(bad, f)
 		assert.ErrorContains(t, err, bad)
 	}

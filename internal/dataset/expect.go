@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -123,9 +124,24 @@ func (e Expectation) Validate() error {
 	if e.Tools != nil && len(e.Tools.Arguments) > 0 && len(e.Tools.Arguments) != len(e.Tools.Names) {
 		return fmt.Errorf("tools: %d arguments for %d names", len(e.Tools.Arguments), len(e.Tools.Names))
 	}
+	// A budget that cannot hold (NaN compares false, so NaN would pass every run) or is negative
+	// is an error, not a check that silently passes or always fails.
+	if c := e.MaxCostUSD; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
+		return fmt.Errorf("max_cost_usd: %g is not a budget (want a finite number of USD, at least 0)", *c)
+	}
+	if n := e.MaxTokens; n != nil && *n < 0 {
+		return fmt.Errorf("max_tokens: %d is negative", *n)
+	}
+	if n := e.MaxSteps; n != nil && *n < 0 {
+		return fmt.Errorf("max_steps: %d is negative", *n)
+	}
 	if e.MaxDuration != "" {
-		if _, err := time.ParseDuration(e.MaxDuration); err != nil {
-			return fmt.Errorf("max_duration: %w", err)
+		d, err := time.ParseDuration(e.MaxDuration)
+		if err != nil {
+			return fmt.Errorf("max_duration: %q is not a duration (want e.g. 30s, 2m)", e.MaxDuration)
+		}
+		if d < 0 {
+			return fmt.Errorf("max_duration: %s is negative", e.MaxDuration)
 		}
 	}
 	if e.Replay != "" {
@@ -216,13 +232,13 @@ func ParseExpect(s string, rec *Facts) (Expectation, error) {
 		case "max_cost_usd", "max_cost":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return bad(err)
+				return bad(fmt.Errorf("%s: %q is not a number of USD", k, v))
 			}
 			e.MaxCostUSD = &f
 		case "max_tokens", "max_steps":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return bad(err)
+				return bad(fmt.Errorf("%s: %q is not a whole number", k, v))
 			}
 			if k == "max_tokens" {
 				e.MaxTokens = &n

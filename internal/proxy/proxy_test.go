@@ -26,6 +26,7 @@ import (
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/redact"
 )
 
 // captureSink keeps what the proxy sends.
@@ -583,5 +584,29 @@ func TestReplayExhausted(t *testing.T) {
 	d := rp.Result().Divergence
 	if d == nil || !d.Exhausted || d.Diff.Expected != "2 time(s)" || (d.NearestPos != 1 && d.NearestPos != 2) {
 		t.Fatalf("divergence %+v", d)
+	}
+}
+
+// TestCredentialHeadersNeverRecorded: a credential header is stored redacted whatever its
+// value looks like, a placeholder-like token included (the redactor keeps those elsewhere).
+func TestCredentialHeadersNeverRecorded(t *testing.T) {
+	rd := newRedactor(t)
+	for _, c := range []struct{ k, v, want string }{
+		{"Authorization", "Bearer EXAMPLEKEY123456789", "[REDACTED:authorization]"},
+		{"Authorization", "Bearer sk-test-123", "[REDACTED:authorization]"},
+		{"X-Api-Key", "test", "[REDACTED:x-api-key]"},
+		{"Cookie", "session=xxx", "[REDACTED:cookie]"},
+		{"X-Goog-Api-Key", "your-key-here", "[REDACTED:x-goog-api-key]"},
+		{"Content-Type", "application/json", "application/json"},
+	} {
+		for _, r := range []*redact.Redactor{rd, nil} {
+			got := recordedHeaderValue(r, c.k, c.v)
+			if got == c.v && c.want != c.v || strings.Contains(got, c.v) && c.want != c.v {
+				t.Errorf("%s: %q recorded as %q (redactor %v)", c.k, c.v, got, r != nil)
+			}
+			if r == nil && got != c.want {
+				t.Errorf("%s without redactor: %q, want %q", c.k, got, c.want)
+			}
+		}
 	}
 }

@@ -204,10 +204,7 @@ func (r *Recorder) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 			continue
 		}
 		for _, v := range vs {
-			if r.cfg.Redactor != nil {
-				v, _ = r.cfg.Redactor.RedactKeyed(k, v)
-			}
-			p.ex.RequestHeader[k] = append(p.ex.RequestHeader[k], v)
+			p.ex.RequestHeader[k] = append(p.ex.RequestHeader[k], recordedHeaderValue(r.cfg.Redactor, k, v))
 		}
 	}
 	p.ex.URL = redactURL(r.cfg.Redactor, req.URL)
@@ -265,10 +262,7 @@ func (r *Recorder) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.
 	p.ex.ResponseHeader = http.Header{}
 	for k, vs := range resp.Header {
 		for _, v := range vs {
-			if r.cfg.Redactor != nil {
-				v, _ = r.cfg.Redactor.RedactKeyed(k, v)
-			}
-			p.ex.ResponseHeader[k] = append(p.ex.ResponseHeader[k], v)
+			p.ex.ResponseHeader[k] = append(p.ex.ResponseHeader[k], recordedHeaderValue(r.cfg.Redactor, k, v))
 		}
 	}
 	if resp.Uncompressed {
@@ -577,4 +571,28 @@ func (s *certStore) Fetch(host string, gen func() (*tls.Certificate, error)) (*t
 	}
 	s.m[host] = c
 	return c, nil
+}
+
+// credentialHeaders carry a credential whatever their value looks like: HTTP authentication
+// (RFC 9110 sections 11.6.2 and 11.7.2), cookies (RFC 6265) and the API-key headers of the LLM
+// providers the proxy routes (OpenAI/Azure api-key, Anthropic x-api-key, Gemini x-goog-api-key).
+// Their values are never recorded, even one that looks like a placeholder ("sk-test-123"):
+// replay does not match on headers, so nothing needs them.
+var credentialHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "set-cookie": true,
+	"x-api-key": true, "api-key": true, "x-goog-api-key": true, "x-auth-token": true,
+}
+
+// recordedHeaderValue is the value of header k as recorded: through the redactor when there is
+// one; a credential header's value that is still as sent (no redactor, or a value the redactor
+// took for a placeholder) is replaced whole with "[REDACTED:<lower-case header name>]".
+func recordedHeaderValue(rd *redact.Redactor, k, v string) string {
+	out := v
+	if rd != nil {
+		out, _ = rd.RedactKeyed(k, v)
+	}
+	if lk := strings.ToLower(k); credentialHeaders[lk] && out == v && v != "" {
+		return "[REDACTED:" + lk + "]"
+	}
+	return out
 }
