@@ -1,0 +1,117 @@
+package faults
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/runagain/runagain/internal/testutil/collectortest"
+)
+
+const overloadLimitMiB = 96
+
+// heapAlloc reads the collector's own otelcol_process_runtime_heap_alloc_bytes (its internal
+// telemetry on 127.0.0.1:RUNAGAIN_TELEMETRY_PORT), the quantity memory_limiter bounds.
+func heapAlloc(port int) (float64, bool) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "otelcol_process_runtime_heap_alloc_bytes") {
+			f := strings.Fields(l)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// TestOverload: memory_limiter at 96 MiB (spike 16 MiB, checked every 100 ms) and six clients
+// sending 1 MB requests as fast as they can for 15 s, more than the pipeline sustains: the
+// collector's heap stays under the limiter's bound (with the margin of one check interval),
+// every refusal is retryable (UNAVAILABLE / RESOURCE_EXHAUSTED, or the client's own deadline),
+// and every acknowledged span is stored.
+func TestOverload(t *testing.T) {
+	cfg := variantAll(t, map[string]string{
+		"    check_interval: 1s\n    limit_percentage: 80\n    spike_limit_percentage: 20": fmt.Sprintf(
+			"    check_interval: 100ms\n    limit_mib: %d\n    spike_limit_mib: 16", overloadLimitMiB),
+	})
+	c := collectortest.Start(t, collectortest.Options{Config: cfg})
+	conn, err := grpc.NewClient(c.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := ptraceotlp.NewGRPCClient(conn)
+	cnt := newCounts()
+
+	stop := time.Now().Add(15 * time.Second)
+	var maxHeap float64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Now().Before(stop.Add(2 * time.Second)) {
+			if v, ok := heapAlloc(c.TelemetryPort); ok && v > maxHeap {
+				maxHeap = v
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	byCode := map[codes.Code]int{}
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop) && i < 1000; i++ {
+				err := cnt.export(client, agentRequest(fmt.Sprintf("overload-%d-%d", w, i), 200))
+				if err != nil {
+					mu.Lock()
+					byCode[status.Code(err)]++
+					mu.Unlock()
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	<-done
+
+	var missing, rows int
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		missing, rows = hotMissing(t, c.DataDir, cnt.acked)
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("max heap %.0f MiB (limit %d MiB); refusals by code %v", maxHeap/(1<<20), overloadLimitMiB, byCode)
+	cnt.report(t, rows, missing)
+	for code := range byCode {
+		assert.Contains(t, []codes.Code{codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded}, code, "refusals are retryable")
+	}
+	assert.Zero(t, missing, "every acknowledged span stored")
+	assert.NotEmpty(t, cnt.acked, "the collector kept acknowledging under overload")
+	assert.NotEmpty(t, byCode, "the overload was answered with refusals")
+	assert.Positive(t, maxHeap, "heap measured")
+	assert.LessOrEqual(t, maxHeap, float64(overloadLimitMiB)*1.25*(1<<20), "heap within the limiter's bound (25% margin for one check interval)")
+}
