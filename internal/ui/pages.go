@@ -163,21 +163,6 @@ type sessionsView struct {
 	Err        string
 }
 
-func parseTimeArg(name, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%s %q: want a duration back from now (24h), a date (2025-09-30) or a time (2025-09-30T09:00)", name, v)
-}
-
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := sessionsView{Title: "Sessions", F: SessionsFilter{Since: q.Get("since"), Until: q.Get("until"), Model: q.Get("model"),
@@ -187,8 +172,8 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	// the page is simply empty.
 	v.F.Page = max(1, min(v.F.Page, maxPage))
 	now := s.opts.Now()
-	since, err1 := parseTimeArg("since", v.F.Since, now)
-	until, err2 := parseTimeArg("until", v.F.Until, now)
+	since, err1 := store.ParseTimeArg("since", v.F.Since, now)
+	until, err2 := store.ParseTimeArg("until", v.F.Until, now)
 	var err3 error
 	if v.CostMinStr != "" {
 		if v.F.CostMin, err3 = strconv.ParseFloat(v.CostMinStr, 64); err3 != nil || !(v.F.CostMin >= 0 && v.F.CostMin <= maxCostFilter) {
