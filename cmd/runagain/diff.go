@@ -13,6 +13,7 @@ import (
 
 	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/termsafe"
 )
 
 func init() {
@@ -79,6 +80,10 @@ status; steps only in one run are listed as such; totals with deltas close the r
 				if err != nil {
 					return err
 				}
+				if tw, ok := out.(*termsafe.Writer); ok && color {
+					// diff.WriteText escapes every recorded value itself; let its colour through.
+					out = &termsafe.Writer{W: tw.W, AllowSGR: true}
+				}
 				if err := diff.WriteText(out, res, color); err != nil {
 					return err
 				}
@@ -108,6 +113,9 @@ func useColor(mode string, w io.Writer) (bool, error) {
 			return false, nil
 		}
 		f, ok := w.(*os.File)
+		if tw, isTW := w.(*termsafe.Writer); isTW {
+			f, ok = tw.File(), tw.File() != nil
+		}
 		return ok && term.IsTerminal(int(f.Fd())), nil
 	}
 	return false, fmt.Errorf("--color %q: want auto, always or never", mode)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -11,9 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/store"
 )
 
 func init() {
@@ -67,31 +71,9 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tid, err := parseTraceID(strings.TrimSpace(traceID))
+	run, tid, err := loadRecordedRun(ctx, traceID, "replayed", errOut)
 	if err != nil {
 		return err
-	}
-	rd, err := openReader()
-	if err != nil {
-		return err
-	}
-	run, err := rd.Run(ctx, tid.String())
-	rd.Close()
-	if err != nil {
-		return fmt.Errorf("run %s: %w", traceID, err)
-	}
-	if run.Tier != "hot" {
-		// Warm and cold keep summaries only: no recorded bodies to serve.
-		return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be replayed", traceID, run.Tier)
-	}
-	res := payloadref.NewResolver()
-	err = res.RehydrateTraces(ctx, run.Traces)
-	res.Close()
-	if err != nil {
-		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", traceID, err)
-	}
-	if err := unsealForReplay(ctx, run.Traces, errOut); err != nil {
-		return fmt.Errorf("run %s: %w", traceID, err)
 	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
@@ -139,4 +121,37 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// loadRecordedRun reads the run named by arg (a trace id) from the store for replay, rerun or a
+// dataset case: it must be in the hot tier (warm and cold keep summaries, no recorded bodies);
+// offloaded bodies are rehydrated and, where the originals were sealed and the keys are at
+// hand, the exact recorded bytes restored. verb completes "it cannot be ..." in the error.
+func loadRecordedRun(ctx context.Context, arg, verb string, errOut io.Writer) (*store.Run, pcommon.TraceID, error) {
+	tid, err := parseTraceID(strings.TrimSpace(arg))
+	if err != nil {
+		return nil, tid, err
+	}
+	rd, err := openReader()
+	if err != nil {
+		return nil, tid, err
+	}
+	run, err := rd.Run(ctx, tid.String())
+	rd.Close()
+	if err != nil {
+		return nil, tid, fmt.Errorf("run %s: %w", arg, err)
+	}
+	if run.Tier != "hot" {
+		return nil, tid, fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be %s", arg, run.Tier, verb)
+	}
+	res := payloadref.NewResolver()
+	err = res.RehydrateTraces(ctx, run.Traces)
+	res.Close()
+	if err != nil {
+		return nil, tid, fmt.Errorf("run %s: rehydrating offloaded bodies: %w", arg, err)
+	}
+	if err := unsealForReplay(ctx, run.Traces, errOut); err != nil {
+		return nil, tid, fmt.Errorf("run %s: %w", arg, err)
+	}
+	return run, tid, nil
 }

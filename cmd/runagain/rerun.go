@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -92,27 +91,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tid, err := parseTraceID(strings.TrimSpace(runArg))
+	run, tid, err := loadRecordedRun(ctx, runArg, "rerun", errOut)
 	if err != nil {
 		return err
-	}
-	rd, err := openReader()
-	if err != nil {
-		return err
-	}
-	run, err := rd.Run(ctx, tid.String())
-	rd.Close()
-	if err != nil {
-		return fmt.Errorf("run %s: %w", runArg, err)
-	}
-	if run.Tier != "hot" {
-		return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be rerun", runArg, run.Tier)
-	}
-	res := payloadref.NewResolver()
-	err = res.RehydrateTraces(ctx, run.Traces)
-	res.Close()
-	if err != nil {
-		return fmt.Errorf("run %s: rehydrating offloaded bodies: %w", runArg, err)
 	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {

@@ -44,7 +44,7 @@ of each listed run: bound it with --since or --limit on a large store.`,
 			}
 			f := store.RunFilter{Limit: limit}
 			if since != "" {
-				t, err := parseSince(since, time.Now())
+				t, err := store.ParseTimeArg("--since", since, time.Now())
 				if err != nil {
 					return err
 				}
@@ -112,27 +112,11 @@ of each listed run: bound it with --since or --limit on a large store.`,
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&since, "since", "", "only runs started since this duration ago (24h) or time (RFC 3339)")
+	cmd.Flags().StringVar(&since, "since", "", "only runs started since this long ago (90m, 24h, 7d) or this date or time (2025-09-30, RFC 3339)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
 	cmd.Flags().BoolVar(&failed, "failed", false, "only runs with errors, alerts or replay divergences (candidates for a dataset)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
 	rootCmd.AddCommand(cmd)
-}
-
-// parseSince reads --since: a Go duration back from now, or an RFC 3339 timestamp.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("--since %q: duration must be positive", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("--since %q: want a duration (24h, 90m), a date (2025-09-30) or an RFC 3339 time (2025-09-30T00:00:00Z)", s)
 }
 
 func dash(s string) string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/runagain/runagain/internal/termsafe"
 )
 
 // ANSI colours of the human output (only when the caller says the output is a terminal).
@@ -66,7 +68,9 @@ func (p *printer) line(c, format string, args ...any) {
 	if p.err != nil {
 		return
 	}
-	s := fmt.Sprintf(format, args...)
+	// Every value printed is recorded agent text: escape what could drive the terminal before
+	// adding our own colour (internal/termsafe).
+	s := termsafe.String(fmt.Sprintf(format, args...))
 	if p.color && c != "" {
 		s = c + s + cReset
 	}
@@ -90,12 +94,12 @@ func inlineDiff(a, b string) (string, string) {
 	for _, d := range ds {
 		switch d.Type {
 		case diffmatchpatch.DiffEqual:
-			x.WriteString(d.Text)
-			y.WriteString(d.Text)
+			x.WriteString(termsafe.String(d.Text))
+			y.WriteString(termsafe.String(d.Text))
 		case diffmatchpatch.DiffDelete:
-			x.WriteString(rev + d.Text + unrev)
+			x.WriteString(rev + termsafe.String(d.Text) + unrev)
 		case diffmatchpatch.DiffInsert:
-			y.WriteString(rev + d.Text + unrev)
+			y.WriteString(rev + termsafe.String(d.Text) + unrev)
 		}
 	}
 	return x.String(), y.String()

@@ -171,7 +171,7 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 	n := 0
 	for _, e := range r.entries {
 		u, err := url.Parse(e.ex.URL)
-		if err != nil || !st.isLLM(u) {
+		if err != nil || !st.isLLM(e.ex.Method, u) {
 			continue
 		}
 		e.llm = true
@@ -199,8 +199,13 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 	return nil
 }
 
-// isLLM reports whether u (an upstream URL) is under an LLM route's target.
-func (st *rerunState) isLLM(u *url.URL) bool {
+// isLLM reports whether a request is an LLM call: one that sends a body (not GET, HEAD, OPTIONS
+// or DELETE: an SDK's `GET /v1/models` is no model call) to a URL under an LLM route's target.
+func (st *rerunState) isLLM(method string, u *url.URL) bool {
+	switch strings.ToUpper(method) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return false
+	}
 	for _, t := range st.targets {
 		if strings.EqualFold(u.Scheme, t.Scheme) && strings.EqualFold(u.Host, t.Host) &&
 			(t.Path == "" || u.Path == t.Path || strings.HasPrefix(u.Path, t.Path+"/")) {
@@ -224,7 +229,7 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 		}
 		body = b
 	}
-	llm := st.isLLM(req.URL)
+	llm := st.isLLM(req.Method, req.URL)
 	call := 0
 	forceLive := false
 	if llm {

@@ -143,3 +143,38 @@ func TestRerunFromStepAndSet(t *testing.T) {
 		t.Errorf("recorded sources %v", sources)
 	}
 }
+
+// TestRerunGETOnLLMHostIsNoLLMCall: an SDK's GET /v1/models (no body) on the LLM route's host is
+// not an LLM call: --set does not look for its path in it, and it is served from the recording.
+func TestRerunGETOnLLMHostIsNoLLMCall(t *testing.T) {
+	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("nothing may go live: %s %s", r.Method, r.URL)
+	}))
+	defer llm.Close()
+	body := `{"model":"m1","messages":[{"role":"user","content":"q"}]}`
+	td, tid := recorded(
+		&fixture.Exchange{Method: "GET", URL: llm.URL + "/v1/models", ResponseBody: []byte(`{"data":[]}`)},
+		&fixture.Exchange{Method: "POST", URL: llm.URL + "/v1/chat/completions", RequestBody: []byte(body), ResponseBody: []byte(`{"n":1}`)},
+	)
+	routes, err := NewRoutes([]string{"openai=" + llm.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := ParseEdit("model=m1")
+	cfg := Config{Routes: routes, Redactor: newRedactor(t), Sink: &captureSink{}, Logger: quietLogger()}
+	rp, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{set}, Root: Root{TraceID: NewTraceID(), SpanID: NewSpanID()}}})
+	if err != nil {
+		t.Fatalf("a bodiless GET on the LLM host stopped the rerun: %v", err)
+	}
+	defer rp.Close()
+	purl := serve(t, rp, nil)
+	if resp, b := do(t, http.DefaultClient, mustReq(t, "GET", purl+"/openai/v1/models", "")); resp.StatusCode != 200 || string(b) != `{"data":[]}` {
+		t.Fatalf("GET /v1/models: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, http.DefaultClient, mustReq(t, "POST", purl+"/openai/v1/chat/completions", body)); resp.StatusCode != 200 || string(b) != `{"n":1}` {
+		t.Fatalf("unchanged LLM call: %d %s", resp.StatusCode, b)
+	}
+	if r := rp.RerunResult(); r.LLMCalls != 1 || r.Live != 0 {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -119,6 +119,13 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 
 var errBadRequest = errors.New("bad request")
 
+// maxPage bounds the sessions page number (50 rows a page: 5*10^7 rows); maxCostFilter bounds
+// "cost above" in USD. Both only keep the arithmetic finite; no real store reaches them.
+const (
+	maxPage       = 1_000_000
+	maxCostFilter = 1e12
+)
+
 func badRequest(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
 }
@@ -156,36 +163,21 @@ type sessionsView struct {
 	Err        string
 }
 
-func parseTimeArg(name, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%s %q: want a duration back from now (24h), a date (2025-09-30) or a time (2025-09-30T09:00)", name, v)
-}
-
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := sessionsView{Title: "Sessions", F: SessionsFilter{Since: q.Get("since"), Until: q.Get("until"), Model: q.Get("model"),
 		Agent: q.Get("agent"), Session: q.Get("session"), Errors: q.Get("errors") != "", Alerts: q.Get("alerts") != ""}, CostMinStr: q.Get("cost_min")}
 	v.F.Page, _ = strconv.Atoi(q.Get("page"))
-	if v.F.Page < 1 {
-		v.F.Page = 1
-	}
+	// Page numbers are bounded so that (page-1)*PageSize cannot overflow: past the last page
+	// the page is simply empty.
+	v.F.Page = max(1, min(v.F.Page, maxPage))
 	now := s.opts.Now()
-	since, err1 := parseTimeArg("since", v.F.Since, now)
-	until, err2 := parseTimeArg("until", v.F.Until, now)
+	since, err1 := store.ParseTimeArg("since", v.F.Since, now)
+	until, err2 := store.ParseTimeArg("until", v.F.Until, now)
 	var err3 error
 	if v.CostMinStr != "" {
-		if v.F.CostMin, err3 = strconv.ParseFloat(v.CostMinStr, 64); err3 != nil {
-			err3 = fmt.Errorf("cost above %q: want a number of USD", v.CostMinStr)
+		if v.F.CostMin, err3 = strconv.ParseFloat(v.CostMinStr, 64); err3 != nil || !(v.F.CostMin >= 0 && v.F.CostMin <= maxCostFilter) {
+			err3 = fmt.Errorf("cost above %q: want a number of USD from 0 to %g", v.CostMinStr, float64(maxCostFilter))
 		}
 	}
 	if err := errors.Join(err1, err2, err3); err != nil {
@@ -260,9 +252,9 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		}
 		match = append(match, row)
 	}
-	from := (f.Page - 1) * s.opts.PageSize
-	if from > len(match) {
-		from = len(match)
+	from := len(match)
+	if p := f.Page - 1; p >= 0 && p <= len(match)/s.opts.PageSize {
+		from = p * s.opts.PageSize
 	}
 	to := min(from+s.opts.PageSize, len(match))
 	page := match[from:to]

@@ -133,7 +133,7 @@ var errNoRun = errors.New("run not found")
 func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error) {
 	traceID = strings.ToLower(strings.TrimSpace(traceID))
 	if !isHex(traceID, 32) {
-		return nil, fmt.Errorf("trace id %q: want 32 hex characters", traceID)
+		return nil, fmt.Errorf("%w: trace id %q: want 32 hex characters", errBadRequest, traceID)
 	}
 	now := s.opts.Now()
 	s.mu.Lock()

@@ -204,6 +204,20 @@ func TestSessionsPagesAndFilters(t *testing.T) {
 	code, body = get(t, ts.URL+"/?since=yesterday-ish")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "since &#34;yesterday-ish&#34;")
+	// Hostile numbers: a page past int range or past the end is an empty page, never a crash;
+	// a cost that is not a finite USD amount is refused; a malformed trace id is a 400.
+	for _, p := range []string{"9223372036854775807", "99999999999999999999", "-5", "1000001"} {
+		code, body = get(t, ts.URL+"/?page="+p)
+		assert.Equal(t, http.StatusOK, code, "page=%s", p)
+	}
+	_, body = get(t, ts.URL+"/?page=9223372036854775807")
+	assert.NotContains(t, body, `data-trace="0`, "a page past the end lists nothing")
+	for _, c := range []string{"NaN", "-1", "+Inf", "1e300"} {
+		code, _ = get(t, ts.URL+"/?cost_min="+c)
+		assert.Equal(t, http.StatusBadRequest, code, "cost_min=%s", c)
+	}
+	code, _ = get(t, ts.URL+"/runs/zzz")
+	assert.Equal(t, http.StatusBadRequest, code)
 }
 
 func TestRowsArePagedAndPanelsLoadOnDemand(t *testing.T) {

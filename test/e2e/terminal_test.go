@@ -14,7 +14,7 @@ import (
 
 // TestRecordedTextCannotDriveTheTerminal: a span name and a model output holding escape
 // sequences (colour, window title, erase line), a carriage return and a bidi override reach
-// `show`, `show --step` and `sessions` escaped, never as raw control bytes; `--json` still
+// `show`, `show --step`, `sessions` and `diff` escaped, never as raw control bytes; `--json` still
 // decodes to the recorded bytes exactly.
 func TestRecordedTextCannotDriveTheTerminal(t *testing.T) {
 	const (
@@ -37,6 +37,22 @@ func TestRecordedTextCannotDriveTheTerminal(t *testing.T) {
 	}
 	assert.Contains(t, cli(t, c, "show", r.id()), `esc \u001b[31mRED\u001b[0m name`)
 	assert.Contains(t, cli(t, c, "show", r.id(), "--step", "1"), `hi \u001b]0;PWNED-TITLE\u0007 \u001b[2K\u000dOVERWRITTEN \u202egnp.exe`)
+
+	// diff prints recorded text too: escaped, with only its own colour when asked for.
+	other := newRun(8, "terminal-agent")
+	attrs2 := chatAttrs(3, 4, "stop")
+	attrs2["gen_ai.output.messages"] = `[{"role":"assistant","parts":[{"type":"text","content":"calm \u001b]0;OTHER\u0007 text"}],"finish_reason":"stop"}]`
+	other.span(1, 0, name, 0, 400, attrs2)
+	sendOTLP(t, c, other.td, plog.NewLogs())
+	waitShow(t, c, other.id(), 1, 0)
+	plain := cli(t, c, "diff", "--color", "never", r.id(), other.id())
+	assert.NotContains(t, plain, "\x1b")
+	assert.Contains(t, plain, `\u001b]0;`)
+	colored := cli(t, c, "diff", "--color", "always", r.id(), other.id())
+	assert.Contains(t, colored, "\x1b[31m", "diff's own colour")
+	for _, raw := range []string{"\x1b]", "\x07", "\r", "\u202e", "\x1b[2K"} {
+		assert.NotContains(t, colored, raw)
+	}
 
 	var step struct {
 		Messages struct {

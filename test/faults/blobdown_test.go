@@ -42,7 +42,7 @@ func TestKill9WithBlobStoreDown(t *testing.T) {
 		return conn, ptraceotlp.NewGRPCClient(conn)
 	}
 	conn, client := dial()
-	defer conn.Close()
+	defer func() { conn.Close() }() // the connection open at the end (it is replaced after the crash)
 	cnt := newCounts()
 	send := func(phase string, runs int) {
 		for i := 0; i < runs; i++ {

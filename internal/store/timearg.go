@@ -1,0 +1,61 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseTimeArg reads a point in time given on a command line or in a URL (`sessions --since`,
+// the UI's since/until filters): a duration back from now (a Go duration such as 90m or 24h, or
+// whole days and weeks: 7d, 2w), a date (2025-09-30, UTC midnight), or a time (RFC 3339, or
+// 2025-09-30T09:00[:05] in UTC). An empty value is the zero time. Errors name the argument.
+func ParseTimeArg(name, v string, now time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, ok, err := parseBack(v); ok {
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s %q: %w", name, v, err)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a duration back from now (90m, 24h, 7d), a date (2025-09-30) or a time (2025-09-30T09:00, RFC 3339)", name, v)
+}
+
+// parseBack reads a duration back from now; ok is false when v is not shaped as one.
+func parseBack(v string) (d time.Duration, ok bool, err error) {
+	if n := len(v); n > 1 && (v[n-1] == 'd' || v[n-1] == 'w') {
+		k, perr := strconv.ParseUint(v[:n-1], 10, 64)
+		if perr != nil {
+			return 0, false, nil
+		}
+		unit := 24 * time.Hour
+		if v[n-1] == 'w' {
+			unit *= 7
+		}
+		if k > uint64(math.MaxInt64/int64(unit)) {
+			return 0, true, fmt.Errorf("more than %d years back", int(math.MaxInt64/int64(365*24*time.Hour)))
+		}
+		return time.Duration(k) * unit, true, nil
+	}
+	d, perr := time.ParseDuration(v)
+	if perr != nil {
+		if strings.Contains(perr.Error(), "invalid duration") && strings.IndexAny(v, "0123456789") == 0 && strings.IndexAny(v, "-:T") < 0 {
+			return 0, true, fmt.Errorf("not a duration (90m, 24h, 7d), or more than %d years back", int(math.MaxInt64/int64(365*24*time.Hour)))
+		}
+		return 0, false, nil
+	}
+	if d < 0 {
+		return 0, true, fmt.Errorf("a duration back from now must be positive")
+	}
+	return d, true, nil
+}
