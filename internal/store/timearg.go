@@ -49,7 +49,7 @@ func parseBack(v string) (d time.Duration, ok bool, err error) {
 	}
 	d, perr := time.ParseDuration(v)
 	if perr != nil {
-		if strings.Contains(perr.Error(), "invalid duration") && strings.IndexAny(v, "0123456789") == 0 && strings.IndexAny(v, "-:T") < 0 {
+		if strings.Contains(perr.Error(), "invalid duration") && strings.IndexAny(v, "0123456789") == 0 && !strings.ContainsAny(v, "-:T") {
 			return 0, true, fmt.Errorf("not a duration (90m, 24h, 7d), or more than %d years back", int(math.MaxInt64/int64(365*24*time.Hour)))
 		}
 		return 0, false, nil
