@@ -67,6 +67,11 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v.A == "" || v.B == "" {
+		if v.A != "" || v.B != "" {
+			// One run given: say what is missing instead of showing the empty form silently.
+			v.Err = "give two runs to compare: a and b, each a 32-hex-character trace id"
+			w.WriteHeader(http.StatusBadRequest)
+		}
 		s.render(w, "diff.html", v)
 		return
 	}

@@ -350,3 +350,19 @@ func TestDatasetVersionShowsLastTestRun(t *testing.T) {
 	_, body = get(t, ts.URL+"/datasets/demo/"+m.Version)
 	assert.Contains(t, body, `<span class="badge pass">pass</span> <a class="mono" href="/runs/`+passed.TraceID+`">`)
 }
+
+// TestDiffFormNamesWhatIsMissing: the diff page with no run is the empty form; with one run, or a
+// malformed id, it is a 400 that says why.
+func TestDiffFormNamesWhatIsMissing(t *testing.T) {
+	r := synthRun(1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 4, "a")
+	_, ts := newTestServer(t, r)
+	code, body := get(t, ts.URL+"/diff")
+	assert.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, body, "give two runs")
+	code, body = get(t, ts.URL+"/diff?a=zz&b=")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "give two runs to compare")
+	code, body = get(t, ts.URL+"/diff?a=zz&b="+r.TraceID)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "want 32 hex characters")
+}
