@@ -14,6 +14,7 @@ import (
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/termsafe"
 )
 
 func init() {
@@ -97,15 +98,17 @@ of each listed run: bound it with --since or --limit on a large store.`,
 			}
 			fmt.Fprintln(tw, head)
 			for i, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%d\t%s", r.SessionID, r.TraceID,
+				// Session ids and model names are recorded values: one cell each, escaped before
+				// the tabwriter measures them (termsafe.Cell).
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%d\t%s", termsafe.Cell(r.SessionID), r.TraceID,
 					r.Start.Format("2006-01-02 15:04:05.000"), r.Duration().Round(time.Millisecond), r.Spans,
-					dash(strings.Join(r.Models, ",")), r.InputTokens, r.OutputTokens,
+					termsafe.Cell(dash(strings.Join(r.Models, ","))), r.InputTokens, r.OutputTokens,
 					pricing.FormatUSD(r.CostUSD, r.Unpriced, r.CostUSD > 0), r.Errors, r.Tier)
 				if anyIncomplete {
-					fmt.Fprintf(tw, "\t%s", dash(r.IncompleteReason))
+					fmt.Fprintf(tw, "\t%s", termsafe.Cell(dash(r.IncompleteReason)))
 				}
 				if failed {
-					fmt.Fprintf(tw, "\t%s", reasons[i])
+					fmt.Fprintf(tw, "\t%s", termsafe.Cell(reasons[i]))
 				}
 				fmt.Fprintln(tw)
 			}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -130,4 +131,15 @@ func appendEscaped(b *bytes.Buffer, p []byte, allowSGR bool) {
 		}
 		p = p[size:]
 	}
+}
+
+// Cell is String for one cell of a table (tabwriter columns): tabs and newlines are escaped too
+// (`\t`, `\n`), so a recorded value can neither add columns or rows nor shift the alignment
+// when the escaping happens after the widths are measured.
+func Cell(s string) string {
+	s = String(s)
+	if strings.ContainsAny(s, "\t\n") {
+		s = strings.NewReplacer("\t", `\t`, "\n", `\n`).Replace(s)
+	}
+	return s
 }

@@ -66,3 +66,12 @@ func TestWriterKeepsJSONValues(t *testing.T) {
 		t.Fatalf("round trip changed the value: %q, want %q", back["msg"], v["msg"])
 	}
 }
+
+func TestCell(t *testing.T) {
+	if got := Cell("sess\tion\nid \x1b[2J"); got != `sess\tion\nid \u001b[2J` {
+		t.Errorf("Cell = %q", got)
+	}
+	if got := Cell("plain-session-1"); got != "plain-session-1" {
+		t.Errorf("Cell changed a plain value: %q", got)
+	}
+}

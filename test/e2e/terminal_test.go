@@ -24,6 +24,7 @@ func TestRecordedTextCannotDriveTheTerminal(t *testing.T) {
 	c := collectortest.Start(t, collectortest.Options{})
 	r := newRun(7, "terminal-agent\x1b[2J")
 	attrs := chatAttrs(3, 4, "stop")
+	attrs["session.id"] = "sess\tion\x1b[2J"
 	attrs["gen_ai.output.messages"] = `[{"role":"assistant","parts":[{"type":"text","content":` + jsonString(output) + `}],"finish_reason":"stop"}]`
 	r.span(1, 0, name, 0, 500, attrs)
 	sendOTLP(t, c, r.td, plog.NewLogs())
@@ -36,6 +37,8 @@ func TestRecordedTextCannotDriveTheTerminal(t *testing.T) {
 		}
 	}
 	assert.Contains(t, cli(t, c, "show", r.id()), `esc \u001b[31mRED\u001b[0m name`)
+	// In the sessions table a recorded tab or newline cannot add a column or a row.
+	assert.Contains(t, cli(t, c, "sessions"), `sess\tion\u001b[2J  `+r.id())
 	assert.Contains(t, cli(t, c, "show", r.id(), "--step", "1"), `hi \u001b]0;PWNED-TITLE\u0007 \u001b[2K\u000dOVERWRITTEN \u202egnp.exe`)
 
 	// diff prints recorded text too: escaped, with only its own colour when asked for.
