@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
 	"github.com/runagain/runagain/internal/store/coldstore"
@@ -54,6 +56,7 @@ func openReader() (store.Reader, error) {
 	}
 	store.SetPrices(prices) // store.SpanCost (diff, dataset) prices with the configured table
 	if cfg != nil {
+		warnMissingHot(os.Stderr, cfg)
 		return cfg.OpenReader(context.Background())
 	}
 	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag, coldURLFlag)
@@ -116,4 +119,18 @@ func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, chHotDataba
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// warnMissingHot says on stderr when the configured hot SQLite file is missing while the warm
+// one exists: the collector writes hot before warm, so this is a --config that names another
+// path than the collector's (a typo, another data directory), and the runs shown come from the
+// warm tier's summaries only.
+func warnMissingHot(w io.Writer, cfg *runagainstorageextension.Config) {
+	if !cfg.Hot.HasValue() || !cfg.Hot.Get().SQLite.HasValue() || !cfg.Warm.HasValue() || !cfg.Warm.Get().SQLite.HasValue() {
+		return
+	}
+	hot, warm := cfg.Hot.Get().SQLite.Get().Path, cfg.Warm.Get().SQLite.Get().Path
+	if !exists(hot) && exists(warm) {
+		fmt.Fprintf(w, "runagain: warning: the hot tier %s (runagain_storage::hot::sqlite::path) does not exist but the warm tier %s does: runs are read from the warm and cold tiers only (is --config the collector's configuration?)\n", hot, warm)
+	}
 }
