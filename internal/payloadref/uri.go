@@ -132,7 +132,11 @@ func SplitURI(uri string) (bucketURL, key string, err error) {
 	b.RawPath = ""
 	if u.Scheme == "file" {
 		p := u.Path
-		if i := strings.LastIndex(p, "/"+KeyDir); i >= 0 {
+		i := strings.LastIndex(p, "/"+KeyDir)
+		if j := strings.LastIndex(p, "/"+PackDir); j > i {
+			i = j
+		}
+		if i >= 0 {
 			b.Path, key = p[:i], p[i+1:]
 		} else {
 			b.Path, key = path.Dir(p), path.Base(p)
