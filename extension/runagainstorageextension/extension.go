@@ -154,6 +154,23 @@ func (s *Storage) PayloadURL() string {
 	return s.cfg.Payloads.Get().URL
 }
 
+// PayloadDir is the data directory of the payload packs (staging area and digest index), ""
+// when none is configured (one object per digest).
+func (s *Storage) PayloadDir() string {
+	if !s.cfg.Payloads.HasValue() {
+		return ""
+	}
+	return s.cfg.Payloads.Get().Dir
+}
+
+// PayloadPack is the pack size and age limits.
+func (s *Storage) PayloadPack() PackConfig {
+	if !s.cfg.Payloads.HasValue() {
+		return DefaultPack
+	}
+	return s.cfg.Payloads.Get().Pack
+}
+
 // Tiers lists the configured tiers in order hot, warm, cold.
 func (s *Storage) Tiers() []string {
 	var out []string
