@@ -123,16 +123,28 @@ func (r *HotReader) RunsQuery(f store.RunFilter) string {
   toInt64(countIf(StatusCode = 'Error')) AS errors
 FROM (SELECT * FROM %s WHERE TraceId != '' LIMIT 1 BY TraceId, SpanId)
 GROUP BY TraceId`, sessionExpr(r.SessionKeys), model, model, in, out, r.Tables.traces())
-	q += having(f, "start_ns")
+	q += having(f, "start_ns", "if(session != '', session, TraceId)")
 	q += "\nORDER BY start_ns DESC, TraceId" + limit(f)
 	return q
 }
 
-func having(f store.RunFilter, col string) string {
-	if f.Since.IsZero() {
+// having renders f's time range and session as a HAVING clause on the listing's start column and
+// its session expression ("" when f has neither).
+func having(f store.RunFilter, col, session string) string {
+	var conds []string
+	if !f.Since.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s >= %d", col, f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s < %d", col, f.Until.UnixNano()))
+	}
+	if f.SessionID != "" {
+		conds = append(conds, fmt.Sprintf("%s = %s", session, Quote(f.SessionID)))
+	}
+	if len(conds) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\nHAVING %s >= %d", col, f.Since.UnixNano())
+	return "\nHAVING " + strings.Join(conds, " AND ")
 }
 
 func limit(f store.RunFilter) string {
@@ -477,7 +489,7 @@ func (r *WarmReader) RunsQuery(f store.RunFilter) string {
   toInt64(countIf(status_code = 2)) AS errors, sum(cost_usd) AS cost, toInt64(sum(unpriced)) AS unpriced
 FROM (SELECT * FROM %s LIMIT 1 BY trace_id, span_id)
 GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
-	q += having(f, "start_ns")
+	q += having(f, "start_ns", "if(session != '', session, trace_id)")
 	return q + "\nORDER BY start_ns DESC, trace_id" + limit(f)
 }
 
@@ -626,12 +638,20 @@ func (r *ColdReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSu
 	if err != nil {
 		return nil, err
 	}
-	rows := store.SessionRows(ss, f.Since)
+	var rows []store.RunSummary
+	for _, row := range store.SessionRows(ss, f.Since) {
+		if f.Keep(row) {
+			rows = append(rows, row)
+		}
+	}
 	if f.Limit > 0 && len(rows) > f.Limit {
 		rows = rows[:f.Limit]
 	}
 	return rows, nil
 }
+
+// ListsSessions implements store.SessionLister: each row is a whole session.
+func (r *ColdReader) ListsSessions() bool { return true }
 
 // Run implements store.Reader: the session record of the run.
 func (r *ColdReader) Run(ctx context.Context, traceID string) (*store.Run, error) {
