@@ -77,14 +77,38 @@ type runIndex struct {
 	spans  string // span table: spans (hot) or span_summaries (warm)
 	agent  string // aggregate of the agent name ("''" where the table has none)
 	alerts string // correlated count of the run's alert records (s.trace_id is the run)
+	// triggers keep the index right when rows are deleted by any code path (an erasure, a
+	// maintenance DELETE): a deleted span row drops its run's index row (expiry, which may delete
+	// part of a run, recomputes the rows of the runs it touched afterwards), a deleted alert
+	// record decrements the count. INSERT OR REPLACE does not fire them (recursive_triggers is off).
+	triggers string
 }
 
 var (
 	hotIndex = runIndex{spans: "spans", agent: "''",
-		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`}
+		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
+		triggers: `
+CREATE TRIGGER IF NOT EXISTS spans_runs_delete AFTER DELETE ON spans BEGIN
+  DELETE FROM runs WHERE trace_id = old.trace_id;
+END;
+CREATE TRIGGER IF NOT EXISTS logs_runs_delete AFTER DELETE ON logs WHEN old.event_name = '` + store.AlertEventName + `' BEGIN
+  UPDATE runs SET alerts = alerts - 1 WHERE trace_id = old.trace_id;
+END;
+`}
 	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)",
-		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`}
+		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
+		triggers: `
+CREATE TRIGGER IF NOT EXISTS span_summaries_runs_delete AFTER DELETE ON span_summaries BEGIN
+  DELETE FROM runs WHERE trace_id = old.trace_id;
+END;
+CREATE TRIGGER IF NOT EXISTS key_events_runs_delete AFTER DELETE ON key_events WHEN old.kind = 'alert' BEGIN
+  UPDATE runs SET alerts = alerts - 1 WHERE trace_id = old.trace_id;
+END;
+`}
 )
+
+// ddl creates the runs table, its indexes and x's triggers.
+func (x runIndex) ddl() string { return runsDDL + x.triggers }
 
 // fill returns the statement that (re)computes the index rows of the traces where selects.
 func (x runIndex) fill(where string) string {
@@ -101,7 +125,7 @@ func (x runIndex) fill(where string) string {
 
 // buildSQL fills the index from every span row: the migration of a file written before the index
 // existed (idempotent, so an interrupted migration is simply run again).
-func (x runIndex) buildSQL() string { return runsDDL + x.fill("1") + ";" }
+func (x runIndex) buildSQL() string { return x.ddl() + x.fill("1") + ";" }
 
 // Execer is what the index maintenance needs of a handle: a *sql.Tx (the writer's transaction,
 // an erasure's) or a *sql.DB.

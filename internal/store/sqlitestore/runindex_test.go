@@ -143,17 +143,41 @@ func TestRunIndexListsWhatTheSpansSay(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, all, len(runs)-6)
 
-	// RefreshRuns after deleting a run's rows (what an erasure does) drops its index row.
+	// Deleting a run's rows by any path (here a plain DELETE) drops its index row (trigger); an
+	// erasure of a session (store.Eraser) drops the index rows of its runs in both files.
 	gone := storetest.TraceID("ix-7").String()
-	tx, err := hot.db.BeginTx(ctx, nil)
+	_, err = hot.db.ExecContext(ctx, `DELETE FROM spans WHERE trace_id = ?`, gone)
 	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, `DELETE FROM spans WHERE trace_id = ?`, gone)
+	_, err = warm.db.ExecContext(ctx, `DELETE FROM span_summaries WHERE trace_id = ?`, gone)
 	require.NoError(t, err)
-	require.NoError(t, hot.RefreshRuns(ctx, tx, []string{gone}))
-	require.NoError(t, tx.Commit())
-	check("after an erasure")
+	check("after a plain delete")
 	_, err = hot.Run(ctx, gone)
 	assert.ErrorIs(t, err, store.ErrNotFound)
+	for _, e := range []store.Eraser{hot, warm} {
+		ids, err := e.SessionTraces(ctx, "conv-2")
+		require.NoError(t, err)
+		require.NotEmpty(t, ids)
+		_, err = e.Erase(ctx, store.Erasure{Session: "conv-2", TraceIDs: ids})
+		require.NoError(t, err)
+	}
+	check("after erasing a session")
+	for _, db := range []*sql.DB{hot.db, warm.db} {
+		var n int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM runs WHERE session_id = 'conv-2'`).Scan(&n))
+		assert.Zero(t, n)
+	}
+	// RefreshRuns recomputes named runs in the caller's transaction.
+	tx, err := hot.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `DELETE FROM runs`)
+	require.NoError(t, err)
+	var left []string
+	for _, r := range all {
+		left = append(left, r.TraceID)
+	}
+	require.NoError(t, hot.RefreshRuns(ctx, tx, left))
+	require.NoError(t, tx.Commit())
+	check("after RefreshRuns")
 }
 
 // TestRunIndexMigratesOlderFiles: a version 2 hot file and a version 1 warm file (no index) are

@@ -26,7 +26,8 @@ type DB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int // the file's schema version (1: no cost columns, read-only)
+	version     int  // the file's schema version (1: no cost columns, read-only)
+	hasRefs     bool // the payload_refs table exists (always when opened for writing)
 }
 
 // Options tune Open. The zero value is valid.
@@ -45,11 +46,19 @@ type Options struct {
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
 // 10 s busy timeout, and creates the schema. Errors name the path.
 func Open(path string, o Options) (*DB, error) {
-	db, version, err := openFile(path, o, "hot", ddl+runsDDL, SchemaVersion, migrations)
+	db, version, err := openFile(path, o, "hot", ddl+hotIndex.ddl(), SchemaVersion, migrations)
 	if err != nil {
 		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if !o.ReadOnly {
+		if err := d.ensurePayloadRefs(context.Background()); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+		}
+	} else {
+		d.hasRefs = tableExists(db, "payload_refs")
+	}
 	if d.prices == nil {
 		d.prices = pricing.DefaultPrices()
 	}
@@ -89,6 +98,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 		return nil, err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return nil, err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
 	var touched traceSet
@@ -127,6 +141,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
 				touched.add(span.TraceID().String())
+				for _, uri := range store.SpanPayloadRefs(span) {
+					if _, err := refStmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), uri); err != nil {
+						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
+					}
+				}
 			}
 		}
 	}
@@ -150,6 +169,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
 	var alerted traceSet // runs whose alert count changes
@@ -185,6 +209,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 				}
 				if lr.EventName() == store.AlertEventName {
 					alerted.add(hexOrEmpty(lr.TraceID()))
+				}
+				for _, uri := range store.LogPayloadRefs(lr) {
+					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
+						return fmt.Errorf("insert payload reference of log record: %w", err)
+					}
 				}
 			}
 		}

@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS span_summaries (
 );
 CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
+CREATE INDEX IF NOT EXISTS span_summaries_session ON span_summaries (session_id);
 CREATE TABLE IF NOT EXISTS key_events (
   event_id             TEXT    NOT NULL PRIMARY KEY,
   trace_id             TEXT    NOT NULL,
@@ -105,7 +106,7 @@ type WarmDB struct {
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
-	db, version, err := openFile(path, o, "warm", warmDDL+runsDDL, WarmSchemaVersion, warmMigrations)
+	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations)
 	if err != nil {
 		return nil, err
 	}
