@@ -225,6 +225,12 @@ func run(ctx context.Context, o *options) (*Results, error) {
 	if o.fileBin == "" {
 		o.fileBin = filepath.Join(bin, "otelcol-bench-file")
 	}
+	// absolute, like bin: the processes run in their own working directories
+	for _, p := range []*string{&o.jaegerBin, &o.fileBin} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return nil, err
+		}
+	}
 	var names []string
 	for _, name := range strings.Split(o.pipelines, ",") {
 		name = strings.TrimSpace(name)

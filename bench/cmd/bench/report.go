@@ -215,8 +215,8 @@ const keptSectionMarker = "<!-- kept by make bench -->"
 
 func markdownTable(res *Results) string {
 	var sb strings.Builder
-	sb.WriteString("| row | pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans (to idle) | idle after s | peak RSS MB | on disk MB | on disk bytes / session | spans stored | export p50 / p99 ms | loadgen CPU s |\n")
-	sb.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| row | pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans (to idle) | idle after s | CPU s / 1k spans (to exit) | peak RSS MB | on disk MB | on disk bytes / session | spans stored | export p50 / p99 ms | loadgen CPU s |\n")
+	sb.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Pipelines {
 		disk, perSes, stored := "–", "–", "–"
 		if r.Disk != nil {
@@ -241,8 +241,12 @@ func markdownTable(res *Results) string {
 		if r.Pipeline == "runagain-minio" {
 			letter = "c on S3"
 		}
-		fmt.Fprintf(&sb, "| %s | %s (%s) | %d (%s) | %.0f | %.2f | %.3f | %s | %.0f | %s | %s | %s | %.0f / %.0f | %.1f |\n",
-			letter, r.Pipeline, r.Description, r.SpansSent, r.StoppedBy, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, idle, r.PeakRSSMB,
+		toExit := "–"
+		if r.CPUToExit > 0 && r.SpansSent > 0 {
+			toExit = fmt.Sprintf("%.3f", r.CPUToExit/float64(r.SpansSent)*1000)
+		}
+		fmt.Fprintf(&sb, "| %s | %s (%s) | %d (%s) | %.0f | %.2f | %.3f | %s | %s | %.0f | %s | %s | %s | %.0f / %.0f | %.1f |\n",
+			letter, r.Pipeline, r.Description, r.SpansSent, r.StoppedBy, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, idle, toExit, r.PeakRSSMB,
 			disk, perSes, stored, r.Latency.P50, r.Latency.P99, r.LoadgenCPUSeconds)
 	}
 	sb.WriteString("\n")
@@ -316,8 +320,9 @@ runagain, to the last span written to the SQLite hot tier if that is later (the 
 drains after loadgen ends). CPU is utime+stime of the process (/proc/<pid>/stat) from the start
 of the load until the process is idle again (` + res.Idle + `;
 "idle after" is that wait past the window), so flushes, compactions and queue drains after the
-last acknowledgement count; bench.json also has the CPU over the window alone and up to the
-process's exit. Peak RSS is VmHWM. On disk is the allocated size (st_blocks × 512, as du counts:
+last acknowledgement count; "to exit" goes on to the process's exit after SIGTERM (shutdown
+flushes, e.g. Badger's memtables, which the bytes on disk include); bench.json also has the CPU
+over the window alone. Peak RSS is VmHWM. On disk is the allocated size (st_blocks × 512, as du counts:
 every file takes whole blocks) of everything the process left in its data directory after it
 stopped (for runagain: hot.db, warm.db, cold Parquet, payload blobs and the persistent queue;
 on S3, MinIO's data directory too); per session is that over the sessions sent. Spans stored
@@ -421,7 +426,11 @@ func targets(res *Results) string {
 			targetCPUxBaseline, c.CPUPer1k, v, by["baseline"].CPUPer1k, verdict(v <= targetCPUxBaseline)))
 	}
 	if e := by["jaeger"]; e != nil && e.CPUPer1k > 0 {
-		lines = append(lines, fmt.Sprintf("CPU s / 1k spans below Jaeger's: %.3f against %.3f, %s", c.CPUPer1k, e.CPUPer1k, verdict(c.CPUPer1k < e.CPUPer1k)))
+		line := fmt.Sprintf("CPU s / 1k spans below Jaeger's: %.3f against %.3f, %s", c.CPUPer1k, e.CPUPer1k, verdict(c.CPUPer1k < e.CPUPer1k))
+		if c.CPUToExit > 0 && e.CPUToExit > 0 && c.SpansSent > 0 && e.SpansSent > 0 {
+			line += fmt.Sprintf(" (counted to exit: %.3f against %.3f)", c.CPUToExit/float64(c.SpansSent)*1000, e.CPUToExit/float64(e.SpansSent)*1000)
+		}
+		lines = append(lines, line)
 	}
 	if v, ok := res.Ratios["c/e disk_per_session"]; ok {
 		lines = append(lines, fmt.Sprintf("bytes on disk <= 1/4 of Jaeger's: %.0f against %.0f bytes per session (c/e %.2f), %s",
