@@ -195,4 +195,3 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 	assert.Contains(t, sess, "conv-keep-me")
 	assert.NotContains(t, sess, "conv-erase-me")
 }
-
