@@ -27,7 +27,8 @@ type DB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int // the file's schema version (1: no cost columns, read-only)
+	version     int  // the file's schema version (1: no cost columns, read-only)
+	hasRefs     bool // the payload_refs table exists (always when opened for writing)
 }
 
 // Options tune Open. The zero value is valid.
@@ -51,6 +52,14 @@ func Open(path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if !o.ReadOnly {
+		if err := d.ensurePayloadRefs(context.Background()); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+		}
+	} else {
+		d.hasRefs = tableExists(db, "payload_refs")
+	}
 	if d.prices == nil {
 		d.prices = pricing.DefaultPrices()
 	}
@@ -90,6 +99,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 		return nil, err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return nil, err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
 	rss := td.ResourceSpans()
@@ -126,6 +140,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 					usage.Input, usage.Output, buf, now, cost.USD, unpriced); err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
+				for _, uri := range store.SpanPayloadRefs(span) {
+					if _, err := refStmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), uri); err != nil {
+						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
+					}
+				}
 			}
 		}
 	}
@@ -146,6 +165,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
 	rls := ld.ResourceLogs()
@@ -177,6 +201,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 				if _, err := stmt.ExecContext(ctx, hex.EncodeToString(sum[:]), hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
 					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, buf, now); err != nil {
 					return fmt.Errorf("insert log record: %w", err)
+				}
+				for _, uri := range store.LogPayloadRefs(lr) {
+					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
+						return fmt.Errorf("insert payload reference of log record: %w", err)
+					}
 				}
 			}
 		}

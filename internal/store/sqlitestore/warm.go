@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS span_summaries (
 );
 CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
+CREATE INDEX IF NOT EXISTS span_summaries_session ON span_summaries (session_id);
 CREATE TABLE IF NOT EXISTS key_events (
   event_id             TEXT    NOT NULL PRIMARY KEY,
   trace_id             TEXT    NOT NULL,
