@@ -168,7 +168,7 @@ func (s *Scanner) Next() (Token, error) {
 		return Token{Kind: k, Start: end - 1, End: end}, nil
 	case 0:
 		_, err := s.dec.ReadToken()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF // no value at all
 		}
 		return Token{}, err
@@ -201,7 +201,7 @@ func (s *Scanner) Value() (Token, error) {
 }
 
 func (s *Scanner) end() error {
-	if _, err := s.dec.ReadToken(); err != io.EOF {
+	if _, err := s.dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			return ErrTrailing
 		}

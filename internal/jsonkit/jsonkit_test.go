@@ -49,7 +49,7 @@ func FuzzValid(f *testing.F) {
 		for err == nil {
 			_, err = sc.Next()
 		}
-		if (err == io.EOF) != json.Valid([]byte(s)) {
+		if errors.Is(err, io.EOF) != json.Valid([]byte(s)) {
 			t.Fatalf("%q: scanner ended with %v, encoding/json.Valid %v", s, err, json.Valid([]byte(s)))
 		}
 	})
@@ -65,7 +65,7 @@ func TestScannerTokens(t *testing.T) {
 	var got []tok
 	for {
 		tk, err := sc.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err)
@@ -99,8 +99,8 @@ func TestScannerTokens(t *testing.T) {
 		assert.True(t, errors.Is(err, ErrTrailing), "%q: %v", bad, err)
 	}
 	sc.Reset([]byte(`[1,`))
-	for err == nil || err == io.EOF {
-		if _, err = sc.Next(); err == io.EOF {
+	for err == nil || errors.Is(err, io.EOF) {
+		if _, err = sc.Next(); errors.Is(err, io.EOF) {
 			t.Fatal("EOF on truncated input")
 		}
 	}
@@ -117,12 +117,12 @@ func normal(k Kind) Kind {
 // 3.2.2.2 minimal string escapes), with integers kept as written.
 func TestCanonical(t *testing.T) {
 	for in, want := range map[string]string{
-		` { "b" : [ 1, 2.50, 1e2, -0.0 ], "a" : "x" } `: `{"a":"x","b":[1,2.5,100,0]}`,
+		` { "b" : [ 1, 2.50, 1e2, -0.0 ], "a" : "x" } `:         `{"a":"x","b":[1,2.5,100,0]}`,
 		`{"\u20ac":1,"\r":2,"1":3,"\ud83d\ude00":4,"\u00f6":5}`: "{\"\\r\":2,\"1\":3,\"ö\":5,\"€\":1,\"😀\":4}",
-		`"\u0041\/\u00e9"`:                       `"A/é"`,
-		`{"id":12345678901234567890123}`:         `{"id":12345678901234567890123}`,
-		`{"a":1,"a":0}`:                          `{"a":0,"a":1}`,
-		`[{"z":{"y":1,"x":2}},{"k":null}]`:       `[{"z":{"x":2,"y":1}},{"k":null}]`,
+		`"\u0041\/\u00e9"`:                 `"A/é"`,
+		`{"id":12345678901234567890123}`:   `{"id":12345678901234567890123}`,
+		`{"a":1,"a":0}`:                    `{"a":0,"a":1}`,
+		`[{"z":{"y":1,"x":2}},{"k":null}]`: `[{"z":{"x":2,"y":1}},{"k":null}]`,
 	} {
 		got, err := Canonical([]byte("prefix:"), []byte(in))
 		require.NoError(t, err, in)

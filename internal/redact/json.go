@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -143,7 +144,7 @@ func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
 	var lastKey string
 	for {
 		tk, err := sc.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return true
 		}
 		if err != nil {
