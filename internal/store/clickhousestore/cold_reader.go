@@ -70,12 +70,20 @@ func (r *ColdReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSu
 	if err != nil {
 		return nil, err
 	}
-	rows := store.SessionRows(ss, f.Since)
+	var rows []store.RunSummary
+	for _, row := range store.SessionRows(ss, f.Since) {
+		if f.Keep(row) {
+			rows = append(rows, row)
+		}
+	}
 	if f.Limit > 0 && len(rows) > f.Limit {
 		rows = rows[:f.Limit]
 	}
 	return rows, nil
 }
+
+// ListsSessions implements store.SessionLister: each row is a whole session.
+func (r *ColdReader) ListsSessions() bool { return true }
 
 // Run implements store.Reader: the session record of the run.
 func (r *ColdReader) Run(ctx context.Context, traceID string) (*store.Run, error) {

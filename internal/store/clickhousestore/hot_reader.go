@@ -90,7 +90,7 @@ func (r *HotReader) RunsQuery(f store.RunFilter) string {
   toInt64(countIf(StatusCode = 'Error')) AS errors
 FROM (SELECT * FROM %s WHERE TraceId != '' LIMIT 1 BY TraceId, SpanId)
 GROUP BY TraceId`, sessionExpr(r.SessionKeys), model, model, in, out, r.Tables.traces())
-	q += having(f, "start_ns")
+	q += having(f, "start_ns", "if(session != '', session, TraceId)")
 	q += "\nORDER BY start_ns DESC, TraceId" + limit(f)
 	return q
 }

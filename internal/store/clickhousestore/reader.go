@@ -34,11 +34,23 @@ func closeFn(f func() error) error {
 	return f()
 }
 
-func having(f store.RunFilter, col string) string {
-	if f.Since.IsZero() {
+// having renders f's time range and session as a HAVING clause on the listing's start column and
+// its session expression ("" when f has neither).
+func having(f store.RunFilter, col, session string) string {
+	var conds []string
+	if !f.Since.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s >= %d", col, f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s < %d", col, f.Until.UnixNano()))
+	}
+	if f.SessionID != "" {
+		conds = append(conds, fmt.Sprintf("%s = %s", session, Quote(f.SessionID)))
+	}
+	if len(conds) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\nHAVING %s >= %d", col, f.Since.UnixNano())
+	return "\nHAVING " + strings.Join(conds, " AND ")
 }
 
 func limit(f store.RunFilter) string {

@@ -28,7 +28,7 @@ func (r *WarmReader) RunsQuery(f store.RunFilter) string {
   toInt64(countIf(status_code = 2)) AS errors, sum(cost_usd) AS cost, toInt64(sum(unpriced)) AS unpriced
 FROM (SELECT * FROM %s LIMIT 1 BY trace_id, span_id)
 GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
-	q += having(f, "start_ns")
+	q += having(f, "start_ns", "if(session != '', session, trace_id)")
 	return q + "\nORDER BY start_ns DESC, trace_id" + limit(f)
 }
 

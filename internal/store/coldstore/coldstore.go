@@ -216,12 +216,21 @@ func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary
 	if err != nil {
 		return nil, err
 	}
-	rows := store.SessionRows(ss, f.Since)
+	var rows []store.RunSummary
+	for _, r := range store.SessionRows(ss, f.Since) {
+		if f.Keep(r) {
+			rows = append(rows, r)
+		}
+	}
 	if f.Limit > 0 && len(rows) > f.Limit {
 		rows = rows[:f.Limit]
 	}
 	return rows, nil
 }
+
+// ListsSessions implements store.SessionLister: each row is a whole session, merged from every
+// partial in the bucket (no run index).
+func (s *Store) ListsSessions() bool { return true }
 
 // Run implements store.Reader: the session record of the run, or store.ErrNotFound.
 func (s *Store) Run(ctx context.Context, traceID string) (*store.Run, error) {
