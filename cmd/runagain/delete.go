@@ -277,6 +277,10 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 			grace = cfg.Hot.Get().Retention
 		}
 		e.Payloads = &erase.SingleObjects{URL: pu, Grace: grace}
+		if cfg.Payloads.HasValue() && cfg.Payloads.Get().Dir != "" && pu == cfg.Payloads.Get().URL {
+			// The pack layout (payloadref): Collect through the collector's digest index.
+			e.Payloads = &erase.Packs{URL: pu, Dir: cfg.Payloads.Get().Dir, Grace: grace}
+		}
 	}
 	ds, err := openDatasets(ctx)
 	if err != nil {
@@ -307,6 +311,7 @@ func flagStorageConfig() *runagainstorageextension.Config {
 	cfg.Warm.GetOrInsertDefault().SQLite.GetOrInsertDefault().Path = filepath.Join(dir, "warm.db")
 	cfg.Cold.GetOrInsertDefault().Parquet.GetOrInsertDefault().URL = filepath.Join(dir, "cold")
 	cfg.Payloads.GetOrInsertDefault().URL = "file://" + filepath.ToSlash(filepath.Join(dir, "blobs"))
+	cfg.Payloads.GetOrInsertDefault().Dir = filepath.Join(dir, "payloads")
 	applyFlagOverrides(cfg, func(name string) bool {
 		switch name {
 		case "clickhouse", "clickhouse-database":

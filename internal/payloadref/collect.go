@@ -36,6 +36,9 @@ type CollectOptions struct {
 	// a sending queue) are referenced but not yet enumerable. 0: only what was referenced after
 	// the mark began is kept (for an erasure, which must not wait).
 	Grace time.Duration
+	// Erased are the references of rows just erased (runagain delete): the objects they reach
+	// are removed whatever Grace says, unless a live reference reaches them too (KeptShared).
+	Erased LiveRefs
 }
 
 // CollectStats tells what Collect did. Objects are counted once per copy (an object in a pack,
@@ -54,6 +57,9 @@ type CollectStats struct {
 	KeptRecent int
 	// Staged is how many packs were still in the staging area (not yet uploaded, not swept).
 	Staged int
+	// KeptShared is how many objects reached by opts.Erased stay because a live reference
+	// reaches them too (the same content sent by another session is stored once).
+	KeptShared int
 	// Missing lists live references whose object could not be read (logged, never deleted for it).
 	Missing int
 }
@@ -88,6 +94,18 @@ func (s *Store) Collect(ctx context.Context, live LiveRefs, opts CollectOptions)
 		return st, err
 	}
 	st.LiveObjects = len(marked)
+	cut := cutoffs{grace: cutoff, now: markStart}
+	if opts.Erased != nil {
+		var est CollectStats
+		if cut.erased, err = s.mark(ctx, opts.Erased, &est); err != nil {
+			return st, err
+		}
+		for l := range cut.erased {
+			if _, ok := marked[l]; ok {
+				st.KeptShared++
+			}
+		}
+	}
 	if s.staging != "" {
 		n, err := s.stagedCount()
 		if err != nil && !errorsIsNotExist(err) {
@@ -95,13 +113,27 @@ func (s *Store) Collect(ctx context.Context, live LiveRefs, opts CollectOptions)
 		}
 		st.Staged = n
 	}
-	if err := s.sweepPacks(ctx, marked, cutoff, opts, &st); err != nil {
+	if err := s.sweepPacks(ctx, marked, cut, opts, &st); err != nil {
 		return st, err
 	}
-	if err := s.sweepSingles(ctx, marked, cutoff, &st); err != nil {
+	if err := s.sweepSingles(ctx, marked, cut, &st); err != nil {
 		return st, err
 	}
 	return st, nil
+}
+
+// cutoffs: an unreferenced object last referenced (or written) before its cutoff may go: now
+// (the mark's start) for the objects of erased rows, now - Grace for the others.
+type cutoffs struct {
+	grace, now time.Time
+	erased     map[location]struct{}
+}
+
+func (c cutoffs) of(l location) time.Time {
+	if _, ok := c.erased[l]; ok {
+		return c.now
+	}
+	return c.grace
 }
 
 // mark returns every object location (pack id, or "" for a single object) the live references
@@ -163,6 +195,12 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 			continue
 		}
 		doc, err := s.readRaw(ctx, r, pr, ownBucket, l)
+		if gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, errNotInPack) {
+			// A dangling reference (its manifest is gone): nothing it names can be protected or
+			// broken any further.
+			st.Missing++
+			continue
+		}
 		if err != nil {
 			// A live manifest that cannot be read: its children cannot be marked, so nothing
 			// it might name may be deleted. Stop rather than delete live data.
@@ -206,7 +244,7 @@ func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, bucketURL
 }
 
 // sweepPacks deletes or rewrites the packs under this store's prefix.
-func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cutoff time.Time, opts CollectOptions, st *CollectStats) error {
+func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
 	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
 	for {
 		obj, err := it.Next(ctx)
@@ -227,7 +265,7 @@ func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cu
 	}
 }
 
-func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, marked map[location]struct{}, cutoff time.Time, opts CollectOptions, st *CollectStats) error {
+func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
 	key := s.prefix + packKey(id)
 	entries, err := readTrailer(ctx, s.bucket, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
@@ -293,23 +331,22 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 // droppable returns the dead objects of pack id that may be removed: not referenced since the
 // cutoff according to the index (whose rows of them it deletes unless dryRun), and, when the
 // index does not list them, only in a pack uploaded well before the cutoff.
-func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, entries []packEntry, dead []objKey, cutoff time.Time, dryRun bool) ([]objKey, int64, error) {
+func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, entries []packEntry, dead []objKey, cutoff cutoffs, dryRun bool) ([]objKey, int64, error) {
 	kept := map[objKey]bool{}
 	var unindexed map[objKey]bool
 	if s.idx != nil {
 		var err error
-		if kept, unindexed, err = s.idx.forget(ctx, id, dead, cutoff, dryRun); err != nil {
+		at := func(k objKey) time.Time { return cutoff.of(location{k, id}) }
+		if kept, unindexed, err = s.idx.forget(ctx, id, dead, at, dryRun); err != nil {
 			return nil, 0, fmt.Errorf("payloadref: digest index: %w", err)
 		}
 	}
 	// An object the index does not list is either an orphan (its batch never committed) or one
 	// whose batch has not committed yet (its pack was sealed and uploaded first): only in a pack
 	// uploaded well before the cutoff can it be taken for an orphan.
-	if s.idx == nil || !obj.ModTime.Before(cutoff.Add(-orphanAge)) {
-		for _, k := range dead {
-			if s.idx == nil || unindexed[k] {
-				kept[k] = true
-			}
+	for _, k := range dead {
+		if s.idx == nil || unindexed[k] && !obj.ModTime.Before(cutoff.of(location{k, id}).Add(-orphanAge)) {
+			kept[k] = true
 		}
 	}
 	size := map[objKey]int64{}
@@ -379,7 +416,7 @@ func (s *Store) locsForget(pack string, keys []objKey) {
 
 // sweepSingles deletes the single objects (the layout before packs) no live reference names,
 // written before the cutoff.
-func (s *Store) sweepSingles(ctx context.Context, marked map[location]struct{}, cutoff time.Time, st *CollectStats) error {
+func (s *Store) sweepSingles(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, st *CollectStats) error {
 	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + KeyDir})
 	for {
 		obj, err := it.Next(ctx)
@@ -393,10 +430,11 @@ func (s *Store) sweepSingles(ctx context.Context, marked map[location]struct{}, 
 		if err != nil {
 			continue
 		}
-		if _, ok := marked[location{objKey{sum, manifest}, ""}]; ok {
+		l := location{objKey{sum, manifest}, ""}
+		if _, ok := marked[l]; ok {
 			continue
 		}
-		if !obj.ModTime.Before(cutoff) {
+		if !obj.ModTime.Before(cutoff.of(l)) {
 			st.KeptRecent++
 			continue
 		}

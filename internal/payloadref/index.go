@@ -162,7 +162,7 @@ func (x *index) objectCount(ctx context.Context) (int64, error) {
 // after cutoff: a writer deduplicated against it after the mark began).
 // Dead objects with no row naming this pack are returned in unindexed.
 // With dryRun nothing is deleted (the same answer, for deciding whether to act).
-func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff time.Time, dryRun bool) (kept, unindexed map[objKey]bool, err error) {
+func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff func(objKey) time.Time, dryRun bool) (kept, unindexed map[objKey]bool, err error) {
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, err
@@ -189,7 +189,7 @@ func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff t
 		if err != nil {
 			return nil, nil, err
 		}
-		if last >= cutoff.UnixNano() {
+		if last >= cutoff(k).UnixNano() {
 			kept[k] = true
 			continue
 		}
