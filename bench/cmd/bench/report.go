@@ -399,6 +399,9 @@ const (
 	targetCPUxBaseline = 8.0  // CPU s per 1k spans at most this times the baseline's, and below Jaeger's
 	targetDiskVsJaeger = 0.25 // bytes on disk at most this part of Jaeger's
 	targetPeakRSSMB    = 346  // peak RSS no higher than before the redesign
+	// storage bytes per session (hot.db and other stores, apparent, without the queue) no larger
+	// than before the redesign: BENCHMARKS.md of 2026-11-29, 1,200 sessions
+	targetStoragePerSession = 160270
 )
 
 // targets is the issue 17 verdict block: each target with the measured value, met or missed.
@@ -438,6 +441,10 @@ func targets(res *Results) string {
 	}
 	if c.PeakRSSMB > 0 {
 		lines = append(lines, fmt.Sprintf("peak RSS <= %d MB: %.0f MB, %s", targetPeakRSSMB, c.PeakRSSMB, verdict(c.PeakRSSMB <= targetPeakRSSMB)))
+	}
+	if c.StorageBytesPerSes > 0 {
+		lines = append(lines, fmt.Sprintf("storage per session <= %d bytes (before the redesign): %.0f, %s",
+			targetStoragePerSession, c.StorageBytesPerSes, verdict(c.StorageBytesPerSes <= targetStoragePerSession)))
 	}
 	if c.ZeroLoss != nil {
 		lines = append(lines, fmt.Sprintf("zero loss (hot tier holds every span sent): %d of %d, %s", c.HotSpans, c.SpansSent, verdict(*c.ZeroLoss)))
