@@ -298,3 +298,20 @@ func TestRatiosAndTargets(t *testing.T) {
 		t.Errorf("a missed target is not called missed:\n%s", got)
 	}
 }
+
+func TestParseSentSpans(t *testing.T) {
+	text := `# HELP otelcol_exporter_sent_spans_total Number of spans successfully sent to destination.
+# TYPE otelcol_exporter_sent_spans_total counter
+otelcol_exporter_sent_spans_total{exporter="jaeger_storage_exporter",otel_scope_name="x"} 2068
+otelcol_exporter_sent_spans_total{exporter="debug",otel_scope_name="x"} 7
+otelcol_exporter_sent_spans_total{exporter="jaeger_storage_exporter",otel_scope_name="y"} 1.5e+01
+otelcol_receiver_accepted_spans_total{receiver="otlp"} 9999
+`
+	n, err := parseSentSpans(strings.NewReader(text), "jaeger_storage_exporter")
+	if err != nil || n != 2083 {
+		t.Fatalf("parseSentSpans = %d, %v; want 2083", n, err)
+	}
+	if _, err := parseSentSpans(strings.NewReader(text), "file"); err == nil {
+		t.Fatal("an exporter without samples gave no error")
+	}
+}

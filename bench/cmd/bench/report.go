@@ -230,8 +230,6 @@ func markdownTable(res *Results) string {
 			} else {
 				stored += " (LOSS)"
 			}
-		} else if r.Disk != nil {
-			stored = "not counted"
 		}
 		idle := fmt.Sprintf("%.1f", r.IdleWaitS)
 		if !r.IdleReached {
@@ -326,8 +324,8 @@ over the window alone. Peak RSS is VmHWM. On disk is the allocated size (st_bloc
 every file takes whole blocks) of everything the process left in its data directory after it
 stopped (for runagain: hot.db, warm.db, cold Parquet, payload blobs and the persistent queue;
 on S3, MinIO's data directory too); per session is that over the sessions sent. Spans stored
-are counted in the hot tier (runagain) or decoded from the file (file exporter); Jaeger's
-store is not counted. The file exporter and Jaeger acknowledge at their batch processor, before
+are counted in the hot tier (runagain), decoded from the file (file exporter), or, for Jaeger,
+the spans its storage exporter wrote without error (otelcol_exporter_sent_spans_total). The file exporter and Jaeger acknowledge at their batch processor, before
 the write; runagain acknowledges after its persistent queue holds the request. Loadgen runs
 on the same 2 cores, so every pipeline competes with the same client load.
 
