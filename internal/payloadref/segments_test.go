@@ -183,4 +183,3 @@ func BenchmarkJSONSegments(b *testing.B) {
 		})
 	}
 }
-
