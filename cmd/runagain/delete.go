@@ -276,11 +276,11 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 		if cfg.Hot.HasValue() && cfg.Hot.Get().Retention > 0 {
 			grace = cfg.Hot.Get().Retention
 		}
-		e.Payloads = &erase.SingleObjects{URL: pu, Grace: grace}
-		if cfg.Payloads.HasValue() && cfg.Payloads.Get().Dir != "" && pu == cfg.Payloads.Get().URL {
-			// The pack layout (payloadref): Collect through the collector's digest index.
-			e.Payloads = &erase.Packs{URL: pu, Dir: cfg.Payloads.Get().Dir, Grace: grace}
+		dir := ""
+		if cfg.Payloads.HasValue() && pu == cfg.Payloads.Get().URL {
+			dir = cfg.Payloads.Get().Dir // the pack layout's digest index
 		}
+		e.Payloads = erase.NewSweeper(pu, dir, grace, nil)
 	}
 	ds, err := openDatasets(ctx)
 	if err != nil {

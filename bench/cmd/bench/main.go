@@ -26,7 +26,7 @@
 //   - on disk (c, d, e): allocated blocks (st_blocks × 512, as du counts) of everything the
 //     process left in its data directory after it stopped, queue included.
 //   - zero loss (runagain: rows in the hot tier's spans table; file: spans decoded from the
-//     file) == spans acknowledged.
+//     file; jaeger: its storage exporter's otelcol_exporter_sent_spans_total) == spans acknowledged.
 //
 // Results: <out>/bench.json, <out>/bench.md, CPU profiles <out>/<pipeline>.pprof, and
 // BENCHMARKS.md (the latest table with date, machine and command).
@@ -489,6 +489,11 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		return r, errors.Join(runErr, err)
 	}
 	r.CPUSeconds, r.IdleWaitS, r.IdleReached = cpuIdle-cpu0, waited.Seconds(), idle
+	var jaegerSent int64
+	var jaegerErr error
+	if name == "jaeger" {
+		jaegerSent, jaegerErr = exporterSentSpans(ctx, fmt.Sprintf("127.0.0.1:%d", p.telemetry), "jaeger_storage_exporter")
+	}
 	rssKB, err := statusKB(pid, "VmHWM")
 	if err != nil {
 		return r, err
@@ -555,6 +560,15 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		u := dirUsage(dataDir)
 		r.Disk = &u
 	case name == "jaeger":
+		if jaegerErr != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("jaeger's exporter metrics: %w", jaegerErr))
+		}
+		r.StoredSpans, r.StoredChecked = jaegerSent, jaegerErr == nil
+		ok := jaegerErr == nil && jaegerSent == r.SpansSent && r.SpansFailed == 0
+		r.ZeroLoss = &ok
+		if !ok {
+			runErr = errors.Join(runErr, fmt.Errorf("data loss: jaeger's storage exporter wrote %d spans, loadgen had %d acknowledged and %d failed", jaegerSent, r.SpansSent, r.SpansFailed))
+		}
 		u := dirUsage(dataDir)
 		r.Disk = &u
 	}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -141,4 +146,59 @@ func countFileSpans(path string) (spans, sessions int64, err error) {
 		}
 	}
 	return spans, int64(len(seen)), nil
+}
+
+// exporterSentSpans reads the collector's own metrics (the Prometheus endpoint of its telemetry)
+// and returns otelcol_exporter_sent_spans_total of the named exporter: the spans exporterhelper
+// saw the exporter accept without error (for Jaeger's storage exporter, written to Badger).
+func exporterSentSpans(ctx context.Context, metricsAddr, exporter string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %s", metricsAddr, resp.Status)
+	}
+	return parseSentSpans(resp.Body, exporter)
+}
+
+// parseSentSpans sums the otelcol_exporter_sent_spans_total samples labelled exporter="name" in
+// Prometheus text exposition format.
+func parseSentSpans(r io.Reader, exporter string) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	label := `exporter="` + exporter + `"`
+	var sum float64
+	found := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "otelcol_exporter_sent_spans_total{") || !strings.Contains(line, label) {
+			continue
+		}
+		i := strings.LastIndexByte(line, '}')
+		f := strings.Fields(line[i+1:])
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("otelcol_exporter_sent_spans_total: %q: %w", f[0], err)
+		}
+		sum += v
+		found = true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("no otelcol_exporter_sent_spans_total for exporter %q", exporter)
+	}
+	return int64(sum), nil
 }

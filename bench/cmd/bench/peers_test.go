@@ -266,7 +266,7 @@ func TestRatiosAndTargets(t *testing.T) {
 	rows := []*Result{
 		{Pipeline: "baseline", SpansPerSec: 40000, CPUPer1k: 0.01, PeakRSSMB: 200},
 		{Pipeline: "runagain", SpansPerSec: 12000, CPUPer1k: 0.07, PeakRSSMB: 300, Sessions: 100, SpansSent: 4000,
-			Disk: &usage{Disk: 10e6}, DiskPerSesB: 1e5, ZeroLoss: &yes, HotSpans: 4000},
+			Disk: &usage{Disk: 10e6}, DiskPerSesB: 1e5, ZeroLoss: &yes, HotSpans: 4000, StorageBytesPerSes: 90000},
 		{Pipeline: "jaeger", SpansPerSec: 9000, CPUPer1k: 0.39, PeakRSSMB: 400, Sessions: 100, Disk: &usage{Disk: 50e6}, DiskPerSesB: 5e5},
 		{Pipeline: "file", SpansPerSec: 30000, CPUPer1k: 0.02, PeakRSSMB: 150, Sessions: 100, Disk: &usage{Disk: 5e6}, DiskPerSesB: 5e4},
 		{Pipeline: "runagain-minio", SpansSent: 4000, S3: &s3Counts{Put: 3, Post: 0, PutBytes: 24 << 20}},
@@ -288,7 +288,7 @@ func TestRatiosAndTargets(t *testing.T) {
 	got := targets(&Results{Pipelines: rows, Ratios: r})
 	for _, want := range []string{"c/a spans/s >= 0.25 (goal 0.5): 0.30, met", "7.0× the baseline's 0.010, met",
 		"below Jaeger's: 0.070 against 0.390, met", "(c/e 0.20), met", "peak RSS <= 346 MB: 300 MB, met",
-		"4000 of 4000, met", "1.00 PUT-class requests per 8 MiB (0.75 per 1,000 spans), met"} {
+		"4000 of 4000, met", "storage per session <= 160270 bytes (before the redesign): 90000, met", "1.00 PUT-class requests per 8 MiB (0.75 per 1,000 spans), met"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("targets lack %q:\n%s", want, got)
 		}
@@ -296,5 +296,22 @@ func TestRatiosAndTargets(t *testing.T) {
 	rows[1].PeakRSSMB = 400
 	if got := targets(&Results{Pipelines: rows, Ratios: ratios(rows)}); !strings.Contains(got, "400 MB, MISSED") {
 		t.Errorf("a missed target is not called missed:\n%s", got)
+	}
+}
+
+func TestParseSentSpans(t *testing.T) {
+	text := `# HELP otelcol_exporter_sent_spans_total Number of spans successfully sent to destination.
+# TYPE otelcol_exporter_sent_spans_total counter
+otelcol_exporter_sent_spans_total{exporter="jaeger_storage_exporter",otel_scope_name="x"} 2068
+otelcol_exporter_sent_spans_total{exporter="debug",otel_scope_name="x"} 7
+otelcol_exporter_sent_spans_total{exporter="jaeger_storage_exporter",otel_scope_name="y"} 1.5e+01
+otelcol_receiver_accepted_spans_total{receiver="otlp"} 9999
+`
+	n, err := parseSentSpans(strings.NewReader(text), "jaeger_storage_exporter")
+	if err != nil || n != 2083 {
+		t.Fatalf("parseSentSpans = %d, %v; want 2083", n, err)
+	}
+	if _, err := parseSentSpans(strings.NewReader(text), "file"); err == nil {
+		t.Fatal("an exporter without samples gave no error")
 	}
 }
