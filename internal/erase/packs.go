@@ -41,7 +41,11 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		}
 		return nil
 	}
-	st, err := s.Collect(ctx, payloadref.LiveRefs(live), payloadref.CollectOptions{Erase: o.Erase, Grace: p.Grace, Erased: erased})
+	// Retention is a deletion promise as much as an erasure: every pack holding an expired
+	// object is rewritten (not only mostly dead ones), so no byte of an expired run remains.
+	// Objects die in batches (runs expire in ingestion order), so most such packs are wholly
+	// dead and deleted rather than rewritten.
+	st, err := s.Collect(ctx, payloadref.LiveRefs(live), payloadref.CollectOptions{Erase: true, Grace: p.Grace, Erased: erased})
 	return PayloadStats{
 		ObjectsDeleted: st.ObjectsDeleted,
 		BytesFreed:     st.BytesFreed,
