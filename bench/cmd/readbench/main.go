@@ -13,8 +13,8 @@
 //     (span and log rows of that trace, counted the same way);
 //   - baseline (sizes up to -baseline-max): the listing before the run index, the aggregate over
 //     every span row of the hot file (sqlitestore.AggregateRunsQuery), its time and rows read;
-//   - with -cli PATH (a built runagain), the wall time of `runagain --data-dir DIR sessions
-//     --limit 20` and `show ID` as processes (start-up included).
+//   - with -cli PATH (a built runagain), the CPU time (user + system, start-up included) of
+//     `runagain --data-dir DIR sessions --limit 20` and `show ID` as processes.
 //
 // Usage: go run ./bench/cmd/readbench [-sizes 10000,100000,1000000] [-dir DIR] [-cli bin/runagain]
 // It prints a Markdown table; BENCHMARKS.md has the measured numbers and the command.
@@ -329,13 +329,11 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 		}
 	}
 	if cli != "" {
-		r.cliList, err = median(reps, func() error {
-			return exec.Command(cli, "--data-dir", dir, "sessions", "--limit", "20").Run()
-		})
+		r.cliList, err = cpuMedian(reps, cli, "--data-dir", dir, "sessions", "--limit", "20")
 		if err != nil {
 			return fmt.Errorf("%s sessions: %w", cli, err)
 		}
-		r.cliShow, err = median(reps, func() error { return exec.Command(cli, "--data-dir", dir, "show", id).Run() })
+		r.cliShow, err = cpuMedian(reps, cli, "--data-dir", dir, "show", id)
 		if err != nil {
 			return fmt.Errorf("%s show: %w", cli, err)
 		}
@@ -377,6 +375,21 @@ func count(ctx context.Context, db *sql.DB, q string, args ...any) (int, error) 
 	return n, rows.Err()
 }
 
+// cpuMedian runs the command reps times and returns the median of its CPU time (user + system):
+// on a loaded machine a process's wall time is mostly waiting for a core.
+func cpuMedian(reps int, name string, args ...string) (time.Duration, error) {
+	ds := make([]time.Duration, 0, reps)
+	for i := 0; i < reps; i++ {
+		cmd := exec.Command(name, args...)
+		if err := cmd.Run(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
+}
+
 func median(reps int, f func() error) (time.Duration, error) {
 	if err := f(); err != nil { // warm-up: the first call opens connections and reads the schema
 		return 0, err
@@ -408,7 +421,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseco
 
 func report(rows []row, cli bool) {
 	fmt.Println("| runs | store MB | sessions --limit 20: ms (rows read) | x the smallest | show one run: ms (rows read) | x the smallest | baseline aggregate listing: ms (rows read) | cold tier read |" +
-		map[bool]string{true: " CLI sessions / show ms |", false: ""}[cli])
+		map[bool]string{true: " CLI process CPU ms: sessions / show |", false: ""}[cli])
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|" + map[bool]string{true: "---:|", false: ""}[cli])
 	for _, r := range rows {
 		base := "-"
