@@ -25,7 +25,7 @@ type Erasure struct {
 func (e Erasure) Empty() bool { return e.Session == "" && len(e.TraceIDs) == 0 }
 
 // Removed counts what one tier removed, by kind of record: "spans", "logs", "payload_refs"
-// (hot SQLite), "span_summaries", "key_events" (warm), "session_partials",
+// (hot SQLite), "run_index" (runindex rows, SQLite), "span_summaries", "key_events" (warm), "session_partials",
 // "session_partials_changed", "files_rewritten", "files_deleted" (cold Parquet), "rows"
 // (ClickHouse tables, by table name). Where names the backend (a path or an endpoint).
 type Removed struct {

@@ -89,6 +89,7 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 			}
 		}
 		before := countRows(ctx, tx, "payload_refs", d.hasRefs)
+		runsBefore := countRows(ctx, tx, RunsTable, true)
 		for _, t := range []string{"spans", "logs"} {
 			n, err := deleteMatching(ctx, tx, t, ids, e.Session)
 			if err != nil {
@@ -99,6 +100,7 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 		if d.hasRefs {
 			r.Add("payload_refs", before-countRows(ctx, tx, "payload_refs", true))
 		}
+		r.Add("run_index", runsBefore-countRows(ctx, tx, RunsTable, true)) // its triggers delete with the spans
 		return nil
 	})
 	if err != nil {
@@ -115,6 +117,7 @@ func (w *WarmDB) Erase(ctx context.Context, e store.Erasure) (store.Removed, err
 		return r, nil
 	}
 	err := eraseTx(ctx, w.db, e.TraceIDs, func(tx *sql.Tx, ids string) error {
+		runsBefore := countRows(ctx, tx, RunsTable, true)
 		for _, t := range []string{"span_summaries", "key_events"} {
 			n, err := deleteMatching(ctx, tx, t, ids, e.Session)
 			if err != nil {
@@ -122,6 +125,7 @@ func (w *WarmDB) Erase(ctx context.Context, e store.Erasure) (store.Removed, err
 			}
 			r.Add(t, n)
 		}
+		r.Add("run_index", runsBefore-countRows(ctx, tx, RunsTable, true))
 		return nil
 	})
 	if err != nil {

@@ -81,6 +81,7 @@ func TestEraseSessionHotAndWarm(t *testing.T) {
 	assert.EqualValues(t, eraseA.Spans()+eraseB.Spans(), r.Counts["spans"])
 	assert.EqualValues(t, 1, r.Counts["logs"])
 	assert.Positive(t, r.Counts["payload_refs"])
+	assert.EqualValues(t, 2, r.Counts["run_index"], "the run index rows of both runs")
 	assert.Empty(t, r.Notes)
 	assert.ElementsMatch(t, []string{refA, refB, "file:///payloads/ab/cd"}, r.PayloadRefs)
 	rw, err := warm.Erase(ctx, e)
