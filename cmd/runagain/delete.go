@@ -276,7 +276,7 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 		if cfg.Hot.HasValue() && cfg.Hot.Get().Retention > 0 {
 			grace = cfg.Hot.Get().Retention
 		}
-		e.Payloads = &erase.SingleObjects{URL: pu, Grace: grace}
+		e.Payloads = erase.NewSweeper(pu, grace, nil)
 	}
 	ds, err := openDatasets(ctx)
 	if err != nil {

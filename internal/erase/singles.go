@@ -178,3 +178,9 @@ func (s *SingleObjects) Sweep(ctx context.Context, live store.LiveRefs, o SweepO
 }
 
 var _ PayloadSweeper = (*SingleObjects)(nil)
+
+// NewSweeper returns the sweeper of the payload bucket at url: grace spares unreferenced objects
+// referenced or written less than grace before the sweep (now is the clock; nil for time.Now).
+func NewSweeper(url string, grace time.Duration, now func() time.Time) PayloadSweeper {
+	return &SingleObjects{URL: url, Grace: grace, Now: now}
+}
