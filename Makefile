@@ -69,6 +69,7 @@ bench: build $(JAEGER) $(BENCH_FILE)
 # Row (d)'s collector, otlp -> batch -> file (zstd), from its own ocb manifest (why not in the
 # distribution: see bench/filecollector/builder-config.yaml).
 $(BENCH_FILE): bench/filecollector/builder-config.yaml
+	@mkdir -p _build
 	$(GO) tool builder --config bench/filecollector/builder-config.yaml
 	@mkdir -p $(BIN)
 	cp _build/bench-file/otelcol-bench-file $(BENCH_FILE)
