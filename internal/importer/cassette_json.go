@@ -234,13 +234,11 @@ func (HAR) Detect(s *Sniff) bool {
 }
 
 // harEntry is a HAR 1.2 entry (the types of github.com/chromedp/cdproto/har, generated from the
-// HAR schema of the Chrome DevTools protocol) with two fields read differently: time stays
-// absent when the file has none (no end time, rather than a zero duration), and
-// request.postData.encoding, which HAR 1.2 does not define but recorders write for a binary
-// request body, is read like response.content.encoding.
+// HAR schema of the Chrome DevTools protocol) plus request.postData.encoding, which HAR 1.2 does
+// not define but recorders write for a binary request body: it is read like
+// response.content.encoding.
 type harEntry struct {
 	har.Entry
-	Time    *float64    `json:"time"`
 	Request *harRequest `json:"request"`
 }
 
@@ -320,8 +318,8 @@ func (HAR) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		if t, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err == nil {
 			ex.Start = t
-			if e.Time != nil && *e.Time >= 0 {
-				ex.End = t.Add(time.Duration(*e.Time * float64(time.Millisecond)))
+			if e.Time >= 0 { // -1: not known
+				ex.End = t.Add(time.Duration(e.Time * float64(time.Millisecond)))
 			}
 		}
 		exs = append(exs, ex)
