@@ -472,6 +472,11 @@ func (w *packWriter) flush(ctx context.Context) error {
 // uploaded stays staged (durable) and is uploaded at the next start.
 func (w *packWriter) close(ctx context.Context) error {
 	err := w.flush(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Not an error: staged packs are durable and the next start uploads them.
+		w.s.logger("payloadref: closing with packs still staged in %s (uploaded at the next start): %v", w.dir, err)
+		err = nil
+	}
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
