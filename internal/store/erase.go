@@ -89,14 +89,14 @@ type Eraser interface {
 
 // LiveRefs enumerates the payload reference URIs still referenced by stored rows (the hot
 // tier's spans and log records, which include every pinned run: janitors never delete those),
-// calling yield once per distinct URI until it returns false. It is the shape
+// calling yield for each (a URI may come more than once) until it returns false. It is the shape
 // payloadref's Collect takes (COORDINATION.md interface 1).
 type LiveRefs func(yield func(uri string) bool) error
 
 // RefLister is a hot tier that can enumerate its live payload references.
 type RefLister interface {
-	// EachPayloadRef calls yield once per distinct payload reference URI of the stored rows,
-	// until yield returns false.
+	// EachPayloadRef calls yield with the payload reference URIs of the stored rows (each at
+	// least once), until yield returns false.
 	EachPayloadRef(ctx context.Context, yield func(uri string) bool) error
 }
 

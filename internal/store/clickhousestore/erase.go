@@ -162,37 +162,49 @@ func (h *HotEraser) conds(e store.Erasure) (spans, logs string) {
 // refFilter keeps a map's payload references (keys ending in _ref whose value is a URI).
 const refFilter = "(k, v) -> endsWith(k, '_ref') AND position(v, '://') > 0"
 
-func (h *HotEraser) refsQuery(spansWhere, logsWhere string) string {
-	return fmt.Sprintf(`SELECT DISTINCT u FROM (
-SELECT arrayJoin(arrayConcat(mapValues(mapFilter(%[1]s, SpanAttributes)),
-  arrayFlatten(arrayMap(m -> mapValues(mapFilter(%[1]s, m)), Events.Attributes)))) AS u FROM %[2]s WHERE %[3]s
-UNION ALL
-SELECT arrayJoin(mapValues(mapFilter(%[1]s, LogAttributes))) AS u FROM %[4]s WHERE %[5]s)
-ORDER BY u`, refFilter, h.Tables.traces(), spansWhere, h.Tables.logs(), logsWhere)
+// refsQueries are the queries of the distinct payload references of the spans (attributes and
+// event attributes) and of the log records (attributes, log.body_ref) matching the conditions.
+func (h *HotEraser) refsQueries(spansWhere, logsWhere string) []string {
+	return []string{
+		fmt.Sprintf(`SELECT DISTINCT arrayJoin(arrayConcat(mapValues(mapFilter(%[1]s, SpanAttributes)),
+  arrayFlatten(arrayMap(m -> mapValues(mapFilter(%[1]s, m)), Events.Attributes)))) AS u FROM %[2]s WHERE %[3]s ORDER BY u`,
+			refFilter, h.Tables.traces(), spansWhere),
+		fmt.Sprintf(`SELECT DISTINCT arrayJoin(mapValues(mapFilter(%s, LogAttributes))) AS u FROM %s WHERE %s ORDER BY u`,
+			refFilter, h.Tables.logs(), logsWhere),
+	}
 }
 
 // EachPayloadRef implements store.RefLister: the distinct payload references of the spans
-// (attributes and event attributes) and log records (attributes, log.body_ref) in the tables.
-// A log body map's nested K_ref (stored by the exporter as JSON text) is not listed.
+// (attributes and event attributes), then of the log records (attributes, log.body_ref); a URI
+// both hold is given twice. A log body map's nested K_ref (stored by the exporter as JSON text)
+// is not listed. A table that does not exist holds none.
 func (h *HotEraser) EachPayloadRef(ctx context.Context, yield func(uri string) bool) error {
-	rows, err := h.DB.QueryContext(ctx, h.refsQuery("1", "1"))
-	if MissingTable(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("clickhouse hot tier: list payload references: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
+	for _, q := range h.refsQueries("1", "1") {
+		rows, err := h.DB.QueryContext(ctx, q)
+		if MissingTable(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("clickhouse hot tier: list payload references: %w", err)
+		}
+		for rows.Next() {
+			var u string
+			if err := rows.Scan(&u); err != nil {
+				rows.Close()
+				return err
+			}
+			if !yield(u) {
+				rows.Close()
+				return nil
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
 			return err
 		}
-		if !yield(u) {
-			return nil
-		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // Erase implements store.Eraser: spans and log records, with their payload references listed in
@@ -203,11 +215,15 @@ func (h *HotEraser) Erase(ctx context.Context, e store.Erasure) (store.Removed, 
 		return r, nil
 	}
 	spans, logs := h.conds(e)
-	refs, err := queryStrings(ctx, h.DB, h.refsQuery(spans, logs))
-	if err != nil {
-		return r, fmt.Errorf("clickhouse hot tier: payload references of the erased rows: %w", err)
+	var refs []string
+	for _, q := range h.refsQueries(spans, logs) {
+		got, err := queryStrings(ctx, h.DB, q)
+		if err != nil {
+			return r, fmt.Errorf("clickhouse hot tier: payload references of the erased rows: %w", err)
+		}
+		refs = append(refs, got...)
 	}
-	r.PayloadRefs = refs
+	r.PayloadRefs = sortedUnique(refs)
 	n, err := deleteWhere(ctx, h.DB, h.Tables.traces(), spans)
 	if err != nil {
 		return r, err
@@ -253,7 +269,7 @@ func (w *WarmEraser) Erase(ctx context.Context, e store.Erasure) (store.Removed,
 	if e.Empty() {
 		return r, nil
 	}
-	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents} {
+	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents, "runs": TableRuns} {
 		n, err := deleteWhere(ctx, w.DB, w.Schema.Table(t), sessionCond("session_id", e))
 		if err != nil {
 			return r, err
