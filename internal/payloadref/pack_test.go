@@ -448,6 +448,12 @@ func TestStagingLocked(t *testing.T) {
 	if _, err := c.Collect(ctx, liveOf(), CollectOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An index names one bucket: a collector on another bucket is refused (a sweep with the
+	// wrong index would take every object for unindexed), never reset.
+	other, _ := fileURL(t)
+	if _, err := NewStore(ctx, other, StoreOptions{Dir: dir, CollectOnly: true}); err == nil || !strings.Contains(err.Error(), "indexes bucket") {
+		t.Fatalf("collector on another bucket: %v", err)
+	}
 }
 
 // TestRecoverTornSegment: an open segment left by a crash, with a torn record at its end, is cut
