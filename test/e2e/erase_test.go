@@ -160,6 +160,10 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 		assert.Contains(t, f, "blobs", "payload stored offloaded, not inline")
 	}
 
+	plan := cli(t, c, "delete", "--session", "conv-erase-me", "--dry-run")
+	assert.Contains(t, plan, "2 runs would be erased")
+	assert.Contains(t, cli(t, c, "show", "--no-rehydrate", a1.b.id()), a1.small, "a dry run removes nothing")
+
 	out := cli(t, c, "delete", "--session", "conv-erase-me")
 	t.Logf("runagain delete --session:\n%s", out)
 	assert.Contains(t, out, "2 runs")
@@ -169,6 +173,7 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 	assert.Regexp(t, `warm .*warm\.db: removed .*span_summaries 4`, out)
 	assert.Regexp(t, `cold .*cold: removed .*session_partials [1-9]`, out)
 	assert.Regexp(t, `payloads .*: removed [1-9][0-9]* objects`, out)
+	assert.Regexp(t, `[1-9][0-9]* rewritten`, out, "the pack holding both sessions' objects is rewritten without the erased ones")
 	assert.Contains(t, out, "kept 1 objects other live runs reference too", "the shared system prompt")
 
 	_, errOut, err := c.CLI("show", a1.b.id())
