@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -143,4 +144,14 @@ func hotMissing(t *testing.T, dataDir string, acked map[string]bool) (missing, r
 		}
 	}
 	return missing, len(present)
+}
+
+// retryInfo returns the delay of the google.rpc.RetryInfo detail of a gRPC error.
+func retryInfo(err error) (time.Duration, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
 }
