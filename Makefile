@@ -3,6 +3,8 @@ GO        ?= go
 BIN       := bin
 COLLECTOR := $(BIN)/otelcol-runagain
 CLI       := $(BIN)/runagain
+JAEGER    := $(BIN)/jaeger
+BENCH_FILE := $(BIN)/otelcol-bench-file
 CONFIG    ?= config/default.yaml
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './data/*') go.mod go.sum
 export RUNAGAIN_CORPUS ?= $(abspath ../shared/corpus)
@@ -55,11 +57,28 @@ check-generate:
 	if [ "$$before" != "$$after" ]; then echo "generated files are stale: run make generate and commit"; \
 	  git status --short -- $(COMPONENTS); exit 1; fi
 
-# Load benchmark: the same agent traffic (runagain loadgen) through baseline (otlp -> batch -> nop),
-# contrib redaction and $(CONFIG); writes bench/results/ and BENCHMARKS.md (docs/loadgen.md).
+# Load benchmark: the same agent traffic (runagain loadgen) through (a) baseline (otlp -> batch -> nop),
+# (b) contrib redaction, (c) $(CONFIG), its storage peers (d) otlp -> batch -> file (zstd, a small
+# collector of its own) and
+# (e) Jaeger v2 with Badger, and (c) with its payloads on MinIO when a minio binary is found;
+# writes bench/results/ and BENCHMARKS.md (docs/loadgen.md).
 # BENCH_FLAGS passes options to bench/cmd/bench, e.g. BENCH_FLAGS='-sessions 100'.
-bench: build
-	$(GO) run ./bench/cmd/bench -bin $(BIN) -config $(CONFIG) $(BENCH_FLAGS)
+bench: build $(JAEGER) $(BENCH_FILE)
+	$(GO) run ./bench/cmd/bench -bin $(BIN) -jaeger $(JAEGER) -file-collector $(BENCH_FILE) -config $(CONFIG) $(BENCH_FLAGS)
+
+# Row (d)'s collector, otlp -> batch -> file (zstd), from its own ocb manifest (why not in the
+# distribution: see bench/filecollector/builder-config.yaml).
+$(BENCH_FILE): bench/filecollector/builder-config.yaml
+	@mkdir -p _build
+	$(GO) tool builder --config bench/filecollector/builder-config.yaml
+	@mkdir -p $(BIN)
+	cp _build/bench-file/otelcol-bench-file $(BENCH_FILE)
+
+# Jaeger v2 for row (e) of make bench: a tools module of its own (bench/jaeger/go.mod), so its
+# dependencies never enter the distribution's go.mod; go's build cache makes rebuilds quick.
+$(JAEGER): bench/jaeger/go.mod bench/jaeger/go.sum
+	@mkdir -p $(BIN)
+	cd bench/jaeger && $(GO) build -o $(abspath $(JAEGER)) github.com/jaegertracing/jaeger/cmd/jaeger
 
 # Precision and recall of agent_redaction's PII detectors on the corpus pii/ records (presidio),
 # per entity type; exits non-zero below the targets (recall 0.98, precision 0.95).

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/otlpclient"
 )
 
 // importOptions are the flags of `runagain import`.
@@ -57,7 +57,7 @@ Formats, in detection order: ` + formatNames() + `.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("insecure") {
-				o.insecure = importer.IsLoopback(o.endpoint)
+				o.insecure = otlpclient.IsLoopback(o.endpoint)
 			}
 			o.waitSet = cmd.Flags().Changed("wait")
 			return runImport(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
@@ -70,8 +70,8 @@ Formats, in detection order: ` + formatNames() + `.`,
 	}
 	f.StringVar(&o.endpoint, "endpoint", endpoint, "OTLP gRPC endpoint host:port, https:// prefix for TLS (env RUNAGAIN_ENDPOINT)")
 	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
-	f.DurationVar(&o.timeout, "timeout", importer.DefaultTimeout, "timeout of each export request")
-	f.IntVar(&o.maxRequestBytes, "max-request-bytes", importer.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
+	f.DurationVar(&o.timeout, "timeout", otlpclient.DefaultTimeout, "timeout of each export request")
+	f.IntVar(&o.maxRequestBytes, "max-request-bytes", otlpclient.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
 	f.DurationVar(&o.wait, "wait", defaultImportWait, "after sending, wait up to this long until every imported run is readable with all its spans in the store (--data-dir); 0 returns at once. Given explicitly, a run not readable in time is an error; by default a warning, and there is no wait when no local store exists")
 	return cmd
 }
@@ -84,12 +84,11 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	conn, err := importer.Dial(o.endpoint, o.insecure)
+	sender, err := otlpclient.Dial(o.endpoint, otlpclient.Options{Insecure: o.insecure, MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout})
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	sender := &importer.Sender{Client: ptraceotlp.NewGRPCClient(conn), MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout}
+	defer sender.Close()
 
 	var failed []error
 	var sent []sentRun
@@ -100,7 +99,7 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, fil
 			continue
 		}
 		spans, traces := res.SpanCount(), res.TraceCount()
-		st, err := sender.Send(ctx, res.Traces)
+		st, err := sender.SendTraces(ctx, res.Traces)
 		for _, w := range st.Warnings {
 			fmt.Fprintf(errOut, "runagain import: %s: collector warning: %s\n", file, w)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/runagain/runagain/internal/corpus"
 	"github.com/runagain/runagain/internal/importer"
-	"github.com/runagain/runagain/internal/importer/otlptest"
+	"github.com/runagain/runagain/internal/otlpclient/otlptest"
 )
 
 func fixture(name string) string {

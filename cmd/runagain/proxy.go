@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	fx "github.com/runagain/runagain/internal/fixture"
-	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/otlpclient"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/redact"
 )
@@ -52,9 +52,9 @@ func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
 
 // config builds the proxy configuration (routes, redactor, CA, OTLP sink) and opens the --listen
 // listener, whose addresses it puts in SelfHosts. On error nothing stays open.
-func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *proxy.OTLPSink, net.Listener, string, error) {
+func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *otlpclient.Client, net.Listener, string, error) {
 	if !cmd.Flags().Changed("insecure") {
-		o.insecure = importer.IsLoopback(o.endpoint)
+		o.insecure = otlpclient.IsLoopback(o.endpoint)
 	}
 	routes, err := proxy.NewRoutes(o.routes)
 	if err != nil {
@@ -80,7 +80,7 @@ func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Con
 		}
 		cfg.CA, caPath = ca, p
 	}
-	sink, err := proxy.DialOTLP(o.endpoint, o.insecure)
+	sink, err := otlpclient.Dial(o.endpoint, otlpclient.Options{Insecure: o.insecure})
 	if err != nil {
 		return proxy.Config{}, nil, nil, "", fmt.Errorf("--endpoint %s: %w", o.endpoint, err)
 	}

@@ -60,7 +60,7 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 	}
 	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
 	cmd.Flags().BoolVar(&realtime, "realtime", false, "pace SSE chunks with their recorded timing")
-	cmd.Flags().StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching, e.g. metadata.request_id or messages[*].id (repeatable)")
+	cmd.Flags().StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching, e.g. metadata.request_id or messages[*].id, or an RFC 9535 query such as $..request_id (repeatable)")
 	cmd.Flags().StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
 	return cmd

@@ -32,7 +32,8 @@ func newRerunCmd() *cobra.Command {
 		Short: "Run a command again against a run's recordings with one thing changed, recorded as a new run",
 		Long: `rerun runs COMMAND through the replay proxy with the recorded exchanges of RUN, changing what
 --set says in every outgoing LLM request body (JSON path on the known LLM routes: --set
-model=gpt-4.1, --set temperature=0, --set 'messages[0].content=@prompt.txt'; VALUE is JSON when it
+model=gpt-4.1, --set temperature=0, --set 'messages[0].content=@prompt.txt', or an RFC 9535
+query naming one value, --set '$.messages[-1].content=hi'; VALUE is JSON when it
 parses as JSON, else a string; @FILE is the file's text). A change made in the agent's own code
 or prompt files needs no --set.
 

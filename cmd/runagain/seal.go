@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	fx "github.com/runagain/runagain/internal/fixture"
@@ -18,7 +17,7 @@ import (
 // Sealed originals (issue 19): the collector's agent_redaction keeps, when seal_originals is
 // on, the original of every value it redacts, encrypted with its session's data key in
 // <data dir>/keys (internal/seal). replay unseals the recorded exchanges it serves; delete
-// --session destroys a session's key.
+// --session destroys a session's key (delete.go).
 
 // keysDir is where the session keys are: $RUNAGAIN_SEAL_KEY_DIR, else <data dir>/keys (what
 // config/default.yaml gives agent_redaction's seal_originals.key_dir).
@@ -73,46 +72,4 @@ func unsealForReplay(ctx context.Context, td ptrace.Traces, errOut io.Writer) er
 			len(rep.Differs), values, strings.Join(parts, "; "))
 	}
 	return nil
-}
-
-func init() {
-	var session string
-	cmd := &cobra.Command{
-		Use:   "delete --session ID",
-		Short: "Erase a session's sealed originals by destroying its data key (crypto-shredding)",
-		Long: `delete --session destroys the data key with which agent_redaction sealed the originals of the
-values it redacted in that session (seal_originals). Every sealed copy of them, in the hot tier,
-in exports, packs or backups, can no longer be opened: replay then serves the redacted bytes and
-says that the originals were erased. A run without gen_ai.conversation.id or session.id is its own
-session: give its trace id. The redacted spans themselves stay until retention removes them.
-
-The keys are in $RUNAGAIN_SEAL_KEY_DIR, else <data dir>/keys.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if session == "" {
-				return fmt.Errorf("--session: required")
-			}
-			dir := keysDir()
-			if !seal.Exists(dir) {
-				return fmt.Errorf("no session keys in %s: sealing was never enabled there (agent_redaction seal_originals)", dir)
-			}
-			keys, err := seal.OpenKeys(contextOf(cmd), dir, os.Getenv("RUNAGAIN_SEAL_KEEPER_URL"))
-			if err != nil {
-				return err
-			}
-			defer keys.Close()
-			ok, err := keys.Destroy(session)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				fmt.Fprintf(cmd.OutOrStdout(), "session %s: no key (nothing was sealed for it, or it was deleted before)\n", session)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s: data key destroyed; its sealed originals can no longer be opened\n", session)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
-	rootCmd.AddCommand(cmd)
 }

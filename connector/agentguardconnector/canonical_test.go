@@ -112,3 +112,49 @@ func TestCanonicalJSONProperty(t *testing.T) {
 		require.Equal(t, v, back)
 	}
 }
+
+// TestCanonicalJSONRFC8785: what the RFC 8785 form adds to the old one (whitespace and member
+// order only): equal strings escaped differently and equal floats written differently are one
+// form; integers keep their digits (ids above 2^53 stay distinct).
+func TestCanonicalJSONRFC8785(t *testing.T) {
+	for _, p := range [][2]string{
+		{`{"q":"\u0041\/b"}`, `{"q":"A/b"}`},
+		{`{"t":1.50,"u":1e2}`, `{"u":100,"t":1.5}`},
+	} {
+		a, ok1 := canonicalJSON(nil, p[0])
+		b, ok2 := canonicalJSON(nil, p[1])
+		require.True(t, ok1 && ok2)
+		assert.Equal(t, string(a), string(b))
+	}
+	a, _ := canonicalJSON(nil, `{"id":12345678901234567890}`)
+	b, _ := canonicalJSON(nil, `{"id":12345678901234567891}`)
+	assert.NotEqual(t, string(a), string(b))
+}
+
+// BenchmarkCanonicalJSON compares, in one run, the jsonkit (jsontext) canonical form with the
+// hand-written one it replaced, on tool-call arguments of a few hundred bytes.
+//
+//	go test -run '^$' -bench CanonicalJSON -benchmem ./connector/agentguardconnector/
+func BenchmarkCanonicalJSON(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var args []string
+	for range 64 {
+		args = append(args, randomJSON(r, map[string]any{"query": "weather in Paris", "opts": randomValue(r, 1), "limit": 10.0}))
+	}
+	for _, tc := range []struct {
+		name string
+		f    func([]byte, string) ([]byte, bool)
+	}{{"legacy", legacyCanonicalJSON}, {"jsonkit", canonicalJSON}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var buf []byte
+			i := 0
+			for b.Loop() {
+				var ok bool
+				if buf, ok = tc.f(buf[:0], args[i%len(args)]); !ok {
+					b.Fatal("not canonicalised")
+				}
+				i++
+			}
+		})
+	}
+}

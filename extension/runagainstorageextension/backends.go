@@ -40,6 +40,8 @@ type openOptions struct {
 	now    func() time.Time
 	every  time.Duration
 	pinned func() PinnedFunc
+	// payloadURL is the payload bucket the hot tier's retention sweeps ("" for none).
+	payloadURL string
 }
 
 // hot tier on SQLite: full spans and logs.
@@ -66,8 +68,9 @@ func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := cfg.SQLite.Get().Path
 	return &opened{backend: &hotSQLite{logger: o.logger, db: db}, close: db.Close,
-		janitor: newJanitor(o, "hot", cfg.Retention, db.ExpireExcept)}, nil
+		janitor: newJanitor(o, "hot", cfg.Retention, hotSQLiteExpire(db, path, o, cfg.Retention))}, nil
 }
 
 // warm tier.

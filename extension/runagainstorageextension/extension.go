@@ -71,6 +71,9 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 	if o.every <= 0 {
 		o.every = DefaultJanitorInterval
 	}
+	if s.cfg.Payloads.HasValue() {
+		o.payloadURL = s.cfg.Payloads.Get().URL
+	}
 	locks, err := lockDirs(s.cfg.localDataDirs())
 	if err != nil {
 		return fmt.Errorf("runagain_storage: %w", err)
@@ -89,6 +92,15 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 			return fail(store.TierHot, err)
 		}
 		tiers[store.TierHot] = t
+	}
+	if s.cfg.Hot.HasValue() {
+		t, err := openPayloadJanitor(s.cfg.Hot.Get(), o)
+		if err != nil {
+			return fail(tierPayloads, err)
+		}
+		if t != nil {
+			tiers[tierPayloads] = t
+		}
 	}
 	if s.cfg.Warm.HasValue() {
 		t, err := openWarm(s.cfg.Warm.Get(), o)
@@ -112,6 +124,9 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 	s.tiers, s.locks, s.started = tiers, locks, true
 	return nil
 }
+
+// tierPayloads names the payload janitor of a hot tier on ClickHouse among the opened tiers.
+const tierPayloads = "payloads"
 
 // Shutdown stops the janitors and closes the backends.
 func (s *Storage) Shutdown(context.Context) error {
@@ -187,7 +202,7 @@ func (s *Storage) Backend(tier string) (Backend, error) {
 		return nil, errors.New("runagain_storage: not started")
 	}
 	t, ok := s.tiers[tier]
-	if !ok {
+	if !ok || t.backend == nil {
 		return nil, fmt.Errorf("runagain_storage: no %s tier with a runagain backend configured", tier)
 	}
 	return t.backend, nil
@@ -213,8 +228,8 @@ func (s *Storage) pinnedFunc() PinnedFunc {
 func (s *Storage) RunJanitors(ctx context.Context) (int64, error) {
 	s.mu.Lock()
 	var js []*janitor
-	for _, t := range s.tiers {
-		if t.janitor != nil {
+	for _, name := range []string{store.TierHot, store.TierWarm, store.TierCold, tierPayloads} { // payloads after the hot rows
+		if t := s.tiers[name]; t != nil && t.janitor != nil {
 			js = append(js, t.janitor)
 		}
 	}

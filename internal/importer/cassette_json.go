@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/har"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
@@ -23,7 +25,8 @@ import (
 // Content-Type gets "application/json" (what nock replies with for an object).
 type Nock struct{}
 
-// HAR reads HTTP Archive 1.2 files ({"log": {"entries": [...]}}, e.g. Polly.JS recordings):
+// HAR reads HTTP Archive 1.2 files ({"log": {"entries": [...]}}, e.g. Polly.JS recordings) with
+// the HAR types of github.com/chromedp/cdproto/har:
 // request method, url, headers and postData.text; response status, headers and content.text
 // (base64 when content.encoding is "base64"), content.mimeType as Content-Type when no header
 // gives one; startedDateTime and time (ms) give the span times; HTTP/2 pseudo-headers are left out.
@@ -230,34 +233,25 @@ func (HAR) Detect(s *Sniff) bool {
 	return ok
 }
 
-type harHeader struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+// harEntry is a HAR 1.2 entry (the types of github.com/chromedp/cdproto/har, generated from the
+// HAR schema of the Chrome DevTools protocol) with two fields read differently: time stays
+// absent when the file has none (no end time, rather than a zero duration), and
+// request.postData.encoding, which HAR 1.2 does not define but recorders write for a binary
+// request body, is read like response.content.encoding.
+type harEntry struct {
+	har.Entry
+	Time    *float64    `json:"time"`
+	Request *harRequest `json:"request"`
 }
 
-type harEntry struct {
-	StartedDateTime string   `json:"startedDateTime"`
-	Time            *float64 `json:"time"`
-	Order           *int     `json:"_order"`
-	Request         struct {
-		Method      string      `json:"method"`
-		URL         string      `json:"url"`
-		HTTPVersion string      `json:"httpVersion"`
-		Headers     []harHeader `json:"headers"`
-		PostData    *struct {
-			Text     string `json:"text"`
-			Encoding string `json:"encoding"`
-		} `json:"postData"`
-	} `json:"request"`
-	Response struct {
-		Status  int         `json:"status"`
-		Headers []harHeader `json:"headers"`
-		Content struct {
-			Text     string `json:"text"`
-			Encoding string `json:"encoding"`
-			MimeType string `json:"mimeType"`
-		} `json:"content"`
-	} `json:"response"`
+type harRequest struct {
+	har.Request
+	PostData *harPostData `json:"postData"`
+}
+
+type harPostData struct {
+	har.PostData
+	Encoding string `json:"encoding"`
 }
 
 // Parse implements Format.
@@ -275,30 +269,42 @@ func (HAR) Parse(data []byte) (ptrace.Traces, error) {
 		off := int64(bytes.Index(data, r))
 		var e harEntry
 		if err := json.Unmarshal(r, &e); err != nil {
+			var b64 base64.CorruptInputError
+			if errors.As(err, &b64) { // har.Content decodes base64 text itself
+				return ptrace.Traces{}, errorAt(data, off, err, "har log.entries[%d].response.content.text: invalid base64: %v", i, b64)
+			}
 			return ptrace.Traces{}, errorAt(data, off, err, "har log.entries[%d]: %v", i, err)
 		}
-		if e.Request.Method == "" || e.Request.URL == "" {
+		req, resp := e.Request, e.Response
+		if req == nil || req.Method == "" || req.URL == "" {
 			return ptrace.Traces{}, errorAt(data, off, nil, "har log.entries[%d].request: method and url are required", i)
 		}
-		ex := &fixture.Exchange{Method: e.Request.Method, URL: e.Request.URL, Status: e.Response.Status,
+		if resp == nil {
+			resp = &har.Response{}
+		}
+		ex := &fixture.Exchange{Method: req.Method, URL: req.URL, Status: int(resp.Status),
 			RequestHeader: http.Header{}, ResponseHeader: http.Header{}}
-		if v := strings.TrimPrefix(strings.ToUpper(e.Request.HTTPVersion), "HTTP/"); v != "" && v != e.Request.HTTPVersion {
+		if v := strings.TrimPrefix(strings.ToUpper(req.HTTPVersion), "HTTP/"); v != "" && v != req.HTTPVersion {
 			ex.Protocol = strings.TrimSuffix(v, ".0")
 		}
-		for _, h := range e.Request.Headers {
-			if !strings.HasPrefix(h.Name, ":") {
+		for _, h := range req.Headers {
+			if h != nil && !strings.HasPrefix(h.Name, ":") {
 				headerAdd(ex.RequestHeader, h.Name, h.Value)
 			}
 		}
-		for _, h := range e.Response.Headers {
-			if !strings.HasPrefix(h.Name, ":") {
+		for _, h := range resp.Headers {
+			if h != nil && !strings.HasPrefix(h.Name, ":") {
 				headerAdd(ex.ResponseHeader, h.Name, h.Value)
 			}
 		}
-		if ex.ResponseHeader.Get("Content-Type") == "" && e.Response.Content.MimeType != "" {
-			ex.ResponseHeader.Set("Content-Type", e.Response.Content.MimeType)
+		content := resp.Content
+		if content == nil {
+			content = &har.Content{}
 		}
-		if pd := e.Request.PostData; pd != nil {
+		if ex.ResponseHeader.Get("Content-Type") == "" && content.MimeType != "" {
+			ex.ResponseHeader.Set("Content-Type", content.MimeType)
+		}
+		if pd := req.PostData; pd != nil {
 			ex.RequestBody = []byte(pd.Text)
 			if pd.Encoding == "base64" {
 				b, err := base64.StdEncoding.DecodeString(pd.Text)
@@ -308,14 +314,7 @@ func (HAR) Parse(data []byte) (ptrace.Traces, error) {
 				ex.RequestBody = b
 			}
 		}
-		ex.ResponseBody = []byte(e.Response.Content.Text)
-		if e.Response.Content.Encoding == "base64" {
-			b, err := base64.StdEncoding.DecodeString(e.Response.Content.Text)
-			if err != nil {
-				return ptrace.Traces{}, errorAt(data, off, err, "har log.entries[%d].response.content.text: invalid base64: %v", i, err)
-			}
-			ex.ResponseBody = b
-		}
+		ex.ResponseBody = content.Text // base64 already decoded (content.encoding)
 		if ex.Status == 0 {
 			return ptrace.Traces{}, errorAt(data, off, nil, "har log.entries[%d].response.status: missing", i)
 		}

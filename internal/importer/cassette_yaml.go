@@ -1,21 +1,19 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/pyjson"
 )
 
 // VCRPy reads VCR.py YAML cassettes ("interactions: - request: {method, uri, headers, body}
@@ -223,7 +221,7 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		if pb := ymGet(req, "parsed_body"); pb != nil && !isNullNode(pb) {
 			source = "vcrpy-pydantic"
-			ex.RequestBody = pyJSONDumps(pb)
+			ex.RequestBody = pyjson.Dumps(pb)
 		} else if ex.RequestBody, err = vcrBody(ymGet(req, "body"), what+".request.body"); err != nil {
 			return ptrace.Traces{}, err
 		}
@@ -249,7 +247,7 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		if pb := ymGet(resp, "parsed_body"); pb != nil && !isNullNode(pb) {
 			source = "vcrpy-pydantic"
-			ex.ResponseBody = pyJSONDumps(pb)
+			ex.ResponseBody = pyjson.Dumps(pb)
 		} else if c := ymGet(resp, "content"); c != nil && ymGet(resp, "body") == nil {
 			if ex.ResponseBody, err = ymBytes(c, what+".response.content"); err != nil {
 				return ptrace.Traces{}, err
@@ -292,7 +290,7 @@ func vcrBody(n *yaml.Node, what string) ([]byte, error) {
 			return ymBytes(s, what+".string")
 		}
 		if pb := ymGet(n, "parsed_body"); pb != nil {
-			return pyJSONDumps(pb), nil
+			return pyjson.Dumps(pb), nil
 		}
 		return nil, nil
 	}
@@ -377,190 +375,4 @@ func (GoVCR) Parse(data []byte) (ptrace.Traces, error) {
 		exs = append(exs, ex)
 	}
 	return cassetteTraces("go-vcr", data, exs), nil
-}
-
-// PyYAML 1.1 plain-scalar resolution (the loader pydantic-ai's deserializer uses).
-var (
-	rePyFloat = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
-	rePyInt   = regexp.MustCompile(`^[-+]?(?:0|[1-9][0-9_]*)$`)
-)
-
-// pyJSONDumps encodes a YAML node as Python's json.dumps(yaml.safe_load(...)) would:
-// separators ", " and ": ", ensure_ascii, floats in repr form, keys in document order.
-func pyJSONDumps(n *yaml.Node) []byte {
-	var b bytes.Buffer
-	pyDump(&b, n, 0)
-	return b.Bytes()
-}
-
-func pyDump(b *bytes.Buffer, n *yaml.Node, depth int) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil && depth < 64 {
-		n = n.Alias
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) > 0 {
-			pyDump(b, n.Content[0], depth+1)
-			return
-		}
-		b.WriteString("null")
-	case yaml.MappingNode:
-		b.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyString(b, pyKey(n.Content[i]))
-			b.WriteString(": ")
-			pyDump(b, n.Content[i+1], depth+1)
-		}
-		b.WriteByte('}')
-	case yaml.SequenceNode:
-		b.WriteByte('[')
-		for i, e := range n.Content {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyDump(b, e, depth+1)
-		}
-		b.WriteByte(']')
-	default:
-		pyScalar(b, n)
-	}
-}
-
-// pyKey is the string json.dumps writes for a mapping key.
-func pyKey(n *yaml.Node) string {
-	if n.Kind != yaml.ScalarNode || n.Style != 0 {
-		return n.Value
-	}
-	var b bytes.Buffer
-	pyScalar(&b, n)
-	s := b.String()
-	if strings.HasPrefix(s, `"`) {
-		return n.Value
-	}
-	return s
-}
-
-func pyScalar(b *bytes.Buffer, n *yaml.Node) {
-	v := n.Value
-	if n.Tag == "!!binary" {
-		raw, _ := ymBytes(n, "")
-		pyString(b, string(raw))
-		return
-	}
-	if n.Style != 0 { // quoted, literal, folded or explicitly tagged: a string
-
-		pyString(b, v)
-		return
-	}
-	switch {
-	case v == "" || v == "~" || v == "null" || v == "Null" || v == "NULL":
-		b.WriteString("null")
-	case v == "true" || v == "True" || v == "TRUE" || v == "yes" || v == "Yes" || v == "YES" || v == "on" || v == "On" || v == "ON":
-		b.WriteString("true")
-	case v == "false" || v == "False" || v == "FALSE" || v == "no" || v == "No" || v == "NO" || v == "off" || v == "Off" || v == "OFF":
-		b.WriteString("false")
-	case rePyInt.MatchString(v):
-		s := strings.ReplaceAll(v, "_", "")
-		s = strings.TrimPrefix(s, "+")
-		b.WriteString(s)
-	case rePyFloat.MatchString(v):
-		lv := strings.ToLower(v)
-		switch {
-		case strings.HasSuffix(lv, ".inf"):
-			if strings.HasPrefix(lv, "-") {
-				b.WriteString("-Infinity")
-			} else {
-				b.WriteString("Infinity")
-			}
-		case lv == ".nan":
-			b.WriteString("NaN")
-		default:
-			f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
-			if err != nil {
-				pyString(b, v)
-				return
-			}
-			b.WriteString(pyFloatRepr(f))
-		}
-	default:
-		pyString(b, v)
-	}
-}
-
-// pyFloatRepr formats f as Python's repr(float): the shortest round-tripping digits, fixed
-// notation for decimal exponents -4 <= e < 16 (always with a fractional part), else d.ddde±XX.
-func pyFloatRepr(f float64) string {
-	if math.IsInf(f, 1) {
-		return "Infinity"
-	}
-	if math.IsInf(f, -1) {
-		return "-Infinity"
-	}
-	if math.IsNaN(f) {
-		return "NaN"
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // e.g. -1.2345e+06
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	mant, expS, _ := strings.Cut(s, "e")
-	exp, _ := strconv.Atoi(expS)
-	digits := strings.Replace(mant, ".", "", 1)
-	var out string
-	if exp >= -4 && exp < 16 {
-		if exp >= 0 {
-			if len(digits) <= exp+1 {
-				out = digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-			} else {
-				out = digits[:exp+1] + "." + digits[exp+1:]
-			}
-		} else {
-			out = "0." + strings.Repeat("0", -exp-1) + digits
-		}
-	} else {
-		sign := "+"
-		if exp < 0 {
-			sign, exp = "-", -exp
-		}
-		out = fmt.Sprintf("%se%s%02d", mant, sign, exp)
-	}
-	if neg {
-		out = "-" + out
-	}
-	return out
-}
-
-// pyString writes s as a JSON string with ensure_ascii (every byte outside space..~ escaped).
-func pyString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if r >= 0x20 && r <= 0x7e {
-				b.WriteRune(r)
-			} else if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
-			} else {
-				fmt.Fprintf(b, `\u%04x`, r)
-			}
-		}
-	}
-	b.WriteByte('"')
 }

@@ -341,17 +341,6 @@ func TestRegistryAddsFormat(t *testing.T) {
 	r.Register(fakeFormat{})
 }
 
-func TestIsLoopback(t *testing.T) {
-	for ep, want := range map[string]bool{
-		"127.0.0.1:4317": true, "localhost:4317": true, "[::1]:4317": true, "http://127.0.0.2:4317": true,
-		"collector.example.com:4317": false, "10.0.0.1:4317": false, "https://otel.example.com:443": false,
-	} {
-		if got := IsLoopback(ep); got != want {
-			t.Errorf("IsLoopback(%q) = %v", ep, got)
-		}
-	}
-}
-
 // TestLargeValuesWhole: multi-megabyte strings with escapes, in every format, come out whole.
 func TestLargeValuesWhole(t *testing.T) {
 	big := strings.Repeat("line \"quoted\"\n\tcafé 😀 <tag> \\ ", 100000) // ~3.1 MB

@@ -1,13 +1,14 @@
 package payloadref
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/runagain/runagain/internal/jsonkit"
 )
 
 // ManifestVersion is the version written in every Manifest.
@@ -40,87 +41,57 @@ type span struct{ start, end int }
 // jsonSegments cuts a JSON value at the boundaries of its elements: for a top-level array, each
 // element; for a top-level object, each member value, and each element of member values that are
 // arrays. It returns the element ranges in order (the bytes between them are separators), or
-// ok=false when data is not a JSON array or object (or not valid JSON).
+// ok=false when data is not a JSON array or object (or not valid JSON, as encoding/json judges
+// it). The ranges come from jsonkit's scanner (jsontext, offsets in data, nothing copied).
 func jsonSegments(data []byte) (elems []span, ok bool) {
-	i := skipWS(data, 0)
-	if i >= len(data) || (data[i] != '[' && data[i] != '{') {
+	sc := jsonkit.GetScanner(data)
+	defer jsonkit.PutScanner(sc)
+	top, err := sc.Next()
+	if err != nil || (top.Kind != '[' && top.Kind != '{') {
 		return nil, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	decodeRange := func() (span, error) {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return span{}, err
-		}
-		end := int(dec.InputOffset())
-		start := end - len(raw)
-		if start < 0 || !bytes.Equal(data[start:end], raw) {
-			return span{}, errors.New("offset mismatch")
-		}
-		return span{start, end}, nil
-	}
+	// arrayElems takes the elements of the array whose '[' was just read, and its ']'.
 	arrayElems := func() error {
-		if _, err := dec.Token(); err != nil { // '['
-			return err
-		}
-		for dec.More() {
-			s, err := decodeRange()
+		for sc.PeekKind() != ']' {
+			v, err := sc.Value()
 			if err != nil {
 				return err
 			}
-			elems = append(elems, s)
+			elems = append(elems, span{v.Start, v.End})
 		}
-		_, err := dec.Token() // ']'
+		_, err := sc.Next()
 		return err
 	}
-	var err error
-	if data[i] == '[' {
+	if top.Kind == '[' {
 		err = arrayElems()
 	} else {
-		if _, err = dec.Token(); err == nil { // '{'
-			for err == nil && dec.More() {
-				if _, err = dec.Token(); err != nil { // key
-					break
-				}
-				j := skipWS(data, int(dec.InputOffset()))
-				if j < len(data) && data[j] == ':' {
-					j = skipWS(data, j+1)
-				}
-				if j < len(data) && data[j] == '[' {
+		for err == nil && sc.PeekKind() != '}' {
+			if _, err = sc.Next(); err != nil { // member name
+				break
+			}
+			if sc.PeekKind() == '[' {
+				if _, err = sc.Next(); err == nil {
 					err = arrayElems()
-				} else {
-					var s span
-					if s, err = decodeRange(); err == nil {
-						elems = append(elems, s)
-					}
 				}
+				continue
 			}
-			if err == nil {
-				_, err = dec.Token() // '}'
+			var v jsonkit.Token
+			if v, err = sc.Value(); err == nil {
+				elems = append(elems, span{v.Start, v.End})
 			}
+		}
+		if err == nil {
+			_, err = sc.Next() // '}'
 		}
 	}
 	if err != nil {
 		return nil, false
 	}
-	// Anything after the value must be whitespace, else this is not one JSON value.
-	if _, err := dec.Token(); err != io.EOF {
+	// Anything after the value must be white space, else this is not one JSON value.
+	if _, err := sc.Next(); !errors.Is(err, io.EOF) {
 		return nil, false
 	}
 	return elems, true
-}
-
-func skipWS(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // node is a part list being built: either a literal run or a reference to a chunk or sub-manifest.

@@ -28,9 +28,13 @@ import (
 // a timestamp in a prompt) before matching.
 type Normalizer struct {
 	Redactor *redact.Redactor // nil: no redaction
-	// IgnoreBody are JSON paths removed from bodies before matching: "metadata.request_id",
-	// "messages[*].id" ([*] is every element; a path names a key of an object).
+	// IgnoreBody are JSON paths removed from bodies before matching (bodypath.go): in the short
+	// form "metadata.request_id", "messages[*].id" ([*] is every element; a short path removes
+	// object members only), or as RFC 9535 queries ("$..request_id"). A malformed path removes
+	// nothing; NewReplayer rejects it.
 	IgnoreBody []string
+	// ignore holds IgnoreBody parsed (NewReplayer); nil: parsed on each request.
+	ignore []bodyPath
 	// IgnoreQuery are query parameter names removed before matching.
 	IgnoreQuery []string
 }
@@ -89,14 +93,28 @@ func (n Normalizer) normalize(method string, u *url.URL, contentType string, bod
 		r.rpcID, r.json = id, rest // the client picks it anew every run (jsonrpc.go)
 	}
 	if r.json != nil {
-		for _, p := range n.IgnoreBody {
-			r.json = removePath(r.json, splitPath(p))
+		for _, p := range n.ignorePaths() {
+			r.json = p.remove(r.json)
 		}
 		if c, err := json.Marshal(r.json); err == nil { // maps marshal with sorted keys
 			r.bkey = "json:" + string(c)
 		}
 	}
 	return r
+}
+
+// ignorePaths returns IgnoreBody parsed, leaving out malformed paths.
+func (n Normalizer) ignorePaths() []bodyPath {
+	if n.ignore != nil || len(n.IgnoreBody) == 0 {
+		return n.ignore
+	}
+	var out []bodyPath
+	for _, p := range n.IgnoreBody {
+		if bp, err := parseBodyPath(p); err == nil {
+			out = append(out, bp)
+		}
+	}
+	return out
 }
 
 // formValue decodes a multipart or URL-encoded form body into a JSON-like value: multipart as
@@ -156,85 +174,6 @@ func formValue(contentType string, body []byte, rd *redact.Redactor) (any, bool)
 		return m, true
 	}
 	return nil, false
-}
-
-// splitPath splits "a.b[*].c" into ["a", "b", "[*]", "c"]; "[3]" selects one element.
-func splitPath(p string) []string {
-	var out []string
-	for _, seg := range strings.Split(p, ".") {
-		for seg != "" {
-			i := strings.IndexByte(seg, '[')
-			if i < 0 {
-				out = append(out, seg)
-				break
-			}
-			if i > 0 {
-				out = append(out, seg[:i])
-			}
-			j := strings.IndexByte(seg[i:], ']')
-			if j < 0 {
-				out = append(out, seg[i:])
-				break
-			}
-			out = append(out, seg[i:i+j+1])
-			seg = seg[i+j+1:]
-		}
-	}
-	return out
-}
-
-// checkPath reports why an IgnoreBody path cannot select anything: an empty segment ("a..b"),
-// or a bracket that is not "[*]" or "[N]".
-func checkPath(p string) error {
-	for _, seg := range strings.Split(p, ".") {
-		if seg == "" {
-			return errors.New("empty segment (paths are like metadata.request_id or messages[*].id)")
-		}
-	}
-	for _, seg := range splitPath(p) {
-		if !strings.HasPrefix(seg, "[") {
-			continue
-		}
-		idx, closed := strings.CutSuffix(seg[1:], "]")
-		if n, err := strconv.Atoi(idx); !closed || (idx != "*" && (err != nil || n < 0 || strconv.Itoa(n) != idx)) {
-			return fmt.Errorf("bad index %q (want [*] or [N])", seg)
-		}
-	}
-	return nil
-}
-
-// removePath deletes the value at path from v (in place where possible) and returns v.
-func removePath(v any, path []string) any {
-	if len(path) == 0 {
-		return v
-	}
-	seg := path[0]
-	switch x := v.(type) {
-	case map[string]any:
-		if strings.HasPrefix(seg, "[") {
-			return v
-		}
-		if len(path) == 1 {
-			delete(x, seg)
-			return x
-		}
-		if c, ok := x[seg]; ok {
-			x[seg] = removePath(c, path[1:])
-		}
-		return x
-	case []any:
-		if !strings.HasPrefix(seg, "[") || len(path) == 1 {
-			return v
-		}
-		idx := strings.Trim(seg, "[]")
-		for i := range x {
-			if idx == "*" || idx == strconv.Itoa(i) {
-				x[i] = removePath(x[i], path[1:])
-			}
-		}
-		return x
-	}
-	return v
 }
 
 // Difference is the first field in which a request differs from a recorded one.

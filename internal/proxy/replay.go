@@ -108,13 +108,16 @@ type ReplayOptions struct {
 // traceID is the run, used for divergence records. Exchanges are served in recorded order
 // (start time, then runagain.fixture.index) per match key.
 func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o ReplayOptions) (*Replayer, error) {
+	ignore := make([]bodyPath, 0, len(o.IgnoreBody))
 	for _, p := range o.IgnoreBody {
-		if err := checkPath(p); err != nil {
-			return nil, fmt.Errorf("ignored body field %q: %w", p, err)
+		bp, err := parseBodyPath(p)
+		if err != nil {
+			return nil, fmt.Errorf("--ignore-body-field %q: %w", p, err)
 		}
+		ignore = append(ignore, bp)
 	}
 	cfg.defaults()
-	r := &Replayer{cfg: cfg, norm: Normalizer{Redactor: cfg.Redactor, IgnoreBody: o.IgnoreBody, IgnoreQuery: o.IgnoreQuery}, traceID: traceID, queues: map[string][]*entry{},
+	r := &Replayer{cfg: cfg, norm: Normalizer{Redactor: cfg.Redactor, IgnoreBody: o.IgnoreBody, IgnoreQuery: o.IgnoreQuery, ignore: ignore}, traceID: traceID, queues: map[string][]*entry{},
 		allow: map[string]bool{}, realtime: o.Realtime}
 	for _, h := range o.AllowHosts {
 		r.allow[strings.ToLower(h)] = true

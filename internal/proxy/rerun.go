@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	jsonspec "github.com/theory/jsonpath/spec"
+
 	"github.com/elazarl/goproxy"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -43,36 +45,29 @@ var DefaultLLMRoutes = []string{"openai", "anthropic", "gemini", "mistral", "gro
 // replaced with Value.
 type Edit struct {
 	Spec  string // as given: "model=gpt-4.1"
-	Path  string // "messages[0].content"
+	Path  string // "messages[0].content" or "$.messages[0].content"
 	Value []byte // raw JSON
-	sjson string // Path in gjson/sjson syntax
+	path  bodyPath
 }
 
 // ParseEdit parses PATH=VALUE. VALUE is JSON when it parses as JSON (0, true, {"a":1},
 // "quoted"), else the text as a JSON string (gpt-4.1); @FILE is FILE's content as a string.
-// PATH: keys separated by ".", array elements as [N] (messages[0].content).
+// PATH names one value (bodypath.go): keys separated by ".", array elements as [N]
+// (messages[0].content), or an RFC 9535 singular query ($.messages[-1].content).
 func ParseEdit(spec string) (Edit, error) {
 	path, val, ok := strings.Cut(spec, "=")
 	path = strings.TrimSpace(path)
 	if !ok || path == "" {
 		return Edit{}, fmt.Errorf("--set %q: want PATH=VALUE, e.g. model=gpt-4.1 or messages[0].content=@prompt.txt", spec)
 	}
-	if err := checkPath(path); err != nil {
+	bp, err := parseBodyPath(path)
+	if err != nil {
 		return Edit{}, fmt.Errorf("--set %q: path %s: %w", spec, path, err)
 	}
-	var comps []string
-	for _, seg := range splitPath(path) {
-		if strings.HasPrefix(seg, "[") {
-			idx := strings.Trim(seg, "[]")
-			if idx == "*" {
-				return Edit{}, fmt.Errorf("--set %q: path %s: [*] is not supported, name one element ([N])", spec, path)
-			}
-			comps = append(comps, idx)
-			continue
-		}
-		comps = append(comps, gjson.Escape(seg))
+	if !bp.singular() {
+		return Edit{}, fmt.Errorf("--set %q: path %s names more than one value ([*], a filter, a slice or ..): name one element ([N])", spec, path)
 	}
-	e := Edit{Spec: spec, Path: path, sjson: strings.Join(comps, ".")}
+	e := Edit{Spec: spec, Path: path, path: bp}
 	switch {
 	case strings.HasPrefix(val, "@"):
 		b, err := os.ReadFile(val[1:])
@@ -88,36 +83,30 @@ func ParseEdit(spec string) (Edit, error) {
 	return e, nil
 }
 
-// exists reports whether the edit's path names a value in body (a JSON document). A [N]
-// segment must index an array.
+// exists reports whether the edit's path names a value in body (a JSON document): a key in an
+// object, an index in an array.
 func (e Edit) exists(body []byte) bool {
-	if !gjson.GetBytes(body, e.sjson).Exists() {
-		return false
-	}
-	// gjson reads "0" as an index or a key: [N] must meet an array, a key an object.
-	prefix := []string{}
-	for _, seg := range splitPath(e.Path) {
-		parent := gjson.ParseBytes(body)
-		if len(prefix) > 0 {
-			parent = gjson.GetBytes(body, strings.Join(prefix, "."))
-		}
-		if strings.HasPrefix(seg, "[") {
-			if !parent.IsArray() {
-				return false
-			}
-			prefix = append(prefix, strings.Trim(seg, "[]"))
-			continue
-		}
-		if !parent.IsObject() {
-			return false
-		}
-		prefix = append(prefix, gjson.Escape(seg))
-	}
-	return true
+	_, ok := e.path.locate(body)
+	return ok
 }
 
+// apply replaces the value at the edit's path in body, keeping the rest of the bytes as they
+// are (sjson, at the value's normalized path).
 func (e Edit) apply(body []byte) ([]byte, error) {
-	return sjson.SetRawBytes(body, e.sjson, e.Value)
+	np, ok := e.path.locate(body)
+	if !ok {
+		return nil, fmt.Errorf("no value at %s", e.Path)
+	}
+	comps := make([]string, 0, len(np))
+	for _, sel := range np {
+		switch s := sel.(type) {
+		case jsonspec.Name:
+			comps = append(comps, gjson.Escape(string(s)))
+		case jsonspec.Index:
+			comps = append(comps, strconv.Itoa(int(s)))
+		}
+	}
+	return sjson.SetRawBytes(body, strings.Join(comps, "."), e.Value)
 }
 
 // RerunOptions configure the rerun mode of a Replayer.

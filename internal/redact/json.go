@@ -2,9 +2,17 @@ package redact
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/coregx/ahocorasick"
+
+	"github.com/runagain/runagain/internal/jsonkit"
 )
 
 // maxJSONDepth bounds how many times a JSON document held in a JSON string leaf is itself
@@ -34,6 +42,13 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 	return out, fs
 }
 
+// keyApplies reports whether values under key may be credential findings (keyFinding's test on
+// the key alone, so that the value is decoded only when it may be one).
+func (r *Redactor) keyApplies(key string) bool {
+	name, _, ok := sensitiveKey(key)
+	return ok && r.keyRuleOn[name]
+}
+
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)
 	if !ok || !r.keyRuleOn[name] || v == "" {
@@ -47,24 +62,66 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	return Finding{Rule: name, Category: ru.cat, Action: ru.action, Start: 0, End: len(v)}, true
 }
 
+// walker is the per-call state of RedactJSON, pooled so that a value with nothing to redact
+// allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
+// walked (outer documents first), and one unescape buffer per level of JSON held in a string.
+type walker struct {
+	edits  []edit
+	hot    []hotRange
+	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs []ahocorasick.Match
+	escs   []int
+	dec    [maxJSONDepth + 1][]byte
+	lower  []byte
+}
+
+var walkerPool = sync.Pool{New: func() any { return new(walker) }}
+
+func (w *walker) release() {
+	clear(w.edits) // drop the replacement strings
+	w.edits, w.hot, w.ms = w.edits[:0], w.hot[:0], w.ms[:0]
+	if cap(w.lower) > 1<<20 {
+		w.lower = nil // do not pin a huge buffer
+	}
+	for i := range w.dec {
+		if cap(w.dec[i]) > 1<<20 {
+			w.dec[i] = nil
+		}
+	}
+	walkerPool.Put(w)
+}
+
 // RedactJSON walks s as a JSON document: every object key and string leaf is examined (string
 // leaves under credential keys as a whole, string leaves holding JSON recursively), and only the
 // bytes of found values are replaced, at their offsets; all other bytes of s stay as they were, so
 // valid JSON stays valid. ok is false, and s is returned unchanged, when s is not an object or
 // array in valid JSON.
+//
+// The walk streams the tokens of jsonkit (jsontext), building no tree and copying no string.
+// Before it, a prefilter over the raw bytes (prefilter) marks where any rule could trigger; a
+// string leaf outside those ranges, not under a credential key and not holding JSON, is not
+// decoded or scanned at all. A value with nothing to redact allocates nothing.
 func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
-	if !LooksJSON(s) || !validJSON(s) {
+	if !LooksJSON(s) {
 		return s, nil, false
 	}
-	edits := r.jsonEdits(s, 0)
-	if len(edits) == 0 {
+	w := walkerPool.Get().(*walker)
+	defer w.release()
+	if !r.jsonEdits(w, s, 0) {
+		return s, nil, false
+	}
+	if len(w.edits) == 0 {
 		return s, nil, true
 	}
+	n := len(s)
+	for _, e := range w.edits {
+		n += len(e.repl) - (e.end - e.start)
+	}
 	var sb strings.Builder
-	sb.Grow(len(s))
+	sb.Grow(n)
 	prev := 0
-	fs = make([]Finding, len(edits))
-	for i, e := range edits {
+	fs = make([]Finding, len(w.edits))
+	for i, e := range w.edits {
 		sb.WriteString(s[prev:e.start])
 		sb.WriteString(e.repl)
 		prev = e.end
@@ -74,143 +131,213 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	return sb.String(), fs, true
 }
 
-// jsonEdits returns the edits for valid JSON s, sorted and non-overlapping, with spans in s.
-func (r *Redactor) jsonEdits(s string, depth int) []edit {
-	var edits []edit
+// jsonEdits appends to w.edits the edits for the JSON document s, sorted and non-overlapping,
+// with spans in s. It returns false, with w.edits as it found them, when s is not valid JSON.
+func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
+	editsMark, hotMark, msMark := len(w.edits), len(w.hot), len(w.ms)
+	defer func() { w.hot, w.ms = w.hot[:hotMark], w.ms[:msMark] }()
+	all := r.prefilter(w, s)
+	hot, hotEnd := hotMark, len(w.hot)
+	mk, msEnd := msMark, len(w.ms)
+	sc := jsonkit.GetScannerString(s)
+	defer jsonkit.PutScanner(sc)
 	var lastKey string
-	var prevSig byte
-	n := len(s)
-	for i := 0; i < n; i++ {
-		c := s[i]
-		if c != '"' {
-			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				prevSig = c
-			}
+	for {
+		tk, err := sc.Next()
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			w.edits = w.edits[:editsMark]
+			return false
+		}
+		if tk.Kind != '"' {
 			continue
 		}
-		cs := i + 1
-		j := cs
-		esc := false
-		for j < n && s[j] != '"' {
-			if s[j] == '\\' {
-				esc = true
-				j++
+		cs, ce := tk.Start+1, tk.End-1
+		raw := s[cs:ce]
+		esc := strings.IndexByte(raw, '\\') >= 0
+		if tk.Name {
+			lastKey = raw
+			if esc {
+				lastKey = string(appendUnescaped(nil, raw)) // rare: an escaped key
 			}
-			j++
 		}
-		if j > n {
-			j = n
-		}
-		raw := s[cs:j]
-		i = j // closing quote
-		k := j + 1
-		for k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r') {
-			k++
-		}
-		isKey := k < n && s[k] == ':'
-		dec, offs := raw, []int(nil)
-		if esc {
-			dec, offs = decodeJSONString(raw)
-		}
-		mapOff := func(d int) int {
-			if offs == nil {
-				return cs + d
-			}
-			return cs + offs[d]
-		}
-		if !isKey && prevSig == ':' {
+		if tk.Member && r.keyApplies(lastKey) {
+			dec := w.unescape(depth, raw, esc)
 			if f, ok := r.keyFinding(lastKey, dec); ok {
-				f.Start, f.End = cs, j
-				edits = append(edits, edit{start: cs, end: j, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
-				prevSig = '"'
+				f.Start, f.End = cs, ce
+				w.edits = append(w.edits, edit{start: cs, end: ce, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
 				continue
 			}
 		}
-		if isKey {
-			lastKey = dec
-		}
-		prevSig = '"'
 		// a JSON document inside a string leaf
-		if !isKey && depth < maxJSONDepth {
-			if LooksJSON(dec) && validJSON(dec) {
-				for _, e := range r.jsonEdits(dec, depth+1) {
-					f := e.f
-					f.Start, f.End = mapOff(e.start), mapOff(e.end)
-					edits = append(edits, edit{start: f.Start, end: f.End, repl: jsonEscape(e.repl), f: f})
+		if !tk.Name && depth < maxJSONDepth && rawLooksJSON(raw) {
+			dec := w.unescape(depth, raw, esc)
+			if LooksJSON(dec) {
+				mark := len(w.edits)
+				if r.jsonEdits(w, dec, depth+1) {
+					m := offsetMap{raw: raw}
+					for i := mark; i < len(w.edits); i++ {
+						e := &w.edits[i]
+						e.start, e.end = cs+m.at(e.start), cs+m.at(e.end)
+						e.f.Start, e.f.End = e.start, e.end
+						e.repl = jsonEscape(e.repl)
+					}
+					continue
 				}
-				continue
 			}
 		}
-		for _, f := range r.Find(dec) {
+		if !all && !overlapsHot(w.hot, &hot, hotEnd, cs, ce) {
+			continue // no rule can trigger in this leaf
+		}
+		var fs []Finding
+		dec := w.unescape(depth, raw, esc)
+		switch {
+		case all:
+			fs = r.Find(dec)
+		case !esc:
+			fs = r.find(dec, w.leafMatches(&mk, msEnd, cs, ce), true)
+		default:
+			if ms, ok := w.leafMatchesEscaped(&mk, msEnd, cs, ce, raw); ok {
+				fs = r.find(dec, ms, true)
+			} else {
+				fs = r.Find(dec)
+			}
+		}
+		m := offsetMap{raw: raw}
+		for _, f := range fs {
 			repl := jsonEscape(r.Token(f.Rule, f.Action, dec[f.Start:f.End]))
-			f.Start, f.End = mapOff(f.Start), mapOff(f.End)
-			edits = append(edits, edit{start: f.Start, end: f.End, repl: repl, f: f})
+			f.Start, f.End = cs+m.at(f.Start), cs+m.at(f.End)
+			w.edits = append(w.edits, edit{start: f.Start, end: f.End, repl: repl, f: f})
 		}
 	}
-	return edits
 }
 
-// decodeJSONString unescapes the content of a JSON string literal. offs[i] is the offset in raw
-// of the escape or byte that produced decoded byte i; offs[len(dec)] == len(raw).
-func decodeJSONString(raw string) (string, []int) {
-	var sb strings.Builder
-	sb.Grow(len(raw))
-	offs := make([]int, 0, len(raw)+1)
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' || i+1 >= len(raw) {
-			sb.WriteByte(c)
-			offs = append(offs, i)
-			i++
-			continue
-		}
-		start := i
-		var b []byte
-		switch raw[i+1] {
-		case '"', '\\', '/':
-			b = []byte{raw[i+1]}
-			i += 2
-		case 'b':
-			b, i = []byte{'\b'}, i+2
-		case 'f':
-			b, i = []byte{'\f'}, i+2
-		case 'n':
-			b, i = []byte{'\n'}, i+2
-		case 'r':
-			b, i = []byte{'\r'}, i+2
-		case 't':
-			b, i = []byte{'\t'}, i+2
-		case 'u':
-			r1, ok := hex4(raw, i+2)
-			if !ok {
-				b, i = []byte{raw[i]}, i+1
-				break
+// unescape returns the decoded content of the string literal body raw, in the walker's buffer
+// for depth (valid until the next unescape at that depth) or raw itself when it has no escape.
+func (w *walker) unescape(depth int, raw string, esc bool) string {
+	if !esc {
+		return raw
+	}
+	w.dec[depth] = appendUnescaped(w.dec[depth][:0], raw)
+	return unsafe.String(unsafe.SliceData(w.dec[depth]), len(w.dec[depth]))
+}
+
+// rawLooksJSON reports whether the string literal body raw decodes to text that begins, after
+// white space, with { or [ (LooksJSON of the decoded text; escaped white space is skipped).
+func rawLooksJSON(raw string) bool {
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+		case '\\':
+			if i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r') {
+				i++
+				continue
 			}
-			i += 6
-			ru := rune(r1)
-			if utf16.IsSurrogate(ru) {
-				if r2, ok2 := hex4(raw, i+2); ok2 && i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					if dec := utf16.DecodeRune(ru, rune(r2)); dec != utf8.RuneError {
-						ru = dec
-						i += 6
-					} else {
-						ru = utf8.RuneError
-					}
+			return i+1 < len(raw) && raw[i+1] == 'u' // \u007b: decode to know
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// unescapeUnit decodes the escape or byte at raw[i]: it returns the number of raw bytes it takes
+// and the decoded bytes (n of out). Malformed escapes decode leniently (RedactJSON only sees
+// valid JSON, but the same decoder serves every caller): a bad \u is a literal backslash, a lone
+// surrogate is U+FFFD, invalid UTF-8 is kept byte for byte.
+func unescapeUnit(raw string, i int) (size int, out [4]byte, n int) {
+	c := raw[i]
+	if c != '\\' || i+1 >= len(raw) {
+		out[0] = c
+		return 1, out, 1
+	}
+	switch raw[i+1] {
+	case 'b':
+		out[0] = '\b'
+	case 'f':
+		out[0] = '\f'
+	case 'n':
+		out[0] = '\n'
+	case 'r':
+		out[0] = '\r'
+	case 't':
+		out[0] = '\t'
+	case 'u':
+		r1, ok := hex4(raw, i+2)
+		if !ok {
+			out[0] = '\\'
+			return 1, out, 1
+		}
+		size = 6
+		ru := rune(r1)
+		if utf16.IsSurrogate(ru) {
+			j := i + 6
+			if r2, ok2 := hex4(raw, j+2); ok2 && j+1 < len(raw) && raw[j] == '\\' && raw[j+1] == 'u' {
+				if d := utf16.DecodeRune(ru, rune(r2)); d != utf8.RuneError {
+					ru = d
+					size = 12
 				} else {
 					ru = utf8.RuneError
 				}
+			} else {
+				ru = utf8.RuneError
 			}
-			b = utf8.AppendRune(nil, ru)
-		default:
-			b, i = []byte{raw[i+1]}, i+2
 		}
-		for range b {
-			offs = append(offs, start)
-		}
-		sb.Write(b)
+		return size, out, utf8.EncodeRune(out[:], ru)
+	default: // '"', '\\', '/' and anything else: the byte itself
+		out[0] = raw[i+1]
 	}
-	offs = append(offs, len(raw))
-	return sb.String(), offs
+	return 2, out, 1
+}
+
+// appendUnescaped appends the content of the JSON string literal body raw, unescaped.
+func appendUnescaped(dst []byte, raw string) []byte {
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			j++
+		}
+		dst = append(dst, raw[i:j]...)
+		if i = j; i >= len(raw) {
+			break
+		}
+		size, out, n := unescapeUnit(raw, i)
+		dst = append(dst, out[:n]...)
+		i += size
+	}
+	return dst
+}
+
+// offsetMap maps offsets in the unescaped content of raw back to offsets in raw: decoded byte d
+// maps to the start of the escape (or byte) that produced it, and len(decoded) to len(raw).
+// Queries are cheapest in increasing order.
+type offsetMap struct {
+	raw    string
+	ri, di int
+}
+
+func (m *offsetMap) at(d int) int {
+	if d < m.di {
+		m.ri, m.di = 0, 0
+	}
+	for m.di < d && m.ri < len(m.raw) {
+		if m.raw[m.ri] != '\\' {
+			m.ri++
+			m.di++
+			continue
+		}
+		size, _, n := unescapeUnit(m.raw, m.ri)
+		if m.di+n > d {
+			return m.ri // inside the bytes of one escape
+		}
+		m.ri += size
+		m.di += n
+	}
+	return m.ri
 }
 
 func hex4(s string, i int) (int, bool) {

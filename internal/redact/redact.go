@@ -41,6 +41,9 @@ type Redactor struct {
 	// scratchPool holds *findScratch
 	scratchPool sync.Pool
 	keyRuleOn   map[string]bool
+	// prefilterOK: no keyword holds a byte that JSON must escape, so RedactJSON's prefilter may
+	// look for keywords in raw JSON bytes
+	prefilterOK bool
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).
@@ -59,7 +62,7 @@ func New(cfg Config) (*Redactor, error) {
 	for _, n := range cfg.Disabled {
 		disabled[n] = true
 	}
-	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, prefilterOK: true}
 	for _, br := range builtinRules() {
 		if disabled[br.name] {
 			continue
@@ -114,6 +117,9 @@ func New(cfg Config) (*Redactor, error) {
 				// the automaton runs over an ASCII-lower-cased copy of the text: keywords match
 				// in any case, as gitleaks' keywords do
 				kw = strings.ToLower(kw)
+				if strings.ContainsFunc(kw, func(c rune) bool { return c < 0x20 || c == '"' || c == '\\' }) {
+					r.prefilterOK = false
+				}
 				if seen[kw] {
 					continue
 				}
@@ -205,15 +211,23 @@ type cand struct {
 // Find returns the non-overlapping findings in s, sorted by Start. Where two rules claim
 // overlapping spans the one earlier in Rules() wins.
 func (r *Redactor) Find(s string) []Finding {
+	return r.find(s, nil, false)
+}
+
+// find is Find; with known it uses ms, the keyword matches in s (as the automaton reports them
+// over the lower-cased s, in the same order), instead of running the automaton again.
+func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding {
 	var cs []cand
-	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	if r.ac != nil && len(s) > 0 {
 		// Windows of one rule that overlap are merged and scanned once, so the regex work stays
 		// linear in len(s) however many triggers there are.
-		lb := lowerPool.Get().(*[]byte)
-		*lb = appendLowerASCII((*lb)[:0], b)
-		ms := r.ac.FindAllOverlapping(*lb)
-		lowerPool.Put(lb)
+		if !known {
+			b := unsafe.Slice(unsafe.StringData(s), len(s))
+			lb := lowerPool.Get().(*[]byte)
+			*lb = appendLowerASCII((*lb)[:0], b)
+			ms = r.ac.FindAllOverlapping(*lb)
+			lowerPool.Put(lb)
+		}
 		var sc *findScratch
 		if len(ms) > 0 {
 			sc = r.scratch(len(r.rules))

@@ -246,7 +246,12 @@ func TestRedactFallsBackToText(t *testing.T) {
 
 func TestDecodeJSONStringOffsets(t *testing.T) {
 	raw := `a\n\u00e9\ud83d\ude00\"b`
-	dec, offs := decodeJSONString(raw)
+	dec := string(appendUnescaped(nil, raw))
+	m := offsetMap{raw: raw}
+	offs := make([]int, len(dec)+1)
+	for i := range offs {
+		offs[i] = m.at(i)
+	}
 	if dec != "a\né😀\"b" {
 		t.Fatalf("decoded %q", dec)
 	}

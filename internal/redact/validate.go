@@ -67,53 +67,6 @@ func creditCardValid(s string) bool {
 	return luhnValid(s)
 }
 
-// ibanLengths holds the IBAN length per country (ISO 13616 registry).
-var ibanLengths = map[string]int{
-	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29,
-	"BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
-	"ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
-	"HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
-	"LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22,
-	"MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25,
-	"QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
-	"ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
-}
-
-// ibanValid checks country length and the ISO 7064 mod-97-10 checksum; spaces are ignored,
-// letters may be either case.
-func ibanValid(s string) bool {
-	b := make([]byte, 0, 34)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ':
-		case c >= 'a' && c <= 'z':
-			b = append(b, c-32)
-		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-			b = append(b, c)
-		default:
-			return false
-		}
-	}
-	if len(b) < 15 || len(b) > 34 {
-		return false
-	}
-	if want, ok := ibanLengths[string(b[:2])]; !ok || want != len(b) {
-		return false
-	}
-	rem := 0
-	for i := 0; i < len(b); i++ {
-		c := b[(i+4)%len(b)]
-		if c >= 'A' {
-			v := int(c-'A') + 10
-			rem = (rem*100 + v) % 97
-		} else {
-			rem = (rem*10 + int(c-'0')) % 97
-		}
-	}
-	return rem == 1
-}
-
 // ssnValid applies the SSA rules: area not 000, 666 or 9xx; group not 00; serial not 0000.
 func ssnValid(s string) bool {
 	d := make([]byte, 0, 9)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -76,10 +77,37 @@ func (r RunSummary) Duration() time.Duration {
 	return r.End.Sub(r.Start)
 }
 
-// RunFilter narrows Reader.Runs. The zero value lists everything.
+// RunFilter narrows Reader.Runs. The zero value lists everything. Readers with a run index (the
+// SQLite hot and warm files, the ClickHouse runs table) read as many index rows as they return.
 type RunFilter struct {
 	Since time.Time // runs that started at or after Since; zero for all
-	Limit int       // at most Limit runs, newest first; 0 for no limit
+	Until time.Time // runs that started before Until; zero for all
+	// SessionID keeps the runs of one session (RunSummary.SessionID: the session key, or the
+	// trace id of a run that names none); '' for all. A cold-tier row is kept when its session is.
+	SessionID string
+	Limit     int // at most Limit runs, newest first; 0 for no limit
+}
+
+// Keep reports whether a row that a reader returned matches f's time range and session (Limit
+// aside): what every reader applies, and what Tiered checks again.
+func (f RunFilter) Keep(r RunSummary) bool {
+	if !f.Since.IsZero() && r.Start.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !r.Start.Before(f.Until) {
+		return false
+	}
+	return f.SessionID == "" || r.SessionID == f.SessionID
+}
+
+// SortRuns orders rows as Reader.Runs returns them: newest start first, then trace id.
+func SortRuns(rows []RunSummary) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if !rows[i].Start.Equal(rows[j].Start) {
+			return rows[i].Start.After(rows[j].Start)
+		}
+		return rows[i].TraceID < rows[j].TraceID
+	})
 }
 
 // Run is one run as stored: its spans (with resource and scope) and the log records that point

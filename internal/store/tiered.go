@@ -39,19 +39,47 @@ func NewTiered(readers ...Reader) *Tiered {
 	return t
 }
 
+// SessionLister is implemented by readers whose Runs rows each summarise a whole session (the
+// cold tier: Parquet or ClickHouse session partials). Such a reader has no run index: listing it
+// merges every partial it holds.
+type SessionLister interface {
+	ListsSessions() bool
+}
+
+func listsSessions(r Reader) bool {
+	s, ok := r.(SessionLister)
+	return ok && s.ListsSessions()
+}
+
 // Runs implements Reader.
+//
+// With f.Limit, each per-run reader is asked for its newest f.Limit rows only: a run has the same
+// start in every tier that holds it (each tier stores the same spans), so the newest f.Limit of
+// the union are among the newest f.Limit of each tier. A reader of whole sessions (SessionLister,
+// the cold tier) is read only when the tiers before it hold fewer than f.Limit matching runs: its
+// rows list the runs no earlier tier holds any more, which retention removed from them because
+// they are older than what they keep. Without f.Limit every tier is read whole, as before.
 func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
 	at := map[string]int{} // trace id -> index in out of a per-run row
-	sub := RunFilter{Since: f.Since}
 	for _, r := range t.Readers {
+		sub := f
+		if listsSessions(r) {
+			if f.Limit > 0 && len(out) >= f.Limit {
+				continue
+			}
+			sub.Limit = 0 // rows already listed by an earlier tier are dropped below: read them all
+		}
 		rows, err := r.Runs(ctx, sub)
 		if err != nil {
 			return nil, err
 		}
 		var add []RunSummary
 		for _, row := range rows {
+			if !f.Keep(row) {
+				continue
+			}
 			if i, ok := at[row.TraceID]; ok && len(row.TraceIDs) == 0 && out[i].CostUSD == 0 && out[i].Unpriced == 0 {
 				// A tier that does not price (the hot tier on the contrib ClickHouse tables) takes
 				// the cost a later tier computed for the same run.
@@ -83,12 +111,7 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 		}
 		out = append(out, add...)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Start.Equal(out[j].Start) {
-			return out[i].Start.After(out[j].Start)
-		}
-		return out[i].TraceID < out[j].TraceID
-	})
+	SortRuns(out)
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

@@ -214,3 +214,76 @@ func TestBenchmarkData(t *testing.T) {
 	require.LessOrEqual(t, len(last.Str()), 110_000)
 	require.Equal(t, 1.0, recall(t, newAgentProc, td, vals))
 }
+
+// cleanSpans builds n agent chat spans of 2 KB to 8 KB of gen_ai.input.messages JSON (system
+// prompt, user turn, assistant turn with a tool call whose arguments are JSON in a string, tool
+// result) that hold nothing redaction removes: the common case on a gateway.
+func cleanSpans(n int) (ptrace.Traces, int) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	total := 0
+	text := func(size int) string {
+		var sb strings.Builder
+		for sb.Len() < size {
+			sb.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+			sb.WriteByte(' ')
+			if rng.IntN(30) == 0 {
+				sb.WriteString(".\n")
+			}
+		}
+		return sb.String()
+	}
+	for i := 0; i < n; i++ {
+		size := 2_000 + i*6_000/max(1, n-1)
+		args, _ := json.Marshal(map[string]any{"query": text(40), "limit": 10, "units": "metric"})
+		msgs := []map[string]any{
+			{"role": "system", "parts": []map[string]any{{"type": "text", "content": text(size / 4)}}},
+			{"role": "user", "parts": []map[string]any{{"type": "text", "content": text(size / 4)}}},
+			{"role": "assistant", "parts": []map[string]any{{"type": "tool_call", "id": fmt.Sprintf("call_%d", i), "name": "search", "arguments": string(args)}}},
+			{"role": "tool", "parts": []map[string]any{{"type": "tool_call_response", "id": fmt.Sprintf("call_%d", i), "response": text(size / 2)}}},
+		}
+		b, _ := json.Marshal(msgs)
+		s := spans.AppendEmpty()
+		s.SetName("chat gpt-4o")
+		s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		s.Attributes().PutStr("gen_ai.request.model", "gpt-4o")
+		s.Attributes().PutStr("gen_ai.input.messages", string(b))
+		total += len(b)
+	}
+	setIDs(spans)
+	return td, total
+}
+
+// BenchmarkAgentRedactionPerSpan is agent_redaction on one span per operation (cycling through
+// 20 spans), so that -benchmem reports B/op and allocs/op per span, and MB/s (SetBytes: the mean
+// gen_ai.input.messages size). planted: the 10 KB to 100 KB spans with eight planted values each
+// (BenchmarkAgentVsContrib's); clean: 2 KB to 8 KB chat spans with nothing to redact.
+//
+//	go test -run '^$' -bench AgentRedactionPerSpan -benchmem ./processor/agentredactionprocessor/
+func BenchmarkAgentRedactionPerSpan(b *testing.B) {
+	planted, _, plantedSize := benchSpans(20)
+	clean, cleanSize := cleanSpans(20)
+	for _, tc := range []struct {
+		name string
+		td   ptrace.Traces
+		size int
+	}{{"planted", planted, plantedSize}, {"clean", clean, cleanSize}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := newAgentProc(b, consumertest.NewNop())
+			src := tc.td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			b.SetBytes(int64(tc.size / src.Len()))
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				x := ptrace.NewTraces()
+				src.At(i % src.Len()).CopyTo(x.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+				i++
+				b.StartTimer()
+				if err := p.ConsumeTraces(context.Background(), x); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -110,7 +110,7 @@ func TestSealedOriginalsReplayExactly(t *testing.T) {
 	assert.Greater(t, files, 2)
 	c.StartAgain()
 
-	out := cli(t, c, "delete", "--session", traceID)
+	out := cli(t, c, "delete", "--session", traceID, "--sealed-only")
 	assert.Contains(t, out, "data key destroyed")
 
 	// the sealed copy in the hot tier cannot be opened any more

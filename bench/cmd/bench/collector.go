@@ -175,9 +175,32 @@ func hotCount(ctx context.Context, path string, sessions bool) (n, nSessions, la
 	return n, nSessions, last.Int64, nil
 }
 
-// dirSizes sums file sizes under dir, split into the hot database, the persistent queue and
+// usage is the size of a set of files: Apparent is the sum of their sizes (st_size), Disk the
+// space they occupy (st_blocks × 512, as du(1) counts it: every file takes whole filesystem
+// blocks, and sparse or preallocated files take less or more than their size).
+type usage struct {
+	Apparent int64 `json:"apparent_bytes"`
+	Disk     int64 `json:"disk_bytes"`
+	Files    int64 `json:"files"`
+}
+
+func (u *usage) add(info os.FileInfo) {
+	u.Apparent += info.Size()
+	u.Files++
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		u.Disk += st.Blocks * 512
+	} else {
+		u.Disk += info.Size()
+	}
+}
+
+func (u usage) plus(v usage) usage {
+	return usage{Apparent: u.Apparent + v.Apparent, Disk: u.Disk + v.Disk, Files: u.Files + v.Files}
+}
+
+// dirSizes measures the files under dir, split into the hot database, the persistent queue and
 // everything else (payload blobs and other stores).
-func dirSizes(dir string) (hot, queue, other int64) {
+func dirSizes(dir string) (hot, queue, other usage) {
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
@@ -189,15 +212,69 @@ func dirSizes(dir string) (hot, queue, other int64) {
 		rel, _ := filepath.Rel(dir, p)
 		switch {
 		case strings.HasPrefix(filepath.Base(rel), "hot.db"):
-			hot += info.Size()
+			hot.add(info)
 		case strings.HasPrefix(rel, "queue"+string(filepath.Separator)):
-			queue += info.Size()
+			queue.add(info)
 		default:
-			other += info.Size()
+			other.add(info)
 		}
 		return nil
 	})
 	return
+}
+
+// dirUsage measures every file under dir.
+func dirUsage(dir string) usage {
+	a, b, c := dirSizes(dir)
+	return a.plus(b).plus(c)
+}
+
+// idleRule says when a process counts as idle: its CPU time grew by at most Fraction of one core
+// over the last Window. Timeout bounds the wait.
+type idleRule struct {
+	Window   time.Duration
+	Fraction float64
+	Timeout  time.Duration
+	Interval time.Duration
+}
+
+// cpuUntilIdle samples utime+stime of pid every rule.Interval until the process is idle (see
+// idleRule) or rule.Timeout passed, so work a store does after acknowledging (flushes,
+// compaction, queue drains) is counted. It returns the CPU seconds at that moment, how long it
+// waited and whether the process became idle (false: timeout, context end or process exit).
+func cpuUntilIdle(ctx context.Context, pid int, rule idleRule) (cpu float64, waited time.Duration, idle bool, err error) {
+	type sample struct {
+		at  time.Time
+		cpu float64
+	}
+	t0 := time.Now()
+	var samples []sample
+	for {
+		c, err := cpuSeconds(pid)
+		if err != nil {
+			if len(samples) > 0 {
+				return samples[len(samples)-1].cpu, time.Since(t0), false, nil
+			}
+			return 0, 0, false, err
+		}
+		now := time.Now()
+		samples = append(samples, sample{now, c})
+		// the oldest sample at least one window old
+		for len(samples) > 2 && now.Sub(samples[1].at) >= rule.Window {
+			samples = samples[1:]
+		}
+		if span := now.Sub(samples[0].at); span >= rule.Window && c-samples[0].cpu <= rule.Fraction*span.Seconds() {
+			return c, now.Sub(t0), true, nil
+		}
+		if now.Sub(t0) >= rule.Timeout {
+			return c, now.Sub(t0), false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return c, now.Sub(t0), false, ctx.Err()
+		case <-time.After(rule.Interval):
+		}
+	}
 }
 
 // fetchProfile gets a CPU profile of seconds from a pprof extension into path.

@@ -1,20 +1,32 @@
-// Command bench drives the same agent traffic (runagain loadgen) through three collector
-// pipelines of the otelcol-runagain distribution, one after the other, and reports throughput,
-// CPU, memory and storage per pipeline with the ratios of runagain's pipeline to the others:
+// Command bench drives the same agent traffic (runagain loadgen) through collector pipelines,
+// one after the other, and reports throughput, CPU, memory and storage per pipeline with the
+// ratios of runagain's pipeline (c) to the others:
 //
-//	baseline  otlp -> batch -> nop
-//	contrib   otlp -> contrib redaction (regexes equivalent to internal/redact) -> batch -> nop
-//	runagain  config/default.yaml as it is at run time (plus a pprof extension)
+//	baseline        (a) otlp -> batch -> nop
+//	contrib         (b) otlp -> contrib redaction (regexes equivalent to internal/redact) -> batch -> nop
+//	runagain        (c) config/default.yaml as it is at run time (plus a pprof extension)
+//	file            (d) otlp -> batch -> file (contrib file exporter, OTLP protobuf, zstd)
+//	jaeger          (e) Jaeger v2 with its Badger store (bin/jaeger, built from bench/jaeger)
+//	runagain-minio  (c on S3) (c) with the payload bucket on MinIO behind a counting proxy
+//
+// (a), (b), (c) run the otelcol-runagain binary; (d) otelcol-bench-file (bench/filecollector);
+// (e) the Jaeger binary; runagain-minio needs the minio binary (as the tests find it) and is
+// skipped with a note when there is none.
 //
 // Numbers and where they come from:
 //   - spans/s, MB/s: spans acknowledged by the collector (loadgen report) and their protobuf bytes,
 //     divided by the sustained time: from loadgen's first span to its last acknowledged export, or,
 //     for runagain, to the last span written to the hot tier (max spans.ingested_unix_nano), if later.
-//   - CPU s / 1k spans: utime+stime of the collector process (/proc/<pid>/stat) over that window.
+//   - CPU s / 1k spans: utime+stime of the collector process (/proc/<pid>/stat) from the start of
+//     the load until the process is idle again (see -idle-window): flushes, compaction and queue
+//     drains after the last acknowledgement count. cpu_s_window is the old measure (the window).
 //   - peak RSS: VmHWM of the collector (/proc/<pid>/status) at the end of the window.
 //   - storage bytes per session (runagain only): size of the data directory without the
 //     persistent queue, after the collector stopped, divided by the sessions sent.
-//   - zero loss (runagain only): rows in the hot tier's spans table == spans acknowledged.
+//   - on disk (c, d, e): allocated blocks (st_blocks × 512, as du counts) of everything the
+//     process left in its data directory after it stopped, queue included.
+//   - zero loss (runagain: rows in the hot tier's spans table; file: spans decoded from the
+//     file; jaeger: its storage exporter's otelcol_exporter_sent_spans_total) == spans acknowledged.
 //
 // Results: <out>/bench.json, <out>/bench.md, CPU profiles <out>/<pipeline>.pprof, and
 // BENCHMARKS.md (the latest table with date, machine and command).
@@ -38,11 +50,14 @@ import (
 	"time"
 
 	"github.com/runagain/runagain/internal/loadgen"
+	"github.com/runagain/runagain/internal/testutil/miniotest"
 )
 
 type options struct {
 	bin, config, out, benchmarksMD, command string
 	pipelines                               string
+	jaegerBin, fileBin                      string
+	idle                                    idleRule
 	sessions                                int64
 	turns, tools, messageBytes, concurrency int
 	maxDuration, drainTimeout               time.Duration
@@ -60,7 +75,12 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for bench.json, bench.md and profiles")
 	flag.StringVar(&o.benchmarksMD, "benchmarks-md", "BENCHMARKS.md", "file to write the latest table to ('' to skip)")
 	flag.StringVar(&o.command, "command", "make bench", "the command recorded in BENCHMARKS.md")
-	flag.StringVar(&o.pipelines, "pipelines", "baseline,contrib,runagain", "pipelines to run, in order")
+	flag.StringVar(&o.pipelines, "pipelines", "baseline,contrib,runagain,file,jaeger,runagain-minio", "pipelines to run, in order (runagain-minio is skipped when no minio binary is found)")
+	flag.StringVar(&o.fileBin, "file-collector", "", "collector for pipeline file (default: <bin>/otelcol-bench-file, built by make bench from bench/filecollector)")
+	flag.StringVar(&o.jaegerBin, "jaeger", "", "Jaeger v2 binary for pipeline jaeger (default: <bin>/jaeger, built by make bench from bench/jaeger)")
+	flag.DurationVar(&o.idle.Window, "idle-window", 3*time.Second, "a process is idle when its CPU time grew by at most -idle-fraction of a core over this window")
+	flag.Float64Var(&o.idle.Fraction, "idle-fraction", 0.03, "see -idle-window")
+	flag.DurationVar(&o.idle.Timeout, "idle-timeout", 90*time.Second, "longest wait for a process to become idle after the load")
 	flag.Int64Var(&o.sessions, "sessions", 1200, "loadgen --sessions (the same load for every pipeline)")
 	flag.IntVar(&o.turns, "turns", 5, "loadgen --turns")
 	flag.IntVar(&o.tools, "tools-per-turn", 3, "loadgen --tools-per-turn")
@@ -74,6 +94,7 @@ func main() {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 15, "CPU profile length per pipeline (0: none)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the collectors' data directories and logs")
 	flag.Parse()
+	o.idle.Interval = 250 * time.Millisecond
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,9 +122,25 @@ type Result struct {
 	SustainedS  float64 `json:"sustained_s"`
 	SpansPerSec float64 `json:"spans_per_s"`
 	MBPerSec    float64 `json:"mb_per_s"`
-	CPUSeconds  float64 `json:"cpu_s"`
+	CPUSeconds  float64 `json:"cpu_s"` // from the start of the load until idle
 	CPUPer1k    float64 `json:"cpu_s_per_1k_spans"`
-	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	// CPUWindow is the CPU over the sustained window only (the measure before the idle wait).
+	CPUWindow float64 `json:"cpu_s_window"`
+	// IdleWaitS is how long after the window the process took to become idle (IdleReached false:
+	// the -idle-timeout ended the wait).
+	IdleWaitS   float64 `json:"idle_wait_s"`
+	IdleReached bool    `json:"idle_reached"`
+	// CPUToExit is the CPU from the start of the load until the process exited (shutdown
+	// flushes included), from the kernel's accounting of the whole process.
+	CPUToExit float64 `json:"cpu_s_to_exit,omitempty"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// Disk is everything the process left in its data directory after it stopped (c, d, e).
+	Disk          *usage  `json:"disk,omitempty"`
+	DiskPerSesB   float64 `json:"disk_bytes_per_session,omitempty"`
+	StoredSpans   int64   `json:"stored_spans,omitempty"` // hot tier (c) or file (d)
+	StoredChecked bool    `json:"stored_checked,omitempty"`
+	// S3 is what the payload store asked of MinIO (runagain-minio).
+	S3 *s3Counts `json:"s3,omitempty"`
 	// loadgen's own view
 	LoadgenSpansPerSec float64         `json:"loadgen_spans_per_s"`
 	LoadgenCPUSeconds  float64         `json:"loadgen_cpu_s"`
@@ -117,6 +154,9 @@ type Result struct {
 	StorageHotBytes    int64   `json:"storage_hot_bytes,omitempty"`
 	StorageOtherBytes  int64   `json:"storage_other_bytes,omitempty"` // payload blobs and other stores
 	StorageQueueBytes  int64   `json:"storage_queue_bytes,omitempty"`
+	StorageHot         *usage  `json:"storage_hot,omitempty"`
+	StorageOther       *usage  `json:"storage_other,omitempty"`
+	StorageQueue       *usage  `json:"storage_queue,omitempty"`
 	StorageBytesPerSes float64 `json:"storage_bytes_per_session,omitempty"`
 	Profile            string  `json:"profile,omitempty"`
 	// Components is the CPU profile split by pipeline component (percent of samples).
@@ -136,6 +176,8 @@ type Results struct {
 	Config     string             `json:"runagain_config"`
 	Components []string           `json:"runagain_components"`
 	DurationS  float64            `json:"bench_duration_s"`
+	Skipped    []string           `json:"skipped,omitempty"`
+	Idle       string             `json:"idle_rule"`
 }
 
 type machine struct {
@@ -149,10 +191,19 @@ type machine struct {
 }
 
 var descriptions = map[string]string{
-	"baseline": "otlp -> batch -> nop",
-	"contrib":  "otlp -> redaction (contrib, equivalent regexes) -> batch -> nop",
-	"runagain": "config/default.yaml",
+	"baseline":       "otlp -> batch -> nop",
+	"contrib":        "otlp -> redaction (contrib, equivalent regexes) -> batch -> nop",
+	"runagain":       "config/default.yaml",
+	"file":           "otlp -> batch -> file (contrib file exporter v0.161.0, proto, zstd)",
+	"jaeger":         "Jaeger v2 v1.76.0, Badger store",
+	"runagain-minio": "config/default.yaml, payloads on MinIO (S3)",
 }
+
+// rowLetters are the rows' names in issue 17 (ratios are c/a, c/b, c/d, c/e).
+var rowLetters = map[string]string{"baseline": "a", "contrib": "b", "runagain": "c", "file": "d", "jaeger": "e"}
+
+// isRunagain tells the pipelines that run a runagain configuration (hot tier, zero-loss check).
+func isRunagain(name string) bool { return name == "runagain" || name == "runagain-minio" }
 
 func run(ctx context.Context, o *options) (*Results, error) {
 	t0 := time.Now()
@@ -167,6 +218,26 @@ func run(ctx context.Context, o *options) (*Results, error) {
 		if _, err := os.Stat(b); err != nil {
 			return nil, fmt.Errorf("%s: %w (run make build)", b, err)
 		}
+	}
+	if o.jaegerBin == "" {
+		o.jaegerBin = filepath.Join(bin, "jaeger")
+	}
+	if o.fileBin == "" {
+		o.fileBin = filepath.Join(bin, "otelcol-bench-file")
+	}
+	// absolute, like bin: the processes run in their own working directories
+	for _, p := range []*string{&o.jaegerBin, &o.fileBin} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return nil, err
+		}
+	}
+	var names []string
+	for _, name := range strings.Split(o.pipelines, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := descriptions[name]; !ok {
+			return nil, fmt.Errorf("-pipelines: unknown pipeline %q (want one of baseline, contrib, runagain, file, jaeger, runagain-minio)", name)
+		}
+		names = append(names, name)
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
@@ -184,6 +255,8 @@ func run(ctx context.Context, o *options) (*Results, error) {
 		},
 		Ratios: map[string]float64{},
 		Config: o.config,
+		Idle: fmt.Sprintf("CPU grew by at most %.0f%% of one core over %v, sampled every %v, waited at most %v",
+			100*o.idle.Fraction, o.idle.Window, o.idle.Interval, o.idle.Timeout),
 	}
 	if b, err := os.ReadFile(o.config); err == nil {
 		res.Components = pipelineComponents(b)
@@ -198,13 +271,16 @@ func run(ctx context.Context, o *options) (*Results, error) {
 		fmt.Fprintln(os.Stderr, "bench: work directory", work)
 	}
 	var errs []error
-	for _, name := range strings.Split(o.pipelines, ",") {
-		name = strings.TrimSpace(name)
-		if _, ok := descriptions[name]; !ok {
-			return res, fmt.Errorf("-pipelines: unknown pipeline %q (want baseline, contrib, runagain)", name)
-		}
+	for _, name := range names {
 		if ctx.Err() != nil {
 			break
+		}
+		if name == "runagain-minio" {
+			if _, err := miniotest.Binary(); err != nil {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("runagain-minio: %v", err))
+				fmt.Fprintf(os.Stderr, "bench: skipping runagain-minio: %v\n", err)
+				continue
+			}
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s (%s)\n", name, descriptions[name])
 		r, err := runPipeline(ctx, o, name, col, cli, filepath.Join(work, name))
@@ -213,33 +289,46 @@ func run(ctx context.Context, o *options) (*Results, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 		res.Pipelines = append(res.Pipelines, r)
-		fmt.Fprintf(os.Stderr, "bench: %s: %.0f spans/s, %.2f MB/s, %.3f CPU s/1k spans, peak RSS %.0f MB\n",
-			name, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, r.PeakRSSMB)
+		fmt.Fprintf(os.Stderr, "bench: %s: %.0f spans/s, %.2f MB/s, %.3f CPU s/1k spans (idle after %.1f s), peak RSS %.0f MB\n",
+			name, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, r.IdleWaitS, r.PeakRSSMB)
 	}
-	by := map[string]*Result{}
-	for _, r := range res.Pipelines {
-		by[r.Pipeline] = r
-	}
-	if c := by["runagain"]; c != nil && c.SpansPerSec > 0 {
-		for _, other := range []string{"baseline", "contrib"} {
-			if r := by[other]; r != nil && r.SpansPerSec > 0 {
-				k := "c/a"
-				if other == "contrib" {
-					k = "c/b"
-				}
-				res.Ratios[k+" spans_per_s"] = c.SpansPerSec / r.SpansPerSec
-				if r.CPUPer1k > 0 {
-					res.Ratios[k+" cpu_per_span"] = c.CPUPer1k / r.CPUPer1k
-				}
-				if r.PeakRSSMB > 0 {
-					res.Ratios[k+" peak_rss"] = c.PeakRSSMB / r.PeakRSSMB
-				}
-			}
-		}
-	}
+	res.Ratios = ratios(res.Pipelines)
 	res.DurationS = time.Since(t0).Seconds()
 	res.Machine.LoadEnd = machineInfo().Load1
 	return res, errors.Join(errs...)
+}
+
+// ratios are runagain's row (c) over each other row: c/a, c/b, c/d, c/e for spans/s, CPU per
+// span and peak RSS; c/d and c/e also for bytes on disk.
+func ratios(rows []*Result) map[string]float64 {
+	out := map[string]float64{}
+	by := map[string]*Result{}
+	for _, r := range rows {
+		by[r.Pipeline] = r
+	}
+	c := by["runagain"]
+	if c == nil || c.SpansPerSec <= 0 {
+		return out
+	}
+	for _, other := range []string{"baseline", "contrib", "file", "jaeger"} {
+		r := by[other]
+		if r == nil || r.SpansPerSec <= 0 {
+			continue
+		}
+		k := "c/" + rowLetters[other]
+		out[k+" spans_per_s"] = c.SpansPerSec / r.SpansPerSec
+		if r.CPUPer1k > 0 {
+			out[k+" cpu_per_span"] = c.CPUPer1k / r.CPUPer1k
+		}
+		if r.PeakRSSMB > 0 {
+			out[k+" peak_rss"] = c.PeakRSSMB / r.PeakRSSMB
+		}
+		if c.Disk != nil && r.Disk != nil && r.Disk.Disk > 0 && c.Sessions > 0 && r.Sessions > 0 {
+			// per session: a row cut short by its duration cap got fewer sessions
+			out[k+" disk_per_session"] = c.DiskPerSesB / r.DiskPerSesB
+		}
+	}
+	return out
 }
 
 func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*Result, error) {
@@ -254,21 +343,52 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 	}
 	var cfg map[string]any
 	var extraEnv []string
+	bin := col
+	var proxy *countingProxy
+	var minio *minioServer
 	switch name {
 	case "baseline":
 		cfg = plainConfig(p, false)
 	case "contrib":
 		cfg = plainConfig(p, true)
-	case "runagain":
+	case "file":
+		bin = o.fileBin
+		if _, err := os.Stat(bin); err != nil {
+			return r, fmt.Errorf("%s: %w (make bench builds it from bench/filecollector)", bin, err)
+		}
+		cfg = fileConfig(p, dataDir)
+	case "jaeger":
+		bin = o.jaegerBin
+		if _, err := os.Stat(bin); err != nil {
+			return r, fmt.Errorf("%s: %w (make bench builds it from bench/jaeger)", bin, err)
+		}
+		if cfg, err = jaegerConfig(p, dataDir, freePort); err != nil {
+			return r, err
+		}
+	case "runagain", "runagain-minio":
 		if cfg, extraEnv, err = runagainConfig(o.config, p, freePort); err != nil {
 			return r, err
+		}
+		if name == "runagain-minio" {
+			if minio, err = startMinio(ctx, dir); err != nil {
+				return r, err
+			}
+			defer minio.stop()
+			if proxy, err = startCountingProxy(minio.endpoint); err != nil {
+				return r, err
+			}
+			defer proxy.close()
+			if err := setPayloadURL(cfg, s3URL(proxy.addr, "payloads/")); err != nil {
+				return r, fmt.Errorf("%s: %w", o.config, err)
+			}
+			extraEnv = append(extraEnv, s3Env(dir)...)
 		}
 	}
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := writeYAML(cfgPath, cfg); err != nil {
 		return r, err
 	}
-	c, err := startCollector(col, cfgPath, dir, append(p.env(dataDir), extraEnv...))
+	c, err := startCollector(bin, cfgPath, dir, append(p.env(dataDir), extraEnv...))
 	if err != nil {
 		return r, err
 	}
@@ -336,7 +456,7 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		runErr = fmt.Errorf("loadgen: %w", lgErr)
 	}
 	hotPath := filepath.Join(dataDir, "hot.db")
-	if name == "runagain" {
+	if isRunagain(name) {
 		// wait until the hot tier holds everything acknowledged
 		deadline := time.Now().Add(o.drainTimeout)
 		var n, last int64
@@ -362,11 +482,22 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 	if err != nil {
 		return r, err
 	}
+	r.CPUWindow = cpu1 - cpu0
+	// CPU until idle: what the process still does after acknowledging (flushes, compaction)
+	cpuIdle, waited, idle, err := cpuUntilIdle(ctx, pid, o.idle)
+	if err != nil {
+		return r, errors.Join(runErr, err)
+	}
+	r.CPUSeconds, r.IdleWaitS, r.IdleReached = cpuIdle-cpu0, waited.Seconds(), idle
+	var jaegerSent int64
+	var jaegerErr error
+	if name == "jaeger" {
+		jaegerSent, jaegerErr = exporterSentSpans(ctx, fmt.Sprintf("127.0.0.1:%d", p.telemetry), "jaeger_storage_exporter")
+	}
 	rssKB, err := statusKB(pid, "VmHWM")
 	if err != nil {
 		return r, err
 	}
-	r.CPUSeconds = cpu1 - cpu0
 	r.PeakRSSMB = float64(rssKB) / 1024
 	r.SustainedS = end.Sub(time.Unix(0, rep.StartUnixNano)).Seconds()
 	if r.SustainedS > 0 {
@@ -382,21 +513,67 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 	if err := c.stop(60 * time.Second); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("stopping the collector: %w", err))
 	}
-	if name == "runagain" {
+	if ps := c.cmd.ProcessState; ps != nil {
+		r.CPUToExit = (ps.UserTime() + ps.SystemTime()).Seconds() - cpu0
+	}
+	if proxy != nil {
+		// the collector is gone: every request it made has been counted
+		cnt := proxy.counts()
+		cnt.BucketDisk = dirUsage(minio.dir)
+		r.S3 = &cnt
+	}
+	switch {
+	case isRunagain(name):
 		n, ns, _, err := hotCount(ctx, hotPath, true)
 		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("counting the hot tier: %w", err))
 		}
 		r.HotSpans, r.HotSessions = n, ns
+		r.StoredSpans, r.StoredChecked = n, err == nil
 		ok := err == nil && n == r.SpansSent && r.SpansFailed == 0
 		r.ZeroLoss = &ok
 		if !ok {
 			runErr = errors.Join(runErr, fmt.Errorf("data loss: hot tier holds %d spans, loadgen had %d acknowledged and %d failed", n, r.SpansSent, r.SpansFailed))
 		}
-		r.StorageHotBytes, r.StorageQueueBytes, r.StorageOtherBytes = dirSizes(dataDir)
+		hot, queue, other := dirSizes(dataDir)
+		r.StorageHot, r.StorageQueue, r.StorageOther = &hot, &queue, &other
+		r.StorageHotBytes, r.StorageQueueBytes, r.StorageOtherBytes = hot.Apparent, queue.Apparent, other.Apparent
 		if r.Sessions > 0 {
 			r.StorageBytesPerSes = float64(r.StorageHotBytes+r.StorageOtherBytes) / float64(r.Sessions)
 		}
+		all := hot.plus(queue).plus(other)
+		if r.S3 != nil {
+			all = all.plus(r.S3.BucketDisk) // the payloads live in MinIO's data directory
+		}
+		r.Disk = &all
+	case name == "file":
+		n, ns, err := countFileSpans(filepath.Join(dataDir, fileSpansName))
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("reading the file exporter's output: %w", err))
+		}
+		r.StoredSpans, r.HotSessions, r.StoredChecked = n, ns, err == nil
+		ok := err == nil && n == r.SpansSent && r.SpansFailed == 0
+		r.ZeroLoss = &ok
+		if !ok {
+			runErr = errors.Join(runErr, fmt.Errorf("data loss: the file holds %d spans, loadgen had %d acknowledged and %d failed", n, r.SpansSent, r.SpansFailed))
+		}
+		u := dirUsage(dataDir)
+		r.Disk = &u
+	case name == "jaeger":
+		if jaegerErr != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("jaeger's exporter metrics: %w", jaegerErr))
+		}
+		r.StoredSpans, r.StoredChecked = jaegerSent, jaegerErr == nil
+		ok := jaegerErr == nil && jaegerSent == r.SpansSent && r.SpansFailed == 0
+		r.ZeroLoss = &ok
+		if !ok {
+			runErr = errors.Join(runErr, fmt.Errorf("data loss: jaeger's storage exporter wrote %d spans, loadgen had %d acknowledged and %d failed", jaegerSent, r.SpansSent, r.SpansFailed))
+		}
+		u := dirUsage(dataDir)
+		r.Disk = &u
+	}
+	if r.Disk != nil && r.Sessions > 0 {
+		r.DiskPerSesB = float64(r.Disk.Disk) / float64(r.Sessions)
 	}
 	if o.profileSeconds > 0 {
 		if profErr != nil {

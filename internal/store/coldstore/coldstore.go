@@ -216,12 +216,21 @@ func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary
 	if err != nil {
 		return nil, err
 	}
-	rows := store.SessionRows(ss, f.Since)
+	var rows []store.RunSummary
+	for _, r := range store.SessionRows(ss, f.Since) {
+		if f.Keep(r) {
+			rows = append(rows, r)
+		}
+	}
 	if f.Limit > 0 && len(rows) > f.Limit {
 		rows = rows[:f.Limit]
 	}
 	return rows, nil
 }
+
+// ListsSessions implements store.SessionLister: each row is a whole session, merged from every
+// partial in the bucket (no run index).
+func (s *Store) ListsSessions() bool { return true }
 
 // Run implements store.Reader: the session record of the run, or store.ErrNotFound.
 func (s *Store) Run(ctx context.Context, traceID string) (*store.Run, error) {
@@ -238,3 +247,109 @@ func (s *Store) Run(ctx context.Context, traceID string) (*store.Run, error) {
 }
 
 var _ store.Reader = (*Store)(nil)
+
+// SessionTraces implements store.Eraser: the trace ids of the partials of session, and session
+// itself when a partial lists it as a trace id (a run without a session is its own session).
+func (s *Store) SessionTraces(ctx context.Context, session string) ([]string, error) {
+	ps, err := s.Partials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lower := strings.ToLower(session)
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.SessionID == session {
+			for _, id := range p.TraceIDs {
+				seen[id] = true
+			}
+		}
+		for _, id := range p.TraceIDs {
+			if id == lower {
+				seen[id] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Erase implements store.Eraser. Every Parquet object holding a partial of the erasure is
+// rewritten without it, under the same key and with the same metadata (one write of the whole
+// object: a rename on file://, a PUT elsewhere, so readers see the old or the new object, never
+// a part), or deleted when nothing else is left in it. A partial is removed when its session is
+// e.Session or one of e.TraceIDs (a run without a session), or when every run it lists is
+// erased; a partial that also lists other runs of its session keeps its aggregates (sums over
+// the batch cannot be split by run) and loses the erased trace ids ("session_partials_changed").
+func (s *Store) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) {
+	r := store.Removed{Tier: store.TierCold, Where: s.where}
+	if e.Empty() {
+		return r, nil
+	}
+	erased := map[string]bool{}
+	for _, id := range e.TraceIDs {
+		erased[strings.ToLower(id)] = true
+	}
+	err := s.each(ctx, func(obj *blob.ListObject) error {
+		data, err := s.bucket.ReadAll(ctx, obj.Key)
+		if err != nil {
+			return fmt.Errorf("cold tier: read %s: %w", obj.Key, err)
+		}
+		rows, err := parquet.Read[store.SessionPartial](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return fmt.Errorf("cold tier: decode %s: %w", obj.Key, err)
+		}
+		keep := rows[:0:0]
+		changed := false
+		for _, p := range rows {
+			var rest []string
+			for _, id := range p.TraceIDs {
+				if !erased[id] {
+					rest = append(rest, id)
+				}
+			}
+			switch {
+			case (e.Session != "" && p.SessionID == e.Session) || erased[strings.ToLower(p.SessionID)] ||
+				(len(p.TraceIDs) > 0 && len(rest) == 0):
+				r.Add("session_partials", 1)
+				changed = true
+			case len(rest) < len(p.TraceIDs):
+				p.TraceIDs = rest
+				r.Add("session_partials_changed", 1)
+				keep = append(keep, p)
+				changed = true
+			default:
+				keep = append(keep, p)
+			}
+		}
+		if !changed {
+			return nil
+		}
+		if len(keep) == 0 {
+			if err := s.bucket.Delete(ctx, obj.Key); err != nil {
+				return fmt.Errorf("cold tier: delete %s: %w", obj.Key, err)
+			}
+			r.Add("files_deleted", 1)
+			return nil
+		}
+		opts := &blob.WriterOptions{ContentType: ContentType}
+		if a, err := s.bucket.Attributes(ctx, obj.Key); err == nil {
+			opts.Metadata = a.Metadata
+		}
+		var buf bytes.Buffer
+		if err := parquet.Write(&buf, keep, parquet.Compression(&parquet.Zstd)); err != nil {
+			return fmt.Errorf("cold tier: encode %s: %w", obj.Key, err)
+		}
+		if err := s.bucket.WriteAll(ctx, obj.Key, buf.Bytes(), opts); err != nil {
+			return fmt.Errorf("cold tier: rewrite %s: %w", obj.Key, err)
+		}
+		r.Add("files_rewritten", 1)
+		return nil
+	})
+	return r, err
+}
+
+var _ store.Eraser = (*Store)(nil)

@@ -49,7 +49,11 @@ package sqlitestore
 // SchemaVersion is the version recorded in PRAGMA user_version. Version 2 added cost_usd and
 // unpriced to spans; a version 1 file is migrated when opened for writing (the columns are added,
 // existing rows keep 0) and read as is (cost 0) when opened read-only.
-const SchemaVersion = 2
+//
+// Version 3 added the run index (RunsTable, see runindex.go): a version 2 file opened for writing
+// builds it from its span rows once (one aggregate over every span); opened read-only it is listed
+// by aggregating its span rows, as version 2 builds did.
+const SchemaVersion = 3
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS spans (
@@ -96,4 +100,5 @@ CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
 var migrations = map[int]string{
 	1: `ALTER TABLE spans ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE spans ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
+	2: hotIndex.buildSQL(),
 }

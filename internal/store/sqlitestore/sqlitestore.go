@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -27,7 +26,8 @@ type DB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int // the file's schema version (1: no cost columns, read-only)
+	version     int  // the file's schema version (1: no cost columns, read-only)
+	hasRefs     bool // the payload_refs table exists (always when opened for writing)
 }
 
 // Options tune Open. The zero value is valid.
@@ -46,11 +46,19 @@ type Options struct {
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
 // 10 s busy timeout, and creates the schema. Errors name the path.
 func Open(path string, o Options) (*DB, error) {
-	db, version, err := openFile(path, o, "hot", ddl, SchemaVersion, migrations)
+	db, version, err := openFile(path, o, "hot", ddl+hotIndex.ddl(), SchemaVersion, migrations)
 	if err != nil {
 		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if !o.ReadOnly {
+		if err := d.ensurePayloadRefs(context.Background()); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+		}
+	} else {
+		d.hasRefs = tableExists(db, "payload_refs")
+	}
 	if d.prices == nil {
 		d.prices = pricing.DefaultPrices()
 	}
@@ -90,8 +98,14 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 		return nil, err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return nil, err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
+	var touched traceSet
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -126,8 +140,17 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 					usage.Input, usage.Output, buf, now, cost.USD, unpriced); err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
+				touched.add(span.TraceID().String())
+				for _, uri := range store.SpanPayloadRefs(span) {
+					if _, err := refStmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), uri); err != nil {
+						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
+					}
+				}
 			}
 		}
+	}
+	if err := hotIndex.refresh(ctx, tx, touched.ids); err != nil {
+		return rejected, err
 	}
 	return rejected, tx.Commit()
 }
@@ -146,8 +169,14 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer stmt.Close()
+	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	if err != nil {
+		return err
+	}
+	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
+	var alerted traceSet // runs whose alert count changes
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -178,8 +207,19 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, buf, now); err != nil {
 					return fmt.Errorf("insert log record: %w", err)
 				}
+				if lr.EventName() == store.AlertEventName {
+					alerted.add(hexOrEmpty(lr.TraceID()))
+				}
+				for _, uri := range store.LogPayloadRefs(lr) {
+					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
+						return fmt.Errorf("insert payload reference of log record: %w", err)
+					}
+				}
 			}
 		}
+	}
+	if err := hotIndex.refresh(ctx, tx, alerted.ids); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -205,8 +245,13 @@ func stringAttr(m pcommon.Map, k string) string {
 	return ""
 }
 
-// Runs implements store.Reader over the spans table.
+// Runs implements store.Reader: from the run index (RunsTable), reading as many index rows as
+// it returns; a file of an older schema version opened read-only has no index and is listed by
+// aggregating its span rows (listRuns), as before the index existed.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	if d.version >= 3 {
+		return indexedRuns(ctx, d.db, f, store.TierHot)
+	}
 	cost := "SUM(cost_usd), SUM(unpriced)"
 	if d.version < 2 {
 		cost = "0, 0" // a version 1 file (read-only) has no cost columns
@@ -225,9 +270,21 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id))
 	      FROM ` + table + ` AS s GROUP BY trace_id`
 	var args []any
+	var having []string
 	if !f.Since.IsZero() {
-		q += ` HAVING MIN(start_time_unix_nano) >= ?`
+		having = append(having, `MIN(start_time_unix_nano) >= ?`)
 		args = append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		having = append(having, `MIN(start_time_unix_nano) < ?`)
+		args = append(args, f.Until.UnixNano())
+	}
+	if f.SessionID != "" {
+		having = append(having, `COALESCE(MAX(NULLIF(session_id, '')), trace_id) = ?`)
+		args = append(args, f.SessionID)
+	}
+	if len(having) > 0 {
+		q += ` HAVING ` + strings.Join(having, " AND ")
 	}
 	q += ` ORDER BY MIN(start_time_unix_nano) DESC, trace_id`
 	if f.Limit > 0 {
@@ -257,15 +314,6 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-func splitModels(s string) []string {
-	if s == "" {
-		return []string{}
-	}
-	ms := strings.Split(s, ",")
-	sort.Strings(ms)
-	return ms
 }
 
 // Run implements store.Reader: every stored span and log record of the trace.

@@ -38,8 +38,15 @@ import (
 	"github.com/runagain/runagain/internal/store"
 )
 
-// WarmSchemaVersion is the warm file's PRAGMA user_version.
-const WarmSchemaVersion = 1
+// WarmSchemaVersion is the warm file's PRAGMA user_version. Version 2 added the run index
+// (RunsTable): a version 1 file opened for writing builds it once from its summaries; opened
+// read-only it is listed by aggregating its summaries.
+const WarmSchemaVersion = 2
+
+// warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
+var warmMigrations = map[int]string{
+	1: warmIndex.buildSQL(),
+}
 
 const warmDDL = `
 CREATE TABLE IF NOT EXISTS span_summaries (
@@ -69,6 +76,7 @@ CREATE TABLE IF NOT EXISTS span_summaries (
 );
 CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
+CREATE INDEX IF NOT EXISTS span_summaries_session ON span_summaries (session_id);
 CREATE TABLE IF NOT EXISTS key_events (
   event_id             TEXT    NOT NULL PRIMARY KEY,
   trace_id             TEXT    NOT NULL,
@@ -93,15 +101,16 @@ type WarmDB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
+	version     int // the file's schema version (1: no run index, read-only)
 }
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
-	db, _, err := openFile(path, o, "warm", warmDDL, WarmSchemaVersion, nil)
+	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations)
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices}
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
 	if w.sessionKeys == nil {
 		w.sessionKeys = genai.DefaultSessionKeys
 	}
@@ -182,12 +191,12 @@ func (w *WarmDB) SQL() *sql.DB { return w.db }
 
 // Expire deletes summaries and key events ingested before cutoff; it returns the rows deleted.
 func (w *WarmDB) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
-	return expireTables(ctx, w.db, cutoff, nil, "span_summaries", "key_events")
+	return expireTables(ctx, w.db, cutoff, nil, &warmIndex, "span_summaries", "key_events")
 }
 
 // ExpireExcept is Expire keeping every summary and key event of the runs in pinned (dataset pins).
 func (w *WarmDB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error) {
-	return expireTables(ctx, w.db, cutoff, pinned, "span_summaries", "key_events")
+	return expireTables(ctx, w.db, cutoff, pinned, &warmIndex, "span_summaries", "key_events")
 }
 
 // WriteTraces stores the summaries and exception events of td in one transaction (idempotent).
@@ -211,6 +220,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	now := w.now().UnixNano()
+	var touched traceSet
 	if len(spans) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries
 		  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
@@ -227,6 +237,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
 				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
 			}
+			touched.add(s.TraceID)
 		}
 	}
 	if len(events) > 0 {
@@ -242,13 +253,23 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 				e.Severity, e.Service, e.Message, e.Attributes, now); err != nil {
 				return fmt.Errorf("sqlite warm tier: insert key event: %w", err)
 			}
+			if e.Kind == "alert" {
+				touched.add(e.TraceID)
+			}
 		}
+	}
+	if err := warmIndex.refresh(ctx, tx, touched.ids); err != nil {
+		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
 	return tx.Commit()
 }
 
-// Runs implements store.Reader over span_summaries (Tier "warm").
+// Runs implements store.Reader (Tier "warm"): from the run index, or, for a version 1 file opened
+// read-only, by aggregating span_summaries.
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	if w.version >= 2 {
+		return indexedRuns(ctx, w.db, f, store.TierWarm)
+	}
 	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
 }
 

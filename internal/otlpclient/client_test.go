@@ -1,60 +1,35 @@
-package importer
+package otlpclient
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/runagain/runagain/internal/importer/otlptest"
+	"github.com/runagain/runagain/internal/otlpclient/otlptest"
 )
 
-func newSender(t testing.TB, addr string) *Sender {
+func newClient(t testing.TB, addr string, o Options) *Client {
 	t.Helper()
-	conn, err := Dial(addr, true)
+	o.Insecure = true
+	if o.Retries == 0 {
+		o.Retries = -1
+	}
+	c, err := Dial(addr, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return &Sender{Client: ptraceotlp.NewGRPCClient(conn), Retries: -1}
-}
-
-// TestSendCorpusBytesEqual sends every corpus trace and the fixtures and checks that the bytes
-// the server received are exactly the protobuf of what was parsed.
-func TestSendCorpusBytesEqual(t *testing.T) {
-	srv := otlptest.Start(t, 0)
-	snd := newSender(t, srv.Addr)
-	files := append(langfuseCorpus(t), anyAgentCorpus(t)...)
-	files = append(files, td("otlp_lines.json"), td("otlp_whole.json"), td("langfuse_small.json"), td("anyagent_small.json"))
-	var m ptrace.ProtoMarshaler
-	for _, f := range files {
-		res, err := ParseFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := m.MarshalTraces(res.Traces)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := len(srv.Requests())
-		st, err := snd.Send(context.Background(), res.Traces)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		got := srv.Requests()[before:]
-		if len(got) != 1 || st.Requests != 1 || st.Spans != res.SpanCount() || st.Bytes != len(want) {
-			t.Fatalf("%s: %d requests received, stats %+v", f, len(got), st)
-		}
-		if !bytes.Equal(got[0], want) {
-			t.Errorf("%s: received %d bytes differ from the %d parsed", f, len(got[0]), len(want))
-		}
-	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // bigTraces returns n small spans plus one span with an attribute of bigBytes.
@@ -82,9 +57,9 @@ func bigTraces(n, bigBytes int) ptrace.Traces {
 // arrives byte for byte with its resource and scope.
 func TestSendSplitsLargeFiles(t *testing.T) {
 	srv := otlptest.Start(t, 64<<20) // receiver with max_recv_msg_size_mib: 64
-	snd := newSender(t, srv.Addr)
+	snd := newClient(t, srv.Addr, Options{})
 	in := bigTraces(150, 5<<20)
-	st, err := snd.Send(context.Background(), in)
+	st, err := snd.SendTraces(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +104,8 @@ func TestSendSplitsLargeFiles(t *testing.T) {
 // reported, not dropped silently.
 func TestSendOversizeSpanDefaultReceiver(t *testing.T) {
 	srv := otlptest.Start(t, 0)
-	snd := newSender(t, srv.Addr)
-	_, err := snd.Send(context.Background(), bigTraces(1, 5<<20))
+	snd := newClient(t, srv.Addr, Options{})
+	_, err := snd.SendTraces(context.Background(), bigTraces(1, 5<<20))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "export request 1 of 1") {
 		t.Fatalf("got %v", err)
 	}
@@ -144,17 +119,14 @@ func TestSendPartialSuccess(t *testing.T) {
 		resp.PartialSuccess().SetErrorMessage("2 spans had an empty trace id")
 		return resp, nil
 	})
-	snd := newSender(t, srv.Addr)
-	res, err := ParseFile(td("anyagent_small.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := snd.Send(context.Background(), res.Traces)
+	snd := newClient(t, srv.Addr, Options{})
+	in := bigTraces(6, 10)
+	st, err := snd.SendTraces(context.Background(), in)
 	var rej *RejectedError
 	if !errors.As(err, &rej) || rej.Rejected != 2 || !strings.Contains(err.Error(), "empty trace id") {
 		t.Fatalf("got %v", err)
 	}
-	if st.Spans != res.SpanCount()-2 {
+	if st.Spans != in.SpanCount()-2 {
 		t.Errorf("accepted spans %d", st.Spans)
 	}
 
@@ -164,7 +136,7 @@ func TestSendPartialSuccess(t *testing.T) {
 		resp.PartialSuccess().SetErrorMessage("attribute truncated upstream")
 		return resp, nil
 	})
-	st, err = snd.Send(context.Background(), res.Traces)
+	st, err = snd.SendTraces(context.Background(), in)
 	if err != nil || len(st.Warnings) != 1 {
 		t.Fatalf("warning: %v %+v", err, st)
 	}
@@ -180,13 +152,8 @@ func TestSendRetriesUnavailable(t *testing.T) {
 		}
 		return ptraceotlp.NewExportResponse(), nil
 	})
-	snd := newSender(t, srv.Addr)
-	snd.Retries = 3
-	res, err := ParseFile(td("otlp_whole.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := snd.Send(context.Background(), res.Traces)
+	snd := newClient(t, srv.Addr, Options{Retries: 3})
+	st, err := snd.SendTraces(context.Background(), bigTraces(3, 10))
 	if err != nil || calls != 3 || st.Requests != 1 {
 		t.Fatalf("err %v calls %d stats %+v", err, calls, st)
 	}
@@ -252,4 +219,110 @@ func spanOrder(td ptrace.Traces) []string {
 		}
 	}
 	return out
+}
+
+func testLogs(n int) plog.Logs {
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for i := 0; i < n; i++ {
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetEventName("runagain.replay.divergence")
+		lr.Body().SetStr(strings.Repeat("d", i+1))
+	}
+	return ld
+}
+
+// TestSendLogs: log records go through the same client as spans, with the same retry rule
+// (Unavailable retried, InvalidArgument not) and partial success reported as a RejectedError.
+func TestSendLogs(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	c := newClient(t, srv.Addr, Options{Retries: 2})
+	in := testLogs(3)
+	if err := c.ConsumeLogs(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Logs.Received()
+	if len(got) != 1 {
+		t.Fatalf("%d log requests", len(got))
+	}
+	var m plog.ProtoMarshaler
+	wb, _ := m.MarshalLogs(in)
+	gb, _ := m.MarshalLogs(got[0])
+	if !bytes.Equal(wb, gb) {
+		t.Error("received logs differ from those sent")
+	}
+
+	calls := 0
+	srv.Logs.SetReply(func(plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+		calls++
+		if calls < 3 {
+			return plogotlp.NewExportResponse(), status.Error(codes.Unavailable, "memory limiter")
+		}
+		resp := plogotlp.NewExportResponse()
+		resp.PartialSuccess().SetRejectedLogRecords(1)
+		resp.PartialSuccess().SetErrorMessage("one record too large")
+		return resp, nil
+	})
+	err := c.SendLogs(context.Background(), in)
+	var rej *RejectedError
+	if !errors.As(err, &rej) || rej.Rejected != 1 || calls != 3 || err.Error() != "collector rejected 1 log records: one record too large" {
+		t.Fatalf("calls %d, err %v", calls, err)
+	}
+
+	calls = 0
+	srv.Logs.SetReply(func(plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+		calls++
+		return plogotlp.NewExportResponse(), status.Error(codes.InvalidArgument, "bad record")
+	})
+	err = c.SendLogs(context.Background(), in)
+	if status.Code(err) != codes.InvalidArgument || calls != 1 || !strings.Contains(err.Error(), "export request 1 of 1 (3 log records)") {
+		t.Fatalf("calls %d, err %v", calls, err)
+	}
+	if err := c.SendLogs(context.Background(), plog.NewLogs()); err != nil || calls != 1 {
+		t.Fatalf("empty logs: %v, %d calls", err, calls)
+	}
+}
+
+// TestDialEndpoints: the endpoint forms the CLI accepts, and the error quoting a malformed one.
+func TestDialEndpoints(t *testing.T) {
+	for ep, ok := range map[string]bool{"127.0.0.1:4317": true, "http://localhost:4317/": true, "https://otel.example:443": true,
+		"localhost": false, "http://": false, "": false} {
+		c, err := Dial(ep, Options{})
+		if (err == nil) != ok {
+			t.Errorf("Dial(%q): %v", ep, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), strconv.Quote(ep)) {
+			t.Errorf("Dial(%q): error does not quote the endpoint: %v", ep, err)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// TestSendTracesNotRetried: an error other than Unavailable or ResourceExhausted is returned
+// at once.
+func TestSendTracesNotRetried(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	calls := 0
+	srv.SetReply(func(ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+		calls++
+		return ptraceotlp.NewExportResponse(), status.Error(codes.PermissionDenied, "no")
+	})
+	c := newClient(t, srv.Addr, Options{Retries: 3})
+	if _, err := c.SendTraces(context.Background(), bigTraces(2, 10)); status.Code(err) != codes.PermissionDenied || calls != 1 {
+		t.Fatalf("calls %d, err %v", calls, err)
+	}
+}
+
+// TestIsLoopback: the test that makes plaintext the CLI's default.
+func TestIsLoopback(t *testing.T) {
+	for ep, want := range map[string]bool{
+		"127.0.0.1:4317": true, "localhost:4317": true, "[::1]:4317": true, "http://127.0.0.2:4317": true,
+		"collector.example.com:4317": false, "10.0.0.1:4317": false, "https://otel.example.com:443": false,
+	} {
+		if got := IsLoopback(ep); got != want {
+			t.Errorf("IsLoopback(%q) = %v", ep, got)
+		}
+	}
 }

@@ -1,5 +1,5 @@
-// Package otlptest provides an in-process OTLP gRPC trace receiver for tests, built on pdata's
-// ptraceotlp.RegisterGRPCServer and listening on 127.0.0.1.
+// Package otlptest provides an in-process OTLP gRPC receiver of traces and logs for tests, built
+// on pdata's ptraceotlp and plogotlp RegisterGRPCServer and listening on 127.0.0.1.
 package otlptest
 
 import (
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -19,9 +21,48 @@ type Server struct {
 	// Addr is host:port of the listener.
 	Addr string
 
+	// Logs receives the log export requests.
+	Logs *LogServer
+
 	mu       sync.Mutex
 	requests [][]byte
 	reply    func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)
+}
+
+// LogServer records the log export requests.
+type LogServer struct {
+	plogotlp.UnimplementedGRPCServer
+	mu    sync.Mutex
+	logs  []plog.Logs
+	reply func(req plogotlp.ExportRequest) (plogotlp.ExportResponse, error)
+}
+
+// SetReply makes f build the responses; nil restores plain success.
+func (s *LogServer) SetReply(f func(req plogotlp.ExportRequest) (plogotlp.ExportResponse, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = f
+}
+
+// Export implements plogotlp.GRPCServer.
+func (s *LogServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	ld := plog.NewLogs()
+	req.Logs().CopyTo(ld)
+	s.mu.Lock()
+	s.logs = append(s.logs, ld)
+	reply := s.reply
+	s.mu.Unlock()
+	if reply != nil {
+		return reply(req)
+	}
+	return plogotlp.NewExportResponse(), nil
+}
+
+// Received returns the logs of the requests received so far.
+func (s *LogServer) Received() []plog.Logs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]plog.Logs(nil), s.logs...)
 }
 
 // Start listens on 127.0.0.1:0 and serves until the test ends. maxRecv is the server's gRPC
@@ -37,8 +78,9 @@ func Start(tb testing.TB, maxRecv int) *Server {
 		opts = append(opts, grpc.MaxRecvMsgSize(maxRecv))
 	}
 	gs := grpc.NewServer(opts...)
-	s := &Server{Addr: lis.Addr().String()}
+	s := &Server{Addr: lis.Addr().String(), Logs: &LogServer{}}
 	ptraceotlp.RegisterGRPCServer(gs, s)
+	plogotlp.RegisterGRPCServer(gs, s.Logs)
 	go func() { _ = gs.Serve(lis) }()
 	tb.Cleanup(gs.Stop)
 	return s

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/internal/erase"
+	"github.com/runagain/runagain/internal/seal"
+	"github.com/runagain/runagain/internal/store/clickhousestore"
+	"github.com/runagain/runagain/internal/store/coldstore"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+)
+
+// payloadsURLFlag is the payload bucket when no --config names one.
+var payloadsURLFlag string
+
+const deleteLong = `delete erases a session (--session) or one run (--trace) from everywhere runagain keeps it, for a
+data-subject erasure request, and reports what it removed:
+
+  hot tier      every span and log record of the runs (SQLite: deleted with secure_delete, then the
+                file is rebuilt with VACUUM and its WAL truncated, so no stale copy stays in free
+                pages; ClickHouse: ALTER TABLE ... DELETE, a synchronous mutation that rewrites the parts)
+  warm tier     span summaries and key events (exceptions, alerts)
+  cold tier     the session's Parquet partial records: each file holding one is rewritten without it
+                (or deleted when nothing else is left); ClickHouse runagain_sessions rows
+  payloads      the offloaded payload objects the erased rows referenced, unless a live row still
+                references the same content (content addressing stores a value once: another
+                session that sent the very same bytes keeps them); the sweep also removes other
+                unreferenced objects older than the hot retention
+  sealed originals  the session's data key is destroyed (crypto-shredding, see agent_redaction
+                seal_originals): every sealed copy, in exports or backups too, becomes unreadable
+  datasets      a run frozen in a regression dataset is a full copy (spans and rehydrated payloads).
+                delete refuses, before removing anything, and names the dataset versions, unless
+                --remove-from-datasets: then each such version is replaced by a version without
+                those cases (a new version id) or removed when nothing is left
+
+With --sealed-only, delete --session only destroys the session's data key: the redacted runs stay
+readable, replay serves the redacted bytes and says the originals were erased.
+
+A session's runs are found in every tier (gen_ai.conversation.id or session.id on any span or record;
+a run without one is its own session: give its trace id). --trace erases one run; its session's key
+is destroyed only when the run is its own session.
+
+It is safe while the collector runs: the SQLite files are in WAL mode and every statement waits on a
+busy timeout (the collector's writes wait during VACUUM and are retried by their sending queues),
+Parquet objects are replaced whole, ClickHouse mutations are synchronous. Spans of the session that
+are still on their way (in a sending queue, or sent after delete started) are stored after it:
+stop the agents of that session first, or run delete again.
+
+What it cannot reach: backups and snapshots of the data directory or buckets, copies already
+exported (runagain dataset export directories, files you wrote with --json), other systems the
+collector forwards to, Prometheus series and exemplars that carry trace ids (agent_guard metrics),
+the collector's persistent sending queues (data/queue: spans are removed from them once written,
+but their bbolt files keep freed pages until compacted: enable file_storage compaction), and the
+collector's logs.
+
+Stores are those of --config (runagain_storage), else the embedded default's files under --data-dir.`
+
+func init() {
+	var session, trace string
+	var removeFromDatasets, noCompact, sealedOnly bool
+	cmd := &cobra.Command{
+		Use:   "delete --session ID | --trace ID",
+		Short: "Erase a session or run from every tier, datasets, sealed originals and payload storage (data-subject erasure)",
+		Long:  deleteLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := contextOf(cmd)
+			if sealedOnly {
+				return destroySessionKey(cmd, session)
+			}
+			e, closeAll, err := openEraser(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			rep, err := e.Run(ctx, erase.Request{Session: session, TraceID: trace, RemoveFromDatasets: removeFromDatasets, NoCompact: noCompact})
+			if rep != nil {
+				printErasure(cmd.OutOrStdout(), session, trace, rep)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
+	cmd.Flags().StringVar(&trace, "trace", "", "trace id of one run (32 hex characters)")
+	cmd.Flags().BoolVar(&removeFromDatasets, "remove-from-datasets", false,
+		"also remove the runs' cases from the dataset versions that froze them (each version is replaced by one without them)")
+	cmd.Flags().BoolVar(&noCompact, "no-compact", false,
+		"skip rebuilding the SQLite files after deleting (faster on large files; stale copies of erased rows may then stay in free pages)")
+	cmd.Flags().BoolVar(&sealedOnly, "sealed-only", false,
+		"only destroy the session's data key (crypto-shredding of the sealed originals); the redacted runs stay")
+	cmd.Flags().StringVar(&payloadsURLFlag, "payloads-url", os.Getenv("RUNAGAIN_PAYLOADS_URL"),
+		"payload bucket (gocloud.dev/blob URL); default: --config's runagain_storage payloads::url, else file://<data-dir>/blobs (env RUNAGAIN_PAYLOADS_URL)")
+	addDatasetsFlag(cmd)
+	rootCmd.AddCommand(cmd)
+}
+
+// destroySessionKey is delete --session ID --sealed-only: the session's data key is destroyed, the
+// redacted runs stay.
+func destroySessionKey(cmd *cobra.Command, session string) error {
+	if session == "" {
+		return fmt.Errorf("--sealed-only: give --session")
+	}
+	dir := keysDir()
+	if !seal.Exists(dir) {
+		return fmt.Errorf("no session keys in %s: sealing was never enabled there (agent_redaction seal_originals)", dir)
+	}
+	keys, err := seal.OpenKeys(contextOf(cmd), dir, os.Getenv("RUNAGAIN_SEAL_KEEPER_URL"))
+	if err != nil {
+		return err
+	}
+	defer keys.Close()
+	ok, err := keys.Destroy(session)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "session %s: no key (nothing was sealed for it, or it was deleted before)\n", session)
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "session %s: data key destroyed; its sealed originals can no longer be opened\n", session)
+	return nil
+}
+
+func printErasure(w io.Writer, session, trace string, rep *erase.Report) {
+	what := "session " + session
+	if session == "" {
+		what = "run " + trace
+	}
+	fmt.Fprintf(w, "%s: %d runs", what, len(rep.Erasure.TraceIDs))
+	if len(rep.Erasure.TraceIDs) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(rep.Erasure.TraceIDs, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, t := range rep.Tiers {
+		fmt.Fprintf(w, "  %-9s %s: removed %s\n", t.Tier, t.Where, t)
+		for _, n := range t.Notes {
+			fmt.Fprintf(w, "            note: %s\n", n)
+		}
+	}
+	switch {
+	case len(rep.Datasets) > 0:
+		for _, l := range rep.Datasets {
+			fmt.Fprintf(w, "  datasets  %s\n", l)
+		}
+	case len(rep.Plan.Datasets) == 0:
+		fmt.Fprintln(w, "  datasets  no dataset holds these runs")
+	}
+	if rep.Key != "" {
+		fmt.Fprintf(w, "  sealed    %s\n", rep.Key)
+	} else {
+		fmt.Fprintln(w, "  sealed    no session keys (sealing never enabled)")
+	}
+	if p := rep.Payloads; p != nil {
+		fmt.Fprintf(w, "  payloads  %s: removed %d objects (%d bytes stored)", rep.Where, p.ObjectsDeleted, p.BytesFreed)
+		if p.PacksDeleted+p.PacksRewritten > 0 {
+			fmt.Fprintf(w, ", %d packs deleted, %d rewritten", p.PacksDeleted, p.PacksRewritten)
+		}
+		if p.KeptShared > 0 {
+			fmt.Fprintf(w, "; kept %d objects other live runs reference too (same content)", p.KeptShared)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// openEraser opens, for writing, every store the CLI's configuration names (--config, else the
+// embedded default under --data-dir, or the --clickhouse and --cold-url flags). A SQLite file or
+// local cold directory that does not exist is skipped (nothing to erase there).
+func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
+	cfg, err := storageConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg == nil {
+		cfg = flagStorageConfig()
+	}
+	e := &erase.Eraser{}
+	var closers []func() error
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}
+	fail := func(err error) (*erase.Eraser, func(), error) {
+		closeAll()
+		return nil, nil, err
+	}
+	if cfg.Hot.HasValue() {
+		h := cfg.Hot.Get()
+		switch {
+		case h.ClickHouse.HasValue():
+			ch := h.ClickHouse.Get()
+			db, err := ch.OpenDB()
+			if err != nil {
+				return fail(fmt.Errorf("hot::clickhouse: %w", err))
+			}
+			closers = append(closers, db.Close)
+			he := &clickhousestore.HotEraser{DB: db, Tables: clickhousestore.HotTables{Database: ch.Database}, SessionKeys: cfg.SessionKeys}
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "hot", Where: ch.Endpoint, Eraser: he})
+			e.Refs = he
+		case h.SQLite.HasValue() && exists(h.SQLite.Get().Path):
+			p := h.SQLite.Get().Path
+			db, err := sqlitestore.Open(p, sqlitestore.Options{SessionKeys: cfg.SessionKeys})
+			if err != nil {
+				return fail(err)
+			}
+			closers = append(closers, db.Close)
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "hot", Where: p, Eraser: db, Compact: db.Compact})
+			e.Refs = db
+		}
+	}
+	if cfg.Warm.HasValue() {
+		w := cfg.Warm.Get()
+		switch {
+		case w.ClickHouse.HasValue():
+			ch := w.ClickHouse.Get()
+			db, err := ch.OpenDB()
+			if err != nil {
+				return fail(fmt.Errorf("warm::clickhouse: %w", err))
+			}
+			closers = append(closers, db.Close)
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "warm", Where: ch.Endpoint,
+				Eraser: &clickhousestore.WarmEraser{DB: db, Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName}}})
+		case w.SQLite.HasValue() && exists(w.SQLite.Get().Path):
+			p := w.SQLite.Get().Path
+			db, err := sqlitestore.OpenWarm(p, sqlitestore.Options{SessionKeys: cfg.SessionKeys})
+			if err != nil {
+				return fail(err)
+			}
+			closers = append(closers, db.Close)
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "warm", Where: p, Eraser: db, Compact: db.Compact})
+		}
+	}
+	if cfg.Cold.HasValue() {
+		k := cfg.Cold.Get()
+		switch {
+		case k.ClickHouse.HasValue():
+			ch := k.ClickHouse.Get()
+			db, err := ch.OpenDB()
+			if err != nil {
+				return fail(fmt.Errorf("cold::clickhouse: %w", err))
+			}
+			closers = append(closers, db.Close)
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "cold", Where: ch.Endpoint,
+				Eraser: &clickhousestore.ColdEraser{DB: db, Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName}}})
+		case k.Parquet.HasValue():
+			u := k.Parquet.Get().URL
+			if local := coldLocalDir(u); local != "" && !exists(local) {
+				break
+			}
+			st, err := coldstore.Open(ctx, u, coldstore.Options{})
+			if err != nil {
+				return fail(err)
+			}
+			closers = append(closers, st.Close)
+			e.Tiers = append(e.Tiers, erase.Tier{Name: "cold", Where: u, Eraser: st})
+		}
+	}
+	if len(e.Tiers) == 0 {
+		return fail(errors.New("open store: no tier found (is --config / --data-dir the collector's?)"))
+	}
+	pu := payloadsURLFlag
+	if pu == "" && cfg.Payloads.HasValue() {
+		pu = cfg.Payloads.Get().URL
+	}
+	if pu != "" {
+		grace := runagainstorageextension.DefaultHotRetention
+		if cfg.Hot.HasValue() && cfg.Hot.Get().Retention > 0 {
+			grace = cfg.Hot.Get().Retention
+		}
+		e.Payloads = erase.NewSweeper(pu, grace, nil)
+	}
+	ds, err := openDatasets(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, ds.Close)
+	e.Datasets = ds
+	if dir := keysDir(); seal.Exists(dir) {
+		keys, err := seal.OpenKeys(ctx, dir, os.Getenv("RUNAGAIN_SEAL_KEEPER_URL"))
+		if err != nil {
+			return fail(fmt.Errorf("sealed originals: %w", err))
+		}
+		closers = append(closers, keys.Close)
+		e.Keys = keys
+	}
+	return e, closeAll, nil
+}
+
+// flagStorageConfig is the runagain_storage configuration the flags describe without --config:
+// the embedded default's files under --data-dir, or the tiers on --clickhouse, and --cold-url.
+func flagStorageConfig() *runagainstorageextension.Config {
+	cfg := runagainstorageextension.NewDefaultConfig()
+	dir := dataDirFlag
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	cfg.Hot.GetOrInsertDefault().SQLite.GetOrInsertDefault().Path = filepath.Join(dir, "hot.db")
+	cfg.Warm.GetOrInsertDefault().SQLite.GetOrInsertDefault().Path = filepath.Join(dir, "warm.db")
+	cfg.Cold.GetOrInsertDefault().Parquet.GetOrInsertDefault().URL = filepath.Join(dir, "cold")
+	cfg.Payloads.GetOrInsertDefault().URL = "file://" + filepath.ToSlash(filepath.Join(dir, "blobs"))
+	applyFlagOverrides(cfg, func(name string) bool {
+		switch name {
+		case "clickhouse", "clickhouse-database":
+			return clickhouseFlag != ""
+		case "clickhouse-hot-database":
+			return clickhouseHotDBFlag != ""
+		case "cold-url":
+			return coldURLFlag != ""
+		}
+		return false
+	})
+	return cfg
+}
+
+// coldLocalDir is the directory of a cold URL that is a plain path or a file:// URL, else "".
+func coldLocalDir(u string) string {
+	if !strings.Contains(u, "://") {
+		return u
+	}
+	if strings.HasPrefix(u, "file://") {
+		p := strings.TrimPrefix(u, "file://")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		return p
+	}
+	return ""
+}

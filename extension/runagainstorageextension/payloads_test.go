@@ -1,0 +1,144 @@
+package runagainstorageextension
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+type testClock struct{ now time.Time }
+
+func (c *testClock) Now() time.Time { return c.now }
+
+// blobValues returns which of values the files under dir hold, raw or zstd-decoded.
+func blobValues(t *testing.T, dir string, values []string) map[string]bool {
+	dec, err := zstd.NewReader(nil)
+	require.NoError(t, err)
+	defer dec.Close()
+	found := map[string]bool{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		contents := [][]byte{raw}
+		if plain, err := dec.DecodeAll(raw, nil); err == nil {
+			contents = append(contents, plain)
+		}
+		for _, c := range contents {
+			for _, v := range values {
+				if bytes.Contains(c, []byte(v)) {
+					found[v] = true
+				}
+			}
+		}
+		return nil
+	}))
+	return found
+}
+
+// TestRetentionSweepsPayloadsOfExpiredRuns: three runs reference offloaded conversations (split
+// into objects per message; all three share the system prompt). One is pinned by a dataset.
+// After a retention pass past the hot retention (injected clock), the blob store holds no byte
+// of the expired runs' own messages, while the pinned run's payload, shared prompt included,
+// still reads back whole.
+func TestRetentionSweepsPayloadsOfExpiredRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	blobs := "file://" + filepath.ToSlash(filepath.Join(dir, "blobs")) + "?create_dir=true&metadata=skip"
+	cfg := NewDefaultConfig()
+	cfg.Hot = configoptional.Some(HotConfig{Retention: DefaultHotRetention, SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
+	cfg.Payloads = configoptional.Some(PayloadsConfig{URL: blobs})
+	cfg.Datasets = configoptional.Some(DatasetsConfig{URL: dataset.DefaultURL(dir)})
+	require.NoError(t, cfg.Validate())
+	c := &testClock{now: time.Now()}
+	st, err := New(cfg, componenttest.NewNopTelemetrySettings(), c.Now)
+	require.NoError(t, err)
+	require.NoError(t, st.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, st.Shutdown(ctx)) }()
+
+	ps, err := payloadref.NewStore(ctx, blobs, payloadref.StoreOptions{})
+	require.NoError(t, err)
+	defer ps.Close()
+	prompt := "SHARED-PROMPT " + strings.Repeat("You are a careful assistant. ", 30)
+	conversation := func(secret string) []byte {
+		b, _ := json.Marshal([]map[string]string{{"role": "system", "content": prompt},
+			{"role": "user", "content": secret + " " + strings.Repeat("tell me more about it, please. ", 30)}})
+		return b
+	}
+	runs := map[string]storetest.Run{}
+	uris := map[string]string{}
+	td := ptrace.NewTraces()
+	for _, seed := range []string{"expired-1", "expired-2", "pinned"} {
+		r := storetest.Run{Seed: seed, Service: "svc", Model: "gpt-4.1", Start: c.now.UnixNano(), LLMCalls: 1}
+		runs[seed] = r
+		res, err := ps.Put(ctx, conversation("SECRET-"+seed), true)
+		require.NoError(t, err)
+		require.True(t, res.Split)
+		uris[seed] = res.URI
+		one := storetest.Traces(r)
+		store.EachSpan(one, func(s ptrace.Span) { s.Attributes().PutStr("gen_ai.input.messages_ref", res.URI) })
+		one.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
+	}
+	hot, err := st.Backend(store.TierHot)
+	require.NoError(t, err)
+	require.NoError(t, hot.WriteTraces(ctx, td))
+
+	ds, err := dataset.Open(ctx, cfg.Datasets.Get().URL)
+	require.NoError(t, err)
+	defer ds.Close()
+	_, _, err = ds.Put(ctx, "pins", "", []*dataset.Case{{ID: "p", TraceID: storetest.TraceID("pinned").String(),
+		Files: map[string][]byte{dataset.FileRun: []byte("{}")}}})
+	require.NoError(t, err)
+
+	secrets := []string{"SECRET-expired-1", "SECRET-expired-2", "SECRET-pinned", "SHARED-PROMPT"}
+	before := blobValues(t, filepath.Join(dir, "blobs"), secrets)
+	for _, s := range secrets {
+		require.True(t, before[s], "%s not in the blob store before retention: the check would prove nothing", s)
+	}
+
+	// A pass within the retention deletes nothing.
+	c.now = c.now.Add(DefaultHotRetention - time.Hour)
+	n, err := st.RunJanitors(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, before, blobValues(t, filepath.Join(dir, "blobs"), secrets))
+
+	c.now = c.now.Add(2 * time.Hour)
+	n, err = st.RunJanitors(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	after := blobValues(t, filepath.Join(dir, "blobs"), secrets)
+	assert.False(t, after["SECRET-expired-1"], "an expired run's payload bytes are gone")
+	assert.False(t, after["SECRET-expired-2"])
+	assert.True(t, after["SECRET-pinned"], "the pinned run's payload stays")
+	assert.True(t, after["SHARED-PROMPT"], "an object shared with the pinned run stays")
+
+	r := payloadref.NewResolver()
+	defer r.Close()
+	got, err := r.Fetch(ctx, uris["pinned"])
+	require.NoError(t, err)
+	assert.Equal(t, conversation("SECRET-pinned"), got)
+	_, err = r.Fetch(ctx, uris["expired-1"])
+	assert.Error(t, err, "the expired run's reference no longer resolves")
+}

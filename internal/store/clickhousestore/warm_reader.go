@@ -1,0 +1,127 @@
+package clickhousestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/runagain/runagain/internal/store"
+)
+
+// WarmReader reads runagain_span_summaries and runagain_key_events (Tier "warm").
+type WarmReader struct {
+	DB     Querier
+	Schema Schema
+	closer func() error
+}
+
+// Close closes the connection when the reader owns it (Open's last tier); otherwise nothing:
+// the handle belongs to the caller.
+func (r *WarmReader) Close() error { return closeFn(r.closer) }
+
+// RunsQuery is the SQL WarmReader.Runs issues.
+func (r *WarmReader) RunsQuery(f store.RunFilter) string {
+	q := fmt.Sprintf(`SELECT trace_id, max(session_id) AS session,
+  min(start_time_unix_nano) AS start_ns, max(end_time_unix_nano) AS end_ns, toInt64(count()) AS spans,
+  arrayStringConcat(arraySort(groupUniqArrayIf(toString(model), model != '')), ',') AS models,
+  sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+  toInt64(countIf(status_code = 2)) AS errors, sum(cost_usd) AS cost, toInt64(sum(unpriced)) AS unpriced
+FROM (SELECT * FROM %s LIMIT 1 BY trace_id, span_id)
+GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
+	q += having(f, "start_ns", "if(session != '', session, trace_id)")
+	return q + "\nORDER BY start_ns DESC, trace_id" + limit(f)
+}
+
+// Runs implements store.Reader.
+func (r *WarmReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	rows, err := r.DB.QueryContext(ctx, r.RunsQuery(f))
+	if MissingTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse warm tier: list runs: %w", err)
+	}
+	return scanSummaries(rows, store.TierWarm, true)
+}
+
+// SpansQuery is the SQL WarmReader.Run issues for the summaries of traceID.
+func (r *WarmReader) SpansQuery(traceID string) string {
+	return fmt.Sprintf(`SELECT trace_id, span_id, parent_span_id, session_id, toString(name), kind, start_time_unix_nano,
+  end_time_unix_nano, status_code, status_message, toString(service_name), toString(genai_kind), toString(model),
+  input_tokens, output_tokens, cost_usd, unpriced, toString(tool_name), toString(agent_name), toString(error_type), attributes
+FROM %s WHERE trace_id = %s
+ORDER BY start_time_unix_nano, span_id
+LIMIT 1 BY span_id`, r.Schema.Table(TableSpanSummaries), Quote(traceID))
+}
+
+// EventsQuery is the SQL WarmReader.Run issues for the key events of traceID.
+func (r *WarmReader) EventsQuery(traceID string) string {
+	return fmt.Sprintf(`SELECT event_id, trace_id, span_id, session_id, time_unix_nano, toString(kind), toString(name),
+  severity_number, toString(service_name), message, attributes
+FROM %s WHERE trace_id = %s
+ORDER BY time_unix_nano, event_id
+LIMIT 1 BY event_id`, r.Schema.Table(TableKeyEvents), Quote(traceID))
+}
+
+// Run implements store.Reader.
+func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error) {
+	traceID = strings.ToLower(traceID)
+	if _, err := traceIDFrom(traceID); err != nil {
+		return nil, err
+	}
+	rows, err := r.DB.QueryContext(ctx, r.SpansQuery(traceID))
+	if MissingTable(err) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse warm tier: read run %s: %w", traceID, err)
+	}
+	var spans []store.SpanSummary
+	for rows.Next() {
+		var s store.SpanSummary
+		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
+			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
+			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		spans = append(spans, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	erows, err := r.DB.QueryContext(ctx, r.EventsQuery(traceID))
+	if MissingTable(err) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse warm tier: read events of %s: %w", traceID, err)
+	}
+	var events []store.KeyEvent
+	for erows.Next() {
+		var e store.KeyEvent
+		if err := erows.Scan(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID, &e.Time, &e.Kind, &e.Name, &e.Severity,
+			&e.Service, &e.Message, &e.Attributes); err != nil {
+			erows.Close()
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	erows.Close()
+	if err := erows.Err(); err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 && len(events) == 0 {
+		return nil, store.ErrNotFound
+	}
+	td, err := store.RebuildTraces(spans, events)
+	if err != nil {
+		return nil, err
+	}
+	ld, err := store.RebuildAlerts(events)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Run{TraceID: traceID, Traces: td, Logs: ld, Tier: store.TierWarm}, nil
+}

@@ -1,0 +1,331 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+var indexT0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC).UnixNano()
+
+// indexRuns are fixture runs: sessions shared and absent, failing tools, several models, an
+// unknown model (unpriced).
+func indexRuns() []storetest.Run {
+	var runs []storetest.Run
+	models := []string{"gpt-4.1", "claude-sonnet-4", "no-such-model-xyz"}
+	for i := 0; i < 12; i++ {
+		r := storetest.Run{Seed: fmt.Sprintf("ix-%d", i), Service: "svc", Agent: "a", Model: models[i%3],
+			Start: indexT0 + int64(i)*int64(time.Minute), LLMCalls: 1 + i%3, ToolFail: i%4 == 0}
+		if i%2 == 0 {
+			r.Session = fmt.Sprintf("conv-%d", i%3)
+		}
+		if i == 5 {
+			r.Start = runs[4].Start // same start: the trace id breaks the tie
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+// splitChildrenFirst returns the spans of run other than its root, then the root alone: a run
+// whose children arrive before their parent.
+func splitChildrenFirst(r storetest.Run) (children, root ptrace.Traces) {
+	all := storetest.Traces(r)
+	children, root = ptrace.NewTraces(), ptrace.NewTraces()
+	all.CopyTo(children)
+	all.CopyTo(root)
+	children.ResourceSpans().At(0).ScopeSpans().At(0).Spans().RemoveIf(func(s ptrace.Span) bool { return s.ParentSpanID().IsEmpty() })
+	root.ResourceSpans().At(0).ScopeSpans().At(0).Spans().RemoveIf(func(s ptrace.Span) bool { return !s.ParentSpanID().IsEmpty() })
+	return children, root
+}
+
+// filters are the listings compared between the index and the aggregation over span rows.
+func filters(runs []storetest.Run) []store.RunFilter {
+	mid := time.Unix(0, runs[6].Start)
+	return []store.RunFilter{
+		{}, {Limit: 1}, {Limit: 5}, {Since: mid}, {Until: mid}, {Since: mid, Limit: 2},
+		{Since: time.Unix(0, runs[2].Start), Until: time.Unix(0, runs[9].Start), Limit: 3},
+		{SessionID: "conv-0"}, {SessionID: "conv-1", Limit: 1}, {SessionID: "conv-2", Since: mid},
+		{SessionID: storetest.TraceID("ix-3").String()}, {SessionID: storetest.TraceID("ix-2").String()},
+		{SessionID: "no-such-session"},
+	}
+}
+
+// TestRunIndexListsWhatTheSpansSay: after writes, retried batches, a run whose children arrive
+// before its root, alerts and expiry, the indexed listing of the hot and the warm file returns
+// exactly what aggregating their span rows returns (listRuns, the listing before the index), for
+// every filter.
+func TestRunIndexListsWhatTheSpansSay(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	dir := t.TempDir()
+	hot, err := Open(filepath.Join(dir, "hot.db"), Options{Now: clock})
+	require.NoError(t, err)
+	defer hot.Close()
+	warm, err := OpenWarm(filepath.Join(dir, "warm.db"), Options{Now: clock})
+	require.NoError(t, err)
+	defer warm.Close()
+	write := func(td ptrace.Traces) {
+		_, err := hot.WriteTraces(ctx, td)
+		require.NoError(t, err)
+		require.NoError(t, warm.WriteTraces(ctx, td))
+	}
+	check := func(stage string) {
+		t.Helper()
+		for _, f := range filters(indexRuns()) {
+			for _, c := range []struct {
+				db   *sql.DB
+				list func() ([]store.RunSummary, error)
+				cost string
+				tier string
+			}{
+				{hot.db, func() ([]store.RunSummary, error) { return hot.Runs(ctx, f) }, "SUM(cost_usd), SUM(unpriced)", "hot"},
+				{warm.db, func() ([]store.RunSummary, error) { return warm.Runs(ctx, f) }, "SUM(cost_usd), SUM(unpriced)", "warm"},
+			} {
+				table := map[string]string{"hot": "spans", "warm": "span_summaries"}[c.tier]
+				want, err := listRuns(ctx, c.db, f, table, c.cost, c.tier)
+				require.NoError(t, err)
+				got, err := c.list()
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "%s: %s tier, filter %+v", stage, c.tier, f)
+			}
+		}
+	}
+
+	runs := indexRuns()
+	write(storetest.Traces(runs[:6]...))
+	check("first batch")
+	write(storetest.Traces(runs[:6]...))
+	check("the same batch retried")
+	children, root := splitChildrenFirst(runs[6])
+	write(children)
+	rows, err := hot.Runs(ctx, store.RunFilter{SessionID: runs[6].Session})
+	require.NoError(t, err)
+	require.NotEmpty(t, rows)
+	assert.True(t, rows[0].Incomplete, "children without their root")
+	assert.Equal(t, "no root span; 1 orphan span (parent not received)", rows[0].IncompleteReason)
+	check("children before their root")
+	write(root)
+	check("the root arrived")
+	rows, err = hot.Runs(ctx, store.RunFilter{Limit: 1, Since: time.Unix(0, runs[6].Start), Until: time.Unix(0, runs[6].Start+1)})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.False(t, rows[0].Incomplete)
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+	require.NoError(t, warm.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+	var alerts [2]int
+	require.NoError(t, hot.db.QueryRow(`SELECT alerts FROM runs WHERE trace_id = ?`, storetest.TraceID("ix-1").String()).Scan(&alerts[0]))
+	require.NoError(t, warm.db.QueryRow(`SELECT alerts FROM runs WHERE trace_id = ?`, storetest.TraceID("ix-1").String()).Scan(&alerts[1]))
+	assert.Equal(t, [2]int{1, 1}, alerts, "the alert is counted in both files")
+
+	now = now.Add(time.Hour)
+	write(storetest.Traces(runs[6:]...))
+	check("later runs")
+	// The first six runs were ingested an hour earlier: expiry removes them and their index rows.
+	_, err = hot.Expire(ctx, now.Add(-time.Minute))
+	require.NoError(t, err)
+	_, err = warm.Expire(ctx, now.Add(-time.Minute))
+	require.NoError(t, err)
+	check("after expiry")
+	all, err := hot.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	assert.Len(t, all, len(runs)-6)
+
+	// Deleting a run's rows by any path (here a plain DELETE) drops its index row (trigger); an
+	// erasure of a session (store.Eraser) drops the index rows of its runs in both files.
+	gone := storetest.TraceID("ix-7").String()
+	_, err = hot.db.ExecContext(ctx, `DELETE FROM spans WHERE trace_id = ?`, gone)
+	require.NoError(t, err)
+	_, err = warm.db.ExecContext(ctx, `DELETE FROM span_summaries WHERE trace_id = ?`, gone)
+	require.NoError(t, err)
+	check("after a plain delete")
+	_, err = hot.Run(ctx, gone)
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	for _, e := range []store.Eraser{hot, warm} {
+		ids, err := e.SessionTraces(ctx, "conv-2")
+		require.NoError(t, err)
+		require.NotEmpty(t, ids)
+		_, err = e.Erase(ctx, store.Erasure{Session: "conv-2", TraceIDs: ids})
+		require.NoError(t, err)
+	}
+	check("after erasing a session")
+	for _, db := range []*sql.DB{hot.db, warm.db} {
+		var n int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM runs WHERE session_id = 'conv-2'`).Scan(&n))
+		assert.Zero(t, n)
+	}
+	// RefreshRuns recomputes named runs in the caller's transaction.
+	tx, err := hot.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `DELETE FROM runs`)
+	require.NoError(t, err)
+	var left []string
+	for _, r := range all {
+		left = append(left, r.TraceID)
+	}
+	require.NoError(t, hot.RefreshRuns(ctx, tx, left))
+	require.NoError(t, tx.Commit())
+	check("after RefreshRuns")
+}
+
+// TestRunIndexMigratesOlderFiles: a version 2 hot file and a version 1 warm file (no index) are
+// listed by aggregation when opened read-only, and opened for writing they build the index from
+// their rows and list the same.
+func TestRunIndexMigratesOlderFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	runs := indexRuns()
+	td := storetest.Traces(runs...)
+	for _, c := range []struct {
+		name, file string
+		version    int
+		write      func(path string) error
+		open       func(path string, o Options) (store.Reader, error)
+	}{
+		{"hot", "hot.db", 2, func(path string) error {
+			db, err := Open(path, Options{})
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			_, err = db.WriteTraces(ctx, td)
+			return err
+		}, func(path string, o Options) (store.Reader, error) { return Open(path, o) }},
+		{"warm", "warm.db", 1, func(path string) error {
+			db, err := OpenWarm(path, Options{})
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return db.WriteTraces(ctx, td)
+		}, func(path string, o Options) (store.Reader, error) { return OpenWarm(path, o) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.file)
+			require.NoError(t, c.write(path))
+			// Make it an older file: no run index, the older version.
+			raw, err := sql.Open("sqlite", "file:"+path)
+			require.NoError(t, err)
+			_, err = raw.Exec(fmt.Sprintf(`DROP TABLE runs; PRAGMA user_version = %d;`, c.version))
+			require.NoError(t, err)
+			require.NoError(t, raw.Close())
+
+			r, err := c.open(path, Options{ReadOnly: true})
+			require.NoError(t, err)
+			want, err := r.Runs(ctx, store.RunFilter{})
+			require.NoError(t, err)
+			require.Len(t, want, len(runs), "read-only: listed by aggregation")
+			limited, err := r.Runs(ctx, store.RunFilter{Limit: 3, SessionID: "conv-0"})
+			require.NoError(t, err)
+			require.NoError(t, r.Close())
+
+			w, err := c.open(path, Options{})
+			require.NoError(t, err, "opened for writing: migrated")
+			require.NoError(t, w.Close())
+			raw, err = sql.Open("sqlite", "file:"+path)
+			require.NoError(t, err)
+			var n int
+			require.NoError(t, raw.QueryRow(`SELECT COUNT(*) FROM runs`).Scan(&n))
+			require.NoError(t, raw.Close())
+			assert.Equal(t, len(runs), n, "the index is built from the rows")
+			r, err = c.open(path, Options{ReadOnly: true})
+			require.NoError(t, err)
+			defer r.Close()
+			got, err := r.Runs(ctx, store.RunFilter{})
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			got, err = r.Runs(ctx, store.RunFilter{Limit: 3, SessionID: "conv-0"})
+			require.NoError(t, err)
+			assert.Equal(t, limited, got)
+		})
+	}
+}
+
+// TestRunIndexReadsOnlyTheRowsItReturns: listing the newest runs, a time range or a session walks
+// an index in the listing's order (no sort of the whole table) and visits as many index rows as it
+// returns, counted by a probe in the query; reading one run searches its rows by trace id.
+func TestRunIndexReadsOnlyTheRowsItReturns(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	td := ptrace.NewTraces()
+	for i := 0; i < 300; i++ {
+		r := storetest.Run{Seed: fmt.Sprintf("n-%d", i), Service: "svc", Model: "gpt-4.1", Start: indexT0 + int64(i)*int64(time.Second), LLMCalls: 1}
+		if i%10 == 0 {
+			r.Session = "conv-tenth"
+		}
+		storetest.Add(td, r)
+	}
+	_, err = db.WriteTraces(ctx, td)
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		f     store.RunFilter
+		index string
+		want  int
+	}{
+		{store.RunFilter{Limit: 20}, "runs_start", 20},
+		{store.RunFilter{Limit: 20, Since: time.Unix(0, indexT0+100*int64(time.Second))}, "runs_start", 20},
+		{store.RunFilter{Limit: 20, Until: time.Unix(0, indexT0+100*int64(time.Second))}, "runs_start", 20},
+		{store.RunFilter{Limit: 5, SessionID: "conv-tenth"}, "runs_session", 5},
+	} {
+		q, args := RunsQuery(c.f)
+		plan := queryPlan(t, db.db, q, args...)
+		assert.Contains(t, plan, "USING INDEX "+c.index, "%+v", c.f)
+		assert.NotContains(t, plan, "TEMP B-TREE", "no sort of the whole table: %+v", c.f)
+		rows, read := rowsRead(t, db.db, q, args...)
+		assert.Equal(t, c.want, rows, "%+v", c.f)
+		assert.EqualValues(t, c.want, read, "index rows visited for %+v", c.f)
+	}
+	plan := queryPlan(t, db.db, `SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, "x")
+	assert.Contains(t, plan, "SEARCH spans USING INDEX sqlite_autoindex_spans_1 (trace_id=?)", "show reads one run's rows")
+	plan = queryPlan(t, db.db, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, "x")
+	assert.Contains(t, plan, "USING INDEX logs_trace (trace_id=?)")
+}
+
+func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		b.WriteString(detail + "\n")
+	}
+	require.NoError(t, rows.Err())
+	return b.String()
+}
+
+// rowsRead runs q with a counting probe added to its WHERE clause (a function SQLite calls once
+// per row it visits before LIMIT stops the scan) and returns the rows returned and visited.
+func rowsRead(t *testing.T, db *sql.DB, q string, args ...any) (int, int64) {
+	t.Helper()
+	probed := ProbeRowsRead(q)
+	require.NotEqual(t, q, probed)
+	before := RowsReadProbe.Load()
+	rows, err := db.Query(probed, args...)
+	require.NoError(t, err)
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	return n, RowsReadProbe.Load() - before
+}

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/store/coldstore"
+	"github.com/runagain/runagain/internal/testutil/collectortest"
+)
+
+// zstdMagic starts every zstd frame (RFC 8878 section 3.1.1).
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// fileContents returns what a file of the data directory holds: its raw bytes, and the output
+// of every zstd frame found in it (payload objects and packs, Parquet pages compressed with
+// zstd), each decoded from its magic number on until the stream stops decoding.
+func fileContents(t *testing.T, raw []byte) [][]byte {
+	out := [][]byte{raw}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+	require.NoError(t, err)
+	defer dec.Close()
+	for i := 0; i+4 <= len(raw); {
+		j := bytes.Index(raw[i:], zstdMagic)
+		if j < 0 {
+			break
+		}
+		i += j
+		if err := dec.Reset(bytes.NewReader(raw[i:])); err == nil {
+			plain, _ := io.ReadAll(io.LimitReader(dec, 256<<20)) // what decoded before any error
+			if len(plain) > 0 {
+				out = append(out, plain)
+			}
+		}
+		i += 4
+	}
+	return out
+}
+
+// scanDir reports, for each value, the files of dir holding it (raw or zstd-decoded).
+func scanDir(t *testing.T, dir string, values []string) (hits map[string][]string, files int) {
+	hits = map[string][]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, c := range fileContents(t, raw) {
+			for _, v := range values {
+				if bytes.Contains(c, []byte(v)) {
+					rel, _ := filepath.Rel(dir, p)
+					hits[v] = append(hits[v], rel)
+				}
+			}
+		}
+		return nil
+	}))
+	return hits, files
+}
+
+// waitCold waits until the cold tier's Parquet files hold sessions sessions.
+func waitCold(t *testing.T, dataDir string, sessions int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := coldstore.Open(context.Background(), filepath.Join(dataDir, "cold"), coldstore.Options{ReadOnly: true}); err == nil {
+			ss, err := st.Sessions(context.Background())
+			st.Close()
+			if err == nil && len(ss) >= sessions {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("the cold tier did not get %d sessions in 60 s", sessions)
+}
+
+// plantedRun is one run of a session with unique values in a payload large enough to be
+// offloaded (split into objects by message) and in small attributes that stay on the span.
+type plantedRun struct {
+	b                    *runBuilder
+	small, agent, inPay  string
+	logPay, sharedPrompt string
+}
+
+func newPlantedRun(trace byte, session, tag, sharedPrompt string) plantedRun {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	u := hex.EncodeToString(rnd[:])
+	r := plantedRun{b: newRun(trace, "erase-svc"), small: "small-" + tag + "-" + u, agent: "agent-" + tag + "-" + u,
+		inPay: "payload-" + tag + "-" + u, logPay: "logbody-" + tag + "-" + u, sharedPrompt: sharedPrompt}
+	msgs := []any{
+		map[string]any{"role": "system", "parts": []any{map[string]any{"type": "text", "content": sharedPrompt}}},
+		map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text",
+			"content": "My account number is " + r.inPay + ". " + strings.Repeat("Please look at my order history in detail. ", 120)}}},
+	}
+	in, _ := json.Marshal(msgs)
+	root := r.b.span(1, 0, "invoke_agent support", 0, 900, map[string]any{
+		"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": r.agent, "gen_ai.conversation.id": session,
+		"app.customer.note": r.small})
+	_ = root
+	attrs := chatAttrs(1200, 80, "stop")
+	attrs["gen_ai.input.messages"] = string(in)
+	attrs["gen_ai.conversation.id"] = session
+	r.b.span(2, 1, "chat gpt-4o-mini", 100, 500, attrs)
+	r.b.log(2, 150, "gen_ai.user.message", map[string]any{"content": r.logPay + " " + strings.Repeat("the same question again, with more detail. ", 120)})
+	return r
+}
+
+func (r plantedRun) values() []string { return []string{r.small, r.agent, r.inPay, r.logPay} }
+
+// TestDeleteSessionLeavesNoTrace: the real collector stores two sessions (values planted in
+// offloaded payloads, a log body and small attributes; both share a long system prompt). While
+// it runs, runagain delete --session erases the first: afterwards no file of the data directory
+// (SQLite files and WAL, Parquet, payload objects, queues; raw and zstd-decoded) holds any of
+// its values, while the other session is whole and readable with runagain show, its payloads
+// (the shared prompt included) rehydrated.
+func TestDeleteSessionLeavesNoTrace(t *testing.T) {
+	dataDir := t.TempDir()
+	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir})
+	prompt := "You are the support agent of a shop. " + strings.Repeat("Be precise, be polite, never guess an order status. ", 40)
+	a1 := newPlantedRun(0xe1, "conv-erase-me", "a1", prompt)
+	a2 := newPlantedRun(0xe2, "conv-erase-me", "a2", prompt)
+	b := newPlantedRun(0xe3, "conv-keep-me", "b", prompt)
+	for _, r := range []plantedRun{a1, a2, b} {
+		sendOTLP(t, c, r.b.td, r.b.ld)
+	}
+	for _, r := range []plantedRun{a1, a2, b} {
+		waitShow(t, c, r.b.id(), 2, 1)
+	}
+	waitCold(t, dataDir, 2) // the cold queue flushes every 10 s: erase what is stored, not in flight
+	var erased, kept []string
+	erased = append(append(erased, a1.values()...), a2.values()...)
+	erased = append(erased, "conv-erase-me")
+	kept = b.values()
+
+	// the scanner finds what is there: every planted value is stored before the erasure, the
+	// payload ones only inside zstd frames (offloaded, compressed)
+	hits, _ := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
+	for _, v := range append(append([]string(nil), erased...), kept...) {
+		assert.NotEmpty(t, hits[v], "%q not found before the erasure: the scan would prove nothing", v)
+	}
+	for _, f := range hits[a1.inPay] {
+		assert.Contains(t, f, "blobs", "payload stored offloaded, not inline")
+	}
+
+	out := cli(t, c, "delete", "--session", "conv-erase-me")
+	t.Logf("runagain delete --session:\n%s", out)
+	assert.Contains(t, out, "2 runs")
+	assert.Contains(t, out, a1.b.id())
+	assert.Contains(t, out, a2.b.id())
+	assert.Regexp(t, `hot .*hot\.db: removed .*spans 4`, out)
+	assert.Regexp(t, `warm .*warm\.db: removed .*span_summaries 4`, out)
+	assert.Regexp(t, `cold .*cold: removed .*session_partials [1-9]`, out)
+	assert.Regexp(t, `payloads .*: removed [1-9][0-9]* objects`, out)
+	assert.Contains(t, out, "kept 1 objects other live runs reference too", "the shared system prompt")
+
+	_, errOut, err := c.CLI("show", a1.b.id())
+	assert.Error(t, err, "the erased run is gone")
+	assert.Contains(t, errOut, "no run with trace id")
+
+	// Restart (the queues' files are compacted at start: config/default.yaml), stop so every
+	// file is at rest, then scan.
+	c.Restart()
+	c.Stop()
+	hits, files := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
+	for _, v := range erased {
+		assert.Empty(t, hits[v], "%q of the erased session still in %v", v, hits[v])
+	}
+	assert.Greater(t, files, 5)
+	for _, v := range kept {
+		assert.NotEmpty(t, hits[v], "%q of the other session is gone", v)
+	}
+	show := cli(t, c, "show", "--json", b.b.id())
+	for _, v := range []string{b.small, b.agent, b.inPay, b.logPay, "never guess an order status"} {
+		assert.Contains(t, show, v, "the kept session reads whole, payloads rehydrated")
+	}
+	sess := cli(t, c, "sessions")
+	assert.Contains(t, sess, "conv-keep-me")
+	assert.NotContains(t, sess, "conv-erase-me")
+}
