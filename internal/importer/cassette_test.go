@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	yaml "go.yaml.in/yaml/v3"
@@ -221,5 +222,66 @@ func TestCassetteMalformed(t *testing.T) {
 	_, err := ParseBytes("n.json", []byte(`[{"scope":"https://a:443","method":"GET","path":"/","response":{"x":}}]`))
 	if err == nil || !strings.Contains(err.Error(), "n.json:1:") {
 		t.Errorf("nock malformed: %v", err)
+	}
+}
+
+// TestHARFields: what the HAR reader takes from an entry (github.com/chromedp/cdproto/har
+// types): method, url, HTTP version, headers without HTTP/2 pseudo-headers, a base64 request
+// body (postData.encoding, outside HAR 1.2) and response body (content.encoding),
+// content.mimeType as Content-Type only when no header gives one, start and duration; and the
+// errors naming the entry and the field.
+func TestHARFields(t *testing.T) {
+	h := `{"log":{"version":"1.2","creator":{"name":"t","version":"1"},"entries":[
+{"startedDateTime":"2024-05-01T10:00:00.250Z","time":1500.5,
+ "request":{"method":"POST","url":"https://api.example.com/v1/x?q=1","httpVersion":"HTTP/2.0",
+  "headers":[{"name":":authority","value":"api.example.com"},{"name":"Content-Type","value":"application/octet-stream"}],
+  "postData":{"mimeType":"application/octet-stream","text":"aGVsbG8=","encoding":"base64"}},
+ "response":{"status":201,"statusText":"Created","headers":[],"content":{"size":5,"mimeType":"text/plain","text":"d29ybGQ=","encoding":"base64"}}},
+{"startedDateTime":"2024-05-01T10:00:02Z",
+ "request":{"method":"GET","url":"https://api.example.com/v1/y","headers":[null]},
+ "response":{"status":200,"headers":[{"name":"Content-Type","value":"application/json"}],"content":{"mimeType":"text/plain","text":"{}"}}}]}}`
+	td, err := HAR{}.Parse([]byte(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := fixtureSpans(td)
+	if len(spans) != 2 {
+		t.Fatalf("%d fixture spans", len(spans))
+	}
+	var exs []*fixture.Exchange
+	for _, sp := range spans {
+		ex, err := fixture.FromSpan(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exs = append(exs, ex)
+	}
+	a, b := exs[0], exs[1]
+	start := time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC)
+	switch {
+	case a.Method != "POST" || a.URL != "https://api.example.com/v1/x?q=1" || a.Status != 201 || a.Protocol != "2":
+		t.Errorf("first entry: %s %s %d HTTP/%s", a.Method, a.URL, a.Status, a.Protocol)
+	case string(a.RequestBody) != "hello" || string(a.ResponseBody) != "world":
+		t.Errorf("bodies %q %q, want the base64 decoded", a.RequestBody, a.ResponseBody)
+	case a.RequestHeader.Get(":authority") != "" || a.RequestHeader.Get("Content-Type") != "application/octet-stream":
+		t.Errorf("request headers %v", a.RequestHeader)
+	case a.ResponseHeader.Get("Content-Type") != "text/plain":
+		t.Errorf("response Content-Type %q, want content.mimeType", a.ResponseHeader.Get("Content-Type"))
+	case !a.Start.Equal(start) || a.End.Sub(a.Start) != 1500500*time.Microsecond:
+		t.Errorf("times %v %v", a.Start, a.End)
+	case b.ResponseHeader.Get("Content-Type") != "application/json" || string(b.ResponseBody) != "{}" || !b.End.Equal(b.Start):
+		t.Errorf("second entry: %v %q %v-%v", b.ResponseHeader, b.ResponseBody, b.Start, b.End)
+	}
+	for _, c := range []struct{ entry, want string }{
+		{`{"request":{"method":"GET"},"response":{"status":200}}`, "log.entries[0].request: method and url are required"},
+		{`{"request":{"method":"GET","url":"http://x/"},"response":{}}`, "log.entries[0].response.status: missing"},
+		{`{"request":{"method":"GET","url":"http://x/"},"response":{"status":200,"content":{"text":"!","encoding":"base64"}}}`, "log.entries[0].response.content.text: invalid base64"},
+		{`{"request":{"method":"POST","url":"http://x/","postData":{"text":"!","encoding":"base64"}},"response":{"status":200}}`, "log.entries[0].request.postData.text: invalid base64"},
+		{`{"request":{"method":"GET","url":"http://x/"},"response":{"status":"200"}}`, "log.entries[0]: json: cannot unmarshal string"},
+	} {
+		_, err := HAR{}.Parse([]byte(`{"log":{"entries":[` + c.entry + `]}}`))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.entry, err, c.want)
+		}
 	}
 }

@@ -155,6 +155,7 @@ type sessionsView struct {
 	CostMinStr string
 	Rows       []sessionRow
 	Total      int
+	More       bool // more than Total runs match (not counted past countCap)
 	Page       int
 	Pages      int
 	From, To   int
@@ -186,12 +187,15 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, "sessions.html", v)
 		return
 	}
-	rows, total, err := s.sessions(r.Context(), v.F, since, until)
+	rows, total, more, err := s.sessions(r.Context(), v.F, since, until)
 	if err != nil {
 		v.Err = err.Error()
 	}
-	v.Rows, v.Total = rows, total
+	v.Rows, v.Total, v.More = rows, total, more
 	v.Pages = (total + s.opts.PageSize - 1) / s.opts.PageSize
+	if more {
+		v.Pages++ // at least one more page; how many is not counted
+	}
 	v.Page = v.F.Page
 	if total > 0 {
 		v.From = (v.Page-1)*s.opts.PageSize + 1
@@ -214,24 +218,38 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "sessions.html", v)
 }
 
-// sessions lists the runs matching f, newest first, and returns the requested page and the
-// number of matching runs. Filters on agents, alerts and (for the hot tier, which stores no
-// cost) cost read each candidate run once; the result is kept per run until its span count changes.
-func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, error) {
-	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{Since: since})
-	if err != nil {
-		return nil, 0, err
-	}
+// countCap bounds the runs the sessions page reads to count its matches when the filter is one the
+// run index answers (time range, session): past it the page says "more than countCap" instead of
+// reading every run of a large store.
+const countCap = 1000
+
+// sessions lists the runs matching f, newest first, and returns the requested page, the number
+// of matching runs, and whether there are more than that (counted up to countCap). A filter on
+// time and session only is read from the run index, newest first, no further than the page and
+// countCap need; filters on errors, models, agents, alerts and (for the hot tier, which stores no
+// cost) cost read every run in the time range, and those on agents, alerts and cost read each
+// candidate run once; the result is kept per run until its span count changes.
+func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
 	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0
+	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
+	indexed := !needDetail && !f.Errors && f.Model == ""
+	if indexed {
+		rf.Limit = max(f.Page*s.opts.PageSize, countCap) + 1 // one more tells that there are more
+	}
+	sums, err := s.opts.Reader.Runs(ctx, rf)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	more := indexed && len(sums) == rf.Limit
+	if more {
+		sums = sums[:rf.Limit-1]
+	}
 	var match []sessionRow
 	for _, sum := range sums {
-		if !until.IsZero() && !sum.Start.Before(until) {
+		if !rf.Keep(sum) {
 			continue
 		}
 		if f.Errors && sum.Errors == 0 {
-			continue
-		}
-		if f.Session != "" && sum.SessionID != f.Session {
 			continue
 		}
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
@@ -263,7 +281,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 			page[i].D = s.detail(ctx, page[i].RunSummary)
 		}
 	}
-	return page, len(match), nil
+	return page, len(match), more, nil
 }
 
 func anyContains(list []string, sub string) bool {

@@ -140,8 +140,9 @@ func TestBlobStoreStopsMidWrite(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; i < 400 && !stopSending.Load(); i++ {
+		for i := 0; i < 80 && !stopSending.Load(); i++ {
 			_ = send(fmt.Sprintf("mid-single-%d", i), 3, small)
+			time.Sleep(100 * time.Millisecond) // spread over the outage; each run is read back below
 		}
 	}()
 	time.Sleep(time.Second)

@@ -269,7 +269,7 @@ func (w *WarmEraser) Erase(ctx context.Context, e store.Erasure) (store.Removed,
 	if e.Empty() {
 		return r, nil
 	}
-	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents} {
+	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents, "runs": TableRuns} {
 		n, err := deleteWhere(ctx, w.DB, w.Schema.Table(t), sessionCond("session_id", e))
 		if err != nil {
 			return r, err

@@ -76,6 +76,30 @@ func firstOf(keys ...string) string {
 	return "multiIf(" + strings.Join(parts, ", ") + ", '')"
 }
 
+// pick narrows a listing with a limit and no session filter to the runs it returns: the newest
+// f.Limit trace ids in the time range are chosen on TraceId and Timestamp alone (two narrow
+// columns of otel_traces), and only their spans are read whole (the TraceId bloom filter skips
+// the other granules). The contrib tables have no run index of ours; with a session filter every
+// span's attributes are read, as before.
+func (r *HotReader) pick(f store.RunFilter) string {
+	if f.Limit <= 0 || f.SessionID != "" {
+		return ""
+	}
+	start := "toInt64(min(toUnixTimestamp64Nano(Timestamp)))"
+	q := fmt.Sprintf(" AND TraceId IN (SELECT TraceId FROM %s WHERE TraceId != '' GROUP BY TraceId", r.Tables.traces())
+	var conds []string
+	if !f.Since.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s >= %d", start, f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, fmt.Sprintf("%s < %d", start, f.Until.UnixNano()))
+	}
+	if len(conds) > 0 {
+		q += " HAVING " + strings.Join(conds, " AND ")
+	}
+	return q + fmt.Sprintf(" ORDER BY %s DESC, TraceId LIMIT %d)", start, f.Limit)
+}
+
 // RunsQuery is the SQL HotReader.Runs issues.
 func (r *HotReader) RunsQuery(f store.RunFilter) string {
 	model := firstOf(genai.AttrResponseModel, genai.AttrRequestModel, genai.AttrOpenInferenceModel)
@@ -88,8 +112,8 @@ func (r *HotReader) RunsQuery(f store.RunFilter) string {
   arrayStringConcat(arraySort(groupUniqArrayIf(%s, %s != '')), ',') AS models,
   toInt64(sum(%s)) AS input_tokens, toInt64(sum(%s)) AS output_tokens,
   toInt64(countIf(StatusCode = 'Error')) AS errors
-FROM (SELECT * FROM %s WHERE TraceId != '' LIMIT 1 BY TraceId, SpanId)
-GROUP BY TraceId`, sessionExpr(r.SessionKeys), model, model, in, out, r.Tables.traces())
+FROM (SELECT * FROM %s WHERE TraceId != ''%s LIMIT 1 BY TraceId, SpanId)
+GROUP BY TraceId`, sessionExpr(r.SessionKeys), model, model, in, out, r.Tables.traces(), r.pick(f))
 	q += having(f, "start_ns", "if(session != '', session, TraceId)")
 	q += "\nORDER BY start_ns DESC, TraceId" + limit(f)
 	return q

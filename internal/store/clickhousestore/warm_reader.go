@@ -32,9 +32,13 @@ GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
 	return q + "\nORDER BY start_ns DESC, trace_id" + limit(f)
 }
 
-// Runs implements store.Reader.
+// Runs implements store.Reader: from the run index (runagain_runs), or, in a database without it,
+// by aggregating every span summary (RunsQuery).
 func (r *WarmReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
-	rows, err := r.DB.QueryContext(ctx, r.RunsQuery(f))
+	rows, err := r.DB.QueryContext(ctx, r.IndexedRunsQuery(f))
+	if MissingTable(err) {
+		rows, err = r.DB.QueryContext(ctx, r.RunsQuery(f))
+	}
 	if MissingTable(err) {
 		return nil, nil
 	}

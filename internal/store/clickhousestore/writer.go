@@ -66,9 +66,13 @@ func (w *Writer) keys() []string {
 	return w.SessionKeys
 }
 
-// CreateWarm creates the database and the warm tables.
+// CreateWarm creates the database, the warm tables and the run index (runagain_runs and its
+// view), filling the index from the stored summaries when it did not exist.
 func (w *Writer) CreateWarm(ctx context.Context) error {
-	return w.exec(ctx, append([]string{w.Schema.DatabaseDDL()}, w.Schema.WarmDDL()...))
+	if err := w.exec(ctx, append([]string{w.Schema.DatabaseDDL()}, w.Schema.WarmDDL()...)); err != nil {
+		return err
+	}
+	return w.createRuns(ctx)
 }
 
 // CreateCold creates the database and the cold table.

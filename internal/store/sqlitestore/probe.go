@@ -25,11 +25,15 @@ func init() {
 	}
 }
 
-// ProbeRowsRead returns q (a listing query of RunsQuery's shape: FROM one table, optional WHERE,
-// ORDER BY) with a WHERE term that adds one to RowsReadProbe for every row SQLite visits before
-// LIMIT stops it. The term uses no index, so the plan is q's.
+// ProbeRowsRead returns q (a query of RunsQuery's shape: FROM one table, optional WHERE, ORDER
+// BY; or of AggregateRunsQuery's: FROM table AS s GROUP BY) with a WHERE term that adds one to
+// RowsReadProbe for every row SQLite visits before LIMIT stops it. The term uses no index, so
+// the plan is q's.
 func ProbeRowsRead(q string) string {
 	term := probeFunc + "(trace_id)"
+	if i := strings.Index(q, " AS s GROUP BY "); i >= 0 {
+		return q[:i] + " AS s WHERE " + term + q[i+len(" AS s"):]
+	}
 	if i := strings.Index(q, " WHERE "); i >= 0 {
 		return q[:i] + " WHERE " + term + " AND " + q[i+len(" WHERE "):]
 	}

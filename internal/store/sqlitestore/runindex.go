@@ -136,6 +136,12 @@ type Execer interface {
 // refresh recomputes the index rows of traceIDs from their span rows in x's transaction: a run
 // with no span row left loses its index row.
 func (x runIndex) refresh(ctx context.Context, e Execer, traceIDs []string) error {
+	return x.recompute(ctx, e, traceIDs, true)
+}
+
+// recompute is refresh; without mayVanish (the writer, which just stored a span row of each run)
+// it skips deleting the rows of runs without span rows.
+func (x runIndex) recompute(ctx context.Context, e Execer, traceIDs []string, mayVanish bool) error {
 	if len(traceIDs) == 0 {
 		return nil
 	}
@@ -143,8 +149,10 @@ func (x runIndex) refresh(ctx context.Context, e Execer, traceIDs []string) erro
 	if err != nil {
 		return err
 	}
-	if _, err := e.ExecContext(ctx, `DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
-		return fmt.Errorf("run index: %w", err)
+	if mayVanish {
+		if _, err := e.ExecContext(ctx, `DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+			return fmt.Errorf("run index: %w", err)
+		}
 	}
 	if _, err := e.ExecContext(ctx, x.fill(`trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
 		return fmt.Errorf("run index: %w", err)

@@ -290,6 +290,11 @@ func TestRunIndexReadsOnlyTheRowsItReturns(t *testing.T) {
 		assert.Equal(t, c.want, rows, "%+v", c.f)
 		assert.EqualValues(t, c.want, read, "index rows visited for %+v", c.f)
 	}
+	// The aggregation the index replaces visits every span row for the same 20 runs.
+	q, args := AggregateRunsQuery(store.RunFilter{Limit: 20}, "spans", "SUM(cost_usd), SUM(unpriced)")
+	rows, read := rowsRead(t, db.db, q, args...)
+	assert.Equal(t, 20, rows)
+	assert.EqualValues(t, 600, read, "300 runs of 2 spans")
 	plan := queryPlan(t, db.db, `SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, "x")
 	assert.Contains(t, plan, "SEARCH spans USING INDEX sqlite_autoindex_spans_1 (trace_id=?)", "show reads one run's rows")
 	plan = queryPlan(t, db.db, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, "x")

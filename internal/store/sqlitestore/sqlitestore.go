@@ -149,7 +149,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 			}
 		}
 	}
-	if err := hotIndex.refresh(ctx, tx, touched.ids); err != nil {
+	if err := hotIndex.recompute(ctx, tx, touched.ids, false); err != nil {
 		return rejected, err
 	}
 	return rejected, tx.Commit()
@@ -218,7 +218,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	if err := hotIndex.refresh(ctx, tx, alerted.ids); err != nil {
+	if err := hotIndex.recompute(ctx, tx, alerted.ids, false); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -259,17 +259,17 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 	return listRuns(ctx, d.db, f, "spans", cost, "hot")
 }
 
-// listRuns is the run listing shared by the hot (spans) and warm (span_summaries) tables: one
-// row per trace, newest first. costCols selects the cost and unpriced sums ("0, 0" where the
-// table has none).
-func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
-	q := `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(MAX(end_time_unix_nano, start_time_unix_nano)),
+// AggregateRunsQuery is the listing over span rows that file versions without the run index are
+// read with (and every listing was before it): one aggregate per trace over every row of table
+// (spans, span_summaries), then sorted. costCols selects the cost and unpriced sums ("0, 0" where
+// the table has none). The read benchmark measures it as the baseline.
+func AggregateRunsQuery(f store.RunFilter, table, costCols string) (q string, args []any) {
+	q = `SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano), MAX(MAX(end_time_unix_nano, start_time_unix_nano)),
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
 	        SUM(status_code = 2), ` + costCols + `,
 	        SUM(parent_span_id = ''),
 	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id))
 	      FROM ` + table + ` AS s GROUP BY trace_id`
-	var args []any
 	var having []string
 	if !f.Since.IsZero() {
 		having = append(having, `MIN(start_time_unix_nano) >= ?`)
@@ -290,6 +290,14 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
+	return q, args
+}
+
+// listRuns is the run listing shared by the hot (spans) and warm (span_summaries) tables: one
+// row per trace, newest first. costCols selects the cost and unpriced sums ("0, 0" where the
+// table has none).
+func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
+	q, args := AggregateRunsQuery(f, table, costCols)
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)

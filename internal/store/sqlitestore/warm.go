@@ -258,7 +258,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 			}
 		}
 	}
-	if err := warmIndex.refresh(ctx, tx, touched.ids); err != nil {
+	if err := warmIndex.recompute(ctx, tx, touched.ids, false); err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
 	return tx.Commit()

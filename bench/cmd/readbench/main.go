@@ -1,0 +1,442 @@
+// Command readbench measures the read side over growing stores (issue 17, "Reads that do not
+// grow with the store"): `runagain sessions --limit 20` and `runagain show` of one run over the
+// embedded default's files (hot.db, warm.db, cold/) holding 10^4, 10^5 and 10^6 runs.
+//
+// It writes the runs directly through the store writers (sqlitestore.DB.WriteTraces and
+// WarmDB.WriteTraces, coldstore.Store.Write: what the tiered exporter calls), in batches of
+// -batch runs, growing one store to each size in turn, and at each size measures, in process
+// and through the same readers the CLI opens (store.Tiered over hot, warm, cold, read-only):
+//
+//   - list: Tiered.Runs(Limit 20), the median of -reps calls, and the index rows it read
+//     (sqlitestore.ProbeRowsRead on the hot and warm listing queries: rows SQLite visited);
+//   - show: Tiered.Run of a run in the middle of the store, its median time and rows read
+//     (span and log rows of that trace, counted the same way);
+//   - baseline (sizes up to -baseline-max): the listing before the run index, the aggregate over
+//     every span row of the hot file (sqlitestore.AggregateRunsQuery), its time and rows read;
+//   - with -cli PATH (a built runagain), the CPU time (user + system, start-up included) of
+//     `runagain --data-dir DIR sessions --limit 20` and `show ID` as processes.
+//
+// Usage: go run ./bench/cmd/readbench [-sizes 10000,100000,1000000] [-dir DIR] [-cli bin/runagain]
+// It prints a Markdown table; BENCHMARKS.md has the measured numbers and the command.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/coldstore"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+)
+
+func main() {
+	sizesFlag := flag.String("sizes", "10000,100000,1000000", "store sizes in runs, ascending (one store grows to each)")
+	dir := flag.String("dir", "", "data directory to grow (default: a new temporary directory, removed at the end)")
+	batch := flag.Int("batch", 500, "runs per write (one transaction per tier)")
+	reps := flag.Int("reps", 7, "measurements per reading (the median is reported)")
+	baselineMax := flag.Int("baseline-max", 100000, "largest size at which the aggregation baseline is measured")
+	cli := flag.String("cli", "", "path of a built runagain to time as a process (optional)")
+	flag.Parse()
+	var sizes []int
+	for _, s := range strings.Split(*sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("-sizes %q: want positive integers", *sizesFlag))
+		}
+		sizes = append(sizes, n)
+	}
+	sort.Ints(sizes)
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "readbench-")
+		if err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	if err := run(context.Background(), *dir, sizes, *batch, *reps, *baselineMax, *cli); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "readbench:", err)
+	os.Exit(1)
+}
+
+// t0 is the first run's start; runs start every 30 s (10^6 runs span 347 days).
+var t0 = time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+const step = int64(30 * time.Second)
+
+// traceID is run i's trace id: 16 bytes, i big-endian in the last 8, a fixed prefix.
+func traceID(i int) pcommon.TraceID {
+	id := pcommon.TraceID{0x72, 0x61, 0x69, 0x64, 0x78, 0x01}
+	for b := 0; b < 8; b++ {
+		id[15-b] = byte(uint64(i) >> (8 * b))
+	}
+	return id
+}
+
+func spanID(i, n int) pcommon.SpanID {
+	id := pcommon.SpanID{byte(n + 1)}
+	for b := 0; b < 7; b++ {
+		id[7-b] = byte(uint64(i) >> (8 * b))
+	}
+	return id
+}
+
+var models = []string{"gpt-4.1", "claude-sonnet-4", "gpt-4.1-mini"}
+
+// addRun appends run i: an agent span over one LLM call (usage, a short inline prompt), and every
+// tenth run a failing tool call. Four consecutive runs share a session.
+func addRun(td ptrace.Traces, i int) {
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "readbench")
+	ss := rs.ScopeSpans().AppendEmpty()
+	start := t0 + int64(i)*step
+	session := fmt.Sprintf("conv-%d", i/4)
+	root := ss.Spans().AppendEmpty()
+	root.SetTraceID(traceID(i))
+	root.SetSpanID(spanID(i, 0))
+	root.SetName("invoke_agent support")
+	root.SetStartTimestamp(pcommon.Timestamp(start))
+	root.SetEndTimestamp(pcommon.Timestamp(start + int64(3*time.Second)))
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "support")
+	root.Attributes().PutStr("gen_ai.conversation.id", session)
+	llm := ss.Spans().AppendEmpty()
+	llm.SetTraceID(traceID(i))
+	llm.SetSpanID(spanID(i, 1))
+	llm.SetParentSpanID(root.SpanID())
+	model := models[i%len(models)]
+	llm.SetName("chat " + model)
+	llm.SetKind(ptrace.SpanKindClient)
+	llm.SetStartTimestamp(pcommon.Timestamp(start + int64(time.Second)))
+	llm.SetEndTimestamp(pcommon.Timestamp(start + int64(2*time.Second)))
+	a := llm.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.request.model", model)
+	a.PutInt("gen_ai.usage.input_tokens", int64(100+i%50))
+	a.PutInt("gen_ai.usage.output_tokens", int64(20+i%7))
+	a.PutStr("gen_ai.conversation.id", session)
+	a.PutStr("gen_ai.input.messages", fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"question %d"}]}]`, i))
+	if i%10 == 0 {
+		tool := ss.Spans().AppendEmpty()
+		tool.SetTraceID(traceID(i))
+		tool.SetSpanID(spanID(i, 2))
+		tool.SetParentSpanID(root.SpanID())
+		tool.SetName("execute_tool lookup")
+		tool.SetStartTimestamp(pcommon.Timestamp(start + int64(2*time.Second)))
+		tool.SetEndTimestamp(pcommon.Timestamp(start + int64(2500*time.Millisecond)))
+		tool.Status().SetCode(ptrace.StatusCodeError)
+		tool.Attributes().PutStr("gen_ai.tool.name", "lookup")
+	}
+}
+
+// tiers is the embedded default's three tiers, open for writing.
+type tiers struct {
+	hot  *sqlitestore.DB
+	warm *sqlitestore.WarmDB
+	cold *coldstore.Store
+}
+
+func openTiers(ctx context.Context, dir string) (*tiers, error) {
+	hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &tiers{hot: hot, warm: warm, cold: cold}, nil
+}
+
+func (t *tiers) close() {
+	t.hot.Close()
+	t.warm.Close()
+	t.cold.Close()
+}
+
+func (t *tiers) write(ctx context.Context, from, to int) error {
+	td := ptrace.NewTraces()
+	ld := plog.NewLogs()
+	for i := from; i < to; i++ {
+		addRun(td, i)
+		if i%50 == 0 {
+			lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+			lr.SetEventName(store.AlertEventName)
+			lr.SetTimestamp(pcommon.Timestamp(t0 + int64(i)*step + int64(time.Second)))
+			lr.SetTraceID(traceID(i))
+			lr.SetSpanID(spanID(i, 1))
+			lr.Body().SetStr("loop detected")
+		}
+	}
+	if _, err := t.hot.WriteTraces(ctx, td); err != nil {
+		return err
+	}
+	if err := t.warm.WriteTraces(ctx, td); err != nil {
+		return err
+	}
+	if ld.LogRecordCount() > 0 {
+		if err := t.hot.WriteLogs(ctx, ld); err != nil {
+			return err
+		}
+		if err := t.warm.WriteLogs(ctx, ld); err != nil {
+			return err
+		}
+	}
+	_, err := t.cold.Write(ctx, store.Partials(td, ld, nil, time.Now().UnixNano(), nil))
+	return err
+}
+
+// row is one line of the result table.
+type row struct {
+	runs                   int
+	genRate                float64 // runs written per second while growing to this size
+	bytes                  int64   // hot.db + warm.db (with WAL) + cold/
+	list, show             time.Duration
+	listRead, showRead     int64
+	base                   time.Duration
+	baseRead               int64
+	cliList, cliShow       time.Duration
+	coldRead, listReturned int
+}
+
+func run(ctx context.Context, dir string, sizes []int, batch, reps, baselineMax int, cli string) error {
+	t, err := openTiers(ctx, dir)
+	if err != nil {
+		return err
+	}
+	var rows []row
+	have := 0
+	for _, size := range sizes {
+		began := time.Now()
+		for from := have; from < size; from += batch {
+			if err := t.write(ctx, from, min(from+batch, size)); err != nil {
+				t.close()
+				return err
+			}
+		}
+		r := row{runs: size, genRate: float64(size-have) / time.Since(began).Seconds()}
+		have = size
+		fmt.Fprintf(os.Stderr, "readbench: %d runs written (%.0f runs/s); measuring\n", size, r.genRate)
+		if _, err := t.hot.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return err
+		}
+		if _, err := t.warm.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return err
+		}
+		if err := measure(ctx, dir, &r, reps, size <= baselineMax, cli); err != nil {
+			t.close()
+			return err
+		}
+		r.bytes = dirBytes(dir)
+		rows = append(rows, r)
+	}
+	t.close()
+	report(rows, cli != "")
+	return nil
+}
+
+// measure reads the store as the CLI does: read-only handles, store.Tiered over hot, warm, cold.
+func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, cli string) error {
+	hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer hot.Close()
+	warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer warm.Close()
+	cold := &countingCold{}
+	cold.Store, err = coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	tiered := store.NewTiered(hot, warm, cold)
+	defer tiered.Close()
+
+	f := store.RunFilter{Limit: 20}
+	var got []store.RunSummary
+	r.list, err = median(reps, func() error {
+		var err error
+		got, err = tiered.Runs(ctx, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.listReturned = len(got)
+	r.coldRead = cold.calls
+	q, args := sqlitestore.RunsQuery(f)
+	for _, db := range []*sql.DB{hot.SQL(), warm.SQL()} {
+		n, err := probe(ctx, db, q, args...)
+		if err != nil {
+			return err
+		}
+		r.listRead += n
+	}
+
+	id := traceID(r.runs / 2).String()
+	r.show, err = median(reps, func() error {
+		run, err := tiered.Run(ctx, id)
+		if err == nil && run.Tier != store.TierHot {
+			err = fmt.Errorf("run %s read from the %s tier", id, run.Tier)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{`SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`,
+		`SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`} {
+		n, err := probe(ctx, hot.SQL(), q, id)
+		if err != nil {
+			return err
+		}
+		r.showRead += n
+	}
+
+	if baseline {
+		bq, bargs := sqlitestore.AggregateRunsQuery(f, "spans", "SUM(cost_usd), SUM(unpriced)")
+		r.base, err = median(min(reps, 3), func() error { _, err := count(ctx, hot.SQL(), bq, bargs...); return err })
+		if err != nil {
+			return err
+		}
+		if r.baseRead, err = probe(ctx, hot.SQL(), bq, bargs...); err != nil {
+			return err
+		}
+	}
+	if cli != "" {
+		r.cliList, err = cpuMedian(reps, cli, "--data-dir", dir, "sessions", "--limit", "20")
+		if err != nil {
+			return fmt.Errorf("%s sessions: %w", cli, err)
+		}
+		r.cliShow, err = cpuMedian(reps, cli, "--data-dir", dir, "show", id)
+		if err != nil {
+			return fmt.Errorf("%s show: %w", cli, err)
+		}
+	}
+	return nil
+}
+
+// countingCold counts the cold listings Tiered asked for (each reads every Parquet object).
+type countingCold struct {
+	*coldstore.Store
+	calls int
+}
+
+func (c *countingCold) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
+	c.calls++
+	return c.Store.Runs(ctx, f)
+}
+
+func (c *countingCold) ListsSessions() bool { return true }
+
+func probe(ctx context.Context, db *sql.DB, q string, args ...any) (int64, error) {
+	before := sqlitestore.RowsReadProbe.Load()
+	if _, err := count(ctx, db, sqlitestore.ProbeRowsRead(q), args...); err != nil {
+		return 0, err
+	}
+	return sqlitestore.RowsReadProbe.Load() - before, nil
+}
+
+func count(ctx context.Context, db *sql.DB, q string, args ...any) (int, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
+}
+
+// cpuMedian runs the command reps times and returns the median of its CPU time (user + system):
+// on a loaded machine a process's wall time is mostly waiting for a core.
+func cpuMedian(reps int, name string, args ...string) (time.Duration, error) {
+	ds := make([]time.Duration, 0, reps)
+	for i := 0; i < reps; i++ {
+		cmd := exec.Command(name, args...)
+		if err := cmd.Run(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
+}
+
+func median(reps int, f func() error) (time.Duration, error) {
+	if err := f(); err != nil { // warm-up: the first call opens connections and reads the schema
+		return 0, err
+	}
+	ds := make([]time.Duration, 0, reps)
+	for i := 0; i < reps; i++ {
+		began := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(began))
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+
+func report(rows []row, cli bool) {
+	fmt.Println("| runs | store MB | sessions --limit 20: ms (rows read) | x the smallest | show one run: ms (rows read) | x the smallest | baseline aggregate listing: ms (rows read) | cold tier read |" +
+		map[bool]string{true: " CLI process CPU ms: sessions / show |", false: ""}[cli])
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|" + map[bool]string{true: "---:|", false: ""}[cli])
+	for _, r := range rows {
+		base := "-"
+		if r.baseRead > 0 {
+			base = fmt.Sprintf("%s (%d)", ms(r.base), r.baseRead)
+		}
+		line := fmt.Sprintf("| %d | %.0f | %s (%d) | %.2f | %s (%d) | %.2f | %s | %s |", r.runs, float64(r.bytes)/1e6,
+			ms(r.list), r.listRead, float64(r.list)/float64(rows[0].list), ms(r.show), r.showRead,
+			float64(r.show)/float64(rows[0].show), base, map[bool]string{true: "yes", false: "no"}[r.coldRead > 0])
+		if cli {
+			line += fmt.Sprintf(" %s / %s |", ms(r.cliList), ms(r.cliShow))
+		}
+		fmt.Println(line)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(os.Stderr, "readbench: %d runs: written at %.0f runs/s; listing returned %d rows\n", r.runs, r.genRate, r.listReturned)
+	}
+}
