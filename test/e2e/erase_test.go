@@ -205,7 +205,7 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	out := cli(t, c, "delete", "--session", "conv-erase-me")
+	out := cli(t, c, "--config", c.Config, "delete", "--session", "conv-erase-me") // the collector's own configuration
 	close(stop)
 	concurrent := <-sent
 	require.NotEmpty(t, concurrent)
