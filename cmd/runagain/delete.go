@@ -276,7 +276,11 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 		if cfg.Hot.HasValue() && cfg.Hot.Get().Retention > 0 {
 			grace = cfg.Hot.Get().Retention
 		}
-		e.Payloads = erase.NewSweeper(pu, grace, nil)
+		dir := ""
+		if cfg.Payloads.HasValue() && pu == cfg.Payloads.Get().URL {
+			dir = cfg.Payloads.Get().Dir // the pack layout's digest index
+		}
+		e.Payloads = erase.NewSweeper(pu, dir, grace, nil)
 	}
 	ds, err := openDatasets(ctx)
 	if err != nil {
@@ -307,6 +311,7 @@ func flagStorageConfig() *runagainstorageextension.Config {
 	cfg.Warm.GetOrInsertDefault().SQLite.GetOrInsertDefault().Path = filepath.Join(dir, "warm.db")
 	cfg.Cold.GetOrInsertDefault().Parquet.GetOrInsertDefault().URL = filepath.Join(dir, "cold")
 	cfg.Payloads.GetOrInsertDefault().URL = "file://" + filepath.ToSlash(filepath.Join(dir, "blobs"))
+	cfg.Payloads.GetOrInsertDefault().Dir = filepath.Join(dir, "payloads")
 	applyFlagOverrides(cfg, func(name string) bool {
 		switch name {
 		case "clickhouse", "clickhouse-database":

@@ -57,7 +57,7 @@ func TestSessionsBoundedAndExpired(t *testing.T) {
 	require.Eventually(t, func() bool { return h.sessionCount() == 0 }, 5*time.Second, time.Millisecond)
 
 	h.g.mu.Lock()
-	bl, ok := h.g.state.groups.Get("agent\x00svc")
+	bl, ok := h.g.state.detectors[0].(*costSpikeDetector).groups.Get("agent\x00svc")
 	h.g.mu.Unlock()
 	require.True(t, ok)
 	// 500 ended sessions: 450 evicted, 50 expired; baseline_sessions is 500, so all of them
@@ -90,8 +90,11 @@ func TestRecordedSpansUntouched(t *testing.T) {
 	h := newHarness(t, createDefaultConfig())
 	h.feed(td)
 	require.Equal(t, before, td.SpanCount())
-	a, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-	b, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(cp)
+	a, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	require.NoError(t, err)
+	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(cp)
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
 	assert.Equal(t, string(b), string(a))
 }
 
@@ -131,7 +134,7 @@ func TestFingerprintsBounded(t *testing.T) {
 	h.feed(b.td)
 	h.g.mu.Lock()
 	s, ok := h.g.state.sessions.Get("s1")
-	n := len(s.seen) + len(s.reps)
+	n := len(s.loop.seen) + len(s.loop.reps)
 	h.g.mu.Unlock()
 	require.True(t, ok)
 	// 200 distinct calls: the memory is full at its bound, not empty and not beyond it.

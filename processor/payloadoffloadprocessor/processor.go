@@ -38,6 +38,7 @@ type offloader struct {
 
 	mu        sync.Mutex
 	store     *payloadref.Store
+	release   func() error
 	coolUntil time.Time // storage is not tried before this time (Storage.Cooldown)
 }
 
@@ -61,14 +62,16 @@ func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, err
 }
 
 func (o *offloader) start(ctx context.Context, host component.Host) error {
-	u := o.cfg.Storage.URL
+	u, dir, pack := o.cfg.Storage.URL, o.cfg.Storage.Dir, o.cfg.Storage.Pack
+	field := "storage.url"
 	if u == "" {
 		st, err := runagainstorageextension.Find(host, o.cfg.Storage.Extension)
 		if err != nil {
 			return fmt.Errorf("storage.extension: %w", err)
 		}
 		if st != nil {
-			u = st.PayloadURL()
+			u, dir, pack = st.PayloadURL(), st.PayloadDir(), st.PayloadPack()
+			field = "runagain_storage payloads"
 		}
 		if u == "" {
 			return errors.New("storage.url: required, or a runagain_storage extension with payloads::url " +
@@ -76,12 +79,15 @@ func (o *offloader) start(ctx context.Context, host component.Host) error {
 		}
 	}
 	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
-	s, err := payloadref.NewStore(ctx, u, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize, Level: level})
+	s, release, err := acquireStore(ctx, u, payloadref.StoreOptions{
+		KnownObjects: o.cfg.DedupCacheSize, Level: level,
+		Dir: dir, PackMaxSize: pack.MaxSize, PackMaxAge: pack.MaxAge, Logger: o.logger,
+	})
 	if err != nil {
-		return fmt.Errorf("storage.url: %w", err)
+		return fmt.Errorf("%s: %w", field, err)
 	}
 	o.mu.Lock()
-	o.store = s
+	o.store, o.release = s, release
 	o.mu.Unlock()
 	return nil
 }
@@ -93,8 +99,8 @@ func (o *offloader) shutdown(context.Context) error {
 	if o.store == nil {
 		return nil
 	}
-	err := o.store.Close()
-	o.store = nil
+	err := o.release()
+	o.store, o.release = nil, nil
 	return err
 }
 
@@ -257,19 +263,7 @@ func (b *batch) run(ctx context.Context) error {
 			j.err = errCooling
 		}
 	} else {
-		sem := make(chan struct{}, b.o.cfg.Concurrency)
-		var wg sync.WaitGroup
-		for _, j := range b.order {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(j *job) {
-				defer func() { <-sem; wg.Done() }()
-				start := time.Now()
-				j.res, j.err = b.o.put(ctx, store, j)
-				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
-			}(j)
-		}
-		wg.Wait()
+		b.store(ctx, store)
 		if b.o.cfg.Storage.Cooldown > 0 && ctx.Err() == nil && slices.ContainsFunc(b.order, func(j *job) bool { return j.err != nil }) {
 			b.o.mu.Lock()
 			b.o.coolUntil = time.Now().Add(b.o.cfg.Storage.Cooldown)
@@ -322,8 +316,43 @@ func (b *batch) run(ctx context.Context) error {
 	return nil
 }
 
+// store stores every job (at most cfg.Concurrency at once) in one payloadref.Batch and commits
+// it: with the pack layout the commit is the one fsync (and index transaction) of the call, so
+// nothing is acknowledged before its bytes are durable. A commit that finds an object collected
+// meanwhile (payloadref.ErrStale) stores the batch again; a commit that fails fails every job.
+func (b *batch) store(ctx context.Context, store *payloadref.Store) {
+	for attempt := 0; ; attempt++ {
+		pb := store.NewBatch()
+		sem := make(chan struct{}, b.o.cfg.Concurrency)
+		var wg sync.WaitGroup
+		for _, j := range b.order {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(j *job) {
+				defer func() { <-sem; wg.Done() }()
+				start := time.Now()
+				j.res, j.err = b.o.put(ctx, pb, j)
+				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+			}(j)
+		}
+		wg.Wait()
+		err := pb.Commit(ctx)
+		if errors.Is(err, payloadref.ErrStale) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			for _, j := range b.order {
+				if j.err == nil {
+					j.err = err
+				}
+			}
+		}
+		return
+	}
+}
+
 // put stores one value with the configured timeout per attempt and bounded retry.
-func (o *offloader) put(ctx context.Context, store *payloadref.Store, j *job) (payloadref.PutResult, error) {
+func (o *offloader) put(ctx context.Context, store *payloadref.Batch, j *job) (payloadref.PutResult, error) {
 	// Zero-copy view of the string: Put only reads it.
 	data := unsafe.Slice(unsafe.StringData(j.value), len(j.value))
 	attempt := func() (payloadref.PutResult, error) {
