@@ -259,7 +259,9 @@ func TestRecordReplayOpenAI(t *testing.T) {
 	if refs != 2 {
 		t.Errorf("%d stored spans have %s, want 2 (payload_offload in the default pipeline)", refs, fx.AttrRequestBodyRef)
 	}
-	res := payloadref.NewResolver()
+	// The bodies may still be in the collector's open pack (staged, not uploaded yet): read it
+	// as the CLI on this machine does (payloads::dir of config/default.yaml).
+	res := payloadref.NewResolver(payloadref.WithStagingDir(filepath.Join(col.DataDir, "payloads", payloadref.StagingDir)))
 	if err := res.RehydrateTraces(context.Background(), run.Traces); err != nil {
 		t.Fatal(err)
 	}
