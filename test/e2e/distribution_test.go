@@ -117,15 +117,19 @@ func TestCorpusRunsArriveWhole(t *testing.T) {
 	out := cli(t, c, append([]string{"import", "--endpoint", c.GRPC}, files...)...)
 	t.Log(out)
 	rows := waitForSpans(t, c, total)
-	// Large values went to blob storage and came back through `show` (rehydration).
+	// Large values went to blob storage and came back through `show` (rehydration). They are in
+	// packs: uploaded to blobs/packs/, or still in the open pack staged under payloads/staging/
+	// (uploaded at payloads::pack::max_age).
 	blobs := 0
-	_ = filepath.WalkDir(filepath.Join(c.DataDir, "blobs"), func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			blobs++
-		}
-		return nil
-	})
-	assert.Positive(t, blobs, "payload_offload stored no object under %s/blobs", c.DataDir)
+	for _, dir := range []string{"blobs", filepath.Join("payloads", "staging")} {
+		_ = filepath.WalkDir(filepath.Join(c.DataDir, dir), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".pack") || strings.HasSuffix(p, ".zst")) {
+				blobs++
+			}
+			return nil
+		})
+	}
+	assert.Positive(t, blobs, "payload_offload stored no object under %s/blobs or its staging area", c.DataDir)
 	require.Len(t, rows, len(src), "one run per trace id")
 
 	shows := map[string]string{}
