@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -44,6 +45,10 @@ type offloader struct {
 
 // errCooling is the error of values not tried because storage failed recently.
 var errCooling = errors.New("storage failed recently: not retried until storage.cooldown has passed")
+
+// errBatchGaveUp fails the values of a batch not yet stored once another value of the batch
+// failed after its whole retry.
+var errBatchGaveUp = errors.New("storage failed for another value of this batch")
 
 func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, error) {
 	keys, err := newKeyMatcher(cfg.Keys)
@@ -320,19 +325,35 @@ func (b *batch) run(ctx context.Context) error {
 // it: with the pack layout the commit is the one fsync (and index transaction) of the call, so
 // nothing is acknowledged before its bytes are durable. A commit that finds an object collected
 // meanwhile (payloadref.ErrStale) stores the batch again; a commit that fails fails every job.
+//
+// The first value that fails after its whole retry ends the batch's wait for storage: values not
+// started yet fail at once (values in flight finish their own retry), so a failing store holds a
+// batch for about two values' retries (retry_on_failure::max_elapsed_time plus one attempt
+// each), not for one retry per wave of cfg.Concurrency values (with 20 values and a full disk
+// that was 25 s, past the client's deadline: test/faults TestDiskFull).
 func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 	for attempt := 0; ; attempt++ {
 		pb := store.NewBatch()
+		var gaveUp atomic.Pointer[error]
 		sem := make(chan struct{}, b.o.cfg.Concurrency)
 		var wg sync.WaitGroup
 		for _, j := range b.order {
 			sem <- struct{}{}
+			if e := gaveUp.Load(); e != nil {
+				<-sem
+				j.res, j.err = payloadref.PutResult{}, *e
+				continue
+			}
 			wg.Add(1)
 			go func(j *job) {
 				defer func() { <-sem; wg.Done() }()
 				start := time.Now()
 				j.res, j.err = b.o.put(ctx, pb, j)
 				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+				if j.err != nil {
+					e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
+					gaveUp.CompareAndSwap(nil, &e)
+				}
 			}(j)
 		}
 		wg.Wait()
