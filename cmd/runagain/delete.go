@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/erase"
 	"github.com/runagain/runagain/internal/seal"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
@@ -58,15 +59,16 @@ stop the agents of that session first, or run delete again.
 What it cannot reach: backups and snapshots of the data directory or buckets, copies already
 exported (runagain dataset export directories, files you wrote with --json), other systems the
 collector forwards to, Prometheus series and exemplars that carry trace ids (agent_guard metrics),
-the collector's persistent sending queues (data/queue: spans are removed from them once written,
-but their bbolt files keep freed pages until compacted: enable file_storage compaction), and the
-collector's logs.
+the free pages of the collector's persistent sending queue files (data/queue: config/default.yaml
+compacts them at every start, so restart the collector after an erasure), and the collector's logs.
+
+--dry-run lists the runs and the dataset versions an erasure would touch, and removes nothing.
 
 Stores are those of --config (runagain_storage), else the embedded default's files under --data-dir.`
 
 func init() {
 	var session, trace string
-	var removeFromDatasets, noCompact, sealedOnly bool
+	var removeFromDatasets, noCompact, sealedOnly, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "delete --session ID | --trace ID",
 		Short: "Erase a session or run from every tier, datasets, sealed originals and payload storage (data-subject erasure)",
@@ -82,6 +84,14 @@ func init() {
 				return err
 			}
 			defer closeAll()
+			if dryRun {
+				p, err := e.Resolve(ctx, erase.Request{Session: session, TraceID: trace})
+				if err != nil {
+					return err
+				}
+				printPlan(cmd.OutOrStdout(), session, trace, p)
+				return nil
+			}
 			rep, err := e.Run(ctx, erase.Request{Session: session, TraceID: trace, RemoveFromDatasets: removeFromDatasets, NoCompact: noCompact})
 			if rep != nil {
 				printErasure(cmd.OutOrStdout(), session, trace, rep)
@@ -95,6 +105,7 @@ func init() {
 		"also remove the runs' cases from the dataset versions that froze them (each version is replaced by one without them)")
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false,
 		"skip rebuilding the SQLite files after deleting (faster on large files; stale copies of erased rows may then stay in free pages)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs and dataset versions the erasure would touch; remove nothing")
 	cmd.Flags().BoolVar(&sealedOnly, "sealed-only", false,
 		"only destroy the session's data key (crypto-shredding of the sealed originals); the redacted runs stay")
 	cmd.Flags().StringVar(&payloadsURLFlag, "payloads-url", os.Getenv("RUNAGAIN_PAYLOADS_URL"),
@@ -128,6 +139,22 @@ func destroySessionKey(cmd *cobra.Command, session string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "session %s: data key destroyed; its sealed originals can no longer be opened\n", session)
 	return nil
+}
+
+// printPlan is the output of --dry-run.
+func printPlan(w io.Writer, session, trace string, p erase.Plan) {
+	what := "session " + session
+	if session == "" {
+		what = "run " + trace
+	}
+	fmt.Fprintf(w, "%s: %d runs would be erased (dry run: nothing removed)\n", what, len(p.Erasure.TraceIDs))
+	for _, id := range p.Erasure.TraceIDs {
+		fmt.Fprintf(w, "  run       %s\n", id)
+	}
+	for _, h := range p.Datasets {
+		fmt.Fprintf(w, "  dataset   %s@%s holds cases %s of %d (delete refuses without --remove-from-datasets)\n",
+			h.Name, dataset.Short(h.Version), strings.Join(h.Cases, ", "), h.Total)
+	}
 }
 
 func printErasure(w io.Writer, session, trace string, rep *erase.Report) {
@@ -276,7 +303,11 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 		if cfg.Hot.HasValue() && cfg.Hot.Get().Retention > 0 {
 			grace = cfg.Hot.Get().Retention
 		}
-		e.Payloads = erase.NewSweeper(pu, grace, nil)
+		dir := ""
+		if cfg.Payloads.HasValue() && pu == cfg.Payloads.Get().URL {
+			dir = cfg.Payloads.Get().Dir // the pack layout's digest index
+		}
+		e.Payloads = erase.NewSweeper(pu, dir, grace, nil)
 	}
 	ds, err := openDatasets(ctx)
 	if err != nil {
@@ -307,6 +338,7 @@ func flagStorageConfig() *runagainstorageextension.Config {
 	cfg.Warm.GetOrInsertDefault().SQLite.GetOrInsertDefault().Path = filepath.Join(dir, "warm.db")
 	cfg.Cold.GetOrInsertDefault().Parquet.GetOrInsertDefault().URL = filepath.Join(dir, "cold")
 	cfg.Payloads.GetOrInsertDefault().URL = "file://" + filepath.ToSlash(filepath.Join(dir, "blobs"))
+	cfg.Payloads.GetOrInsertDefault().Dir = filepath.Join(dir, "payloads")
 	applyFlagOverrides(cfg, func(name string) bool {
 		switch name {
 		case "clickhouse", "clickhouse-database":

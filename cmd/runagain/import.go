@@ -18,8 +18,7 @@ import (
 
 // importOptions are the flags of `runagain import`.
 type importOptions struct {
-	endpoint        string
-	insecure        bool
+	otlpFlags
 	timeout         time.Duration
 	maxRequestBytes int
 	wait            time.Duration // how long to wait until the imported runs are readable (0: do not wait)
@@ -56,20 +55,17 @@ Import returns once every imported run is readable in the store it shares with t
 Formats, in detection order: ` + formatNames() + `.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("insecure") {
-				o.insecure = otlpclient.IsLoopback(o.endpoint)
-			}
 			o.waitSet = cmd.Flags().Changed("wait")
-			return runImport(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
+			sender, err := o.dial(cmd, otlpclient.Options{MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout})
+			if err != nil {
+				return err
+			}
+			defer sender.Close()
+			return runImport(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, sender, args)
 		},
 	}
+	o.register(cmd)
 	f := cmd.Flags()
-	endpoint := os.Getenv("RUNAGAIN_ENDPOINT")
-	if endpoint == "" {
-		endpoint = "127.0.0.1:4317"
-	}
-	f.StringVar(&o.endpoint, "endpoint", endpoint, "OTLP gRPC endpoint host:port, https:// prefix for TLS (env RUNAGAIN_ENDPOINT)")
-	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
 	f.DurationVar(&o.timeout, "timeout", otlpclient.DefaultTimeout, "timeout of each export request")
 	f.IntVar(&o.maxRequestBytes, "max-request-bytes", otlpclient.DefaultMaxRequestBytes, "split export requests to stay under this protobuf size")
 	f.DurationVar(&o.wait, "wait", defaultImportWait, "after sending, wait up to this long until every imported run is readable with all its spans in the store (--data-dir); 0 returns at once. Given explicitly, a run not readable in time is an error; by default a warning, and there is no wait when no local store exists")
@@ -78,17 +74,12 @@ Formats, in detection order: ` + formatNames() + `.`,
 
 // runImport parses and sends each file in turn and prints one summary line per file to out.
 // It returns an error naming every file that failed.
-func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, files []string) error {
+func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, sender *otlpclient.Client, files []string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	sender, err := otlpclient.Dial(o.endpoint, otlpclient.Options{Insecure: o.insecure, MaxRequestBytes: o.maxRequestBytes, Timeout: o.timeout})
-	if err != nil {
-		return err
-	}
-	defer sender.Close()
 
 	var failed []error
 	var sent []sentRun

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/spf13/pflag"
+
 	"github.com/runagain/runagain/internal/corpus"
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/otlpclient/otlptest"
@@ -175,4 +177,49 @@ func TestImportInsecureFlag(t *testing.T) {
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d requests delivered over a refused TLS connection", n)
 	}
+}
+
+// TestImportHeaders: --header (else RUNAGAIN_OTLP_HEADERS) goes with every export request, for
+// a collector behind an authenticator; a malformed one fails naming the flag or the variable.
+func TestImportHeaders(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	t.Cleanup(func() { resetFlags(t, "import") })
+	if _, _, err := runCLI(t, "import", "--endpoint", srv.Addr, "--wait", "0", "--header", "Authorization=Bearer t0k", fixture("otlp_whole.json")); err != nil {
+		t.Fatal(err)
+	}
+	resetFlags(t, "import")
+	t.Setenv("RUNAGAIN_OTLP_HEADERS", "x-tenant=team%20a")
+	if _, _, err := runCLI(t, "import", "--endpoint", srv.Addr, "--wait", "0", fixture("otlp_whole.json")); err != nil {
+		t.Fatal(err)
+	}
+	mds := srv.Metadata()
+	if len(mds) != 2 || strings.Join(mds[0].Get("authorization"), "") != "Bearer t0k" || strings.Join(mds[1].Get("x-tenant"), "") != "team a" {
+		t.Fatalf("metadata received: %v", mds)
+	}
+	if _, _, err := runCLI(t, "import", "--endpoint", srv.Addr, "--header", "novalue", fixture("otlp_whole.json")); err == nil || !strings.Contains(err.Error(), `--header "novalue"`) {
+		t.Errorf("bad --header: %v", err)
+	}
+	resetFlags(t, "import")
+	t.Setenv("RUNAGAIN_OTLP_HEADERS", "k=%zz")
+	if _, _, err := runCLI(t, "import", "--endpoint", srv.Addr, fixture("otlp_whole.json")); err == nil || !strings.Contains(err.Error(), "RUNAGAIN_OTLP_HEADERS") {
+		t.Errorf("bad RUNAGAIN_OTLP_HEADERS: %v", err)
+	}
+}
+
+// resetFlags puts every flag of the named subcommand back to its default: rootCmd is one value
+// for the whole test binary, and cobra keeps flag values between Execute calls.
+func resetFlags(t *testing.T, name string) {
+	t.Helper()
+	cmd, _, err := rootCmd.Find([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			_ = sv.Replace(nil)
+		} else if err := f.Value.Set(f.DefValue); err != nil {
+			t.Errorf("resetting --%s: %v", f.Name, err)
+		}
+		f.Changed = false
+	})
 }

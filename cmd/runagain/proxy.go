@@ -27,11 +27,10 @@ import (
 
 // proxyOptions are the flags shared by `runagain proxy` and `runagain replay`.
 type proxyOptions struct {
-	listen       string
-	routes       []string
-	mitm         bool
-	endpoint     string
-	insecure     bool
+	listen string
+	routes []string
+	mitm   bool
+	otlpFlags
 	redactBodies bool
 	hashKeyEnv   string
 }
@@ -41,21 +40,13 @@ func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
 	f.StringVar(&o.listen, "listen", defListen, "address to listen on (127.0.0.1:0 picks a free port)")
 	f.StringArrayVar(&o.routes, "route", nil, "reverse-proxy route NAME=URL: /NAME/... goes to URL/... (repeatable; defaults: "+strings.Join(proxy.DefaultRoutes, ", ")+")")
 	f.BoolVar(&o.mitm, "mitm", false, "intercept HTTPS (CONNECT) with a local CA kept in --data-dir (proxy-ca.pem); clients must trust it, see internal/proxy/README.md")
-	def := os.Getenv("RUNAGAIN_ENDPOINT")
-	if def == "" {
-		def = "127.0.0.1:4317"
-	}
-	f.StringVar(&o.endpoint, "endpoint", def, "collector OTLP gRPC endpoint (env RUNAGAIN_ENDPOINT)")
-	f.BoolVar(&o.insecure, "insecure", true, "plaintext gRPC (default: true for a loopback endpoint, TLS otherwise)")
+	o.register(cmd)
 	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction (else <data-dir>/redaction.key, as config/default.yaml's agent_redaction uses); use the processor's key so hashed values match in replay")
 }
 
 // config builds the proxy configuration (routes, redactor, CA, OTLP sink) and opens the --listen
 // listener, whose addresses it puts in SelfHosts. On error nothing stays open.
 func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Config, *otlpclient.Client, net.Listener, string, error) {
-	if !cmd.Flags().Changed("insecure") {
-		o.insecure = otlpclient.IsLoopback(o.endpoint)
-	}
 	routes, err := proxy.NewRoutes(o.routes)
 	if err != nil {
 		return proxy.Config{}, nil, nil, "", fmt.Errorf("--route: %w", err)
@@ -80,9 +71,9 @@ func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Con
 		}
 		cfg.CA, caPath = ca, p
 	}
-	sink, err := otlpclient.Dial(o.endpoint, otlpclient.Options{Insecure: o.insecure})
+	sink, err := o.dial(cmd, otlpclient.Options{})
 	if err != nil {
-		return proxy.Config{}, nil, nil, "", fmt.Errorf("--endpoint %s: %w", o.endpoint, err)
+		return proxy.Config{}, nil, nil, "", err
 	}
 	cfg.Sink = sink
 	l, err := net.Listen("tcp", o.listen)

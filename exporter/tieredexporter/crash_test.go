@@ -23,7 +23,8 @@ import (
 )
 
 // TestKill9UnderLoadLosesNoAcknowledgedSpan runs the real collector (bin/otelcol-runagain with
-// config/default.yaml: persistent queues on file_storage), sends spans from two OTLP/gRPC
+// config/default.yaml: the SQLite hot tier written in the request, the warm and cold tiers'
+// trimmed spans in persistent queues on file_storage), sends spans from two OTLP/gRPC
 // clients, kills the collector with SIGKILL in the middle of the load, starts it again and
 // counts: every span whose request was acknowledged is in the hot tier. Requests that failed
 // (the collector was gone) are not counted as acknowledged. Delivery is at-least-once: batches
@@ -145,8 +146,8 @@ func TestKill9UnderLoadLosesNoAcknowledgedSpan(t *testing.T) {
 	assert.Equal(t, distinct, rows, "at-least-once replays collapse on (trace_id, span_id)")
 	assert.GreaterOrEqual(t, distinct, want, "unacknowledged spans may be stored too (at-least-once), never fewer")
 
-	// The warm and cold tiers have their own persistent queues: they hold every acknowledged span
-	// too, once their batches flush (warm 1 s, cold 10 s in config/default.yaml).
+	// The warm and cold tiers have their own persistent queues (of trimmed spans): they hold every
+	// acknowledged span too, once their batches flush (warm 1 s, cold 10 s in config/default.yaml).
 	warm, err := sqlitestore.OpenWarm(filepath.Join(c.DataDir, "warm.db"), sqlitestore.Options{ReadOnly: true})
 	require.NoError(t, err)
 	defer warm.Close()

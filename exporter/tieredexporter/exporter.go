@@ -24,14 +24,34 @@ import (
 // factory makes one instance per signal. The tiers' pipelines are built at Start, from the
 // tiers the runagain_storage extension configures (found through the host), or from the
 // private storage of an inline configuration.
+//
+// Persist once (README "Persist once"): the hot tier is given the whole request; the warm and
+// cold tiers only what their records are built from (store.TrimTraces, store.TrimLogs: no
+// payloads, no payload references, no stack traces), so their persistent queues hold a few
+// hundred bytes per span instead of the whole request.
 type tieredExporter struct {
 	set     exporter.Settings
 	cfg     *Config
 	sig     signal
 	private *sharedcomponent.Holder[*runagainstorageextension.Storage] // inline backends; nil otherwise
 
-	traces []exporter.Traces
-	logs   []exporter.Logs
+	keys  []string // session keys (what the trimmed requests keep for the summaries)
+	tiers []tierPipe
+}
+
+// tierPipe is one tier's exporterhelper pipeline (or the contrib ClickHouse exporter).
+type tierPipe struct {
+	name   string
+	trim   bool // given store.TrimTraces / store.TrimLogs of each request, not the request
+	traces exporter.Traces
+	logs   exporter.Logs
+}
+
+func (p tierPipe) component() component.Component {
+	if p.traces != nil {
+		return p.traces
+	}
+	return p.logs
 }
 
 type signal int
@@ -61,6 +81,7 @@ func newExporter(_ context.Context, set exporter.Settings, cfg *Config, sig sign
 
 // build creates the tiers' pipelines for st's tiers.
 func (e *tieredExporter) build(ctx context.Context, st *runagainstorageextension.Storage) error {
+	e.keys = st.SessionKeys()
 	for _, name := range st.Tiers() {
 		var sending TierSending
 		switch name {
@@ -105,20 +126,22 @@ func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainsto
 		exporterhelper.WithQueue(s.Queue),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	}
+	p := tierPipe{name: name, trim: name != store.TierHot}
 	switch e.sig {
 	case signalTraces:
 		te, err := exporterhelper.NewTraces(ctx, tset, e.cfg, b.WriteTraces, opts...)
 		if err != nil {
 			return fmt.Errorf("%s tier: %w", name, err)
 		}
-		e.traces = append(e.traces, te)
+		p.traces = te
 	case signalLogs:
 		le, err := exporterhelper.NewLogs(ctx, tset, e.cfg, b.WriteLogs, opts...)
 		if err != nil {
 			return fmt.Errorf("%s tier: %w", name, err)
 		}
-		e.logs = append(e.logs, le)
+		p.logs = le
 	}
+	e.tiers = append(e.tiers, p)
 	return nil
 }
 
@@ -140,20 +163,23 @@ func (e *tieredExporter) addContribClickHouse(ctx context.Context, chCfg *clickh
 	cset := e.set
 	// The contrib factory insists on its own type: clickhouse/tiered_<name>_hot.
 	cset.ID = component.NewIDWithName(f.Type(), joinName(joinName(e.set.ID.Type().String(), e.set.ID.Name()), "hot"))
+	p := tierPipe{name: store.TierHot}
 	switch e.sig {
 	case signalTraces:
 		te, err := f.CreateTraces(ctx, cset, chCfg)
 		if err != nil {
 			return fmt.Errorf("hot tier (clickhouse): %w", err)
 		}
-		e.traces = append(e.traces, te)
+		p.traces = te
 	case signalLogs:
 		le, err := f.CreateLogs(ctx, cset, chCfg)
 		if err != nil {
 			return fmt.Errorf("hot tier (clickhouse): %w", err)
 		}
-		e.logs = append(e.logs, le)
+		p.logs = le
 	}
+	// the hot tier first: when it refuses, the request is refused before the others take it
+	e.tiers = append([]tierPipe{p}, e.tiers...)
 	return nil
 }
 
@@ -166,11 +192,8 @@ func joinName(base, tier string) string {
 
 func (e *tieredExporter) components() []component.Component {
 	var cs []component.Component
-	for _, t := range e.traces {
-		cs = append(cs, t)
-	}
-	for _, l := range e.logs {
-		cs = append(cs, l)
+	for _, p := range e.tiers {
+		cs = append(cs, p.component())
 	}
 	return cs
 }
@@ -225,18 +248,48 @@ func (e *tieredExporter) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
+// ConsumeTraces hands td to the hot tier, then the trimmed spans to the warm and cold tiers.
+// When the hot tier refuses the request (with its queue disabled: the write itself failed, a
+// full disk), the error is returned at once and the other tiers do not take it: the client
+// retries the whole request. Otherwise every tier is offered its part and the errors of those
+// that refused are joined (the client retries; the writes are idempotent, README "Delivery
+// guarantees"). Each trimmed request is built per tier: a queue may merge the requests it holds.
 func (e *tieredExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	var errs []error
-	for _, t := range e.traces {
-		errs = append(errs, t.ConsumeTraces(ctx, td))
+	for _, p := range e.tiers {
+		in := td
+		if p.trim {
+			in = store.TrimTraces(td, e.keys)
+			if in.SpanCount() == 0 {
+				continue
+			}
+		}
+		err := p.traces.ConsumeTraces(ctx, in)
+		if err != nil && p.name == store.TierHot {
+			return err
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
+// ConsumeLogs is ConsumeTraces for log records: warm and cold tiers are given the alert records
+// only (store.TrimLogs), and nothing when a request holds none.
 func (e *tieredExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var errs []error
-	for _, l := range e.logs {
-		errs = append(errs, l.ConsumeLogs(ctx, ld))
+	for _, p := range e.tiers {
+		in := ld
+		if p.trim {
+			in = store.TrimLogs(ld, e.keys)
+			if in.LogRecordCount() == 0 {
+				continue
+			}
+		}
+		err := p.logs.ConsumeLogs(ctx, in)
+		if err != nil && p.name == store.TierHot {
+			return err
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

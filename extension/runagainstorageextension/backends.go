@@ -42,6 +42,8 @@ type openOptions struct {
 	pinned func() PinnedFunc
 	// payloadURL is the payload bucket the hot tier's retention sweeps ("" for none).
 	payloadURL string
+	// payloadDir is the pack layout's data directory (digest index) of that bucket ("" for single objects).
+	payloadDir string
 }
 
 // hot tier on SQLite: full spans and logs.

@@ -99,11 +99,43 @@ type ParquetConfig struct {
 	URL string `mapstructure:"url"`
 }
 
-// PayloadsConfig configures the payload bucket.
+// PayloadsConfig configures the payload bucket and its pack files (internal/payloadref).
 type PayloadsConfig struct {
 	// URL is a gocloud.dev/blob bucket URL: file:///dir?create_dir=true, s3://bucket, gs://,
 	// azblob://, mem:// (tests). payload_offload uses it when its own storage::url is empty.
 	URL string `mapstructure:"url"`
+	// Dir is the local data directory of the pack layout: Dir/staging holds the open segment and
+	// sealed packs not yet uploaded (fsynced before a batch is acknowledged), Dir/payload-index.db
+	// the SQLite digest index. Default ./data/payloads. Empty: one object per digest (the layout
+	// before packs: one PUT per object).
+	Dir string `mapstructure:"dir"`
+	// Pack sets when the open segment is sealed and uploaded.
+	Pack PackConfig `mapstructure:"pack"`
+}
+
+// PackConfig sets the size and age limits of a pack (issue 17: "for example 16 MiB or 5 s").
+type PackConfig struct {
+	// MaxSize in bytes (compressed objects plus 48-byte headers): the segment is sealed when the
+	// next object would take it past this. Default 16777216 (16 MiB); at least 65536.
+	MaxSize int64 `mapstructure:"max_size"`
+	// MaxAge: the segment is sealed this long after its first object, so readers on other
+	// machines see objects at most about this late. Default 5s.
+	MaxAge time.Duration `mapstructure:"max_age"`
+}
+
+// DefaultPack are the pack limits by default.
+var DefaultPack = PackConfig{MaxSize: 16 << 20, MaxAge: 5 * time.Second}
+
+// Validate checks the pack limits; errors name the field under prefix.
+func (p PackConfig) Validate(prefix string) error {
+	var errs []error
+	if p.MaxSize < 64<<10 || p.MaxSize > 5<<30 {
+		errs = append(errs, fmt.Errorf("%smax_size: must be between 65536 and 5368709120 bytes, got %d", prefix, p.MaxSize))
+	}
+	if p.MaxAge <= 0 {
+		errs = append(errs, fmt.Errorf("%smax_age: must be positive, got %s", prefix, p.MaxAge))
+	}
+	return errors.Join(errs...)
 }
 
 // DatasetsConfig configures the dataset store.
@@ -148,7 +180,7 @@ func createDefaultConfig() component.Config {
 			Parquet:    configoptional.Default(ParquetConfig{URL: "./data/cold"}),
 			ClickHouse: configoptional.Default(defaultClickHouse()),
 		}),
-		Payloads:        configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip"}),
+		Payloads:        configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip", Dir: "./data/payloads", Pack: DefaultPack}),
 		Datasets:        configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
 		SessionKeys:     append([]string(nil), genai.DefaultSessionKeys...),
 		JanitorInterval: DefaultJanitorInterval,
@@ -219,6 +251,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Payloads.HasValue() {
 		errs = append(errs, validateBucketURL("payloads::url", c.Payloads.Get().URL))
+		if c.Payloads.Get().Dir != "" {
+			errs = append(errs, c.Payloads.Get().Pack.Validate("payloads::pack::"))
+		}
 	}
 	if c.Datasets.HasValue() {
 		errs = append(errs, validateBucketURL("datasets::url", c.Datasets.Get().URL))

@@ -72,7 +72,7 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 		o.every = DefaultJanitorInterval
 	}
 	if s.cfg.Payloads.HasValue() {
-		o.payloadURL = s.cfg.Payloads.Get().URL
+		o.payloadURL, o.payloadDir = s.cfg.Payloads.Get().URL, s.cfg.Payloads.Get().Dir
 	}
 	locks, err := lockDirs(s.cfg.localDataDirs())
 	if err != nil {
@@ -167,6 +167,23 @@ func (s *Storage) PayloadURL() string {
 		return ""
 	}
 	return s.cfg.Payloads.Get().URL
+}
+
+// PayloadDir is the data directory of the payload packs (staging area and digest index), ""
+// when none is configured (one object per digest).
+func (s *Storage) PayloadDir() string {
+	if !s.cfg.Payloads.HasValue() {
+		return ""
+	}
+	return s.cfg.Payloads.Get().Dir
+}
+
+// PayloadPack is the pack size and age limits.
+func (s *Storage) PayloadPack() PackConfig {
+	if !s.cfg.Payloads.HasValue() {
+		return DefaultPack
+	}
+	return s.cfg.Payloads.Get().Pack
 }
 
 // Tiers lists the configured tiers in order hot, warm, cold.

@@ -25,7 +25,7 @@ import (
 
 // sweepPayloads sweeps the payload bucket (o.payloadURL) with refs as the live set.
 func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, refs store.RefLister) (erase.PayloadStats, error) {
-	sw := erase.NewSweeper(o.payloadURL, retention, o.now)
+	sw := erase.NewSweeper(o.payloadURL, o.payloadDir, retention, o.now)
 	st, err := sw.Sweep(ctx, store.LiveRefsOf(ctx, refs), erase.SweepOptions{})
 	if err != nil {
 		return st, fmt.Errorf("payloads %s: %w", o.payloadURL, err)

@@ -42,8 +42,18 @@ func blobValues(t *testing.T, dir string, values []string) map[string]bool {
 			return err
 		}
 		contents := [][]byte{raw}
-		if plain, err := dec.DecodeAll(raw, nil); err == nil {
-			contents = append(contents, plain)
+		// Every zstd frame wherever it starts (a pack holds many, one after a 48-byte header each).
+		for i := 0; i+4 <= len(raw); i++ {
+			if bytes.HasPrefix(raw[i:], []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+				if plain, err := dec.DecodeAll(raw[i:], nil); err == nil {
+					contents = append(contents, plain)
+				} else if r, err := zstd.NewReader(bytes.NewReader(raw[i:])); err == nil {
+					var one bytes.Buffer
+					_, _ = one.ReadFrom(r)
+					r.Close()
+					contents = append(contents, one.Bytes())
+				}
+			}
 		}
 		for _, c := range contents {
 			for _, v := range values {
@@ -63,12 +73,25 @@ func blobValues(t *testing.T, dir string, values []string) map[string]bool {
 // of the expired runs' own messages, while the pinned run's payload, shared prompt included,
 // still reads back whole.
 func TestRetentionSweepsPayloadsOfExpiredRuns(t *testing.T) {
+	t.Run("single objects", func(t *testing.T) { testRetentionSweepsPayloads(t, false) })
+	t.Run("packs", func(t *testing.T) { testRetentionSweepsPayloads(t, true) })
+}
+
+// testRetentionSweepsPayloads runs the retention test on the single-object layout or, with
+// packs, on the pack layout (payloads::dir: the three conversations share one pack, which the
+// janitor rewrites without the expired runs' objects).
+func testRetentionSweepsPayloads(t *testing.T, packs bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	blobs := "file://" + filepath.ToSlash(filepath.Join(dir, "blobs")) + "?create_dir=true&metadata=skip"
 	cfg := NewDefaultConfig()
 	cfg.Hot = configoptional.Some(HotConfig{Retention: DefaultHotRetention, SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
 	cfg.Payloads = configoptional.Some(PayloadsConfig{URL: blobs})
+	payloadDir := ""
+	if packs {
+		payloadDir = filepath.Join(dir, "payloads")
+		cfg.Payloads = configoptional.Some(PayloadsConfig{URL: blobs, Dir: payloadDir, Pack: DefaultPack})
+	}
 	cfg.Datasets = configoptional.Some(DatasetsConfig{URL: dataset.DefaultURL(dir)})
 	require.NoError(t, cfg.Validate())
 	c := &testClock{now: time.Now()}
@@ -77,7 +100,7 @@ func TestRetentionSweepsPayloadsOfExpiredRuns(t *testing.T) {
 	require.NoError(t, st.Start(ctx, componenttest.NewNopHost()))
 	defer func() { require.NoError(t, st.Shutdown(ctx)) }()
 
-	ps, err := payloadref.NewStore(ctx, blobs, payloadref.StoreOptions{})
+	ps, err := payloadref.NewStore(ctx, blobs, payloadref.StoreOptions{Dir: payloadDir, Now: c.Now})
 	require.NoError(t, err)
 	defer ps.Close()
 	prompt := "SHARED-PROMPT " + strings.Repeat("You are a careful assistant. ", 30)
@@ -103,6 +126,11 @@ func TestRetentionSweepsPayloadsOfExpiredRuns(t *testing.T) {
 	hot, err := st.Backend(store.TierHot)
 	require.NoError(t, err)
 	require.NoError(t, hot.WriteTraces(ctx, td))
+	require.NoError(t, ps.Flush(ctx)) // packs: the sweep reaches uploaded packs
+	if packs {
+		p, _ := filepath.Glob(filepath.Join(dir, "blobs", payloadref.PackDir, "*"+payloadref.PackSuffix))
+		require.Len(t, p, 1, "the three conversations share one pack")
+	}
 
 	ds, err := dataset.Open(ctx, cfg.Datasets.Get().URL)
 	require.NoError(t, err)

@@ -181,6 +181,11 @@ var _ PayloadSweeper = (*SingleObjects)(nil)
 
 // NewSweeper returns the sweeper of the payload bucket at url: grace spares unreferenced objects
 // referenced or written less than grace before the sweep (now is the clock; nil for time.Now).
-func NewSweeper(url string, grace time.Duration, now func() time.Time) PayloadSweeper {
+// With dir (runagain_storage payloads::dir) it is the pack layout's (Packs: payloadref Collect
+// through the digest index, single objects included); without, single objects only.
+func NewSweeper(url, dir string, grace time.Duration, now func() time.Time) PayloadSweeper {
+	if dir != "" {
+		return &Packs{URL: url, Dir: dir, Grace: grace, Now: now}
+	}
 	return &SingleObjects{URL: url, Grace: grace, Now: now}
 }

@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	grpcinsecure "google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -54,6 +56,9 @@ type Options struct {
 	// Retries is how many times a request failing with Unavailable or ResourceExhausted is
 	// retried (backoff from 200 ms, doubling); 0 means DefaultRetries. Negative disables retries.
 	Retries int
+	// Headers are gRPC metadata sent with every request (keys lower case), e.g. the
+	// authorization of a gateway behind an authenticator extension.
+	Headers map[string]string
 }
 
 // Client exports traces and logs to one collector. Its ConsumeTraces and ConsumeLogs make it a
@@ -77,10 +82,17 @@ func Dial(endpoint string, o Options) (*Client, error) {
 	if !o.Insecure || tlsForced {
 		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	}
-	conn, err := grpc.NewClient("passthrough:///"+target,
+	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(MaxSendMsgBytes), grpc.MaxCallRecvMsgSize(16<<20)),
-	)
+	}
+	if len(o.Headers) > 0 {
+		md := metadata.New(o.Headers)
+		dialOpts = append(dialOpts, grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(metadata.NewOutgoingContext(ctx, metadata.Join(md, outgoing(ctx))), method, req, reply, cc, opts...)
+		}))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+target, dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
@@ -223,6 +235,39 @@ func export[R any](ctx context.Context, o Options, call func(context.Context) (R
 // exportBackOff is the wait between export attempts: 200 ms, doubling, without jitter.
 func exportBackOff() *backoff.ExponentialBackOff {
 	return &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: time.Minute}
+}
+
+// outgoing returns the metadata already on ctx.
+func outgoing(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return md
+}
+
+// ParseHeaders reads headers in the form of OTEL_EXPORTER_OTLP_HEADERS (OpenTelemetry's SDK
+// environment variables): "key1=value1,key2=value2", keys and values URL-encoded (W3C Baggage
+// syntax without properties), spaces around them ignored; keys are lower-cased (gRPC metadata).
+// An entry without "=", an empty key or a bad %-escape is an error naming the entry.
+func ParseHeaders(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("header %q: want key=value", kv)
+		}
+		var err error
+		if k, err = url.PathUnescape(k); err != nil {
+			return nil, fmt.Errorf("header %q: %w", kv, err)
+		}
+		if v, err = url.PathUnescape(v); err != nil {
+			return nil, fmt.Errorf("header %q: %w", kv, err)
+		}
+		out[strings.ToLower(k)] = v
+	}
+	return out, nil
 }
 
 func splitScheme(endpoint string) (target string, tlsForced bool) {

@@ -326,3 +326,35 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaders: Options.Headers reach the collector as gRPC metadata on trace and log requests
+// alike; ParseHeaders reads OTEL_EXPORTER_OTLP_HEADERS syntax and names a malformed entry.
+func TestHeaders(t *testing.T) {
+	srv := otlptest.Start(t, 0)
+	c := newClient(t, srv.Addr, Options{Headers: map[string]string{"authorization": "Bearer t0k", "x-tenant": "a"}})
+	if _, err := c.SendTraces(context.Background(), bigTraces(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendLogs(context.Background(), testLogs(1)); err != nil {
+		t.Fatal(err)
+	}
+	mds := srv.Metadata()
+	if len(mds) != 2 {
+		t.Fatalf("%d requests", len(mds))
+	}
+	for i, md := range mds {
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer t0k" || md.Get("x-tenant")[0] != "a" {
+			t.Errorf("request %d metadata %v", i, md)
+		}
+	}
+
+	h, err := ParseHeaders(" Authorization=Bearer%20abc , x-tenant=a%2Cb,,api-key=k=v")
+	if err != nil || len(h) != 3 || h["authorization"] != "Bearer abc" || h["x-tenant"] != "a,b" || h["api-key"] != "k=v" {
+		t.Errorf("ParseHeaders: %v %v", h, err)
+	}
+	for _, bad := range []string{"novalue", "=v", "k=%zz"} {
+		if _, err := ParseHeaders("a=1," + bad); err == nil || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("ParseHeaders(%q): %v", bad, err)
+		}
+	}
+}

@@ -28,11 +28,14 @@ type Manifest struct {
 // Part is either literal bytes (Lit) or a reference to another object in the same bucket and
 // under the same prefix: Ref is the hex SHA-256 of the bytes the part stands for, Size their
 // length, and M tells whether the object is a manifest (ManifestKey) or a value (ValueKey).
+// P is the id of the pack holding the object (packs/<P>.pack); empty for a single object
+// (the layout before packs).
 type Part struct {
 	Lit  []byte `json:"lit,omitempty"`
 	Ref  string `json:"ref,omitempty"`
 	Size int64  `json:"n,omitempty"`
 	M    bool   `json:"m,omitempty"`
+	P    string `json:"p,omitempty"`
 }
 
 // span is a byte range [start, end) of the original value.
@@ -101,6 +104,7 @@ type node struct {
 	sum      [32]byte
 	manifest bool
 	isRef    bool
+	pack     string // the pack the object was written to or found in ("" for a single object)
 	children []node // for manifests: their parts
 }
 
@@ -187,7 +191,7 @@ func manifestOf(n *node) ([]byte, error) {
 	m := Manifest{V: ManifestVersion, Size: int64(n.span.end - n.span.start), Parts: make([]Part, 0, len(n.children))}
 	for _, c := range n.children {
 		if c.isRef {
-			m.Parts = append(m.Parts, Part{Ref: hex.EncodeToString(c.sum[:]), Size: int64(c.span.end - c.span.start), M: c.manifest})
+			m.Parts = append(m.Parts, Part{Ref: hex.EncodeToString(c.sum[:]), Size: int64(c.span.end - c.span.start), M: c.manifest, P: c.pack})
 		} else {
 			m.Parts = append(m.Parts, Part{Lit: c.lit})
 		}
@@ -212,6 +216,9 @@ func decodeManifest(b []byte) (*Manifest, error) {
 		case p.Ref != "":
 			if len(p.Ref) != 64 {
 				return nil, fmt.Errorf("payloadref: manifest part %d: ref %q is not a SHA-256 hex digest", i, p.Ref)
+			}
+			if p.P != "" && !validPackID(p.P) {
+				return nil, fmt.Errorf("payloadref: manifest part %d: %q is not a pack id", i, p.P)
 			}
 			total += p.Size
 		default:

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ type Resolver struct {
 	buckets map[string]*openBucket
 	dec     *zstd.Decoder
 	maxSize int64
+	staging []string
+	packs   *packReader
 }
 
 type openBucket struct {
@@ -48,6 +51,7 @@ func NewResolver(opts ...Option) *Resolver {
 	for _, o := range opts {
 		o(r)
 	}
+	r.packs = newPackReader(r.staging)
 	// A nil reader never fails with these options.
 	r.dec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(r.maxSize)), zstd.WithDecoderConcurrency(0))
 	return r
@@ -94,6 +98,20 @@ func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u, _ := url.Parse(uri); u != nil && u.Fragment != "" {
+		prefix, id, k, ok, err := parsePackRef(key, u.Fragment)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: prefix, seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency)}
+			data, err := f.object(ctx, id, k.sum, k.manifest, -1, 0)
+			if err != nil {
+				return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
+			}
+			return data, nil
+		}
+	}
 	sum, manifest, err := ParseKey(key)
 	if errors.Is(err, ErrNotOurs) {
 		data, err := b.ReadAll(ctx, key)
@@ -102,8 +120,8 @@ func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
 		}
 		return data, nil
 	}
-	f := &fetch{r: r, b: b, prefix: keyPrefixOf(key), seen: map[string][]byte{}, sem: make(chan struct{}, fetchConcurrency)}
-	data, err := f.object(ctx, sum, manifest, -1, 0)
+	f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: keyPrefixOf(key), seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency)}
+	data, err := f.object(ctx, "", sum, manifest, -1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
 	}
@@ -116,24 +134,28 @@ const fetchConcurrency = 16
 
 // fetch is one Fetch call: objects read so far, by key (a message repeated in one value is read once).
 type fetch struct {
-	r      *Resolver
-	b      *blob.Bucket
-	prefix string
-	sem    chan struct{}
-	mu     sync.Mutex
-	seen   map[string][]byte
+	r         *Resolver
+	b         *blob.Bucket
+	bucketURL string
+	prefix    string
+	sem       chan struct{}
+	mu        sync.Mutex
+	seen      map[location][]byte
 }
 
-func (f *fetch) object(ctx context.Context, sum [32]byte, manifest bool, wantSize int64, depth int) ([]byte, error) {
+// object returns the bytes object (sum, manifest) stands for, read from pack (or, when pack is
+// empty, from its single-object key), manifests followed and every digest verified.
+func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest bool, wantSize int64, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("manifests nested deeper than %d", maxDepth)
 	}
-	key := f.prefix + ValueKey(sum)
-	if manifest {
-		key = f.prefix + ManifestKey(sum)
+	k := objKey{sum, manifest}
+	key := f.prefix + k.name()
+	if pack != "" {
+		key = f.prefix + packKey(pack) + "#" + k.name()
 	}
 	f.mu.Lock()
-	d, ok := f.seen[key]
+	d, ok := f.seen[location{k, pack}]
 	f.mu.Unlock()
 	if ok {
 		return d, nil
@@ -143,14 +165,34 @@ func (f *fetch) object(ctx context.Context, sum [32]byte, manifest bool, wantSiz
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	z, err := f.b.ReadAll(ctx, key)
+	var raw []byte
+	var err error
+	decode := func(z []byte) error {
+		raw, err = f.r.dec.DecodeAll(z, nil)
+		if err != nil {
+			return fmt.Errorf("decompress %q: %w", key, err)
+		}
+		if !manifest {
+			if got := sha256.Sum256(raw); got != sum {
+				return fmt.Errorf("%w: %q holds %d bytes hashing to %x", ErrHashMismatch, key, len(raw), got)
+			}
+		}
+		return nil
+	}
+	if pack != "" {
+		_, err = f.r.packs.read(ctx, f.b, f.bucketURL, f.prefix, pack, k, decode)
+	} else {
+		var z []byte
+		z, err = f.b.ReadAll(ctx, key)
+		if err != nil {
+			err = fmt.Errorf("read %q: %w", key, err)
+		} else {
+			err = decode(z)
+		}
+	}
 	<-f.sem
 	if err != nil {
-		return nil, fmt.Errorf("read %q: %w", key, err)
-	}
-	raw, err := f.r.dec.DecodeAll(z, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decompress %q: %w", key, err)
+		return nil, err
 	}
 	data := raw
 	if manifest {
@@ -173,7 +215,7 @@ func (f *fetch) object(ctx context.Context, sum [32]byte, manifest bool, wantSiz
 				return nil, fmt.Errorf("%q part %d: bad ref %q", key, i, p.Ref)
 			}
 			g.Go(func() error {
-				d, err := f.object(gctx, child, p.M, p.Size, depth+1)
+				d, err := f.object(gctx, p.P, child, p.M, p.Size, depth+1)
 				parts[i] = d
 				return err
 			})
@@ -193,7 +235,7 @@ func (f *fetch) object(ctx context.Context, sum [32]byte, manifest bool, wantSiz
 		return nil, fmt.Errorf("%q holds %d bytes, its manifest says %d", key, len(data), wantSize)
 	}
 	f.mu.Lock()
-	f.seen[key] = data
+	f.seen[location{k, pack}] = data
 	f.mu.Unlock()
 	return data, nil
 }

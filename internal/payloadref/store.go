@@ -5,18 +5,52 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/klauspost/compress/zstd"
+	"go.uber.org/zap"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
 
+// Pack defaults (issue 17: "for example 16 MiB or 5 s").
+const (
+	DefaultPackMaxSize   = 16 << 20
+	DefaultPackMaxAge    = 5 * time.Second
+	DefaultUploadTimeout = 2 * time.Minute
+)
+
 // StoreOptions tunes a Store. Zero values take the defaults.
 type StoreOptions struct {
-	// KnownObjects is how many recently written or seen object keys are remembered, so that
-	// an object known to exist is neither checked nor written again. Default 100000.
+	// Dir is the data directory of the pack layout: the staging area (Dir/staging: the open
+	// segment and sealed packs not yet uploaded) and the digest index (Dir/payload-index.db).
+	// Empty: the layout before packs, one object per digest (kept for stores without a local
+	// directory; every reference of either layout resolves).
+	Dir string
+	// PackMaxSize: the open segment is sealed and uploaded when appending would take it past
+	// this many bytes (compressed objects plus headers). Default 16 MiB.
+	PackMaxSize int64
+	// PackMaxAge: the open segment is sealed and uploaded this long after its first object, so a
+	// reader on another machine sees an object at most about this late. Default 5 s.
+	PackMaxAge time.Duration
+	// UploadTimeout bounds one upload attempt of one pack. Default 2 min.
+	UploadTimeout time.Duration
+	// Logger receives upload retries and recoveries. Default: none.
+	Logger *zap.Logger
+	// Now is the clock of last-referenced times (tests). Default time.Now.
+	Now func() time.Time
+	// CollectOnly opens the index and the bucket without taking the staging area: Put fails,
+	// Collect works (the CLI, while the collector writes).
+	CollectOnly bool
+
+	// KnownObjects is how many object locations are cached in memory in front of the digest
+	// index (pack layout), or how many object keys known to exist are remembered (single-object
+	// layout). Default 100000 (about 100 bytes each).
 	KnownObjects int
 	// ChunkMin is the smallest element (in bytes) of a split JSON value stored as its own object;
 	// smaller elements stay literal in the manifest. Default 256.
@@ -26,10 +60,10 @@ type StoreOptions struct {
 	Fanout int
 	// Level is the zstd level. Default zstd.SpeedDefault.
 	Level zstd.EncoderLevel
-	// ExistsCheckMin: values at least this long (bytes, uncompressed) are checked for existence
-	// before they are written; smaller ones are written directly with an if-not-exists
-	// precondition (one request instead of two; the store refuses a duplicate). Default 64 KiB;
-	// negative checks every object first.
+	// ExistsCheckMin (single-object layout): values at least this long (bytes, uncompressed) are
+	// checked for existence before they are written; smaller ones are written directly with an
+	// if-not-exists precondition (one request instead of two; the store refuses a duplicate).
+	// Default 64 KiB; negative checks every object first.
 	ExistsCheckMin int
 }
 
@@ -39,26 +73,20 @@ type Store struct {
 	prefix    string // key prefix (the URL's prefix parameter)
 	bucket    *blob.Bucket
 	closeFn   func() error
-	known     *lru.Cache[string, struct{}]
+	known     *lru.Cache[string, struct{}] // single-object layout
+	locs      *lru.Cache[objKey, string]   // pack layout: object -> pack id, in front of idx
 	enc       *zstd.Encoder
+	dec       *zstd.Decoder
 	opts      StoreOptions
+	idx       *index      // pack layout
+	pw        *packWriter // pack layout, nil with CollectOnly
+	staging   string
+	collectMu sync.Mutex // one Collect at a time in this process
 }
 
-// PutResult tells what Put did.
-type PutResult struct {
-	// URI is the reference to put in K_ref.
-	URI string
-	// Split is true when the value was stored as a manifest of parts.
-	Split bool
-	// Objects is how many objects make up the value (1 when not split).
-	Objects int
-	// Written is how many of them were written now; DedupHits how many already existed.
-	Written, DedupHits int
-	// BytesWritten is the compressed size of the objects written now.
-	BytesWritten int64
-}
-
-// NewStore opens the bucket at bucketURL (see OpenBucket) for writing.
+// NewStore opens the bucket at bucketURL (see OpenBucket) for writing. With opts.Dir it uses the
+// pack layout: it opens the digest index, locks the staging area (ErrStagingLocked when another
+// process holds it), indexes and queues for upload what a previous process left staged.
 func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store, error) {
 	if opts.KnownObjects <= 0 {
 		opts.KnownObjects = 100000
@@ -75,10 +103,26 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if opts.Level == 0 {
 		opts.Level = zstd.SpeedDefault
 	}
+	if opts.PackMaxSize <= 0 {
+		opts.PackMaxSize = DefaultPackMaxSize
+	}
+	if opts.PackMaxAge <= 0 {
+		opts.PackMaxAge = DefaultPackMaxAge
+	}
+	if opts.UploadTimeout <= 0 {
+		opts.UploadTimeout = DefaultUploadTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if _, err := ObjectURI(bucketURL, ValueKey([32]byte{})); err != nil {
 		return nil, err
 	}
 	known, err := lru.New[string, struct{}](opts.KnownObjects)
+	if err != nil {
+		return nil, err
+	}
+	locs, err := lru.New[objKey, string](opts.KnownObjects)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +131,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 	// The key prefix is applied here rather than by gocloud, so that object keys (and SplitURI)
 	// include it whatever the scheme.
 	u, err := normalizeBucketURL(bucketURL)
@@ -105,14 +150,199 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	return &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, enc: enc, opts: opts}, nil
+	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, dec: dec, opts: opts}
+	if opts.Dir == "" {
+		return s, nil
+	}
+	fail := func(err error) (*Store, error) {
+		if s.idx != nil {
+			_ = s.idx.close()
+		}
+		_ = closeFn()
+		return nil, err
+	}
+	ref, _ := ObjectURI(bucketURL, "")
+	if s.idx, err = openIndex(ctx, filepath.Join(opts.Dir, IndexFile), ref); err != nil {
+		return fail(err)
+	}
+	s.staging = filepath.Join(opts.Dir, StagingDir)
+	AddStagingDir(s.staging)
+	if opts.CollectOnly {
+		return s, nil
+	}
+	if s.pw, err = openPackWriter(ctx, s, s.staging); err != nil {
+		return fail(err)
+	}
+	return s, nil
 }
 
-// Close closes the bucket and releases the encoder.
+func (s *Store) now() time.Time { return s.opts.Now() }
+
+func (s *Store) logger(format string, args ...any) {
+	if s.opts.Logger != nil {
+		s.opts.Logger.Sugar().Warnf(format, args...)
+	}
+}
+
+// Close seals the open segment, tries to upload what is staged (within ctx of at most a few
+// seconds: what is not uploaded stays staged, durable, and is uploaded by the next NewStore on the
+// same directory), and closes the index and the bucket.
 func (s *Store) Close() error {
-	err := s.closeFn()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.CloseContext(ctx)
+}
+
+// CloseContext is Close with the upload wait bounded by ctx.
+func (s *Store) CloseContext(ctx context.Context) error {
+	var errs []error
+	if s.pw != nil {
+		errs = append(errs, s.pw.close(ctx))
+	}
+	if s.idx != nil {
+		errs = append(errs, s.idx.close())
+	}
+	errs = append(errs, s.closeFn())
 	_ = s.enc.Close()
-	return err
+	s.dec.Close()
+	return errors.Join(errs...)
+}
+
+// Flush seals the open segment and waits until every pack this Store sealed is in the bucket
+// (pack layout; nothing to do otherwise). A reader on another machine sees every object
+// acknowledged before Flush once it returns.
+func (s *Store) Flush(ctx context.Context) error {
+	if s.pw == nil {
+		return nil
+	}
+	return s.pw.flush(ctx)
+}
+
+// Packed tells whether the store writes the pack layout.
+func (s *Store) Packed() bool { return s.idx != nil }
+
+// StoreStats describes a Store's state (the index is bounded in memory by KnownObjects).
+type StoreStats struct {
+	// CachedLocations is how many object locations the in-memory cache holds (at most
+	// KnownObjects, about 100 bytes each); IndexedObjects how many rows the digest index has.
+	CachedLocations int
+	IndexedObjects  int64
+	// PacksUploaded is how many packs this Store wrote to the bucket (one PUT each, or one
+	// multipart upload for packs above the driver's part size); StagedPacks how many wait.
+	PacksUploaded int64
+	StagedPacks   int
+}
+
+// Stats returns the Store's state.
+func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
+	st := StoreStats{CachedLocations: s.locs.Len() + s.known.Len()}
+	if s.idx == nil {
+		return st, nil
+	}
+	var err error
+	if st.IndexedObjects, err = s.idx.objectCount(ctx); err != nil {
+		return st, err
+	}
+	if s.pw != nil {
+		s.pw.mu.Lock()
+		st.PacksUploaded = s.pw.puts
+		s.pw.mu.Unlock()
+	}
+	st.StagedPacks, err = s.stagedCount()
+	return st, err
+}
+
+// stagedCount counts the pack files in the staging area.
+func (s *Store) stagedCount() (int, error) {
+	n := 0
+	des, err := readDirNames(s.staging)
+	for _, d := range des {
+		if strings.HasSuffix(d, PackSuffix) {
+			n++
+		}
+	}
+	return n, err
+}
+
+// PutResult tells what Put did.
+type PutResult struct {
+	// URI is the reference to put in K_ref.
+	URI string
+	// Split is true when the value was stored as a manifest of parts.
+	Split bool
+	// Objects is how many objects make up the value (1 when not split).
+	Objects int
+	// Written is how many of them were written now; DedupHits how many already existed.
+	Written, DedupHits int
+	// BytesWritten is the compressed size of the objects written now.
+	BytesWritten int64
+}
+
+// ErrStale is returned (wrapped) by Batch.Commit when an object that a Put of the batch found
+// already stored was removed by a concurrent Collect before the batch committed: the batch's
+// references may name it, so every value of the batch must be Put again (in a new Batch).
+var ErrStale = errors.New("payloadref: a deduplicated object was collected meanwhile")
+
+// Batch groups the Puts of one unit of acknowledgement (one ConsumeTraces or ConsumeLogs call).
+// Its references are durable once Commit returns nil: Commit fsyncs the open segment once for
+// the whole batch, indexes the new objects, and updates the last-referenced time of every object
+// the batch deduplicated against. Put is safe for concurrent use; Commit is called once, after
+// the Puts.
+type Batch struct {
+	s    *Store
+	mu   sync.Mutex
+	hits map[location]struct{}
+}
+
+// NewBatch starts a Batch.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s, hits: map[location]struct{}{}} }
+
+func (b *Batch) hit(k objKey, pack string) {
+	b.mu.Lock()
+	b.hits[location{k, pack}] = struct{}{}
+	b.mu.Unlock()
+}
+
+// Put stores data in the batch (see Store.Put).
+func (b *Batch) Put(ctx context.Context, data []byte, split bool) (PutResult, error) {
+	return b.s.put(ctx, data, split, b)
+}
+
+// Commit makes the batch durable (see Batch). After ErrStale the stale locations are forgotten,
+// so that Putting the values again writes them anew.
+func (b *Batch) Commit(ctx context.Context) error {
+	s := b.s
+	if s.pw == nil {
+		if s.idx != nil {
+			return errors.New("payloadref: store opened with CollectOnly")
+		}
+		return nil // single objects: each write was durable when it returned
+	}
+	added, err := s.pw.sync()
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	hits := make([]location, 0, len(b.hits))
+	for h := range b.hits {
+		hits = append(hits, h)
+	}
+	b.mu.Unlock()
+	stale, err := s.idx.commit(ctx, added, hits, s.now())
+	if err != nil {
+		return fmt.Errorf("payloadref: digest index: %w", err)
+	}
+	s.pw.indexed(added)
+	for _, a := range added {
+		s.locs.Add(a.objKey, a.pack)
+	}
+	if len(stale) > 0 {
+		for _, l := range stale {
+			s.locs.Remove(l.objKey)
+		}
+		return fmt.Errorf("%w: %d objects", ErrStale, len(stale))
+	}
+	return nil
 }
 
 // URI returns the reference URI of key (a full bucket key, prefix included) in this store's bucket.
@@ -121,12 +351,34 @@ func (s *Store) URI(key string) string {
 	return uri
 }
 
+// packURI is the reference of object k in pack id: the pack's URI with the object's name as fragment.
+func (s *Store) packURI(id string, k objKey) string {
+	return s.URI(s.prefix+packKey(id)) + "#" + k.name()
+}
+
 // Put stores data and returns its reference. With split, a JSON array or object holding arrays
 // is stored as one object per large element plus manifests (see package doc); otherwise, or when
-// splitting does not pay, as one object. Objects already known or present are not written again;
-// children are written before the manifests that name them, so a returned URI is always complete.
-// Put is idempotent: after an error it can be called again with the same data.
+// splitting does not pay, as one object. Objects already stored are not written again; children
+// are written before the manifests that name them, so a returned URI is always complete.
+// Put is idempotent: after an error it can be called again with the same data. In the pack layout
+// Put is a Batch of one, committed (and retried once after ErrStale) before it returns.
 func (s *Store) Put(ctx context.Context, data []byte, split bool) (PutResult, error) {
+	for attempt := 0; ; attempt++ {
+		b := s.NewBatch()
+		res, err := b.Put(ctx, data, split)
+		if err != nil {
+			return res, err
+		}
+		if err = b.Commit(ctx); err == nil || !errors.Is(err, ErrStale) || attempt >= 2 {
+			return res, err
+		}
+	}
+}
+
+func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch) (PutResult, error) {
+	if s.idx != nil {
+		return s.putPacked(ctx, data, split, b)
+	}
 	sum := sha256.Sum256(data)
 	var res PutResult
 	if split {
@@ -155,6 +407,117 @@ func (s *Store) Put(ctx context.Context, data []byte, split bool) (PutResult, er
 	}
 	res.URI = s.URI(s.prefix + ManifestKey(sum))
 	return res, nil
+}
+
+// putPacked is Put in the pack layout.
+func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch) (PutResult, error) {
+	if s.pw == nil {
+		return PutResult{}, errors.New("payloadref: store opened with CollectOnly")
+	}
+	sum := sha256.Sum256(data)
+	var res PutResult
+	if split {
+		k := objKey{sum, true}
+		if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
+			return PutResult{URI: s.packURI(pack, k), Split: true, Objects: 1, DedupHits: 1}, err
+		}
+	}
+	vk := objKey{sum, false}
+	if pack, ok, err := s.locate(ctx, vk, b); err != nil || ok {
+		return PutResult{URI: s.packURI(pack, vk), Objects: 1, DedupHits: 1}, err
+	}
+	var plan *node
+	if split {
+		plan = planSplit(data, s.opts.ChunkMin, s.opts.Fanout)
+	}
+	if plan == nil {
+		pack, err := s.appendOnce(ctx, vk, data, b, &res)
+		if err != nil {
+			return res, err
+		}
+		res.URI = s.packURI(pack, vk)
+		return res, nil
+	}
+	res.Split = true
+	if err := s.writeTreePacked(ctx, data, plan, b, &res); err != nil {
+		return res, err
+	}
+	res.URI = s.packURI(plan.pack, objKey{sum, true})
+	return res, nil
+}
+
+// locate finds the pack of an object: the in-memory cache, the objects appended but not yet
+// indexed, then the digest index. Cache and index hits are recorded in b (their last-referenced
+// time is updated at Commit).
+func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, error) {
+	if p, ok := s.locs.Get(k); ok {
+		b.hit(k, p)
+		return p, true, nil
+	}
+	if p, ok := s.pw.lookupPending(k); ok {
+		return p, true, nil
+	}
+	p, err := s.idx.lookup(ctx, k)
+	if err != nil {
+		return "", false, fmt.Errorf("payloadref: digest index: %w", err)
+	}
+	if p == "" {
+		return "", false, nil
+	}
+	s.locs.Add(k, p)
+	b.hit(k, p)
+	return p, true, nil
+}
+
+// appendOnce appends zstd(content) as object k unless it is already stored; it returns its pack.
+func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, error) {
+	res.Objects++
+	if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
+		if ok {
+			res.DedupHits++
+		}
+		return pack, err
+	}
+	z := s.enc.EncodeAll(content, make([]byte, 0, len(content)/3+64))
+	pack, err := s.pw.appendObject(k, z, len(content))
+	if err != nil {
+		return "", err
+	}
+	res.Written++
+	res.BytesWritten += int64(len(z))
+	return pack, nil
+}
+
+// writeTreePacked appends the objects of n, children first, and sets n.pack (and the children's).
+func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Batch, res *PutResult) error {
+	k := objKey{n.sum, n.manifest}
+	if !n.manifest {
+		pack, err := s.appendOnce(ctx, k, data[n.span.start:n.span.end], b, res)
+		n.pack = pack
+		return err
+	}
+	if pack, ok, err := s.locate(ctx, k, b); err != nil {
+		return err
+	} else if ok {
+		n.pack = pack
+		res.Objects++
+		res.DedupHits++
+		return nil
+	}
+	for i := range n.children {
+		if c := &n.children[i]; c.isRef {
+			if err := s.writeTreePacked(ctx, data, c, b, res); err != nil {
+				return err
+			}
+		}
+	}
+	doc, err := manifestOf(n)
+	if err != nil {
+		return err
+	}
+	pack, err := s.appendOnce(ctx, k, doc, b, res)
+	n.pack = pack
+	return err
 }
 
 // writeTree writes the objects of n, children first. A manifest already present implies its
@@ -253,3 +616,12 @@ func (s *Store) writeObject(ctx context.Context, key string, content []byte, man
 
 // ErrHashMismatch is returned (wrapped) when stored bytes do not hash to the digest in their key.
 var ErrHashMismatch = errors.New("payloadref: SHA-256 mismatch")
+
+func readDirNames(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	out := make([]string, 0, len(des))
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out, err
+}

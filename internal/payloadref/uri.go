@@ -7,15 +7,41 @@
 // URI of an object (DESIGN.md "Payload references"; the convention of OpenTelemetry's GenAI
 // upload hooks). A log body that was offloaded is emptied and LogBodyRefKey holds its URI.
 //
-// # Object layout
+// # Layouts
 //
 // Objects live in any gocloud.dev/blob bucket (file://, s3://, gs://, azblob://, mem://; the drivers
 // are compiled into this package). They are content addressed by the SHA-256 of the ORIGINAL bytes
-// and written once:
+// and written once. Each object is one of:
 //
-//	<bucket prefix>sha256/<64 hex>.zst            zstd frame of the original bytes
-//	<bucket prefix>sha256/<64 hex>.manifest.zst   zstd frame of a JSON Manifest whose parts,
-//	                                              concatenated, are the original bytes
+//	value     zstd frame of the original bytes                  name sha256/<64 hex>.zst
+//	manifest  zstd frame of a JSON Manifest whose parts,        name sha256/<64 hex>.manifest.zst
+//	          concatenated, are the original bytes
+//
+// Packs (NewStore with StoreOptions.Dir; the collector's layout): objects are appended to an open
+// segment in Dir/staging, fsynced once per Batch (one ConsumeTraces/ConsumeLogs call) before the
+// batch is acknowledged, and the segment is sealed and uploaded whole when it reaches
+// PackMaxSize (16 MiB) or PackMaxAge (5 s), in the spirit of git and restic packs:
+//
+//	<bucket prefix>packs/<id>.pack   records (48-byte header naming the object + zstd frame),
+//	                                 then a trailer index (digest, kind -> offset, length),
+//	                                 then a 24-byte footer locating the trailer (pack.go)
+//
+// A reference names the pack and the object: the pack's URI with the object's name as fragment,
+// <bucket URI>/packs/<id>.pack#sha256/<hex>.zst. The Resolver reads the footer, the trailer
+// (cached) and the object with ranged reads (NewRangeReader) and verifies the digest; packs not
+// yet uploaded are read from the staging areas this process knows (AddStagingDir; a Store adds
+// its own, the CLI the configured one): a reader on another machine sees them once uploaded.
+// An upload that fails is retried with backoff until it succeeds, never dropped; after a crash
+// the next Store on the same Dir cuts a torn segment at its last whole record, seals, indexes
+// and uploads it. A persistent digest index (SQLite, WAL: Dir/payload-index.db, shared by the
+// collector and the CLI), with a bounded LRU of locations in front (StoreOptions.KnownObjects),
+// finds an object already in any pack, so it is never written again; every dedup hit updates
+// the object's last-referenced time, which Collect (collect.go) honours.
+//
+// Single objects (NewStore without Dir; the layout before packs, still resolved everywhere):
+//
+//	<bucket prefix>sha256/<64 hex>.zst            a value
+//	<bucket prefix>sha256/<64 hex>.manifest.zst   a manifest
 //
 // A manifest is how conversation dedup works: a JSON message array (or a JSON object holding
 // arrays, such as an HTTP request body with "messages") is cut at element boundaries; every element
@@ -24,7 +50,8 @@
 // included) come back. Long part lists are grouped into sub-manifests at content-defined boundaries,
 // so a conversation that resends its history shares every sub-manifest but the last with the
 // previous turn. Every object, at every level, is named by the SHA-256 of the bytes it stands for,
-// and the Resolver verifies each of them.
+// and the Resolver verifies each of them. A part names the pack of its object (Part.P; empty for
+// a single object). Collect rewrites packs under the same key, so references stay valid.
 //
 // # URIs
 //
@@ -34,7 +61,8 @@
 // and metadata. file:// URLs are made absolute (file://./data and file://data are relative to the
 // working directory). Examples:
 //
-//	file:///var/lib/runagain/blobs/sha256/3a/...
+//	file:///var/lib/runagain/blobs/packs/187c3f0e2a1b9d40-5f2e9a1c0b7d.pack#sha256/3a...zst
+//	file:///var/lib/runagain/blobs/sha256/3a...zst                 (single-object layout)
 //	s3://payloads/runagain/sha256/3a...zst?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=us-east-1&use_path_style=true
 //
 // Credentials never appear in a URI; they come from the environment of the process that reads
@@ -132,7 +160,11 @@ func SplitURI(uri string) (bucketURL, key string, err error) {
 	b.RawPath = ""
 	if u.Scheme == "file" {
 		p := u.Path
-		if i := strings.LastIndex(p, "/"+KeyDir); i >= 0 {
+		i := strings.LastIndex(p, "/"+KeyDir)
+		if j := strings.LastIndex(p, "/"+PackDir); j > i {
+			i = j
+		}
+		if i >= 0 {
 			b.Path, key = p[:i], p[i+1:]
 		} else {
 			b.Path, key = path.Dir(p), path.Base(p)

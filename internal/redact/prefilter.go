@@ -2,6 +2,7 @@ package redact
 
 import (
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/coregx/ahocorasick"
@@ -49,9 +50,11 @@ func (r *Redactor) prefilter(w *walker, s string) (all bool) {
 		looseIPv6(s, func(lo, hi int) { w.hot = append(w.hot, hotRange{lo, hi}) })
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			continue
+		j := strings.IndexByte(s[i:], '\\')
+		if j < 0 {
+			break
 		}
+		i += j
 		if i+1 < len(s) {
 			switch s[i+1] {
 			case 'u', '/', 'b', 'f':
@@ -69,9 +72,11 @@ func (r *Redactor) prefilter(w *walker, s string) (all bool) {
 func looseIPv6(s string, f func(lo, hi int)) {
 	n := len(s)
 	for i := 0; i < n; i++ {
-		if s[i] != ':' {
-			continue
+		j := strings.IndexByte(s[i:], ':')
+		if j < 0 {
+			return
 		}
+		i += j
 		lo := i
 		for lo > 0 && (isHex(s[lo-1]) || s[lo-1] == ':' || s[lo-1] == '.') {
 			lo--

@@ -565,12 +565,14 @@ var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &
 // appendLowerASCII appends b with A-Z turned to a-z (other bytes, UTF-8 included, unchanged, so
 // offsets stay the same).
 func appendLowerASCII(dst, b []byte) []byte {
-	dst = slices.Grow(dst, len(b))
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
+	n := len(dst)
+	dst = slices.Grow(dst, len(b))[:n+len(b)]
+	out := dst[n:]
+	for i, c := range b {
+		if c-'A' < 26 {
 			c += 'a' - 'A'
 		}
-		dst = append(dst, c)
+		out[i] = c
 	}
 	return dst
 }

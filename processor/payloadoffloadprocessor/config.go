@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
 	"gocloud.dev/blob"
+
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 )
 
 // OnFailure says what happens to a value that could not be stored after the bounded retry.
@@ -80,8 +82,13 @@ type StorageConfig struct {
 	// plus prefix=some/folder/. Empty: the payloads::url of the runagain_storage extension.
 	URL string `mapstructure:"url"`
 	// Extension is the id of the runagain_storage extension giving the bucket when URL is empty;
-	// empty: the only one.
+	// empty: the only one. Its payloads::dir and payloads::pack then give the pack layout.
 	Extension component.ID `mapstructure:"extension"`
+	// Dir (with URL only) is the data directory of the pack layout: staging area and digest
+	// index (see runagain_storage payloads::dir). Empty with URL set: one object per digest.
+	Dir string `mapstructure:"dir"`
+	// Pack (with URL and Dir) sets the pack size and age limits. Default 16 MiB, 5 s.
+	Pack runagainstorageextension.PackConfig `mapstructure:"pack"`
 	// Timeout bounds one attempt to store one value (all its objects). Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Cooldown is how long the storage circuit breaker (github.com/sony/gobreaker) stays open
@@ -128,7 +135,7 @@ func createDefaultConfig() component.Config {
 	retry.MaxInterval = 1 * time.Second
 	retry.MaxElapsedTime = 5 * time.Second
 	return &Config{
-		Storage:          StorageConfig{Timeout: 10 * time.Second},
+		Storage:          StorageConfig{Timeout: 10 * time.Second, Pack: runagainstorageextension.DefaultPack},
 		Keys:             append([]string(nil), DefaultKeys...),
 		SplitKeys:        append([]string(nil), DefaultSplitKeys...),
 		MinSize:          4096,
@@ -150,6 +157,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("storage.url: %w", err))
 	} else if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
 		errs = append(errs, fmt.Errorf("storage.url: scheme %q not supported (file, s3, gs, azblob, mem)", u.Scheme))
+	}
+	if c.Storage.Dir != "" {
+		if c.Storage.URL == "" {
+			errs = append(errs, errors.New("storage.dir: set with storage.url only (else the runagain_storage extension's payloads::dir applies)"))
+		}
+		errs = append(errs, c.Storage.Pack.Validate("storage.pack."))
 	}
 	if c.Storage.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("storage.timeout: must be positive, got %v", c.Storage.Timeout))

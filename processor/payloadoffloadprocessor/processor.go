@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -43,8 +44,9 @@ type offloader struct {
 	// cool-down is 0); see newBreaker.
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	mu    sync.Mutex
-	store *payloadref.Store
+	mu      sync.Mutex
+	store   *payloadref.Store
+	release func() error
 }
 
 var (
@@ -55,6 +57,10 @@ var (
 	// errCallerGone reports a batch whose caller gave up: it says nothing about storage.
 	errCallerGone = errors.New("caller's context done")
 )
+
+// errBatchGaveUp fails the values of a batch not yet stored once another value of the batch
+// failed after its whole retry.
+var errBatchGaveUp = errors.New("storage failed for another value of this batch")
 
 func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, error) {
 	keys, err := newKeyMatcher(cfg.Keys)
@@ -107,14 +113,16 @@ func (o *offloader) newBreaker() *gobreaker.TwoStepCircuitBreaker[struct{}] {
 }
 
 func (o *offloader) start(ctx context.Context, host component.Host) error {
-	u := o.cfg.Storage.URL
+	u, dir, pack := o.cfg.Storage.URL, o.cfg.Storage.Dir, o.cfg.Storage.Pack
+	field := "storage.url"
 	if u == "" {
 		st, err := runagainstorageextension.Find(host, o.cfg.Storage.Extension)
 		if err != nil {
 			return fmt.Errorf("storage.extension: %w", err)
 		}
 		if st != nil {
-			u = st.PayloadURL()
+			u, dir, pack = st.PayloadURL(), st.PayloadDir(), st.PayloadPack()
+			field = "runagain_storage payloads"
 		}
 		if u == "" {
 			return errors.New("storage.url: required, or a runagain_storage extension with payloads::url " +
@@ -122,12 +130,15 @@ func (o *offloader) start(ctx context.Context, host component.Host) error {
 		}
 	}
 	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
-	s, err := payloadref.NewStore(ctx, u, payloadref.StoreOptions{KnownObjects: o.cfg.DedupCacheSize, Level: level})
+	s, release, err := acquireStore(ctx, u, payloadref.StoreOptions{
+		KnownObjects: o.cfg.DedupCacheSize, Level: level,
+		Dir: dir, PackMaxSize: pack.MaxSize, PackMaxAge: pack.MaxAge, Logger: o.logger,
+	})
 	if err != nil {
-		return fmt.Errorf("storage.url: %w", err)
+		return fmt.Errorf("%s: %w", field, err)
 	}
 	o.mu.Lock()
-	o.store = s
+	o.store, o.release = s, release
 	o.mu.Unlock()
 	return nil
 }
@@ -139,8 +150,8 @@ func (o *offloader) shutdown(context.Context) error {
 	if o.store == nil {
 		return nil
 	}
-	err := o.store.Close()
-	o.store = nil
+	err := o.release()
+	o.store, o.release = nil, nil
 	return err
 }
 
@@ -312,19 +323,7 @@ func (b *batch) run(ctx context.Context) error {
 		}
 	}
 	if b.o.breaker == nil || done != nil {
-		sem := make(chan struct{}, b.o.cfg.Concurrency)
-		var wg sync.WaitGroup
-		for _, j := range b.order {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(j *job) {
-				defer func() { <-sem; wg.Done() }()
-				start := time.Now()
-				j.res, j.err = b.o.put(ctx, store, j)
-				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
-			}(j)
-		}
-		wg.Wait()
+		b.store(ctx, store)
 		if done != nil {
 			done(batchOutcome(ctx, b.order))
 		}
@@ -389,8 +388,59 @@ func batchOutcome(ctx context.Context, jobs []*job) error {
 	}
 }
 
+// store stores every job (at most cfg.Concurrency at once) in one payloadref.Batch and commits
+// it: with the pack layout the commit is the one fsync (and index transaction) of the call, so
+// nothing is acknowledged before its bytes are durable. A commit that finds an object collected
+// meanwhile (payloadref.ErrStale) stores the batch again; a commit that fails fails every job.
+//
+// The first value that fails after its whole retry ends the batch's wait for storage: values not
+// started yet fail at once (values in flight finish their own retry), so a failing store holds a
+// batch for about two values' retries (retry_on_failure::max_elapsed_time plus one attempt
+// each), not for one retry per wave of cfg.Concurrency values (with 20 values and a full disk
+// that was 25 s, past the client's deadline: test/faults TestDiskFull).
+func (b *batch) store(ctx context.Context, store *payloadref.Store) {
+	for attempt := 0; ; attempt++ {
+		pb := store.NewBatch()
+		var gaveUp atomic.Pointer[error]
+		sem := make(chan struct{}, b.o.cfg.Concurrency)
+		var wg sync.WaitGroup
+		for _, j := range b.order {
+			sem <- struct{}{}
+			if e := gaveUp.Load(); e != nil {
+				<-sem
+				j.res, j.err = payloadref.PutResult{}, *e
+				continue
+			}
+			wg.Add(1)
+			go func(j *job) {
+				defer func() { <-sem; wg.Done() }()
+				start := time.Now()
+				j.res, j.err = b.o.put(ctx, pb, j)
+				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+				if j.err != nil {
+					e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
+					gaveUp.CompareAndSwap(nil, &e)
+				}
+			}(j)
+		}
+		wg.Wait()
+		err := pb.Commit(ctx)
+		if errors.Is(err, payloadref.ErrStale) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			for _, j := range b.order {
+				if j.err == nil {
+					j.err = err
+				}
+			}
+		}
+		return
+	}
+}
+
 // put stores one value with the configured timeout per attempt and bounded retry.
-func (o *offloader) put(ctx context.Context, store *payloadref.Store, j *job) (payloadref.PutResult, error) {
+func (o *offloader) put(ctx context.Context, store *payloadref.Batch, j *job) (payloadref.PutResult, error) {
 	// Zero-copy view of the string: Put only reads it.
 	data := unsafe.Slice(unsafe.StringData(j.value), len(j.value))
 	attempt := func() (payloadref.PutResult, error) {

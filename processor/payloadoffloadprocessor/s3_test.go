@@ -70,8 +70,12 @@ func outage(t *testing.T, mode OnFailure) {
 	var sent atomic.Int64 // batches accepted
 	var refused atomic.Int64
 	done := make(chan error, 1)
+	restarted := make(chan struct{}) // the last 10 batches are sent after the outage has ended
 	go func() {
 		for b := 0; b < batches; b++ {
+			if b == batches-10 {
+				<-restarted
+			}
 			deadline := time.Now().Add(60 * time.Second)
 			for {
 				td := makeBatch(b)
@@ -110,6 +114,10 @@ func outage(t *testing.T, mode OnFailure) {
 	// Keep MinIO down for 3 s or until the sender saw it (keep_inline: batches flow on).
 	time.Sleep(3 * time.Second)
 	srv.Restart()
+	// A value in flight across the restart may still fail (one storage.timeout), and its batch
+	// starts a cooldown: the last batches go once both have passed.
+	time.Sleep(cfg.Storage.Timeout + cfg.Storage.Cooldown)
+	close(restarted)
 	t.Logf("%s: MinIO down for %v; %d batches accepted before restart, %d refusals", mode, time.Since(outageStart).Round(time.Millisecond), sent.Load(), refused.Load())
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/payloadref"
 )
 
 // conversation generates an agent conversation of turns LLM calls: every call resends the system
@@ -105,6 +107,10 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 	dir := t.TempDir()
 	cfg := testConfig("file://" + dir + "?create_dir=true&metadata=skip")
 	cfg.SplitKeys = splitKeys
+	// The pack layout: objects are appended to a staged pack; what is stored is the bucket plus
+	// the staging area (the digest index, metadata like a file system's, is not counted).
+	cfg.Storage.Dir = filepath.Join(t.TempDir(), "payloads")
+	staging := filepath.Join(cfg.Storage.Dir, payloadref.StagingDir)
 	h := newHarness(t, cfg)
 	conv := newConversation(42)
 	sys := []any{map[string]any{"type": "text", "content": conv.text(4500, 6000)}}
@@ -130,7 +136,8 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 			t.Fatal(err)
 		}
 		n, _ := storedBytes(t, dir)
-		stored = append(stored, n)
+		m, _ := storedBytes(t, staging)
+		stored = append(stored, n+m)
 	}
 	// Every input of every turn comes back byte for byte.
 	all := h.tsink.AllTraces()
@@ -149,7 +156,8 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 		t.Fatalf("only %d values offloaded", h.metric("values_offloaded"))
 	}
 	_, objects = storedBytes(t, dir)
-	return inline, stored, objects
+	_, m := storedBytes(t, staging)
+	return inline, stored, objects + m - 1 // the staging area's LOCK file is not an object
 }
 
 // TestConversationStorage: a 100-turn conversation that resends its history every turn stores at

@@ -16,6 +16,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
@@ -127,7 +130,8 @@ func (r plantedRun) values() []string { return []string{r.small, r.agent, r.inPa
 
 // TestDeleteSessionLeavesNoTrace: the real collector stores two sessions (values planted in
 // offloaded payloads, a log body and small attributes; both share a long system prompt). While
-// it runs, runagain delete --session erases the first: afterwards no file of the data directory
+// it runs and a third session's agent keeps sending (all of whose runs are stored),
+// runagain delete --session erases the first: afterwards no file of the data directory
 // (SQLite files and WAL, Parquet, payload objects, queues; raw and zstd-decoded) holds any of
 // its values, while the other session is whole and readable with runagain show, its payloads
 // (the shared prompt included) rehydrated.
@@ -160,7 +164,55 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 		assert.Contains(t, f, "blobs", "payload stored offloaded, not inline")
 	}
 
-	out := cli(t, c, "delete", "--session", "conv-erase-me")
+	plan := cli(t, c, "delete", "--session", "conv-erase-me", "--dry-run")
+	assert.Contains(t, plan, "2 runs would be erased")
+	assert.Contains(t, cli(t, c, "show", "--no-rehydrate", a1.b.id()), a1.small, "a dry run removes nothing")
+
+	// An agent of another session keeps sending while delete runs: nothing it sends is refused
+	// for good (a write that meets the erasure's lock is retried, as an OTLP exporter does) and
+	// every one of its runs is stored.
+	stop := make(chan struct{})
+	sent := make(chan []string, 1)
+	go func() {
+		var ids []string
+		defer func() { sent <- ids }()
+		conn, err := grpc.NewClient(c.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		client := ptraceotlp.NewGRPCClient(conn)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := newRun(byte(0x10+i%200), "concurrent-svc")
+			r.trace[9] = byte(i >> 8)
+			r.span(1, 0, "invoke_agent busy", 0, 50, map[string]any{"gen_ai.conversation.id": "conv-concurrent"})
+			for attempt := 0; attempt < 50; attempt++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				_, err = client.Export(ctx, ptraceotlp.NewExportRequestFromTraces(r.td))
+				cancel()
+				if err == nil {
+					ids = append(ids, r.id())
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	out := cli(t, c, "--config", c.Config, "delete", "--session", "conv-erase-me") // the collector's own configuration
+	close(stop)
+	concurrent := <-sent
+	require.NotEmpty(t, concurrent)
+	t.Logf("%d runs of another session sent while delete ran", len(concurrent))
+	for _, id := range concurrent {
+		waitShow(t, c, id, 1, 0)
+	}
 	t.Logf("runagain delete --session:\n%s", out)
 	assert.Contains(t, out, "2 runs")
 	assert.Contains(t, out, a1.b.id())
@@ -169,6 +221,7 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 	assert.Regexp(t, `warm .*warm\.db: removed .*span_summaries 4`, out)
 	assert.Regexp(t, `cold .*cold: removed .*session_partials [1-9]`, out)
 	assert.Regexp(t, `payloads .*: removed [1-9][0-9]* objects`, out)
+	assert.Regexp(t, `[1-9][0-9]* rewritten`, out, "the pack holding both sessions' objects is rewritten without the erased ones")
 	assert.Contains(t, out, "kept 1 objects other live runs reference too", "the shared system prompt")
 
 	_, errOut, err := c.CLI("show", a1.b.id())

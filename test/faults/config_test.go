@@ -30,12 +30,12 @@ func variant(t *testing.T, old, new string) string {
 func TestValidateNamesTheField(t *testing.T) {
 	bin := collectortest.BinDir(t)
 	for name, tc := range map[string]struct{ old, new, want string }{
-		"storage typo in the hot tier's queue": {"storage: file_storage/queue", "storage: file_storage/qeue",
-			`exporters::tiered::hot::sending_queue::storage: "file_storage/qeue" is not an extension declared under`},
+		"storage typo in the warm tier's queue": {"storage: file_storage/queue", "storage: file_storage/qeue",
+			`exporters::tiered::warm::sending_queue::storage: "file_storage/qeue" is not an extension declared under`},
 		"cold parquet url with an unknown scheme": {"url: ${env:RUNAGAIN_DATA_DIR:-./data}/cold", "url: s4://runagain-cold",
 			`cold::parquet::url: scheme "s4" not supported`},
 		"huge min_size": {"min_size: 2048", "min_size: 1e30",
-			"exporters::tiered::hot::sending_queue::batch::min_size: 1e+30 is out of range"},
+			"exporters::tiered::warm::sending_queue::batch::min_size: 1e+30 is out of range"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(bin, "otelcol-runagain"), "validate", "--config", variant(t, tc.old, tc.new))

@@ -43,10 +43,10 @@ func freeBytes(t *testing.T, dir string) int64 {
 }
 
 // TestDiskFull: the data directory on a 64 MiB tmpfs, filled up by a ballast file while agents
-// send: the receiver refuses with a retryable error (gRPC UNAVAILABLE naming "no space left on
-// device"; a request that outlasts the client's timeout gets DEADLINE_EXCEEDED, retryable too)
-// while the disk is full, nothing acknowledged is lost, and once space returns (the ballast
-// removed) requests are acknowledged and stored again.
+// send: the receiver refuses promptly with a retryable error (gRPC UNAVAILABLE "database or disk
+// is full" from the SQLite hot tier, written in the request, with RetryInfo) while the disk is
+// full, never holding a request until the client's deadline; nothing acknowledged is lost, and
+// once space returns (the ballast removed) requests are acknowledged and stored again.
 func TestDiskFull(t *testing.T) {
 	collectortest.BinDir(t)
 	dir := mountTmpfs(t, 64)
@@ -71,26 +71,40 @@ func TestDiskFull(t *testing.T) {
 	require.NoError(t, f.Close())
 	t.Logf("ballast written, %d KiB free", freeBytes(t, dir)>>10)
 
-	// send until refused for a while (bounded)
-	var retryable, other int
+	// send until refused for a while (bounded). A refusal must be prompt: gRPC UNAVAILABLE (or
+	// RESOURCE_EXHAUSTED) with RetryInfo from the retry_info processor, answered well within the
+	// client's 20 s deadline. DEADLINE_EXCEEDED is the client giving up on a collector that held
+	// the request (it was: payload_offload retried each wave of values on the full disk in turn,
+	// 25 s for 20 values), so it is counted apart and must not happen.
+	var retryable, timedOut, other, withInfo int
+	var slowest time.Duration
 	deadline := time.Now().Add(40 * time.Second)
 	for i := 0; time.Now().Before(deadline) && i < 400 && retryable < 5; i++ {
+		start := time.Now()
 		err := cnt.export(client, agentRequest(fmt.Sprintf("disk-full-%d", i), 20))
-		if err != nil {
-			switch status.Code(err) {
-			// DEADLINE_EXCEEDED: the client's own 20 s timeout while the collector waits on the
-			// disk; OTLP lists it as retryable, and nothing of the request is acknowledged
-			case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded:
-				retryable++
-			default:
-				other++
-				t.Logf("non-retryable refusal: %v", err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err == nil {
+			continue
 		}
+		switch status.Code(err) {
+		case codes.Unavailable, codes.ResourceExhausted:
+			retryable++
+			slowest = max(slowest, time.Since(start))
+			if _, ok := retryInfo(err); ok {
+				withInfo++
+			}
+		case codes.DeadlineExceeded:
+			timedOut++
+		default:
+			other++
+			t.Logf("non-retryable refusal: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("while full: %d retryable refusals, %d other", retryable, other)
+	t.Logf("while full: %d retryable refusals (%d with RetryInfo, slowest answered in %s), %d client timeouts, %d other",
+		retryable, withInfo, slowest.Round(time.Millisecond), timedOut, other)
 	assert.Positive(t, retryable, "a full disk is answered with retryable refusals")
+	assert.Equal(t, retryable, withInfo, "every refusal tells the client when to retry (RetryInfo)")
+	assert.Zero(t, timedOut, "refused promptly, never held until the client's deadline")
 	assert.Zero(t, other, "never a non-retryable refusal for a full disk")
 
 	// space returns

@@ -1,9 +1,12 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -66,6 +70,52 @@ func (c *counts) export(client ptraceotlp.GRPCClient, td ptrace.Traces) error {
 		c.traces[s.TraceID().String()] = true
 	})
 	return nil
+}
+
+// exportHTTP sends td over OTLP/HTTP (protobuf) to url (http://host:port/v1/traces) and records
+// the answer; it returns the HTTP status code and the Retry-After header (0 and "" when the
+// request got no answer).
+func (c *counts) exportHTTP(url string, td ptrace.Traces) (int, string) {
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	code, after := 0, ""
+	reason := ""
+	if err != nil {
+		reason = "HTTP: " + err.Error()
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		code, after = resp.StatusCode, resp.Header.Get("Retry-After")
+		if code != http.StatusOK {
+			reason = fmt.Sprintf("HTTP %d Retry-After %q", code, after)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := td.SpanCount()
+	c.sent += n
+	if reason != "" {
+		if len(reason) > 120 {
+			reason = reason[:120] + "..."
+		}
+		c.refused[reason] += n
+		return code, after
+	}
+	forEachSpan(td, func(s ptrace.Span) {
+		c.acked[s.TraceID().String()+"/"+s.SpanID().String()] = true
+		c.traces[s.TraceID().String()] = true
+	})
+	return code, after
 }
 
 func (c *counts) report(t *testing.T, stored, lost int) {
@@ -143,4 +193,14 @@ func hotMissing(t *testing.T, dataDir string, acked map[string]bool) (missing, r
 		}
 	}
 	return missing, len(present)
+}
+
+// retryInfo returns the delay of the google.rpc.RetryInfo detail of a gRPC error.
+func retryInfo(err error) (time.Duration, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/internal/testutil/collectortest"
+	"github.com/runagain/runagain/processor/retryinfoprocessor"
 )
 
 const overloadLimitMiB = 96
@@ -44,11 +45,13 @@ func heapAlloc(port int) (float64, bool) {
 	return 0, false
 }
 
-// TestOverload: memory_limiter at 96 MiB (spike 16 MiB, checked every 100 ms) and six clients
-// sending 1 MB requests as fast as they can for 15 s, more than the pipeline sustains: the
-// collector's heap stays bounded near the limiter's limit (at most twice it),
-// every refusal is retryable (UNAVAILABLE / RESOURCE_EXHAUSTED, or the client's own deadline),
-// and every acknowledged span is stored.
+// TestOverload: memory_limiter at 96 MiB (spike 16 MiB, checked every 100 ms) and six gRPC and
+// two HTTP clients sending 1 MB requests as fast as they can for 15 s, more than the pipeline
+// sustains: the collector's heap stays bounded near the limiter's limit (at most twice it), every
+// refusal is retryable and says when to retry (the retry_info processor: gRPC
+// RESOURCE_EXHAUSTED / UNAVAILABLE with RetryInfo; HTTP 429 / 503 with Retry-After), memory
+// refusals are RESOURCE_EXHAUSTED / 429, and every acknowledged span is stored. A client's own
+// deadline (DEADLINE_EXCEEDED) is counted apart: it is not an answer from the collector.
 func TestOverload(t *testing.T) {
 	cfg := variantAll(t, map[string]string{
 		"    check_interval: 1s\n    limit_percentage: 80\n    spike_limit_percentage: 20": fmt.Sprintf(
@@ -76,19 +79,52 @@ func TestOverload(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	byCode := map[codes.Code]int{}
+	byCode := map[string]int{}      // gRPC code or HTTP status of each refusal
+	withoutInfo := map[string]int{} // refusals that did not say when to retry
+	memoryCode := map[string]int{}  // what the memory_limiter's refusals were answered with
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; time.Now().Before(stop) && i < 1000; i++ {
 				err := cnt.export(client, agentRequest(fmt.Sprintf("overload-%d-%d", w, i), 200))
-				if err != nil {
-					mu.Lock()
-					byCode[status.Code(err)]++
-					mu.Unlock()
-					time.Sleep(50 * time.Millisecond)
+				if err == nil {
+					continue
 				}
+				code := status.Code(err).String()
+				mu.Lock()
+				byCode[code]++
+				if status.Code(err) != codes.DeadlineExceeded {
+					if _, ok := retryInfo(err); !ok {
+						withoutInfo[code]++
+					}
+				}
+				if strings.Contains(status.Convert(err).Message(), retryinfoprocessor.MemoryRefusedMessage) {
+					memoryCode[code]++
+				}
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
+			}
+		}(w)
+	}
+	url := "http://" + c.HTTP + "/v1/traces"
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(stop) && i < 1000; i++ {
+				code, after := cnt.exportHTTP(url, agentRequest(fmt.Sprintf("overload-http-%d-%d", w, i), 200))
+				if code == http.StatusOK {
+					continue
+				}
+				key := fmt.Sprintf("HTTP %d", code)
+				mu.Lock()
+				byCode[key]++
+				if secs, err := strconv.Atoi(after); code != 0 && (err != nil || secs < 1) {
+					withoutInfo[key]++ // code 0: no answer (the client's own timeout)
+				}
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
 			}
 		}(w)
 	}
@@ -104,11 +140,19 @@ func TestOverload(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	t.Logf("max heap %.0f MiB (limit %d MiB); refusals by code %v", maxHeap/(1<<20), overloadLimitMiB, byCode)
+	t.Logf("max heap %.0f MiB (limit %d MiB); refusals by code %v; memory refusals answered %v; without retry information %v",
+		maxHeap/(1<<20), overloadLimitMiB, byCode, memoryCode, withoutInfo)
 	cnt.report(t, rows, missing)
 	for code := range byCode {
-		assert.Contains(t, []codes.Code{codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded}, code, "refusals are retryable")
+		assert.Contains(t, []string{codes.Unavailable.String(), codes.ResourceExhausted.String(), codes.DeadlineExceeded.String(),
+			"HTTP 429", "HTTP 503", "HTTP 0"}, code, "refusals are retryable")
 	}
+	assert.Empty(t, withoutInfo, "every refusal says when to retry (RetryInfo, Retry-After)")
+	for code := range memoryCode {
+		assert.Equal(t, codes.ResourceExhausted.String(), code, "memory_limiter's refusal is RESOURCE_EXHAUSTED")
+	}
+	assert.NotEmpty(t, memoryCode, "the memory_limiter refused some requests")
+	assert.Positive(t, byCode["HTTP 429"], "HTTP clients were told 429 with Retry-After")
 	assert.Zero(t, missing, "every acknowledged span stored")
 	assert.NotEmpty(t, cnt.acked, "the collector kept acknowledging under overload")
 	assert.NotEmpty(t, byCode, "the overload was answered with refusals")

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // Server records the protobuf bytes of every export request it accepts.
@@ -26,7 +27,15 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests [][]byte
+	metadata []metadata.MD // of every request, traces and logs, in arrival order
 	reply    func(req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error)
+}
+
+// Metadata returns the gRPC metadata of every request received so far (traces and logs).
+func (s *Server) Metadata() []metadata.MD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]metadata.MD(nil), s.metadata...)
 }
 
 // LogServer records the log export requests.
@@ -73,12 +82,18 @@ func Start(tb testing.TB, maxRecv int) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var opts []grpc.ServerOption
+	s := &Server{Addr: lis.Addr().String(), Logs: &LogServer{}}
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		s.mu.Lock()
+		s.metadata = append(s.metadata, md)
+		s.mu.Unlock()
+		return h(ctx, req)
+	})}
 	if maxRecv > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(maxRecv))
 	}
 	gs := grpc.NewServer(opts...)
-	s := &Server{Addr: lis.Addr().String(), Logs: &LogServer{}}
 	ptraceotlp.RegisterGRPCServer(gs, s)
 	plogotlp.RegisterGRPCServer(gs, s.Logs)
 	go func() { _ = gs.Serve(lis) }()

@@ -240,3 +240,29 @@ func freeAddr(tb testing.TB) string {
 	defer l.Close()
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
+
+// Kill stops the server with SIGKILL at once, as a crash or a cut network would: requests in
+// flight (a multi-part upload, a PUT) are cut off where they are. It is a no-op when the server
+// is not running; Restart starts it again.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// MultipartInFlight tells whether MinIO holds an unfinished multi-part upload (parts under
+// .minio.sys/multipart in its data directory).
+func (s *Server) MultipartInFlight() bool {
+	found := false
+	_ = filepath.WalkDir(filepath.Join(s.Dir, ".minio.sys", "multipart"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}

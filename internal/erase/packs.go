@@ -1,0 +1,57 @@
+package erase
+
+import (
+	"context"
+	"time"
+
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// Packs sweeps a payload bucket in payloadref's pack layout (and the single objects written
+// before it) through payloadref.(*Store).Collect, with the digest index of the data directory
+// Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
+// rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
+// the index CollectOnly, so it runs beside the collector that writes the packs; packs the
+// collector has not uploaded yet (at most payloads::pack::max_age old) are not swept.
+type Packs struct {
+	URL string // payloads::url
+	Dir string // payloads::dir
+	// Grace keeps unreferenced objects referenced less than this long before the sweep began
+	// (values on their way to the hot tier); the objects of erased rows ignore it.
+	Grace time.Duration
+	Now   func() time.Time // default time.Now
+}
+
+// Where implements PayloadSweeper.
+func (p *Packs) Where() string { return p.URL }
+
+// Sweep implements PayloadSweeper.
+func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) (PayloadStats, error) {
+	s, err := payloadref.NewStore(ctx, p.URL, payloadref.StoreOptions{Dir: p.Dir, CollectOnly: true, Now: p.Now})
+	if err != nil {
+		return PayloadStats{}, err
+	}
+	defer func() { _ = s.Close() }()
+	erased := func(yield func(string) bool) error {
+		for _, u := range o.Erased {
+			if !yield(u) {
+				break
+			}
+		}
+		return nil
+	}
+	// Retention is a deletion promise as much as an erasure: every pack holding an expired
+	// object is rewritten (not only mostly dead ones), so no byte of an expired run remains.
+	// Objects die in batches (runs expire in ingestion order), so most such packs are wholly
+	// dead and deleted rather than rewritten.
+	st, err := s.Collect(ctx, payloadref.LiveRefs(live), payloadref.CollectOptions{Erase: true, Grace: p.Grace, Erased: erased})
+	return PayloadStats{
+		ObjectsDeleted: st.ObjectsDeleted,
+		BytesFreed:     st.BytesFreed,
+		PacksDeleted:   st.PacksDeleted,
+		PacksRewritten: st.PacksRewritten,
+		KeptShared:     st.KeptShared,
+		KeptRecent:     st.KeptRecent,
+	}, err
+}

@@ -1,0 +1,455 @@
+package payloadref
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// LiveRefs enumerates the payload reference URIs still referenced (the K_ref values of the hot
+// tier's live rows and of pinned runs): it calls yield once per URI (duplicates allowed) and stops
+// early when yield returns false. URIs of other buckets, and values that are not URIs, are ignored.
+type LiveRefs func(yield func(uri string) bool) error
+
+// DefaultRewriteDeadFraction is the dead fraction (by compressed bytes) above which Collect
+// rewrites a pack that still holds live objects (restic's prune uses a similar threshold).
+const DefaultRewriteDeadFraction = 0.5
+
+// CollectOptions tunes Collect.
+type CollectOptions struct {
+	// RewriteDeadFraction: a pack whose dead objects make more than this fraction of its object
+	// bytes is rewritten without them. 0 takes DefaultRewriteDeadFraction; 1 never rewrites.
+	RewriteDeadFraction float64
+	// Erase rewrites every pack holding any dead object, whatever its dead fraction, so that no
+	// byte of an unreferenced object remains in the bucket (a data-subject erasure).
+	Erase bool
+	// Grace keeps objects (last referenced, or packs and single objects written) less than this
+	// long before the mark began: values on their way from payload_offload to the hot tier (in
+	// a sending queue) are referenced but not yet enumerable. 0: only what was referenced after
+	// the mark began is kept (for an erasure, which must not wait).
+	Grace time.Duration
+	// Erased are the references of rows just erased (runagain delete): the objects they reach
+	// are removed whatever Grace says, unless a live reference reaches them too (KeptShared).
+	Erased LiveRefs
+}
+
+// CollectStats tells what Collect did. Objects are counted once per copy (an object in a pack,
+// or a single object).
+type CollectStats struct {
+	// LiveRefs is how many live reference URIs named this store; LiveObjects how many objects
+	// they reach (manifests followed).
+	LiveRefs, LiveObjects int
+	// PacksScanned, PacksDeleted, PacksRewritten count packs; ObjectsDeleted the objects (in
+	// packs and single ones) removed; BytesFreed their compressed bytes.
+	PacksScanned, PacksDeleted, PacksRewritten int
+	ObjectsDeleted                             int
+	BytesFreed                                 int64
+	// KeptRecent is how many unreferenced objects were kept because they were referenced (or
+	// written) after the mark began, or within Grace before it.
+	KeptRecent int
+	// Staged is how many packs were still in the staging area (not yet uploaded, not swept).
+	Staged int
+	// KeptShared is how many objects reached by opts.Erased stay because a live reference
+	// reaches them too (the same content sent by another session is stored once).
+	KeptShared int
+	// Missing lists live references whose object could not be read (logged, never deleted for it).
+	Missing int
+}
+
+// Collect deletes the payload objects no live reference reaches. It marks every object the live
+// references reach (following manifests), then sweeps the bucket: packs holding no live object
+// are deleted, packs whose dead fraction is above opts.RewriteDeadFraction (or, with opts.Erase,
+// holding any dead object) are rewritten under the same key without the dead objects, and single
+// objects (the layout before packs) no live reference names are deleted; the digest index rows of
+// removed objects go in the same step. An object referenced after the mark began (a dedup hit
+// updates its last-referenced time in the index) or written since is never deleted: Collect
+// removes an index row only if it was not referenced since (one SQLite transaction), and a
+// writer whose cached location was removed meanwhile gets ErrStale at Commit and writes the
+// object again.
+//
+// Collect needs the pack layout's index (NewStore with Dir; CollectOnly suffices) for the
+// last-referenced times; on a single-object store only single objects older than Grace are swept.
+// Packs still staged (not uploaded) are not swept: call Flush in the writing process first when
+// they matter (CollectStats.Staged counts them). With several writers on one bucket, give each its
+// own prefix: Collect sweeps every pack under this store's prefix.
+func (s *Store) Collect(ctx context.Context, live LiveRefs, opts CollectOptions) (CollectStats, error) {
+	s.collectMu.Lock()
+	defer s.collectMu.Unlock()
+	if opts.RewriteDeadFraction <= 0 {
+		opts.RewriteDeadFraction = DefaultRewriteDeadFraction
+	}
+	var st CollectStats
+	markStart := s.now()
+	cutoff := markStart.Add(-opts.Grace)
+	marked, err := s.mark(ctx, live, &st)
+	if err != nil {
+		return st, err
+	}
+	st.LiveObjects = len(marked)
+	cut := cutoffs{grace: cutoff, now: markStart}
+	if opts.Erased != nil {
+		var est CollectStats
+		if cut.erased, err = s.mark(ctx, opts.Erased, &est); err != nil {
+			return st, err
+		}
+		for l := range cut.erased {
+			if _, ok := marked[l]; ok {
+				st.KeptShared++
+			}
+		}
+	}
+	if s.staging != "" {
+		n, err := s.stagedCount()
+		if err != nil && !errorsIsNotExist(err) {
+			return st, err
+		}
+		st.Staged = n
+	}
+	if err := s.sweepPacks(ctx, marked, cut, opts, &st); err != nil {
+		return st, err
+	}
+	if err := s.sweepSingles(ctx, marked, cut, &st); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// cutoffs: an unreferenced object last referenced (or written) before its cutoff may go: now
+// (the mark's start) for the objects of erased rows, now - Grace for the others.
+type cutoffs struct {
+	grace, now time.Time
+	erased     map[location]struct{}
+}
+
+func (c cutoffs) of(l location) time.Time {
+	if _, ok := c.erased[l]; ok {
+		return c.now
+	}
+	return c.grace
+}
+
+// mark returns every object location (pack id, or "" for a single object) the live references
+// of this store reach.
+func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[location]struct{}, error) {
+	ownBucket, ownKey, err := SplitURI(s.URI(s.prefix + packKey("0")))
+	if err != nil {
+		return nil, err
+	}
+	ownPrefix := strings.TrimSuffix(ownKey, packKey("0"))
+	marked := map[location]struct{}{}
+	r := &fetch{b: s.bucket, bucketURL: ownBucket, prefix: ownPrefix}
+	var staging []string
+	if s.staging != "" {
+		staging = append(staging, s.staging)
+	}
+	pr := newPackReader(staging)
+	var roots []location
+	err = live(func(uri string) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		bu, key, err := SplitURI(uri)
+		if err != nil || bu != ownBucket {
+			return true
+		}
+		u, _ := url.Parse(uri)
+		if u != nil && u.Fragment != "" {
+			prefix, id, k, ok, err := parsePackRef(key, u.Fragment)
+			if ok && err == nil && prefix == ownPrefix {
+				roots = append(roots, location{k, id})
+				st.LiveRefs++
+			}
+			return true
+		}
+		sum, manifest, err := ParseKey(key)
+		if err == nil && keyPrefixOf(key) == ownPrefix {
+			roots = append(roots, location{objKey{sum, manifest}, ""})
+			st.LiveRefs++
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("payloadref: live references: %w", err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// Depth-first over manifests; every location is visited once.
+	stack := roots
+	for len(stack) > 0 {
+		l := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := marked[l]; ok {
+			continue
+		}
+		marked[l] = struct{}{}
+		if !l.manifest {
+			continue
+		}
+		doc, err := s.readRaw(ctx, r, pr, ownBucket, l)
+		if gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, errNotInPack) {
+			// A dangling reference (its manifest is gone): nothing it names can be protected or
+			// broken any further.
+			st.Missing++
+			continue
+		}
+		if err != nil {
+			// A live manifest that cannot be read: its children cannot be marked, so nothing
+			// it might name may be deleted. Stop rather than delete live data.
+			return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+		}
+		m, err := decodeManifest(doc)
+		if err != nil {
+			return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+		}
+		for _, p := range m.Parts {
+			if p.Ref == "" {
+				continue
+			}
+			sum, err := hexSum(p.Ref)
+			if err != nil {
+				return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+			}
+			stack = append(stack, location{objKey{sum, p.M}, p.P})
+		}
+	}
+	return marked, nil
+}
+
+// readRaw returns the decompressed content of one object (a manifest document).
+func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, bucketURL string, l location) ([]byte, error) {
+	var raw []byte
+	decode := func(z []byte) error {
+		var err error
+		raw, err = s.dec.DecodeAll(z, nil)
+		return err
+	}
+	if l.pack != "" {
+		_, err := pr.read(ctx, f.b, bucketURL, f.prefix, l.pack, l.objKey, decode)
+		return raw, err
+	}
+	z, err := s.bucket.ReadAll(ctx, s.prefix+l.name())
+	if err != nil {
+		return nil, err
+	}
+	return raw, decode(z)
+}
+
+// sweepPacks deletes or rewrites the packs under this store's prefix.
+func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
+	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("payloadref: listing packs: %w", err)
+		}
+		id, ok := strings.CutSuffix(strings.TrimPrefix(obj.Key, s.prefix+PackDir), PackSuffix)
+		if !ok || !validPackID(id) {
+			continue
+		}
+		st.PacksScanned++
+		if err := s.sweepPack(ctx, id, obj, marked, cutoff, opts, st); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
+	key := s.prefix + packKey(id)
+	entries, err := readTrailer(ctx, s.bucket, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("payloadref: pack %s: %w", key, err)
+	}
+	var dead []objKey
+	var deadBytes, total int64
+	for _, e := range entries {
+		total += int64(e.zlen)
+		if _, ok := marked[location{e.objKey, id}]; !ok {
+			dead = append(dead, e.objKey)
+			deadBytes += int64(e.zlen)
+		}
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	// Decide on what the index says now, then act: the rows of the objects to drop are removed
+	// (again only those not referenced since the cutoff) right before the pack is deleted or
+	// rewritten, so a dead object left in a pack that is not rewritten stays indexed and is
+	// found dead again by the next Collect.
+	drop, dropBytes, err := s.droppable(ctx, id, obj, entries, dead, cutoff, true)
+	if err != nil {
+		return err
+	}
+	whole := len(drop) == len(entries)
+	if len(drop) == 0 || !whole && !opts.Erase && float64(dropBytes) <= opts.RewriteDeadFraction*float64(total) {
+		st.KeptRecent += len(dead) - len(drop)
+		return nil
+	}
+	if drop, dropBytes, err = s.droppable(ctx, id, obj, entries, dead, cutoff, false); err != nil {
+		return err
+	}
+	st.KeptRecent += len(dead) - len(drop)
+	if len(drop) == 0 {
+		return nil
+	}
+	s.locsForget(id, drop)
+	if len(drop) == len(entries) {
+		if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("payloadref: deleting %s: %w", key, err)
+		}
+		if s.idx != nil {
+			if err := s.idx.moved(ctx, id, nil, true, 0); err != nil {
+				return err
+			}
+		}
+		st.PacksDeleted++
+	} else {
+		if err := s.rewritePack(ctx, id, key, drop); err != nil {
+			return err
+		}
+		st.PacksRewritten++
+	}
+	st.ObjectsDeleted += len(drop)
+	st.BytesFreed += dropBytes
+	return nil
+}
+
+// droppable returns the dead objects of pack id that may be removed: not referenced since the
+// cutoff according to the index (whose rows of them it deletes unless dryRun), and, when the
+// index does not list them, only in a pack uploaded well before the cutoff.
+func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, entries []packEntry, dead []objKey, cutoff cutoffs, dryRun bool) ([]objKey, int64, error) {
+	kept := map[objKey]bool{}
+	var unindexed map[objKey]bool
+	if s.idx != nil {
+		var err error
+		at := func(k objKey) time.Time { return cutoff.of(location{k, id}) }
+		if kept, unindexed, err = s.idx.forget(ctx, id, dead, at, dryRun); err != nil {
+			return nil, 0, fmt.Errorf("payloadref: digest index: %w", err)
+		}
+	}
+	// An object the index does not list is either an orphan (its batch never committed) or one
+	// whose batch has not committed yet (its pack was sealed and uploaded first): only in a pack
+	// uploaded well before the cutoff can it be taken for an orphan.
+	for _, k := range dead {
+		if s.idx == nil || unindexed[k] && !obj.ModTime.Before(cutoff.of(location{k, id}).Add(-orphanAge)) {
+			kept[k] = true
+		}
+	}
+	size := map[objKey]int64{}
+	for _, e := range entries {
+		size[e.objKey] = int64(e.zlen)
+	}
+	var drop []objKey
+	var n int64
+	for _, k := range dead {
+		if !kept[k] {
+			drop = append(drop, k)
+			n += size[k]
+		}
+	}
+	return drop, n, nil
+}
+
+// rewritePack writes the pack at key again, under the same key, without the objects in drop.
+func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) error {
+	old, err := s.bucket.ReadAll(ctx, key)
+	if err != nil {
+		return fmt.Errorf("payloadref: reading %s: %w", key, err)
+	}
+	off, n, crc, err := decodeFooter(old[len(old)-footerSize:], int64(len(old)))
+	if err != nil {
+		return fmt.Errorf("payloadref: %s: %w", key, err)
+	}
+	entries, err := decodeTrailer(old[off:off+int64(n)], crc, off)
+	if err != nil {
+		return fmt.Errorf("payloadref: %s: %w", key, err)
+	}
+	skip := map[objKey]bool{}
+	for _, k := range drop {
+		skip[k] = true
+	}
+	var recs [][]byte
+	var keys []objKey
+	var raws []int64
+	for _, e := range entries {
+		if skip[e.objKey] {
+			continue
+		}
+		recs = append(recs, old[e.off-recordHeaderSize:e.off+int64(e.zlen)])
+		keys = append(keys, e.objKey)
+		raws = append(raws, e.raw)
+	}
+	data, newEntries := buildPack(recs, keys, raws)
+	if err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"}); err != nil {
+		return fmt.Errorf("payloadref: rewriting %s: %w", key, err)
+	}
+	if s.idx != nil {
+		if err := s.idx.moved(ctx, id, newEntries, false, int64(len(data))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// locsForget drops collected objects from the in-memory location cache.
+func (s *Store) locsForget(pack string, keys []objKey) {
+	for _, k := range keys {
+		if p, ok := s.locs.Peek(k); ok && p == pack {
+			s.locs.Remove(k)
+		}
+	}
+}
+
+// sweepSingles deletes the single objects (the layout before packs) no live reference names,
+// written before the cutoff.
+func (s *Store) sweepSingles(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, st *CollectStats) error {
+	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + KeyDir})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("payloadref: listing objects: %w", err)
+		}
+		sum, manifest, err := ParseKey(obj.Key)
+		if err != nil {
+			continue
+		}
+		l := location{objKey{sum, manifest}, ""}
+		if _, ok := marked[l]; ok {
+			continue
+		}
+		if !obj.ModTime.Before(cutoff.of(l)) {
+			st.KeptRecent++
+			continue
+		}
+		if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("payloadref: deleting %s: %w", obj.Key, err)
+		}
+		s.known.Remove(obj.Key)
+		st.ObjectsDeleted++
+		st.BytesFreed += obj.Size
+	}
+}
+
+// orphanAge: objects no index row lists are swept only from packs uploaded at least this long
+// before the cutoff (longer than any batch takes between its first append and its commit: the
+// processor's storage timeout is 10 s by default).
+const orphanAge = 5 * time.Minute
+
+func errorsIsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -1,0 +1,481 @@
+package payloadref
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/gofrs/flock"
+	"gocloud.dev/blob"
+)
+
+// StagingDir is the folder of a Store's data directory holding packs not yet in the bucket: the
+// open segment, and sealed packs waiting for (or retrying) their upload.
+const StagingDir = "staging"
+
+// segment is the open pack: a file in the staging area that objects are appended to.
+type segment struct {
+	id      string
+	path    string
+	f       *os.File
+	size    int64
+	entries []packEntry
+	opened  time.Time
+	dirty   bool // appended since the last fsync
+}
+
+// packWriter appends objects to the open segment, seals it at a size or age limit, and uploads
+// sealed packs (retrying with backoff until they are in the bucket; never dropping one).
+type packWriter struct {
+	s       *Store
+	dir     string // staging directory
+	lock    *flock.Flock
+	maxSize int64
+	maxAge  time.Duration
+
+	mu      sync.Mutex
+	cur     *segment
+	pending map[objKey]packEntryAt // appended, not yet in the index
+	closed  bool
+
+	uploads chan string // sealed pack ids
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	waitMu  sync.Mutex
+	waiting map[string]chan struct{} // closed when the pack is uploaded
+	puts    int64                    // uploads done (PackStats)
+}
+
+func newPackID(now time.Time) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return strconv.FormatInt(now.UnixNano(), 16) + "-" + hex.EncodeToString(r[:])
+}
+
+// openPackWriter locks the staging area, recovers what a previous process left there (sealing a
+// torn open segment at its last complete record) and starts the uploader and the age timer.
+func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("payload staging %s: %w", dir, err)
+	}
+	lk := flock.New(filepath.Join(dir, "LOCK"))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("payload staging %s: %w", dir, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
+	}
+	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
+		pending: map[objKey]packEntryAt{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		waiting: map[string]chan struct{}{}}
+	ids, err := w.recover(ctx)
+	if err != nil {
+		_ = lk.Unlock()
+		return nil, err
+	}
+	for _, id := range ids {
+		w.waiting[id] = make(chan struct{})
+		w.uploads <- id
+	}
+	w.wg.Add(2)
+	go w.uploader()
+	go w.ager()
+	return w, nil
+}
+
+// ErrStagingLocked is wrapped by NewStore's error when another process writes the staging area.
+var ErrStagingLocked = errors.New("staging area in use by another process")
+
+// recover seals and indexes every pack file left in the staging area and returns their ids in
+// the order they were created.
+func (w *packWriter) recover(ctx context.Context) ([]string, error) {
+	des, err := os.ReadDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			_ = os.Remove(filepath.Join(w.dir, name))
+			continue
+		}
+		if !strings.HasSuffix(name, PackSuffix) || !validPackID(strings.TrimSuffix(name, PackSuffix)) {
+			continue
+		}
+		id := strings.TrimSuffix(name, PackSuffix)
+		entries, keep, err := w.recoverOne(id)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
+			continue
+		}
+		var added []packEntryAt
+		for _, e := range entries {
+			added = append(added, packEntryAt{e, id})
+		}
+		// Objects of a crashed process that were fsynced but whose index rows were not committed:
+		// index them now (their values may have been acknowledged).
+		if _, err := w.s.idx.commit(ctx, added, nil, w.s.now()); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// recoverOne makes staged pack id whole: a sealed pack is kept as is; an unsealed one is cut after
+// its last record that decodes and hashes to its digest, then sealed. keep is false (and the file
+// removed) when nothing valid is left.
+func (w *packWriter) recoverOne(id string) (entries []packEntry, keep bool, err error) {
+	path := filepath.Join(w.dir, id+PackSuffix)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if es, err := readLocalTrailer(f, st.Size()); err == nil {
+		return es, true, nil
+	}
+	scanned, _ := scanRecords(f, st.Size())
+	dec := w.s.dec
+	var end int64
+	for _, e := range scanned {
+		z := make([]byte, e.zlen)
+		if _, err := f.ReadAt(z, e.off); err != nil {
+			break
+		}
+		raw, err := dec.DecodeAll(z, nil)
+		if err != nil {
+			break
+		}
+		if !e.manifest && sha256.Sum256(raw) != e.sum {
+			break
+		}
+		e.raw = int64(len(raw))
+		entries = append(entries, e)
+		end = e.off + int64(e.zlen)
+	}
+	if len(entries) == 0 {
+		_ = f.Close()
+		return nil, false, os.Remove(path)
+	}
+	if err := f.Truncate(end); err != nil {
+		return nil, false, err
+	}
+	if _, err := f.WriteAt(encodeTrailer(entries, end), end); err != nil {
+		return nil, false, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, false, err
+	}
+	w.s.logger("payloadref: recovered staged pack %s: %d objects (%d bytes cut from a torn tail)", id, len(entries), 0)
+	return entries, true, nil
+}
+
+// readLocalTrailer returns the entries of a sealed pack file.
+func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
+	if size < footerSize {
+		return nil, errNoFooter
+	}
+	var ft [footerSize]byte
+	if _, err := f.ReadAt(ft[:], size-footerSize); err != nil {
+		return nil, err
+	}
+	off, n, crc, err := decodeFooter(ft[:], size)
+	if err != nil {
+		return nil, err
+	}
+	t := make([]byte, n)
+	if _, err := f.ReadAt(t, off); err != nil {
+		return nil, err
+	}
+	return decodeTrailer(t, crc, off)
+}
+
+// lookupPending returns the pack of an object appended but not yet indexed.
+func (w *packWriter) lookupPending(k objKey) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.pending[k]
+	return e.pack, ok
+}
+
+// appendObject appends zstd(content) as object k to the open segment (opening one, or sealing
+// the full one first) and returns the pack id. A concurrent append of the same object returns
+// the first one's pack.
+func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return "", errors.New("payloadref: store closed")
+	}
+	if e, ok := w.pending[k]; ok {
+		return e.pack, nil
+	}
+	rec := int64(recordHeaderSize + len(z))
+	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.size+rec > w.maxSize {
+		if err := w.sealLocked(); err != nil {
+			return "", err
+		}
+	}
+	if w.cur == nil {
+		if err := w.openLocked(); err != nil {
+			return "", err
+		}
+	}
+	c := w.cur
+	buf := make([]byte, 0, rec)
+	buf = append(buf, encodeRecordHeader(k, len(z))...)
+	buf = append(buf, z...)
+	if _, err := c.f.WriteAt(buf, c.size); err != nil {
+		// Leave no torn record behind for the next append: cut back.
+		_ = c.f.Truncate(c.size)
+		return "", fmt.Errorf("payloadref: staging %s: %w", c.path, err)
+	}
+	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(z)), raw: int64(raw)}
+	c.size += rec
+	c.entries = append(c.entries, e)
+	c.dirty = true
+	w.pending[k] = packEntryAt{e, c.id}
+	return c.id, nil
+}
+
+func (w *packWriter) openLocked() error {
+	now := w.s.now()
+	id := newPackID(now)
+	path := filepath.Join(w.dir, id+PackSuffix)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("payloadref: staging: %w", err)
+	}
+	if d, err := os.Open(w.dir); err == nil { // the new file's directory entry survives a crash
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	w.cur = &segment{id: id, path: path, f: f, opened: now}
+	return nil
+}
+
+// sealLocked writes the open segment's trailer, fsyncs and closes it and queues its upload.
+func (w *packWriter) sealLocked() error {
+	c := w.cur
+	if c == nil {
+		return nil
+	}
+	if len(c.entries) == 0 {
+		_ = c.f.Close()
+		_ = os.Remove(c.path)
+		w.cur = nil
+		return nil
+	}
+	t := encodeTrailer(c.entries, c.size)
+	if _, err := c.f.WriteAt(t, c.size); err != nil {
+		return fmt.Errorf("payloadref: sealing %s: %w", c.path, err)
+	}
+	if err := c.f.Sync(); err != nil {
+		return fmt.Errorf("payloadref: sealing %s: %w", c.path, err)
+	}
+	_ = c.f.Close()
+	w.cur = nil
+	w.waitMu.Lock()
+	w.waiting[c.id] = make(chan struct{})
+	w.waitMu.Unlock()
+	select {
+	case w.uploads <- c.id:
+	default:
+		// The queue is full (a very long outage): the pack stays staged and is uploaded at the next start.
+		w.s.logger("payloadref: upload queue full, pack %s stays staged until restart", c.id)
+	}
+	return nil
+}
+
+// sync makes every appended byte durable (fsync of the open segment; sealed ones are already)
+// and returns the objects appended but not yet indexed.
+func (w *packWriter) sync() ([]packEntryAt, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c := w.cur; c != nil && c.dirty {
+		if err := c.f.Sync(); err != nil {
+			return nil, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
+		}
+		c.dirty = false
+	}
+	out := make([]packEntryAt, 0, len(w.pending))
+	for _, e := range w.pending {
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// indexed drops committed objects from the pending set.
+func (w *packWriter) indexed(es []packEntryAt) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range es {
+		if p, ok := w.pending[e.objKey]; ok && p.pack == e.pack {
+			delete(w.pending, e.objKey)
+		}
+	}
+}
+
+// ager seals the open segment once it is older than maxAge.
+func (w *packWriter) ager() {
+	defer w.wg.Done()
+	tick := w.maxAge / 4
+	if tick < 10*time.Millisecond {
+		tick = 10 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if c := w.cur; c != nil && len(c.entries) > 0 && w.s.now().Sub(c.opened) >= w.maxAge {
+				if err := w.sealLocked(); err != nil {
+					w.s.logger("payloadref: %v", err)
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// uploader uploads sealed packs in order, each retried with exponential backoff (capped at 30 s)
+// until it is in the bucket or the writer stops; a pack that is not uploaded stays staged.
+func (w *packWriter) uploader() {
+	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-w.stop; cancel() }()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case id := <-w.uploads:
+			eb := backoff.NewExponentialBackOff()
+			eb.InitialInterval = 100 * time.Millisecond
+			eb.MaxInterval = 30 * time.Second
+			_, err := backoff.Retry(ctx, func() (struct{}, error) {
+				err := w.upload(ctx, id)
+				if err != nil {
+					w.s.logger("payloadref: uploading pack %s (will retry): %v", id, err)
+				}
+				return struct{}{}, err
+			}, backoff.WithBackOff(eb), backoff.WithMaxElapsedTime(0), backoff.WithMaxTries(0))
+			if err != nil {
+				return // stopping: the pack stays staged, uploaded at the next start
+			}
+		}
+	}
+}
+
+// upload writes staged pack id to the bucket, records it as uploaded and removes the staged file.
+func (w *packWriter) upload(ctx context.Context, id string) error {
+	path := filepath.Join(w.dir, id+PackSuffix)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		w.done(id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, w.s.opts.UploadTimeout)
+	defer cancel()
+	bw, err := w.s.bucket.NewWriter(actx, w.s.prefix+packKey(id), &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(bw, f); err != nil {
+		_ = bw.Close()
+		return err
+	}
+	if err := bw.Close(); err != nil {
+		return err
+	}
+	if err := w.s.idx.setPack(ctx, id, true, st.Size(), w.s.now()); err != nil {
+		return err
+	}
+	_ = f.Close()
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.puts++
+	w.mu.Unlock()
+	w.done(id)
+	return nil
+}
+
+func (w *packWriter) done(id string) {
+	w.waitMu.Lock()
+	if ch, ok := w.waiting[id]; ok {
+		close(ch)
+		delete(w.waiting, id)
+	}
+	w.waitMu.Unlock()
+}
+
+// flush seals the open segment and waits until every sealed pack of this process is uploaded
+// (or ctx ends).
+func (w *packWriter) flush(ctx context.Context) error {
+	w.mu.Lock()
+	err := w.sealLocked()
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	w.waitMu.Lock()
+	var chs []chan struct{}
+	for _, ch := range w.waiting {
+		chs = append(chs, ch)
+	}
+	w.waitMu.Unlock()
+	for _, ch := range chs {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("payloadref: packs still staged: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// close seals the open segment, tries to upload what is staged within ctx, and stops. What is not
+// uploaded stays staged (durable) and is uploaded at the next start.
+func (w *packWriter) close(ctx context.Context) error {
+	err := w.flush(ctx)
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	w.wg.Wait()
+	return errors.Join(err, w.lock.Unlock())
+}

@@ -1,0 +1,65 @@
+package payloadoffloadprocessor
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+
+	"github.com/runagain/runagain/internal/payloadref"
+)
+
+// sharedStores holds the pack-layout Stores open in this process, by bucket and data directory:
+// the traces and the logs instance of payload_offload (and several pipelines) write through one
+// Store, since only one writer may hold a staging area. The last release closes it.
+var sharedStores = struct {
+	sync.Mutex
+	m map[string]*sharedStore
+}{m: map[string]*sharedStore{}}
+
+type sharedStore struct {
+	s    *payloadref.Store
+	refs int
+}
+
+// acquireStore opens (or shares) the Store for url and opts; release closes it after the last user.
+func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions) (*payloadref.Store, func() error, error) {
+	if opts.Dir == "" {
+		s, err := payloadref.NewStore(ctx, url, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := url + "\x00" + dir
+	sharedStores.Lock()
+	defer sharedStores.Unlock()
+	sh, ok := sharedStores.m[key]
+	if !ok {
+		s, err := payloadref.NewStore(ctx, url, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		sh = &sharedStore{s: s}
+		sharedStores.m[key] = sh
+	}
+	sh.refs++
+	var once sync.Once
+	release := func() error {
+		var err error
+		once.Do(func() {
+			sharedStores.Lock()
+			defer sharedStores.Unlock()
+			sh.refs--
+			if sh.refs == 0 {
+				delete(sharedStores.m, key)
+				err = sh.s.Close()
+			}
+		})
+		return err
+	}
+	return sh.s, release, nil
+}
