@@ -125,3 +125,10 @@ type closing struct {
 }
 
 func (c closing) Close() error { return errors.Join(c.Reader.Close(), c.closeDB()) }
+
+// ListsSessions passes store.SessionLister through: store.Tiered reads a session tier only when
+// the tiers before it cannot fill a limited listing.
+func (c closing) ListsSessions() bool {
+	s, ok := c.Reader.(store.SessionLister)
+	return ok && s.ListsSessions()
+}

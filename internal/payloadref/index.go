@@ -45,8 +45,9 @@ CREATE TABLE IF NOT EXISTS packs (
 `
 
 // openIndex opens (creating) the index at path for the bucket bucketURL. An index built for
-// another bucket is emptied: its locations would name packs the new bucket does not hold.
-func openIndex(ctx context.Context, path, bucketURL string) (*index, error) {
+// another bucket is emptied by a writer (its locations would name packs the new bucket does not
+// hold); a collector (keep) refuses it instead, naming both buckets.
+func openIndex(ctx context.Context, path, bucketURL string, keep bool) (*index, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
@@ -67,6 +68,8 @@ func openIndex(ctx context.Context, path, bucketURL string) (*index, error) {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		_, err = db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('bucket', ?)`, bucketURL)
+	case err == nil && cur != bucketURL && keep:
+		err = fmt.Errorf("it indexes bucket %s, not %s", cur, bucketURL)
 	case err == nil && cur != bucketURL:
 		_, err = db.ExecContext(ctx, `DELETE FROM objects; DELETE FROM packs; UPDATE meta SET v = ? WHERE k = 'bucket'`, bucketURL)
 	}

@@ -448,6 +448,12 @@ func TestStagingLocked(t *testing.T) {
 	if _, err := c.Collect(ctx, liveOf(), CollectOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An index names one bucket: a collector on another bucket is refused (a sweep with the
+	// wrong index would take every object for unindexed), never reset.
+	other, _ := fileURL(t)
+	if _, err := NewStore(ctx, other, StoreOptions{Dir: dir, CollectOnly: true}); err == nil || !strings.Contains(err.Error(), "indexes bucket") {
+		t.Fatalf("collector on another bucket: %v", err)
+	}
 }
 
 // TestRecoverTornSegment: an open segment left by a crash, with a torn record at its end, is cut
@@ -497,4 +503,70 @@ func TestRecoverTornSegment(t *testing.T) {
 		t.Fatalf("uploaded object: %v", err)
 	}
 	_ = os.Remove(filepath.Join(dir, "unused"))
+}
+
+// TestPackConcurrentBatches: batches committing at once (shared fsyncs), with values repeated
+// across batches and packs sealed under them (small size limit), all resolve, and every object
+// is in the index once.
+func TestPackConcurrentBatches(t *testing.T) {
+	ctx := context.Background()
+	url, _ := fileURL(t)
+	s := newPackStore(t, url, t.TempDir(), StoreOptions{PackMaxSize: 64 << 10, PackMaxAge: 20 * time.Millisecond})
+	type ref struct {
+		uri string
+		v   []byte
+	}
+	var mu sync.Mutex
+	var refs []ref
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				b := s.NewBatch()
+				var mine []ref
+				for j := 0; j < 3; j++ {
+					v := randomText((g*20+i)%37*3+j, 2000) // repeats across goroutines
+					res, err := b.Put(ctx, v, false)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mine = append(mine, ref{res.URI, v})
+				}
+				if err := b.Commit(ctx); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				refs = append(refs, mine...)
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r := newResolver(t)
+	for _, x := range refs {
+		if got, err := r.Fetch(ctx, x.uri); err != nil || !bytes.Equal(got, x.v) {
+			t.Fatalf("fetch %s: %v", x.uri, err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.IndexedObjects != 37*3 || st.StagedPacks != 0 {
+		t.Fatalf("stats %+v %v: want %d objects indexed once, nothing staged", st, err, 37*3)
+	}
+	for _, x := range refs {
+		if got, err := newResolver(t).Fetch(ctx, x.uri); err != nil || !bytes.Equal(got, x.v) {
+			t.Fatalf("fetch %s after upload: %v", x.uri, err)
+		}
+	}
 }

@@ -33,7 +33,10 @@ type segment struct {
 	size    int64
 	entries []packEntry
 	opened  time.Time
-	dirty   bool // appended since the last fsync
+	sealed  bool // guarded by packWriter.mu; the file is then closed (and was fsynced whole)
+
+	syncMu sync.Mutex // one fsync at a time; concurrent batches share it (group commit)
+	synced int64      // bytes known durable, guarded by syncMu
 }
 
 // packWriter appends objects to the open segment, seals it at a size or age limit, and uploads
@@ -255,7 +258,6 @@ func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
 	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(z)), raw: int64(raw)}
 	c.size += rec
 	c.entries = append(c.entries, e)
-	c.dirty = true
 	w.pending[k] = packEntryAt{e, c.id}
 	return c.id, nil
 }
@@ -295,6 +297,7 @@ func (w *packWriter) sealLocked() error {
 	if err := c.f.Sync(); err != nil {
 		return fmt.Errorf("payloadref: sealing %s: %w", c.path, err)
 	}
+	c.sealed = true
 	_ = c.f.Close()
 	w.cur = nil
 	w.waitMu.Lock()
@@ -309,21 +312,44 @@ func (w *packWriter) sealLocked() error {
 	return nil
 }
 
-// sync makes every appended byte durable (fsync of the open segment; sealed ones are already)
-// and returns the objects appended but not yet indexed.
+// sync makes every byte appended so far durable and returns the objects appended (so far) but
+// not yet indexed. The fsync runs outside the append lock, and a batch whose bytes another
+// batch's fsync already covered does not fsync again (group commit): concurrent batches share
+// one fsync instead of queueing behind each other's. Sealed segments were fsynced whole.
 func (w *packWriter) sync() ([]packEntryAt, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c := w.cur; c != nil && c.dirty {
-		if err := c.f.Sync(); err != nil {
-			return nil, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
-		}
-		c.dirty = false
+	c := w.cur
+	var need int64
+	if c != nil {
+		need = c.size
 	}
 	out := make([]packEntryAt, 0, len(w.pending))
 	for _, e := range w.pending {
 		out = append(out, e)
 	}
+	w.mu.Unlock()
+	if c == nil {
+		return out, nil
+	}
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.synced >= need {
+		return out, nil
+	}
+	w.mu.Lock()
+	size, sealed := c.size, c.sealed
+	w.mu.Unlock()
+	if !sealed {
+		if err := c.f.Sync(); err != nil {
+			w.mu.Lock()
+			sealed = c.sealed // sealed (fsynced and closed) meanwhile: durable
+			w.mu.Unlock()
+			if !sealed {
+				return nil, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
+			}
+		}
+	}
+	c.synced = size
 	return out, nil
 }
 
@@ -472,6 +498,11 @@ func (w *packWriter) flush(ctx context.Context) error {
 // uploaded stays staged (durable) and is uploaded at the next start.
 func (w *packWriter) close(ctx context.Context) error {
 	err := w.flush(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Not an error: staged packs are durable and the next start uploads them.
+		w.s.logger("payloadref: closing with packs still staged in %s (uploaded at the next start): %v", w.dir, err)
+		err = nil
+	}
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()

@@ -162,7 +162,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 		return nil, err
 	}
 	ref, _ := ObjectURI(bucketURL, "")
-	if s.idx, err = openIndex(ctx, filepath.Join(opts.Dir, IndexFile), ref); err != nil {
+	if s.idx, err = openIndex(ctx, filepath.Join(opts.Dir, IndexFile), ref, opts.CollectOnly); err != nil {
 		return fail(err)
 	}
 	s.staging = filepath.Join(opts.Dir, StagingDir)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runagain/runagain/internal/jsonkit"
 )
@@ -100,6 +101,7 @@ func BenchmarkRedactValue(b *testing.B) {
 			}
 			b.SetBytes(int64(total / len(tc.vals)))
 			i := 0
+			c0 := cpuTime()
 			for b.Loop() {
 				_, fs, _ := r.RedactValue("gen_ai.input.messages", tc.vals[i%len(tc.vals)])
 				if tc.name[0] == 'p' && len(fs) < 4 {
@@ -107,6 +109,7 @@ func BenchmarkRedactValue(b *testing.B) {
 				}
 				i++
 			}
+			reportCPU(b, cpuTime()-c0, i, total/len(tc.vals))
 		})
 	}
 }
@@ -138,10 +141,12 @@ func BenchmarkJSONWalk(b *testing.B) {
 			b.Run(tc.name+"/"+name, func(b *testing.B) {
 				b.SetBytes(int64(total / len(tc.vals)))
 				i := 0
+				c0 := cpuTime()
 				for b.Loop() {
 					f(tc.vals[i%len(tc.vals)])
 					i++
 				}
+				reportCPU(b, cpuTime()-c0, i, total/len(tc.vals))
 			})
 		}
 		run("scan_legacy", func(s string) {
@@ -162,6 +167,16 @@ func BenchmarkJSONWalk(b *testing.B) {
 		run("redact_legacy", func(s string) { legacyRedactJSON(r, s) })
 		run("redact_jsonkit", func(s string) { r.RedactJSON(s) })
 	}
+}
+
+// reportCPU reports CPU microseconds per operation and MB per CPU second, over n operations of
+// size bytes each that took cpu.
+func reportCPU(b *testing.B, cpu time.Duration, n, size int) {
+	if cpu <= 0 || n == 0 {
+		return
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/op")
+	b.ReportMetric(float64(size*n)/1e6/cpu.Seconds(), "cpu-MB/s")
 }
 
 // legacyStringTokens is the string-finding loop of the legacy walk without its redaction work.

@@ -136,3 +136,54 @@ func benchOffload(b *testing.B, url, dir, kind string, size int, level string) {
 	b.ReportMetric(hashMBs, "sha256_MB/s")
 	b.ReportMetric(procMBs/hashMBs, "ratio_vs_sha256")
 }
+
+// BenchmarkOffloadBatches measures the processor on agent traffic shaped like make bench's: 20
+// concurrent conversations, one LLM-call span each per ConsumeTraces (20 spans per call), every
+// call resending its history, on file:// as single objects ("file": a temporary file, a rename
+// and, for large values, an existence check per object; no fsync) and in packs ("packs": appended
+// to the staged pack, one fsync and one index transaction per call). Reported per span: ns/span
+// and allocations (b.N counts calls).
+func BenchmarkOffloadBatches(b *testing.B) {
+	for _, layout := range []string{"file", "packs"} {
+		b.Run(layout, func(b *testing.B) {
+			cfg := testConfig("file://" + b.TempDir() + "?metadata=skip")
+			if layout == "packs" {
+				cfg.Storage.Dir = b.TempDir()
+			}
+			h := newHarness(b, cfg)
+			ctx := context.Background()
+			sys, tools := fixedPrompt()
+			convs := make([]*conversation, 20)
+			for i := range convs {
+				convs[i] = newConversation(uint64(5000 + i))
+			}
+			// The traffic, generated before the clock starts (turns restart after 60 so that
+			// values keep their realistic size).
+			const turns = 60
+			batches := make([]ptrace.Traces, 0, turns)
+			for turn := 0; turn < turns; turn++ {
+				td := ptrace.NewTraces()
+				ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+				for _, c := range convs {
+					s := ss.Spans().AppendEmpty()
+					for k, v := range c.turn(turn, sys, tools) {
+						s.Attributes().PutStr(k, v)
+					}
+				}
+				batches = append(batches, td)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				td := ptrace.NewTraces()
+				batches[i%turns].CopyTo(td)
+				if err := h.traces.ConsumeTraces(ctx, td); err != nil {
+					b.Fatal(err)
+				}
+				h.tsink.Reset()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(convs)), "ns/span")
+		})
+	}
+}

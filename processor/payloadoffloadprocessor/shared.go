@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/runagain/runagain/internal/payloadref"
 )
 
@@ -45,6 +47,10 @@ func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions)
 		}
 		sh = &sharedStore{s: s}
 		sharedStores.m[key] = sh
+		if opts.Logger != nil {
+			opts.Logger.Info("payload_offload: pack store open", zap.String("dir", dir),
+				zap.Int("index_cache_limit", opts.KnownObjects), zap.Int("index_cache_limit_bytes_approx", opts.KnownObjects*100))
+		}
 	}
 	sh.refs++
 	var once sync.Once
@@ -56,6 +62,13 @@ func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions)
 			sh.refs--
 			if sh.refs == 0 {
 				delete(sharedStores.m, key)
+				if st, serr := sh.s.Stats(context.Background()); serr == nil && opts.Logger != nil {
+					// The digest index's memory bound, reported (issue 17: "its size reported").
+					opts.Logger.Info("payload_offload: closing the pack store",
+						zap.Int("index_cache_entries", st.CachedLocations), zap.Int("index_cache_limit", opts.KnownObjects),
+						zap.Int64("indexed_objects", st.IndexedObjects), zap.Int64("packs_uploaded", st.PacksUploaded),
+						zap.Int("packs_staged", st.StagedPacks))
+				}
 				err = sh.s.Close()
 			}
 		})

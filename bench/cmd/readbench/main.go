@@ -49,6 +49,8 @@ func main() {
 	reps := flag.Int("reps", 7, "measurements per reading (the median is reported)")
 	baselineMax := flag.Int("baseline-max", 100000, "largest size at which the aggregation baseline is measured")
 	cli := flag.String("cli", "", "path of a built runagain to time as a process (optional)")
+	migrate := flag.Bool("migrate", false, "instead: drop the run index of -dir's hot.db (a version 2 file) and time the migration that rebuilds it when the file is opened for writing")
+	have := flag.Int("have", 0, "runs the store in -dir already holds (from an earlier run with the same -dir): measure without writing them again")
 	flag.Parse()
 	var sizes []int
 	for _, s := range strings.Split(*sizesFlag, ",") {
@@ -67,7 +69,13 @@ func main() {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
-	if err := run(context.Background(), *dir, sizes, *batch, *reps, *baselineMax, *cli); err != nil {
+	if *migrate {
+		if err := timeMigration(filepath.Join(*dir, "hot.db")); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if err := run(context.Background(), *dir, sizes, *have, *batch, *reps, *baselineMax, *cli); err != nil {
 		fail(err)
 	}
 }
@@ -221,13 +229,12 @@ type row struct {
 	coldRead, listReturned int
 }
 
-func run(ctx context.Context, dir string, sizes []int, batch, reps, baselineMax int, cli string) error {
+func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baselineMax int, cli string) error {
 	t, err := openTiers(ctx, dir)
 	if err != nil {
 		return err
 	}
 	var rows []row
-	have := 0
 	for _, size := range sizes {
 		began := time.Now()
 		for from := have; from < size; from += batch {
@@ -237,7 +244,7 @@ func run(ctx context.Context, dir string, sizes []int, batch, reps, baselineMax 
 			}
 		}
 		r := row{runs: size, genRate: float64(size-have) / time.Since(began).Seconds()}
-		have = size
+		have = max(have, size)
 		fmt.Fprintf(os.Stderr, "readbench: %d runs written (%.0f runs/s); measuring\n", size, r.genRate)
 		if _, err := t.hot.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			return err
@@ -339,6 +346,36 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 		}
 	}
 	return nil
+}
+
+// timeMigration makes path a version 2 hot file (no run index) and times opening it for writing,
+// which builds the index from every span row.
+func timeMigration(path string) error {
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return err
+	}
+	if _, err := raw.Exec(`DROP TABLE IF EXISTS runs; PRAGMA user_version = 2;`); err != nil {
+		raw.Close()
+		return err
+	}
+	var spans int64
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM spans`).Scan(&spans); err != nil {
+		raw.Close()
+		return err
+	}
+	raw.Close()
+	began := time.Now()
+	db, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		return err
+	}
+	took := time.Since(began)
+	var runs int64
+	err = db.SQL().QueryRow(`SELECT COUNT(*) FROM runs`).Scan(&runs)
+	db.Close()
+	fmt.Printf("migration of %s: %d span rows -> %d index rows in %s\n", path, spans, runs, took.Round(time.Millisecond))
+	return err
 }
 
 // countingCold counts the cold listings Tiered asked for (each reads every Parquet object).
