@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -143,6 +144,7 @@ type persistMode struct {
 	tiers map[string]any // the tiered exporter's hot/warm/cold delivery settings
 	whole bool           // every tier given the whole request (before "persist once")
 	only  string         // write this tier only (the floor: what the store itself writes)
+	conc  int            // requests sent concurrently (0: one at a time)
 }
 
 func persistModes() []persistMode {
@@ -165,6 +167,8 @@ func persistModes() []persistMode {
 		{name: "trimmed_queues", tiers: before},
 		{name: "after=hot_sync+trimmed_queues", tiers: after},
 		{name: "floor=hot_sync_only", tiers: after, only: store.TierHot},
+		{name: "before,8_concurrent", tiers: before, whole: true, conc: 8},
+		{name: "after,8_concurrent", tiers: after, conc: 8},
 	}
 }
 
@@ -177,7 +181,9 @@ func persistModes() []persistMode {
 //   - after=hot_sync+trimmed_queues: the hot tier is written in the request (no queue), warm
 //     and cold as above (config/default.yaml);
 //   - floor=hot_sync_only: the hot tier alone, written in the request: what storing the spans
-//     costs at all.
+//     costs at all;
+//   - before and after with 8 requests in flight at once (as a receiver serving several
+//     clients): the hot tier written in the request takes one SQLite transaction per request.
 //
 // Each op is one request acknowledged; the timer runs until every tier has written every span.
 // queue-B/span is what the queues persisted, disk-B/span every byte written by the process
@@ -249,10 +255,28 @@ func benchPersist(b *testing.B, m persistMode) {
 	perReq := int64(reqs[0].SpanCount())
 	w0, c0 := writtenBytes(), cpuTime()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := e.ConsumeTraces(ctx, reqs[i%len(reqs)]); err != nil {
-			b.Fatal(err)
+	if m.conc == 0 {
+		for i := 0; i < b.N; i++ {
+			if err := e.ConsumeTraces(ctx, reqs[i%len(reqs)]); err != nil {
+				b.Fatal(err)
+			}
 		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < m.conc; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+					if err := e.ConsumeTraces(ctx, reqs[i%int64(len(reqs))]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
 	}
 	want := perReq * int64(b.N)
 	deadline := time.Now().Add(2 * time.Minute)

@@ -15,11 +15,12 @@ import (
 	"github.com/runagain/runagain/internal/fixture"
 )
 
-// HAR reads HTTP Archive 1.2 files ({"log": {"entries": [...]}}, e.g. Polly.JS recordings) with
-// the HAR types of github.com/chromedp/cdproto/har:
-// request method, url, headers and postData.text; response status, headers and content.text
-// (base64 when content.encoding is "base64"), content.mimeType as Content-Type when no header
-// gives one; startedDateTime and time (ms) give the span times; HTTP/2 pseudo-headers are left out.
+// HAR reads HTTP Archive 1.2 files ({"log": {"entries": [...]}}, e.g. Polly.JS recordings),
+// decoding each entry into the HAR types of github.com/chromedp/cdproto/har: request method, url,
+// headers and postData.text; response status, headers and content.text (base64 when
+// content.encoding is "base64"), content.mimeType as Content-Type when no header gives one;
+// startedDateTime and time (ms) give the span times; HTTP/2 pseudo-headers are left out. A field
+// whose JSON type is not the one HAR 1.2 gives it (a string status) is an error naming the entry.
 type HAR struct{}
 
 // Name implements Format.

@@ -7,13 +7,14 @@
 // serializer stored as decoded YAML (`parsed_body`): pydantic-ai's deserializer replays
 // json.dumps(yaml.safe_load(...)), so only the same bytes match a live request.
 //
-// No Go library does this, as of 2026-11: encoding/json and github.com/go-json-experiment/json
-// (jsontext) write non-ASCII text as UTF-8 with no ensure_ascii option, escape <, > and & by
-// default, write no spaces after separators, format 1e16 as 1e+16 and 2.0 as 2 (Python: 1e+16
-// and 2.0, but 1000000.0 for 1e6), and reject NaN and Infinity; go.yaml.in/yaml/v3 resolves
-// scalars by YAML 1.2's core schema (yes/no/on/off are strings there). Python ports in Go
-// (gpython) have no json module. So the encoder is written here, against Python's
-// Lib/json/encoder.py and float_repr_style "short" (Python/pystrtod.c), and tested against
+// No Go library does this, as of 2026-11. encoding/json and github.com/go-json-experiment/json
+// (jsontext) write non-ASCII text as UTF-8 and have no ensure_ascii option, write no space after
+// the separators, format numbers otherwise (encoding/json: 10000000000000000, 2, 1e-7 and
+// 1000000 where Python writes 1e+16, 2.0, 1e-07 and 1000000.0) and reject NaN and Infinity;
+// encoding/json also escapes < > &. go.yaml.in/yaml/v3 resolves scalars by YAML 1.2's core
+// schema (yes/no/on/off stay strings). A Python interpreter in Go would be a large dependency for
+// one function. So the encoder is written here, after CPython's Lib/json/encoder.py and its
+// float repr (Python/pystrtod.c, float_repr_style "short"), and tested against
 // outputs of CPython 3 with PyYAML 6.
 package pyjson
 

@@ -148,6 +148,24 @@ func TestTracesRedacted(t *testing.T) {
 	rc, _ := out.ResourceSpans().At(0).Resource().Attributes().Get(CountAttribute)
 	assert.Equal(t, int64(1), rc.Int())
 
+	// Everything but the findings is kept byte for byte: the output is the input with each
+	// finding replaced by its token (an emptied or reshaped value fails here).
+	hash := func(rule, v string) string { return r.Token(rule, redact.ActionHash, v) }
+	want := withRedactions(newTraces(), strings.NewReplacer(
+		plantedEmail, hash(redact.RuleEmail, plantedEmail),
+		plantedPhone, hash("phone_number", plantedPhone),
+		plantedCard, hash("credit_card", plantedCard),
+		plantedKey, "[REDACTED:openai_api_key]",
+		plantedAWS, "[REDACTED:aws_access_key_id]",
+		// json.Marshal wrote the password's & as \u0026.
+		strings.ReplaceAll(plantedPass, "&", `\u0026`), "[REDACTED:password_key]",
+	))
+	// A credential header's value is replaced whole.
+	authz, ok := want.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).Attributes().Get("http.request.header.authorization")
+	require.True(t, ok)
+	authz.Slice().At(0).SetStr("[REDACTED:authorization]")
+	assert.Equal(t, dump(want), dump(withoutMarks(out)))
+
 	rule := func(name string) attribute.Set { return attribute.NewSet(attribute.String("rule", name)) }
 	metadatatest.AssertEqualProcessorAgentRedactionFindings(t, tt, []metricdata.DataPoint[int64]{
 		{Attributes: rule("email"), Value: 4},

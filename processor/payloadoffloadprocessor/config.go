@@ -91,9 +91,11 @@ type StorageConfig struct {
 	Pack runagainstorageextension.PackConfig `mapstructure:"pack"`
 	// Timeout bounds one attempt to store one value (all its objects). Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
-	// Cooldown: after a value failed its whole retry, storage is not tried again for this long;
-	// values meanwhile fail at once (on_failure applies without waiting), so a long outage does
-	// not hold every batch for the retry time. 0 disables. Default 5s.
+	// Cooldown is how long the storage circuit breaker (github.com/sony/gobreaker) stays open
+	// after a batch with a value that failed its whole retry: values meanwhile fail at once
+	// (on_failure applies without waiting), so a long outage does not hold every batch for the
+	// retry time; then one batch probes storage (half-open) and its outcome closes or reopens the
+	// circuit. 0 disables the breaker. Default 5s.
 	Cooldown time.Duration `mapstructure:"cooldown"`
 }
 

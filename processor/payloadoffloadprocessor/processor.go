@@ -12,10 +12,13 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/klauspost/compress/zstd"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
@@ -37,14 +40,23 @@ type offloader struct {
 	keys   *keyMatcher
 	split  *keyMatcher
 
-	mu        sync.Mutex
-	store     *payloadref.Store
-	release   func() error
-	coolUntil time.Time // storage is not tried before this time (Storage.Cooldown)
+	// breaker stops trying storage for storage.cooldown after a batch failed (nil when the
+	// cool-down is 0); see newBreaker.
+	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
+
+	mu      sync.Mutex
+	store   *payloadref.Store
+	release func() error
 }
 
-// errCooling is the error of values not tried because storage failed recently.
-var errCooling = errors.New("storage failed recently: not retried until storage.cooldown has passed")
+var (
+	// errCircuitOpen is the error of values not tried because storage failed recently.
+	errCircuitOpen = errors.New("storage circuit open: storage failed recently and is not tried until storage.cooldown has passed")
+	// errProbing is the error of values not tried while another batch probes storage.
+	errProbing = errors.New("storage circuit half-open: another batch is probing storage")
+	// errCallerGone reports a batch whose caller gave up: it says nothing about storage.
+	errCallerGone = errors.New("caller's context done")
+)
 
 // errBatchGaveUp fails the values of a batch not yet stored once another value of the batch
 // failed after its whole retry.
@@ -63,7 +75,41 @@ func newOffloader(cfg *Config, set component.TelemetrySettings) (*offloader, err
 	if err != nil {
 		return nil, err
 	}
-	return &offloader{cfg: cfg, logger: set.Logger, tb: tb, keys: keys, split: split}, nil
+	o := &offloader{cfg: cfg, logger: set.Logger, tb: tb, keys: keys, split: split}
+	if cfg.Storage.Cooldown > 0 {
+		o.breaker = o.newBreaker()
+	}
+	return o, nil
+}
+
+// newBreaker returns the storage circuit breaker (github.com/sony/gobreaker). One request is one
+// batch's storage work: a batch with any value failing its whole retry opens the circuit; while
+// open (storage.cooldown) batches do not touch storage and their values fail at once
+// (on_failure applies without waiting); then the circuit is half-open and the next batch
+// probes storage (batches meanwhile fail at once): success closes it, failure opens it again.
+// A batch whose caller gave up counts neither way. Transitions are logged and counted
+// (processor_payload_offload_storage_circuit_transitions, attribute state).
+func (o *offloader) newBreaker() *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "payload_offload storage",
+		MaxRequests: 1,
+		Timeout:     o.cfg.Storage.Cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		IsExcluded:  func(err error) bool { return errors.Is(err, errCallerGone) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			o.tb.ProcessorPayloadOffloadStorageCircuitTransitions.Add(context.Background(), 1,
+				metric.WithAttributes(attribute.String("state", to.String())))
+			fields := []zap.Field{zap.Stringer("from", from), zap.Stringer("to", to), zap.Duration("cooldown", o.cfg.Storage.Cooldown)}
+			switch to {
+			case gobreaker.StateOpen:
+				o.logger.Warn("payload_offload: storage circuit open: storage is not tried until the cooldown has passed; values meanwhile follow on_failure", fields...)
+			case gobreaker.StateHalfOpen:
+				o.logger.Info("payload_offload: storage circuit half-open: the next batch probes storage", fields...)
+			default:
+				o.logger.Info("payload_offload: storage circuit closed: storage works again", fields...)
+			}
+		},
+	})
 }
 
 func (o *offloader) start(ctx context.Context, host component.Host) error {
@@ -258,21 +304,28 @@ func (b *batch) run(ctx context.Context) error {
 		return nil
 	}
 	b.o.mu.Lock()
-	store, coolUntil := b.o.store, b.o.coolUntil
+	store := b.o.store
 	b.o.mu.Unlock()
 	if store == nil {
 		return errors.New("payload_offload: storage not started")
 	}
-	if time.Now().Before(coolUntil) {
-		for _, j := range b.order {
-			j.err = errCooling
+	var done func(error)
+	if b.o.breaker != nil {
+		var err error
+		if done, err = b.o.breaker.Allow(); err != nil {
+			cause := errCircuitOpen
+			if errors.Is(err, gobreaker.ErrTooManyRequests) {
+				cause = errProbing
+			}
+			for _, j := range b.order {
+				j.err = cause
+			}
 		}
-	} else {
+	}
+	if b.o.breaker == nil || done != nil {
 		b.store(ctx, store)
-		if b.o.cfg.Storage.Cooldown > 0 && ctx.Err() == nil && slices.ContainsFunc(b.order, func(j *job) bool { return j.err != nil }) {
-			b.o.mu.Lock()
-			b.o.coolUntil = time.Now().Add(b.o.cfg.Storage.Cooldown)
-			b.o.mu.Unlock()
+		if done != nil {
+			done(batchOutcome(ctx, b.order))
 		}
 	}
 
@@ -319,6 +372,20 @@ func (b *batch) run(ctx context.Context) error {
 	b.o.tb.ProcessorPayloadOffloadValuesOffloaded.Add(ctx, offloaded)
 	b.o.tb.ProcessorPayloadOffloadBytesOffloaded.Add(ctx, bytes)
 	return nil
+}
+
+// batchOutcome is what a batch tells the storage circuit breaker: the first failure, nil, or
+// errCallerGone when the caller's context ended (then failures say nothing about storage).
+func batchOutcome(ctx context.Context, jobs []*job) error {
+	k := slices.IndexFunc(jobs, func(j *job) bool { return j.err != nil })
+	switch {
+	case k < 0:
+		return nil
+	case ctx.Err() != nil:
+		return errCallerGone
+	default:
+		return jobs[k].err
+	}
 }
 
 // store stores every job (at most cfg.Concurrency at once) in one payloadref.Batch and commits

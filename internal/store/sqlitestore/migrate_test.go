@@ -32,6 +32,9 @@ func TestVersion1FileReadAndMigrated(t *testing.T) {
 	require.NoError(t, err)
 	_, err = raw.Exec(`INSERT INTO spans VALUES ('0123456789abcdef0123456789abcdef','0123456789abcdef','','s','old',0,1,2,0,'svc','llm','gpt-4.1',10,5,x'',1)`)
 	require.NoError(t, err)
+	v1Cols := columns(t, raw, "spans")
+	require.NotContains(t, v1Cols, "cost_usd", "the version 1 table as SQLite holds it")
+	require.NotContains(t, v1Cols, "unpriced")
 	require.NoError(t, raw.Close())
 
 	r, err := Open(path, Options{ReadOnly: true})
@@ -49,6 +52,13 @@ func TestVersion1FileReadAndMigrated(t *testing.T) {
 	var v int
 	require.NoError(t, w.SQL().QueryRow("PRAGMA user_version").Scan(&v))
 	assert.Equal(t, SchemaVersion, v)
+	// The migrated table has exactly the columns of a file created by this version, in order.
+	fresh, err := Open(filepath.Join(t.TempDir(), "fresh.db"), Options{})
+	require.NoError(t, err)
+	want := columns(t, fresh.SQL(), "spans")
+	require.NoError(t, fresh.Close())
+	assert.Equal(t, want, columns(t, w.SQL(), "spans"))
+	assert.Equal(t, append(v1Cols, "cost_usd", "unpriced"), want, "version 2 adds the cost columns")
 	run := storetest.Run{Seed: "new", Service: "svc", Model: "gpt-4.1", Start: 1_000_000, LLMCalls: 1}
 	_, err = w.WriteTraces(ctx, storetest.Traces(run))
 	require.NoError(t, err)
@@ -62,4 +72,21 @@ func TestVersion1FileReadAndMigrated(t *testing.T) {
 	assert.Zero(t, byID["0123456789abcdef0123456789abcdef"].CostUSD)
 	assert.Positive(t, byID[storetest.TraceID("new").String()].CostUSD, "priced when written, with the override")
 	require.NoError(t, w.Close())
+}
+
+// columns returns the column names of table as SQLite reports them (PRAGMA table_info).
+func columns(t *testing.T, db *sql.DB, table string) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		out = append(out, name)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, out, "table %s exists", table)
+	return out
 }

@@ -23,15 +23,16 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                  metric.Meter
-	mu                                     sync.Mutex
-	registrations                          []metric.Registration
-	ProcessorPayloadOffloadBytesOffloaded  metric.Int64Counter
-	ProcessorPayloadOffloadBytesStored     metric.Int64Counter
-	ProcessorPayloadOffloadDedupHits       metric.Int64Counter
-	ProcessorPayloadOffloadFailures        metric.Int64Counter
-	ProcessorPayloadOffloadUploadDuration  metric.Float64Histogram
-	ProcessorPayloadOffloadValuesOffloaded metric.Int64Counter
+	meter                                            metric.Meter
+	mu                                               sync.Mutex
+	registrations                                    []metric.Registration
+	ProcessorPayloadOffloadBytesOffloaded            metric.Int64Counter
+	ProcessorPayloadOffloadBytesStored               metric.Int64Counter
+	ProcessorPayloadOffloadDedupHits                 metric.Int64Counter
+	ProcessorPayloadOffloadFailures                  metric.Int64Counter
+	ProcessorPayloadOffloadStorageCircuitTransitions metric.Int64Counter
+	ProcessorPayloadOffloadUploadDuration            metric.Float64Histogram
+	ProcessorPayloadOffloadValuesOffloaded           metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -85,6 +86,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_payload_offload_failures",
 		metric.WithDescription("Number of values that could not be offloaded after the bounded retry; they stayed inline (on_failure keep_inline) or their batch was refused (on_failure reject). [Development]"),
 		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorPayloadOffloadStorageCircuitTransitions, err = builder.meter.Int64Counter(
+		"otelcol_processor_payload_offload_storage_circuit_transitions",
+		metric.WithDescription("State changes of the storage circuit breaker, by the new state (attribute state: open after a failed batch, half-open when storage.cooldown has passed and one batch probes storage, closed when that probe succeeded). [Development]"),
+		metric.WithUnit("{transition}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorPayloadOffloadUploadDuration, err = builder.meter.Float64Histogram(

@@ -85,6 +85,22 @@ func AssertEqualProcessorPayloadOffloadFailures(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorPayloadOffloadStorageCircuitTransitions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_payload_offload_storage_circuit_transitions",
+		Description: "State changes of the storage circuit breaker, by the new state (attribute state: open after a failed batch, half-open when storage.cooldown has passed and one batch probes storage, closed when that probe succeeded). [Development]",
+		Unit:        "{transition}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_payload_offload_storage_circuit_transitions")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorPayloadOffloadUploadDuration(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_payload_offload_upload_duration",

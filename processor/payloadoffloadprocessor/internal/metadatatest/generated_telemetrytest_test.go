@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorPayloadOffloadBytesStored.Add(context.Background(), 1)
 	tb.ProcessorPayloadOffloadDedupHits.Add(context.Background(), 1)
 	tb.ProcessorPayloadOffloadFailures.Add(context.Background(), 1)
+	tb.ProcessorPayloadOffloadStorageCircuitTransitions.Add(context.Background(), 1)
 	tb.ProcessorPayloadOffloadUploadDuration.Record(context.Background(), 1)
 	tb.ProcessorPayloadOffloadValuesOffloaded.Add(context.Background(), 1)
 	AssertEqualProcessorPayloadOffloadBytesOffloaded(t, testTel,
@@ -35,6 +36,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorPayloadOffloadFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorPayloadOffloadStorageCircuitTransitions(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorPayloadOffloadUploadDuration(t, testTel,

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsonkit
+
+const raceEnabled = false
