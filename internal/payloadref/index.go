@@ -63,14 +63,19 @@ func openIndex(ctx context.Context, path, bucketURL string, keep bool) (*index, 
 		_ = db.Close()
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
+	// The first opener records the bucket. Several open a new index at once (the collector's
+	// processor and the storage extension's sweep at start, or the CLI), so the row is inserted
+	// only if absent and then read back: whoever won, every opener compares against it.
 	var cur string
-	err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'bucket'`).Scan(&cur)
+	_, err = db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('bucket', ?) ON CONFLICT (k) DO NOTHING`, bucketURL)
+	if err == nil {
+		err = db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'bucket'`).Scan(&cur)
+	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('bucket', ?)`, bucketURL)
-	case err == nil && cur != bucketURL && keep:
+	case err != nil:
+	case cur != bucketURL && keep:
 		err = fmt.Errorf("it indexes bucket %s, not %s", cur, bucketURL)
-	case err == nil && cur != bucketURL:
+	case cur != bucketURL:
 		_, err = db.ExecContext(ctx, `DELETE FROM objects; DELETE FROM packs; UPDATE meta SET v = ? WHERE k = 'bucket'`, bucketURL)
 	}
 	if err != nil {

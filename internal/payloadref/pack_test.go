@@ -570,3 +570,30 @@ func TestPackConcurrentBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexOpenedConcurrently: the collector's processor, the storage extension's sweep and the
+// CLI may open a new index at the same moment; every opener of the same bucket succeeds (the
+// first one records the bucket) and one of another bucket is refused by a CollectOnly opener.
+func TestIndexOpenedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), IndexFile)
+	const openers = 8
+	errs := make(chan error, openers)
+	for range openers {
+		go func() {
+			x, err := openIndex(ctx, path, "file:///bucket", true)
+			if err == nil {
+				err = x.close()
+			}
+			errs <- err
+		}()
+	}
+	for range openers {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent open: %v", err)
+		}
+	}
+	if _, err := openIndex(ctx, path, "file:///other", true); err == nil || !strings.Contains(err.Error(), "indexes bucket file:///bucket") {
+		t.Fatalf("opening the index of file:///bucket for file:///other: %v, want a refusal naming both", err)
+	}
+}
