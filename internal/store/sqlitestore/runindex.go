@@ -234,7 +234,7 @@ func RunsQuery(f store.RunFilter) (string, []any) {
 // indexedRuns lists f from the runs table of db.
 func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, tier string) ([]store.RunSummary, error) {
 	q, args := RunsQuery(f)
-	out, err := scanIndexed(ctx, db, q, args, tier)
+	out, err := scanRuns(ctx, db, q, args, tier)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, tier string
 		return out, nil
 	}
 	// The run of that id, when it names no session, is listed under its trace id.
-	own, err := scanIndexed(ctx, db, `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models,
+	own, err := scanRuns(ctx, db, `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models,
 	  input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans FROM runs WHERE trace_id = ? AND session_id = ''`,
 		[]any{strings.ToLower(f.SessionID)}, tier)
 	if err != nil || len(own) == 0 {
@@ -271,7 +271,10 @@ func looksLikeTraceID(s string) bool {
 	return true
 }
 
-func scanIndexed(ctx context.Context, db queryer, q string, args []any, tier string) ([]store.RunSummary, error) {
+// scanRuns reads run rows in the column order of the run index and of AggregateRunsQuery:
+// trace id, session id, start and end (unix ns), spans, models, input and output tokens, errors,
+// cost (USD), unpriced calls, roots, orphans.
+func scanRuns(ctx context.Context, db queryer, q string, args []any, tier string) ([]store.RunSummary, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)

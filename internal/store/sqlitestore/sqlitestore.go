@@ -298,30 +298,7 @@ func AggregateRunsQuery(f store.RunFilter, table, costCols string) (q string, ar
 // table has none).
 func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCols, tier string) ([]store.RunSummary, error) {
 	q, args := AggregateRunsQuery(f, table, costCols)
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
-	}
-	defer rows.Close()
-	var out []store.RunSummary
-	for rows.Next() {
-		var r store.RunSummary
-		var start, end, roots int64
-		var models string
-		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans); err != nil {
-			return nil, err
-		}
-		r.Incomplete, r.IncompleteReason = store.Completeness(roots, r.Orphans)
-		if r.SessionID == "" {
-			r.SessionID = r.TraceID
-		}
-		r.Start, r.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
-		r.Models = splitModels(models)
-		r.Tier = tier
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRuns(ctx, db, q, args, tier)
 }
 
 // Run implements store.Reader: every stored span and log record of the trace.
