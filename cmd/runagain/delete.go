@@ -280,7 +280,7 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 				Eraser: &clickhousestore.ColdEraser{DB: db, Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName}}})
 		case k.Parquet.HasValue():
 			u := k.Parquet.Get().URL
-			if local := coldLocalDir(u); local != "" && !exists(local) {
+			if local := runagainstorageextension.LocalDir(u); local != "" && !exists(local) {
 				break
 			}
 			st, err := coldstore.Open(ctx, u, coldstore.Options{})
@@ -351,19 +351,4 @@ func flagStorageConfig() *runagainstorageextension.Config {
 		return false
 	})
 	return cfg
-}
-
-// coldLocalDir is the directory of a cold URL that is a plain path or a file:// URL, else "".
-func coldLocalDir(u string) string {
-	if !strings.Contains(u, "://") {
-		return u
-	}
-	if strings.HasPrefix(u, "file://") {
-		p := strings.TrimPrefix(u, "file://")
-		if i := strings.IndexByte(p, '?'); i >= 0 {
-			p = p[:i]
-		}
-		return p
-	}
-	return ""
 }

@@ -84,7 +84,7 @@ func (c *Config) OpenReader(ctx context.Context) (store.Reader, error) {
 			readers = append(readers, closing{&clickhousestore.ColdReader{DB: db, Schema: clickhousestore.Schema{Database: ch.Database}}, db.Close})
 		case k.Parquet.HasValue():
 			u := k.Parquet.Get().URL
-			if local := localDir(u); local != "" && !exists(local) {
+			if local := LocalDir(u); local != "" && !exists(local) {
 				looked = append(looked, local)
 				break
 			}
@@ -101,8 +101,9 @@ func (c *Config) OpenReader(ctx context.Context) (store.Reader, error) {
 	return store.NewTiered(readers...), nil
 }
 
-// localDir is the directory of a cold URL that is a plain path or a file:// URL, else "".
-func localDir(u string) string {
+// LocalDir is the directory of a cold URL that is a plain path or a file:// URL (query dropped),
+// else "" (a bucket elsewhere: s3://, gs://...).
+func LocalDir(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.Scheme == "" {
 		return u
