@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,11 @@ is destroyed only when the run is its own session.
 It is safe while the collector runs: the SQLite files are in WAL mode and every statement waits on a
 busy timeout (the collector's writes wait during VACUUM and are retried by their sending queues),
 Parquet objects are replaced whole, ClickHouse mutations are synchronous. Spans of the session that
-are still on their way (in a sending queue, or sent after delete started) are stored after it:
-stop the agents of that session first, or run delete again.
+are still on their way are stored after it: summaries in the collector's warm and cold sending
+queues (flushed within 1 s and 10 s by config/default.yaml) and packs not yet uploaded (5 s) are
+caught by a second pass --settle later (15 s by default); spans sent after delete started, or a
+queue held back by a store that is down, are not: stop the agents of that session first, and run
+delete again once every store is back.
 
 What it cannot reach: backups and snapshots of the data directory or buckets, copies already
 exported (runagain dataset export directories, files you wrote with --json), other systems the
@@ -69,6 +73,7 @@ Stores are those of --config (runagain_storage), else the embedded default's fil
 func init() {
 	var session, trace string
 	var removeFromDatasets, noCompact, sealedOnly, dryRun bool
+	var settle time.Duration
 	cmd := &cobra.Command{
 		Use:   "delete --session ID | --trace ID",
 		Short: "Erase a session or run from every tier, datasets, sealed originals and payload storage (data-subject erasure)",
@@ -92,11 +97,15 @@ func init() {
 				printPlan(cmd.OutOrStdout(), session, trace, p)
 				return nil
 			}
-			rep, err := e.Run(ctx, erase.Request{Session: session, TraceID: trace, RemoveFromDatasets: removeFromDatasets, NoCompact: noCompact})
+			req := erase.Request{Session: session, TraceID: trace, RemoveFromDatasets: removeFromDatasets, NoCompact: noCompact}
+			rep, err := e.Run(ctx, req)
 			if rep != nil {
 				printErasure(cmd.OutOrStdout(), session, trace, rep)
 			}
-			return err
+			if err != nil || settle <= 0 {
+				return err
+			}
+			return settlePass(ctx, cmd.OutOrStdout(), e, req, settle)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
@@ -105,6 +114,9 @@ func init() {
 		"also remove the runs' cases from the dataset versions that froze them (each version is replaced by one without them)")
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false,
 		"skip rebuilding the SQLite files after deleting (faster on large files; stale copies of erased rows may then stay in free pages)")
+	cmd.Flags().DurationVar(&settle, "settle", 15*time.Second,
+		"then wait this long and erase again what a running collector delivered meanwhile from its sending queues "+
+			"(config/default.yaml flushes warm within 1s and cold within 10s); 0: one pass only")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs and dataset versions the erasure would touch; remove nothing")
 	cmd.Flags().BoolVar(&sealedOnly, "sealed-only", false,
 		"only destroy the session's data key (crypto-shredding of the sealed originals); the redacted runs stay")
@@ -112,6 +124,40 @@ func init() {
 		"payload bucket (gocloud.dev/blob URL); default: --config's runagain_storage payloads::url, else file://<data-dir>/blobs (env RUNAGAIN_PAYLOADS_URL)")
 	addDatasetsFlag(cmd)
 	rootCmd.AddCommand(cmd)
+}
+
+// settlePass is the second pass of an erasure: records of the runs that were still in a running
+// collector's warm and cold sending queues (summaries batched for up to cold's flush_timeout) reach
+// their tiers after the first pass; after settle it erases again and reports what arrived. A
+// queue held back longer (a tier's store down) delivers later still: the output says to run
+// delete again then.
+func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Request, settle time.Duration) error {
+	fmt.Fprintf(w, "waiting %s for records still in the collector's sending queues (--settle)...\n", settle)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(settle):
+	}
+	rep, err := e.Run(ctx, req)
+	var n int64
+	if rep != nil {
+		for _, t := range rep.Tiers {
+			n += t.Total()
+		}
+	}
+	switch {
+	case err != nil:
+		if rep != nil {
+			printErasure(w, req.Session, req.TraceID, rep)
+		}
+		return fmt.Errorf("second pass: %w", err)
+	case n > 0:
+		fmt.Fprintf(w, "second pass, after %s: records that were still queued\n", settle)
+		printErasure(w, req.Session, req.TraceID, rep)
+	default:
+		fmt.Fprintf(w, "second pass, after %s: nothing more arrived (a tier whose store is down delivers its queue later: run delete again once it is back)\n", settle)
+	}
+	return nil
 }
 
 // destroySessionKey is delete --session ID --sealed-only: the session's data key is destroyed, the
