@@ -203,6 +203,20 @@ func hotMissing(t *testing.T, dataDir string, acked map[string]bool) (missing, r
 	return missing, len(present)
 }
 
+// waitHot polls hotMissing every half second until every acknowledged span is in the hot tier
+// or within has passed, and returns the last count (the caller asserts on it).
+func waitHot(t *testing.T, dataDir string, acked map[string]bool, within time.Duration) (missing, rows int) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		missing, rows = hotMissing(t, dataDir, acked)
+		if missing == 0 || time.Now().After(deadline) {
+			return missing, rows
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // retryInfo returns the delay of the google.rpc.RetryInfo detail of a gRPC error.
 func retryInfo(err error) (time.Duration, bool) {
 	for _, d := range status.Convert(err).Details() {
