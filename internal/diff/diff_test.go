@@ -421,3 +421,15 @@ func TestJSONDiffPaths(t *testing.T) {
 		t.Errorf("changes %s", s)
 	}
 }
+
+// TestTextHeaderCounts: the header names each run's step count in English ("1 step", "3 steps").
+func TestTextHeaderCounts(t *testing.T) {
+	var b bytes.Buffer
+	r := &Result{A: RunInfo{TraceID: "a", Steps: 1}, B: RunInfo{TraceID: "b", Steps: 3}, Identical: true}
+	if err := WriteText(&b, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "--- a a  (1 step)\n") || !strings.Contains(b.String(), "+++ b b  (3 steps)\n") {
+		t.Fatalf("header:\n%s", b.String())
+	}
+}

@@ -25,8 +25,8 @@ const (
 // color adds ANSI colours (red for A, green for B).
 func WriteText(w io.Writer, r *Result, color bool) error {
 	p := &printer{w: w, color: color}
-	p.line(cBold, "--- a %s  (%d steps)", r.A.TraceID, r.A.Steps)
-	p.line(cBold, "+++ b %s  (%d steps)", r.B.TraceID, r.B.Steps)
+	p.line(cBold, "--- a %s  (%s)", r.A.TraceID, countOf(r.A.Steps, "step"))
+	p.line(cBold, "+++ b %s  (%s)", r.B.TraceID, countOf(r.B.Steps, "step"))
 	if r.Step > 0 {
 		p.line("", "comparing LLM call %d of each run: what the model saw and what it answered", r.Step)
 	}
@@ -248,4 +248,12 @@ func signed(x float64, f string) string {
 		return "+" + fmt.Sprintf(f, x)
 	}
 	return fmt.Sprintf(f, x)
+}
+
+// countOf is "1 step", "3 steps".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
