@@ -67,15 +67,7 @@ func TestKill9WithBlobStoreDown(t *testing.T) {
 	cnt.mu.Unlock()
 	require.NotEmpty(t, acked)
 
-	var missing, rows int
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		missing, rows = hotMissing(t, c.DataDir, acked)
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	missing, rows := waitHot(t, c.DataDir, acked, 60*time.Second)
 	assert.Zero(t, missing, "every acknowledged span is in the hot tier")
 
 	// every payload readable: show rehydrates offloaded values; inline ones are there as sent

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -50,25 +48,7 @@ func payloadText(seed string, k, size int) string {
 // payloadRequest is one run of n LLM spans, each with its input messages holding
 // payloadText(seed, k, size).
 func payloadRequest(seed string, n, size int) ptrace.Traces {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "fault-agent")
-	ss := rs.ScopeSpans().AppendEmpty()
-	now := time.Now()
-	for k := 0; k < n; k++ {
-		s := ss.Spans().AppendEmpty()
-		s.SetTraceID(storetest.TraceID(seed))
-		s.SetSpanID(storetest.SpanID(seed, k))
-		s.SetName("chat gpt-4o")
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(k) * time.Millisecond)))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Duration(k+1) * time.Millisecond)))
-		s.Attributes().PutStr("gen_ai.operation.name", "chat")
-		s.Attributes().PutStr("gen_ai.conversation.id", seed)
-		msgs, _ := json.Marshal([]map[string]any{{"role": "user", "parts": []map[string]any{{"type": "text",
-			"content": payloadText(seed, k, size)}}}})
-		s.Attributes().PutStr("gen_ai.input.messages", string(msgs))
-	}
-	return td
+	return llmRequest(seed, n, func(k int) string { return payloadText(seed, k, size) })
 }
 
 // TestBlobStoreStopsMidWrite: the payloads live on S3 (MinIO). MinIO is killed (SIGKILL: the
@@ -163,15 +143,7 @@ func TestBlobStoreStopsMidWrite(t *testing.T) {
 	cnt.mu.Unlock()
 	require.NotEmpty(t, acked)
 
-	var missing, rows int
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		missing, rows = hotMissing(t, c.DataDir, acked)
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	missing, rows := waitHot(t, c.DataDir, acked, 60*time.Second)
 	assert.Zero(t, missing, "every acknowledged span is in the hot tier")
 
 	// every acknowledged payload reads back whole (show rehydrates offloaded values)

@@ -119,15 +119,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	assert.True(t, recovered, "requests are acknowledged again once space returns")
 
-	var missing, rows int
-	deadline = time.Now().Add(90 * time.Second)
-	for {
-		missing, rows = hotMissing(t, c.DataDir, cnt.acked)
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	missing, rows := waitHot(t, c.DataDir, cnt.acked, 90*time.Second)
 	cnt.report(t, rows, missing)
 	assert.Zero(t, missing, "every acknowledged span stored")
 	if t.Failed() {

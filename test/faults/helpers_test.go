@@ -149,6 +149,14 @@ func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
 // agentRequest is one run of n LLM spans whose input messages (5 KB, over payload_offload's
 // 4 KiB threshold) carry a marker naming the span.
 func agentRequest(seed string, n int) ptrace.Traces {
+	return llmRequest(seed, n, func(k int) string {
+		return marker(seed, k) + " " + strings.Repeat("lorem ipsum dolor sit amet ", 200)
+	})
+}
+
+// llmRequest is one run (trace seed, conversation seed) of n chat spans 1 ms apart; span k's
+// input messages hold one user text part, content(k).
+func llmRequest(seed string, n int, content func(k int) string) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "fault-agent")
@@ -164,7 +172,7 @@ func agentRequest(seed string, n int) ptrace.Traces {
 		s.Attributes().PutStr("gen_ai.operation.name", "chat")
 		s.Attributes().PutStr("gen_ai.conversation.id", seed)
 		msgs, _ := json.Marshal([]map[string]any{{"role": "user", "parts": []map[string]any{{"type": "text",
-			"content": marker(seed, k) + " " + strings.Repeat("lorem ipsum dolor sit amet ", 200)}}}})
+			"content": content(k)}}}})
 		s.Attributes().PutStr("gen_ai.input.messages", string(msgs))
 	}
 	return td
@@ -193,6 +201,20 @@ func hotMissing(t *testing.T, dataDir string, acked map[string]bool) (missing, r
 		}
 	}
 	return missing, len(present)
+}
+
+// waitHot polls hotMissing every half second until every acknowledged span is in the hot tier
+// or within has passed, and returns the last count (the caller asserts on it).
+func waitHot(t *testing.T, dataDir string, acked map[string]bool, within time.Duration) (missing, rows int) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		missing, rows = hotMissing(t, dataDir, acked)
+		if missing == 0 || time.Now().After(deadline) {
+			return missing, rows
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // retryInfo returns the delay of the google.rpc.RetryInfo detail of a gRPC error.

@@ -131,15 +131,7 @@ func TestOverload(t *testing.T) {
 	wg.Wait()
 	<-done
 
-	var missing, rows int
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		missing, rows = hotMissing(t, c.DataDir, cnt.acked)
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	missing, rows := waitHot(t, c.DataDir, cnt.acked, 120*time.Second)
 	t.Logf("max heap %.0f MiB (limit %d MiB); refusals by code %v; memory refusals answered %v; without retry information %v",
 		maxHeap/(1<<20), overloadLimitMiB, byCode, memoryCode, withoutInfo)
 	cnt.report(t, rows, missing)

@@ -38,13 +38,7 @@ func TestKill9PayloadsInOpenPack(t *testing.T) {
 	}
 	conn.Close()
 	// Wait until the hot tier has every span (the sending queue is persistent too), then kill.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if missing, _ := hotMissing(t, c.DataDir, cnt.acked); missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitHot(t, c.DataDir, cnt.acked, 30*time.Second)
 	packs := func(dir string) []string {
 		m, _ := filepath.Glob(filepath.Join(c.DataDir, dir, "*.pack"))
 		return m
@@ -70,7 +64,7 @@ func TestKill9PayloadsInOpenPack(t *testing.T) {
 	showAll("killed, pack staged")
 
 	c.StartAgain()
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(packs("blobs/packs")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}

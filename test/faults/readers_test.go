@@ -76,15 +76,7 @@ func TestCLIReadsWhileCollectorWrites(t *testing.T) {
 	}()
 	wg.Wait()
 
-	var missing, rows int
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		missing, rows = hotMissing(t, c.DataDir, cnt.acked)
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	missing, rows := waitHot(t, c.DataDir, cnt.acked, 60*time.Second)
 	t.Logf("CLI calls %d, failed %d %v", calls.Load(), failures.Load(), problems)
 	cnt.report(t, rows, missing)
 	assert.Greater(t, calls.Load(), int64(2), "the CLI ran during the load")
