@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/runagain/runagain/internal/testutil/benchtest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -136,7 +138,7 @@ func TestCanonical(t *testing.T) {
 }
 
 func TestScannerAllocs(t *testing.T) {
-	if raceEnabled {
+	if benchtest.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	src := []byte(`[{"role":"user","parts":[{"type":"text","content":"hello \"world\"","n":[1,2,3]}]}]`)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runagain/runagain/internal/jsonkit"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 var benchWords = strings.Fields(`the agent called tool search with query weather forecast for tomorrow and
@@ -101,7 +102,7 @@ func BenchmarkRedactValue(b *testing.B) {
 			}
 			b.SetBytes(int64(total / len(tc.vals)))
 			i := 0
-			c0 := cpuTime()
+			c0 := benchtest.CPUTime()
 			for b.Loop() {
 				_, fs, _ := r.RedactValue("gen_ai.input.messages", tc.vals[i%len(tc.vals)])
 				if tc.name[0] == 'p' && len(fs) < 4 {
@@ -109,7 +110,7 @@ func BenchmarkRedactValue(b *testing.B) {
 				}
 				i++
 			}
-			reportCPU(b, cpuTime()-c0, i, total/len(tc.vals))
+			reportCPU(b, benchtest.CPUTime()-c0, i, total/len(tc.vals))
 		})
 	}
 }
@@ -141,12 +142,12 @@ func BenchmarkJSONWalk(b *testing.B) {
 			b.Run(tc.name+"/"+name, func(b *testing.B) {
 				b.SetBytes(int64(total / len(tc.vals)))
 				i := 0
-				c0 := cpuTime()
+				c0 := benchtest.CPUTime()
 				for b.Loop() {
 					f(tc.vals[i%len(tc.vals)])
 					i++
 				}
-				reportCPU(b, cpuTime()-c0, i, total/len(tc.vals))
+				reportCPU(b, benchtest.CPUTime()-c0, i, total/len(tc.vals))
 			})
 		}
 		run("scan_legacy", func(s string) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runagain/runagain/internal/testutil/benchtest"
+
 	"github.com/runagain/runagain/internal/corpus"
 )
 
@@ -108,7 +110,7 @@ func FuzzJSONWalkMatchesLegacy(f *testing.F) {
 // in prose, costs the automaton's list of matches: coregx/ahocorasick has no allocation-free
 // iteration over overlapping matches.)
 func TestRedactJSONAllocs(t *testing.T) {
-	if raceEnabled {
+	if benchtest.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	r := newTest(t, Config{})

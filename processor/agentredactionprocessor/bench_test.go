@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runagain/runagain/internal/testutil/benchtest"
+
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -158,20 +160,20 @@ func BenchmarkAgentVsContrib(b *testing.B) {
 		td.CopyTo(x)
 		td.CopyTo(y)
 		runtime.GC() // neither side pays for the other's garbage
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), benchtest.CPUTime()
 		if err := agent.ConsumeTraces(context.Background(), x); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
 		agentDur += t1.Sub(t0)
-		agentCPU += cpuTime() - c0
+		agentCPU += benchtest.CPUTime() - c0
 		runtime.GC()
-		t1, c0 = time.Now(), cpuTime()
+		t1, c0 = time.Now(), benchtest.CPUTime()
 		if err := contrib.ConsumeTraces(context.Background(), y); err != nil {
 			b.Fatal(err)
 		}
 		contribDur += time.Since(t1)
-		contribCPU += cpuTime() - c0
+		contribCPU += benchtest.CPUTime() - c0
 		n++
 	}
 	mb := float64(size*n) / 1e6
@@ -289,11 +291,11 @@ func BenchmarkAgentRedactionPerSpan(b *testing.B) {
 				src.At(i % src.Len()).CopyTo(x.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
 				i++
 				b.StartTimer()
-				c0 := cpuTime()
+				c0 := benchtest.CPUTime()
 				if err := p.ConsumeTraces(context.Background(), x); err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += benchtest.CPUTime() - c0
 			}
 			if cpu > 0 {
 				// CPU time beside wall time: on a shared machine wall time counts the waits for a core

@@ -1,5 +1,0 @@
-//go:build !race
-
-package jsonkit
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package redact
-
-const raceEnabled = false

@@ -1,0 +1,3 @@
+// Package benchtest holds what benchmarks and allocation tests of several packages share:
+// the process's CPU time (CPUTime) and whether the race detector is on (RaceEnabled).
+package benchtest // import "github.com/runagain/runagain/internal/testutil/benchtest"
