@@ -9,12 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 
-	"github.com/runagain/runagain/exporter/tieredexporter"
 	"github.com/runagain/runagain/internal/erase"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
@@ -29,23 +24,11 @@ import (
 func TestEraseSessionOnChDB(t *testing.T) {
 	ctx := context.Background()
 	srv := chdbtest.Start(t)
-	f := tieredexporter.NewFactory()
-	cfg := f.CreateDefaultConfig()
-	off := map[string]any{"enabled": false}
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{
-		"hot":  map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "otel", "compress": "none", "sending_queue": off}},
-		"warm": map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "runagain"}, "sending_queue": off},
-		"cold": map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "runagain"}, "sending_queue": off},
-	}).Unmarshal(cfg))
-	te, err := f.CreateTraces(ctx, exportertest.NewNopSettings(component.MustNewType("tiered")), cfg)
-	require.NoError(t, err)
-	require.NoError(t, te.Start(ctx, componenttest.NewNopHost()))
 	start := time.Now().Add(-time.Minute).UnixNano()
 	gone1 := storetest.Run{Seed: "ch-gone-1", Session: "conv-gone", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: start, LLMCalls: 1, ToolFail: true}
 	gone2 := storetest.Run{Seed: "ch-gone-2", Session: "conv-gone", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: start + 1e9, LLMCalls: 1}
 	kept := storetest.Run{Seed: "ch-kept", Session: "conv-kept", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: start + 2e9, LLMCalls: 1}
-	require.NoError(t, te.ConsumeTraces(ctx, storetest.Traces(gone1, gone2, kept)))
-	require.NoError(t, te.Shutdown(ctx))
+	writeTieredChDB(ctx, t, srv.Endpoint, storetest.Traces(gone1, gone2, kept))
 
 	db, err := clickhousestore.OpenDB(srv.Endpoint, "", "", nil)
 	require.NoError(t, err)

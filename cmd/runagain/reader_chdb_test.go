@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
@@ -29,22 +28,9 @@ import (
 func TestShowAndSessionsOnChDB(t *testing.T) {
 	ctx := context.Background()
 	srv := chdbtest.Start(t)
-	f := tieredexporter.NewFactory()
-	cfg := f.CreateDefaultConfig()
-	off := map[string]any{"enabled": false}
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{
-		"hot":  map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "otel", "compress": "none", "sending_queue": off}},
-		"warm": map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "runagain"}, "sending_queue": off},
-		"cold": map[string]any{"clickhouse": map[string]any{"endpoint": srv.Endpoint, "database": "runagain"}, "sending_queue": off},
-	}).Unmarshal(cfg))
-	set := exportertest.NewNopSettings(component.MustNewType("tiered"))
-	te, err := f.CreateTraces(ctx, set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, te.Start(ctx, componenttest.NewNopHost()))
 	run := storetest.Run{Seed: "cli-ch", Session: "conv-ch", Service: "svc", Agent: "weather", Model: "gpt-4.1",
 		Start: time.Now().Add(-time.Minute).UnixNano(), LLMCalls: 1, ToolFail: true}
-	require.NoError(t, te.ConsumeTraces(ctx, storetest.Traces(run)))
-	require.NoError(t, te.Shutdown(ctx))
+	writeTieredChDB(ctx, t, srv.Endpoint, storetest.Traces(run))
 
 	r, err := openTiers(ctx, t.TempDir(), srv.Endpoint, "runagain", "otel", "")
 	require.NoError(t, err)
