@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/runagain/runagain/internal/store"
 )
 
 // Server records the protobuf bytes of every export request it accepts.
@@ -155,7 +157,7 @@ func (s *Server) SpanCount(tb testing.TB) int {
 }
 
 // SpanBytes maps "traceid/spanid" (hex) of every span of td to the protobuf of a Traces holding
-// only that span with its resource and scope: a representation independent of how spans are
+// only that span with its resource and scope (store.SpanTraces): a representation independent of how spans are
 // grouped into requests. A span id occurring twice in td fails the test.
 func SpanBytes(tb testing.TB, td ptrace.Traces) map[string][]byte {
 	tb.Helper()
@@ -167,16 +169,8 @@ func SpanBytes(tb testing.TB, td ptrace.Traces) map[string][]byte {
 		for j := 0; j < rs.ScopeSpans().Len(); j++ {
 			ss := rs.ScopeSpans().At(j)
 			for k := 0; k < ss.Spans().Len(); k++ {
-				one := ptrace.NewTraces()
-				ors := one.ResourceSpans().AppendEmpty()
-				rs.Resource().CopyTo(ors.Resource())
-				ors.SetSchemaUrl(rs.SchemaUrl())
-				oss := ors.ScopeSpans().AppendEmpty()
-				ss.Scope().CopyTo(oss.Scope())
-				oss.SetSchemaUrl(ss.SchemaUrl())
 				sp := ss.Spans().At(k)
-				sp.CopyTo(oss.Spans().AppendEmpty())
-				b, err := m.MarshalTraces(one)
+				b, err := m.MarshalTraces(store.SpanTraces(rs, ss, sp))
 				if err != nil {
 					tb.Fatal(err)
 				}
