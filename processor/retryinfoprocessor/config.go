@@ -32,15 +32,19 @@ func createDefaultConfig() *Config {
 	return &Config{OverloadDelay: time.Second, UnavailableDelay: 5 * time.Second}
 }
 
-// Validate checks each delay is within [MinDelay, MaxDelay]; errors name the field.
+// Validate checks each delay is whole seconds within [MinDelay, MaxDelay]; errors name the
+// field.
 func (c *Config) Validate() error {
 	var errs []error
 	for _, f := range []struct {
 		name string
 		d    time.Duration
 	}{{"overload_delay", c.OverloadDelay}, {"unavailable_delay", c.UnavailableDelay}} {
-		if f.d < MinDelay || f.d > MaxDelay {
+		switch {
+		case f.d < MinDelay || f.d > MaxDelay:
 			errs = append(errs, fmt.Errorf("%s: must be between %s and %s (Retry-After is whole seconds), got %s", f.name, MinDelay, MaxDelay, f.d))
+		case f.d%time.Second != 0:
+			errs = append(errs, fmt.Errorf("%s: must be whole seconds (Retry-After is whole seconds, %s would be sent as %s), got %s", f.name, f.d, f.d.Truncate(time.Second), f.d))
 		}
 	}
 	return errors.Join(errs...)

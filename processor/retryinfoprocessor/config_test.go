@@ -43,4 +43,6 @@ func TestLoadConfig(t *testing.T) {
 	}
 	long := &Config{OverloadDelay: time.Second, UnavailableDelay: 2 * time.Hour}
 	assert.ErrorContains(t, long.Validate(), "unavailable_delay: must be between")
+	fraction := &Config{OverloadDelay: 1500 * time.Millisecond, UnavailableDelay: 5 * time.Second}
+	assert.ErrorContains(t, fraction.Validate(), "overload_delay: must be whole seconds")
 }
