@@ -101,13 +101,16 @@ func (s *SingleObjects) Sweep(ctx context.Context, live store.LiveRefs, o SweepO
 		if err != nil {
 			return err
 		}
+		// A manifest that cannot be read leaves its children unmarked, and the sweep would delete
+		// live data: stop, naming it, as payloadref Collect does.
+		key := prefix + payloadref.ManifestKey(id.sum)
 		plain, err := dec.DecodeAll(raw, nil)
 		if err != nil {
-			return nil // not ours to judge: its children stay unmarked only if unreferenced elsewhere
+			return fmt.Errorf("manifest %s: %w (sweep stopped: nothing deleted)", key, err)
 		}
 		var m payloadref.Manifest
-		if json.Unmarshal(plain, &m) != nil {
-			return nil
+		if err := json.Unmarshal(plain, &m); err != nil {
+			return fmt.Errorf("manifest %s: %w (sweep stopped: nothing deleted)", key, err)
 		}
 		for _, p := range m.Parts {
 			if p.Ref == "" {

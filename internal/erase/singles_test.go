@@ -1,0 +1,45 @@
+package erase
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runagain/runagain/internal/payloadref"
+)
+
+// TestSingleObjectsUnreadableLiveManifest: a live reference to a manifest that cannot be decoded
+// stops the sweep with an error naming it, and deletes nothing (the objects it may reach stay).
+func TestSingleObjectsUnreadableLiveManifest(t *testing.T) {
+	ctx := context.Background()
+	bucketURL := "file://" + t.TempDir() + "?create_dir=true&metadata=skip"
+	b, closeFn, err := payloadref.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn() //nolint:errcheck
+	manifestKey := payloadref.ManifestKey(sha256.Sum256([]byte("manifest")))
+	orphanKey := payloadref.ValueKey(sha256.Sum256([]byte("child")))
+	for _, k := range []string{manifestKey, orphanKey} {
+		if err := b.WriteAll(ctx, k, []byte("not a zstd frame"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uri, err := payloadref.ObjectURI(bucketURL, manifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &SingleObjects{URL: bucketURL, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	live := func(yield func(string) bool) error { yield(uri); return nil }
+	_, err = s.Sweep(ctx, live, SweepOptions{})
+	if err == nil || !strings.Contains(err.Error(), manifestKey) {
+		t.Fatalf("sweep over an unreadable live manifest: err %v, want one naming %s", err, manifestKey)
+	}
+	for _, k := range []string{manifestKey, orphanKey} {
+		if ok, err := b.Exists(ctx, k); err != nil || !ok {
+			t.Errorf("%s deleted by a sweep that failed (exists %v, %v)", k, ok, err)
+		}
+	}
+}
