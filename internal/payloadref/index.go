@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"github.com/cenkalti/backoff/v5"
+	"modernc.org/sqlite" // database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // IndexFile is the name of the digest index in a Store's data directory.
@@ -48,6 +50,23 @@ CREATE TABLE IF NOT EXISTS packs (
 // another bucket is emptied by a writer (its locations would name packs the new bucket does not
 // hold); a collector (keep) refuses it instead, naming both buckets.
 func openIndex(ctx context.Context, path, bucketURL string, keep bool) (*index, error) {
+	// Openers that create the file at the same moment (the processor and the storage extension's
+	// sweep at start, or the CLI) can meet SQLITE_BUSY that the busy timeout does not cover
+	// (switching a new file to WAL takes an exclusive lock at once): retried for up to 10 s.
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval = 10 * time.Millisecond
+	return backoff.Retry(ctx, func() (*index, error) {
+		x, err := openIndexOnce(ctx, path, bucketURL, keep)
+		var se *sqlite.Error
+		if err != nil && !(errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY) {
+			return nil, backoff.Permanent(err)
+		}
+		return x, err
+	}, backoff.WithBackOff(eb), backoff.WithMaxElapsedTime(10*time.Second))
+}
+
+// openIndexOnce is one attempt of openIndex.
+func openIndexOnce(ctx context.Context, path, bucketURL string, keep bool) (*index, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
