@@ -283,56 +283,20 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	var spans []store.SpanSummary
-	for rows.Next() {
-		var s store.SpanSummary
-		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
-			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
-			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		spans = append(spans, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	events, err := w.events(ctx, traceID)
+	spans, err := store.ScanSpanSummaries(rows, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	if len(spans) == 0 && len(events) == 0 {
-		return nil, store.ErrNotFound
-	}
-	td, err := store.RebuildTraces(spans, events)
-	if err != nil {
-		return nil, err
-	}
-	ld, err := store.RebuildAlerts(events)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Run{TraceID: traceID, Traces: td, Logs: ld, Tier: store.TierWarm}, nil
-}
-
-func (w *WarmDB) events(ctx context.Context, traceID string) ([]store.KeyEvent, error) {
-	rows, err := w.db.QueryContext(ctx, `SELECT event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
+	erows, err := w.db.QueryContext(ctx, `SELECT event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
 	  severity_number, service_name, message, attributes FROM key_events WHERE trace_id = ? ORDER BY time_unix_nano, event_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read events of %s: %w", traceID, err)
 	}
-	defer rows.Close()
-	var out []store.KeyEvent
-	for rows.Next() {
-		var e store.KeyEvent
-		if err := rows.Scan(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID, &e.Time, &e.Kind, &e.Name, &e.Severity,
-			&e.Service, &e.Message, &e.Attributes); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	events, err := store.ScanKeyEvents(erows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite warm tier: read events of %s: %w", traceID, err)
 	}
-	return out, rows.Err()
+	return store.WarmRun(traceID, spans, events)
 }
 
 var _ store.Reader = (*WarmDB)(nil)
