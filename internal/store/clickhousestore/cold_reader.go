@@ -20,7 +20,7 @@ type ColdReader struct {
 func (r *ColdReader) Close() error { return closeFn(r.closer) }
 
 // SessionsQuery is the SQL ColdReader issues: partials merged per session, newest first. where
-// is '' or a condition on the partial rows (applied before merging: a session id); having is ''
+// is ” or a condition on the partial rows (applied before merging: a session id); having is ”
 // or a condition on the merged row (its first_seen, its trace ids); limit 0 is none.
 func (r *ColdReader) SessionsQuery(where, having string, limit int) string {
 	inner := ""

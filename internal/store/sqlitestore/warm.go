@@ -210,6 +210,25 @@ func (w *WarmDB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.write(ctx, nil, store.AlertEvents(ld, w.sessionKeys))
 }
 
+// TraceRecords is what WriteTraces stores of td (store.Summarize with the file's session keys
+// and prices), built without writing: the tiered exporter builds it before the warm tier's
+// sending queue and writes it with WriteRecords.
+func (w *WarmDB) TraceRecords(td ptrace.Traces) store.Records {
+	spans, events := store.Summarize(td, w.sessionKeys, w.prices)
+	return store.Records{Spans: spans, Events: events}
+}
+
+// LogRecords is what WriteLogs stores of ld (its alerts as key events).
+func (w *WarmDB) LogRecords(ld plog.Logs) store.Records {
+	return store.Records{Events: store.AlertEvents(ld, w.sessionKeys)}
+}
+
+// WriteRecords stores the span summaries and key events of r in one transaction (idempotent, as
+// WriteTraces); r's partials are not the warm tier's and are ignored.
+func (w *WarmDB) WriteRecords(ctx context.Context, r store.Records) error {
+	return w.write(ctx, r.Spans, r.Events)
+}
+
 func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	if len(spans) == 0 && len(events) == 0 {
 		return nil
