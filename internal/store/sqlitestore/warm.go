@@ -1,6 +1,6 @@
 package sqlitestore
 
-// # Warm tier schema (a contract like the hot one; version 1, its own file, e.g. <data>/warm.db)
+// # Warm tier schema (a contract like the hot one; version 3, its own file, e.g. <data>/warm.db)
 //
 //	span_summaries: one row per span, unique on (trace_id, span_id); no payloads
 //	  trace_id, span_id, parent_span_id, session_id, name      TEXT (hex ids as in the hot tier)
@@ -11,14 +11,24 @@ package sqlitestore
 //	  cost_usd                                                  REAL USD (pricing.Prices.SpanCost: table + overrides)
 //	  unpriced                                                  INTEGER 1: LLM call with usage, no known price
 //	  tool_name, agent_name, error_type                         TEXT ('' when absent)
-//	  attributes                                                TEXT JSON object of the summary
-//	                                                            attributes (store.SummaryAttribute)
+//	  attributes                                                the JSON object of the summary attributes
+//	                                                            (store.SummaryAttribute), stored as TEXT
+//	                                                            (version 2 rows, short objects) or as one
+//	                                                            zstd frame of it (BLOB, RFC 8878; version 3)
 //	  ingested_unix_nano                                        INTEGER (retention clock)
+//	  indexes: the unique (trace_id, span_id) and span_summaries_ingested (expiry)
 //
 //	key_events: exceptions (span events) and alerts (log records), unique on event_id
 //	  event_id TEXT (SHA-256 hex), trace_id, span_id, session_id TEXT, time_unix_nano INTEGER,
 //	  kind TEXT (exception | alert), name TEXT, severity_number INTEGER, service_name TEXT,
 //	  message TEXT, attributes TEXT (JSON), ingested_unix_nano INTEGER
+//
+//	runs: the run index (runindex.go), one row per run
+//
+// Every query of the file is served by the run index (listings by time or session) or by the
+// (trace_id, span_id) index (a run's rows, the index maintenance): version 3 dropped the
+// span_summaries indexes on start time and on session id, which no query used since the run
+// index (an erasure by session scans the table; erasures are rare and run offline).
 
 import (
 	"context"
@@ -40,12 +50,16 @@ import (
 
 // WarmSchemaVersion is the warm file's PRAGMA user_version. Version 2 added the run index
 // (RunsTable): a version 1 file opened for writing builds it once from its summaries; opened
-// read-only it is listed by aggregating its summaries.
-const WarmSchemaVersion = 2
+// read-only it is listed by aggregating its summaries. Version 3 stores the attributes column
+// compressed and drops two indexes no query uses: a version 2 file opened for writing loses the
+// indexes (its rows stay as they are: readers decode both forms); opened read-only it is read as
+// it is.
+const WarmSchemaVersion = 3
 
 // warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
 var warmMigrations = map[int]string{
 	1: warmIndex.buildSQL(),
+	2: `DROP INDEX IF EXISTS span_summaries_start; DROP INDEX IF EXISTS span_summaries_session;`,
 }
 
 const warmDDL = `
@@ -70,13 +84,11 @@ CREATE TABLE IF NOT EXISTS span_summaries (
   tool_name            TEXT    NOT NULL,
   agent_name           TEXT    NOT NULL,
   error_type           TEXT    NOT NULL,
-  attributes           TEXT    NOT NULL,
+  attributes           BLOB    NOT NULL,
   ingested_unix_nano   INTEGER NOT NULL,
   UNIQUE (trace_id, span_id)
 );
-CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
-CREATE INDEX IF NOT EXISTS span_summaries_session ON span_summaries (session_id);
 CREATE TABLE IF NOT EXISTS key_events (
   event_id             TEXT    NOT NULL PRIMARY KEY,
   trace_id             TEXT    NOT NULL,
@@ -253,7 +265,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 		for _, s := range spans {
 			if _, err := stmt.ExecContext(ctx, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind,
 				s.Start, s.End, s.StatusCode, s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens,
-				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
+				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, encodeAttrs(s.Attributes), now); err != nil {
 				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
 			}
 			touched.add(s.TraceID)
@@ -302,7 +314,7 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	spans, err := store.ScanSpanSummaries(rows, nil)
+	spans, err := store.ScanSpanSummaries(rows, decodeAttrs)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
