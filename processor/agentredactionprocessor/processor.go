@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -32,10 +33,13 @@ type redactionProcessor struct {
 	keys                            *seal.Keys // nil unless seal_originals.enabled
 	refuse                          bool       // refuse_invalid_spans
 	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
+	// cache hits and misses already reported to telemetry (report adds what came since)
+	reportedHits, reportedMisses atomic.Int64
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
 	rc := cfg.redactConfig()
+	rc.CleanCache = redact.NewCleanCache(int64(cfg.CleanCacheMiB) << 20) // nil (off) for 0
 	switch {
 	case cfg.HashKey != "":
 		rc.HashKey = []byte(cfg.HashKey)
@@ -119,6 +123,29 @@ func (p *redactionProcessor) report(ctx context.Context, t *tally) {
 	}
 	if t.scanned > 0 {
 		p.telemetry.ProcessorAgentRedactionBytesScanned.Add(ctx, t.scanned)
+	}
+	// the cache counts for the whole processor: each increment is reported once, also when
+	// batches are processed concurrently
+	st := p.r.CleanCacheStats()
+	if n := advance(&p.reportedHits, st.Hits); n > 0 {
+		p.telemetry.ProcessorAgentRedactionCleanCacheHits.Add(ctx, n)
+	}
+	if n := advance(&p.reportedMisses, st.Misses); n > 0 {
+		p.telemetry.ProcessorAgentRedactionCleanCacheMisses.Add(ctx, n)
+	}
+}
+
+// advance moves *reported up to total and returns by how much (0 when another caller already
+// reported as far).
+func advance(reported *atomic.Int64, total int64) int64 {
+	for {
+		prev := reported.Load()
+		if total <= prev {
+			return 0
+		}
+		if reported.CompareAndSwap(prev, total) {
+			return total - prev
+		}
 	}
 }
 
