@@ -27,8 +27,8 @@ const MinCleanCacheLen = 64
 // only verdicts, never values: an entry is a 128-bit xxh3 hash of the string's bytes, seeded with
 // a random per-cache secret and the fingerprint of the Redactor's rule set (rules, their
 // regexes, keywords and actions, the hash key), the way the string was examined (a whole value
-// under its attribute key, a JSON string leaf, an object key) and, for whole values, the
-// attribute key. A Redactor built from another configuration therefore never reuses a verdict,
+// under its attribute key, a JSON string leaf, an object key, the JSON between two long string
+// leaves) and, for whole values, the attribute key. A Redactor built from another configuration therefore never reuses a verdict,
 // even from a shared cache, and only "no finding" is ever cached: a string with a finding is
 // scanned every time. Entries are evicted least recently used (hashicorp/golang-lru). Safe for
 // concurrent use.
@@ -88,6 +88,7 @@ const (
 	kindLeaf     = 2 // a JSON string leaf that may itself be walked as JSON
 	kindLeafText = 3 // a JSON string leaf at maxJSONDepth: text only
 	kindName     = 4 // a JSON object key: text only
+	kindBetween  = 5 // the JSON between two long strings: the prefilter finds no trigger in it
 )
 
 // cleanKey is the seed of the hashes of one Redactor for one kind of examination.

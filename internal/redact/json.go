@@ -46,9 +46,20 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 // keyApplies reports whether values under key may be credential findings (keyFinding's test on
 // the key alone, so that the value is decoded only when it may be one).
 func (r *Redactor) keyApplies(key string) bool {
+	if v, ok := r.keyMemo.Load(key); ok {
+		return v.(bool)
+	}
 	name, _, ok := sensitiveKey(key)
-	return ok && r.keyRuleOn[name]
+	ok = ok && r.keyRuleOn[name]
+	if r.keyMemoN.Load() < maxKeyMemo && r.keyMemoN.Add(1) <= maxKeyMemo {
+		r.keyMemo.Store(strings.Clone(key), ok)
+	}
+	return ok
 }
+
+// maxKeyMemo bounds the keys whose keyApplies a Redactor remembers (attribute and JSON object
+// keys: a small vocabulary in practice; keys past the bound are classified every time).
+const maxKeyMemo = 4096
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)
@@ -188,15 +199,22 @@ func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
 	if r.cache == nil {
 		all = r.prefilter(w, s, 0, len(s))
 	} else {
+		// The prefilter runs on each string of at least MinCleanCacheLen bytes not known clean,
+		// and on each stretch between such strings (structure and short strings: the same bytes
+		// around every message) unless that stretch is known to hold no trigger.
 		lo := 0
 		for i := toksMark; i < toksEnd && !all; i++ {
-			if t := w.toks[i]; t.clean {
-				all = r.prefilter(w, s, lo, t.cs)
-				lo = t.ce
+			t := w.toks[i]
+			if t.ce-t.cs < MinCleanCacheLen {
+				continue
 			}
+			if all = r.prefilterBetween(w, s, lo, t.cs); !all && !t.clean {
+				all = r.prefilter(w, s, t.cs, t.ce)
+			}
+			lo = t.ce
 		}
 		if !all {
-			all = r.prefilter(w, s, lo, len(s))
+			all = r.prefilterBetween(w, s, lo, len(s))
 		}
 	}
 	hot, hotEnd := hotMark, len(w.hot)
@@ -221,6 +239,24 @@ func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
 		}
 	}
 	return true
+}
+
+// prefilterBetween is prefilter on s[lo:hi], a stretch of JSON between long strings, looked up
+// in and added to the CleanCache: a stretch in which the prefilter finds no trigger is not
+// scanned again.
+func (r *Redactor) prefilterBetween(w *walker, s string, lo, hi int) (all bool) {
+	if hi <= lo {
+		return false
+	}
+	h, known := r.cleanLookup(s[lo:hi], r.cleanSeed(kindBetween))
+	if known {
+		return false
+	}
+	hot, ms := len(w.hot), len(w.ms)
+	if all = r.prefilter(w, s, lo, hi); !all && len(w.hot) == hot && len(w.ms) == ms {
+		r.cleanAdd(h)
+	}
+	return all
 }
 
 // jsonTokens appends the string tokens of s to w.toks (see strTok); false when s is not valid
@@ -493,12 +529,15 @@ func LooksJSON(s string) bool {
 // MinCleanCacheLen bytes found clean under key is remembered, and returned unchanged without a
 // scan when it comes again under the same key (values under credential keys are always examined).
 func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malformedJSON bool) {
-	if f, ok := r.keyFinding(key, s); ok {
-		f.End = len(s)
-		return r.Token(f.Rule, f.Action, s), []Finding{f}, false
+	applies := r.keyApplies(key)
+	if applies {
+		if f, ok := r.keyFinding(key, s); ok {
+			f.End = len(s)
+			return r.Token(f.Rule, f.Action, s), []Finding{f}, false
+		}
 	}
 	var h xxh3.Uint128
-	cacheable := r.cache != nil && len(s) >= MinCleanCacheLen && !r.keyApplies(key)
+	cacheable := r.cache != nil && len(s) >= MinCleanCacheLen && !applies
 	if cacheable {
 		var clean bool
 		if h, clean = r.cleanLookup(s, r.valueSeed(key)); clean {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/coregx/ahocorasick"
@@ -48,6 +49,9 @@ type Redactor struct {
 	// and this Redactor's fingerprint
 	cache     *CleanCache
 	cleanBase uint64
+	// keyMemo: key -> keyApplies(key), at most maxKeyMemo keys (keyMemoN counts them)
+	keyMemo  sync.Map
+	keyMemoN atomic.Int64
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).

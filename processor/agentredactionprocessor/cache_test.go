@@ -68,12 +68,15 @@ func TestCleanCacheResendHistory(t *testing.T) {
 	assert.NotContains(t, last, "jane.doe@example.com")
 	assert.Contains(t, last, "jane.doe example.com", "the cached clean message is kept as it was")
 
-	// misses: call 1 the system instructions (value and its text leaf), the input messages and
-	// m1; call 2 the input messages and m2; call 3 the input messages and m3 (8). Hits: call 2 the
-	// system instructions and m1; call 3 the system instructions, m1 and m2 (5).
-	hits := metadatatest.AssertEqualProcessorAgentRedactionCleanCacheHits
-	hits(t, tt, []metricdata.DataPoint[int64]{{Value: 5}}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheMisses(t, tt, []metricdata.DataPoint[int64]{{Value: 8}}, metricdatatest.IgnoreTimestamp())
+	// Lookups are whole values, JSON string leaves of 64 bytes or more, and the JSON between them.
+	// Call 1 misses all 8: the system instructions (value; the JSON before, the leaf, the JSON
+	// after) and the input messages (the same four). Call 2: the system instructions hit (1), the
+	// input messages value misses, in it the JSON before m1 and m1 hit, the JSON between m1 and m2
+	// and m2 miss, the JSON after hits (3 misses, 4 hits). Call 3: the system instructions hit, the
+	// value misses, the JSON before, m1, between, m2 and between again hit, m3 misses, the JSON
+	// after hits (2 misses, 7 hits). 11 hits, 13 misses.
+	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheHits(t, tt, []metricdata.DataPoint[int64]{{Value: 11}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheMisses(t, tt, []metricdata.DataPoint[int64]{{Value: 13}}, metricdatatest.IgnoreTimestamp())
 	require.NoError(t, p.Shutdown(context.Background()))
 	require.NoError(t, q.Shutdown(context.Background()))
 }

@@ -72,13 +72,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorAgentRedactionCleanCacheHits, err = builder.meter.Int64Counter(
 		"otelcol_processor_agent_redaction_clean_cache_hits",
-		metric.WithDescription("Number of string values and JSON string leaves found in the clean-value cache (clean_cache_mib) and so not scanned again. [Development]"),
+		metric.WithDescription("Number of lookups in the clean-value cache (clean_cache_mib) that found the string known clean, so that it was not scanned again (whole string values, JSON string leaves of 64 bytes or more, and the JSON between such leaves). [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorAgentRedactionCleanCacheMisses, err = builder.meter.Int64Counter(
 		"otelcol_processor_agent_redaction_clean_cache_misses",
-		metric.WithDescription("Number of string values and JSON string leaves looked up in the clean-value cache and not found (then scanned). [Development]"),
+		metric.WithDescription("Number of lookups in the clean-value cache that did not find the string (it was then scanned). [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)

@@ -40,7 +40,7 @@ func AssertEqualProcessorAgentRedactionBytesScanned(t *testing.T, tt *componentt
 func AssertEqualProcessorAgentRedactionCleanCacheHits(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_agent_redaction_clean_cache_hits",
-		Description: "Number of string values and JSON string leaves found in the clean-value cache (clean_cache_mib) and so not scanned again. [Development]",
+		Description: "Number of lookups in the clean-value cache (clean_cache_mib) that found the string known clean, so that it was not scanned again (whole string values, JSON string leaves of 64 bytes or more, and the JSON between such leaves). [Development]",
 		Unit:        "{value}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -56,7 +56,7 @@ func AssertEqualProcessorAgentRedactionCleanCacheHits(t *testing.T, tt *componen
 func AssertEqualProcessorAgentRedactionCleanCacheMisses(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_agent_redaction_clean_cache_misses",
-		Description: "Number of string values and JSON string leaves looked up in the clean-value cache and not found (then scanned). [Development]",
+		Description: "Number of lookups in the clean-value cache that did not find the string (it was then scanned). [Development]",
 		Unit:        "{value}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
