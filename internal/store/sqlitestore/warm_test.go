@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,7 +32,7 @@ func TestWarmWriteReadExpire(t *testing.T) {
 	require.NoError(t, w.WriteTraces(ctx, td), "a retried batch replaces its rows")
 	require.NoError(t, w.WriteLogs(ctx, storetest.Alert(run, "loop detected")))
 
-	attrs := storedAttrs(t, w.SQL())
+	attrs := storedAttrs(t, w)
 	require.Len(t, attrs, run.Spans())
 	for _, a := range attrs {
 		assert.NotContains(t, a, "PAYLOAD-SECRET")
@@ -89,16 +91,16 @@ func TestHotExpireByIngestion(t *testing.T) {
 }
 
 // storedAttrs returns every span summary's attributes column decoded.
-func storedAttrs(t *testing.T, db *sql.DB) []string {
+func storedAttrs(t *testing.T, w *WarmDB) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT attributes FROM span_summaries`)
+	rows, err := w.SQL().Query(`SELECT attributes FROM span_summaries`)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var b []byte
 		require.NoError(t, rows.Scan(&b))
-		js, err := decodeAttrs(b)
+		js, err := w.decodeAttrs(context.Background(), b)
 		require.NoError(t, err)
 		out = append(out, js)
 	}
@@ -127,7 +129,7 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 		var n int
 		var b []byte
 		require.NoError(t, rows.Scan(&typ, &n, &b))
-		js, err := decodeAttrs(b)
+		js, err := w.decodeAttrs(ctx, b)
 		require.NoError(t, err)
 		stored += n
 		plain += len(js)
@@ -156,7 +158,7 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 	for _, s := range want {
 		assert.JSONEq(t, s.Attributes, byID[s.SpanID], s.Name)
 	}
-	_, err = decodeAttrs(append(append([]byte{}, zstdMagic...), 1, 2, 3))
+	_, err = w.decodeAttrs(ctx, append(append([]byte{}, zstdMagic...), 1, 2, 3))
 	assert.Error(t, err, "a damaged frame is an error")
 }
 
@@ -263,4 +265,119 @@ func TestWarmVersion2FileReadAndMigrated(t *testing.T) {
 	removed, err := w.Erase(ctx, store.Erasure{Session: "conv-old", TraceIDs: []string{oldID}})
 	require.NoError(t, err)
 	assert.EqualValues(t, old.Spans(), removed.Counts["span_summaries"], "an erasure by session works without the session index")
+}
+
+// TestWarmAttributesDictionary: after its first trainSpans summaries the warm file trains a zstd
+// dictionary for the attributes; later rows are frames made with it (their header names it), a
+// reader opened before or after decodes them, the dictionary holds no session or conversation
+// id (values are blanked in the samples), and the rows are smaller than without it.
+func TestWarmAttributesDictionary(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warm.db")
+	w, err := OpenWarm(path, Options{})
+	require.NoError(t, err)
+	early, err := OpenWarm(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer early.Close()
+	var runs []storetest.Run
+	spans := 0
+	for i := 0; spans < trainSpans+200; i++ {
+		r := storetest.Run{Seed: fmt.Sprintf("d-%d", i), Session: fmt.Sprintf("conv-secret-%04d", i), Service: "svc", Agent: "a",
+			Model: "gpt-4.1", Start: int64(i+1) * 1e12, LLMCalls: 3, ToolFail: i%5 == 0}
+		runs = append(runs, r)
+		spans += r.Spans()
+		require.NoError(t, w.WriteTraces(ctx, storetest.Traces(r)))
+	}
+	var dicts int
+	var dict []byte
+	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*), MAX(dict) FROM zstd_dicts`).Scan(&dicts, &dict))
+	require.Equal(t, 1, dicts, "trained once")
+	assert.NotContains(t, string(dict), "conv-secret", "no session id in the dictionary")
+	assert.NotContains(t, string(dict), storetest.TraceID(runs[0].Seed).String())
+
+	last := runs[len(runs)-1]
+	var b []byte
+	require.NoError(t, w.SQL().QueryRow(`SELECT attributes FROM span_summaries WHERE trace_id = ? AND typeof(attributes) = 'blob' LIMIT 1`,
+		storetest.TraceID(last.Seed).String()).Scan(&b))
+	var h zstd.Header
+	require.NoError(t, h.Decode(b))
+	assert.NotZero(t, h.DictionaryID, "rows after training use the dictionary")
+	var plainLen, dictLen float64
+	require.NoError(t, w.SQL().QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries WHERE trace_id = ?`,
+		storetest.TraceID(runs[0].Seed).String()).Scan(&plainLen))
+	require.NoError(t, w.SQL().QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries WHERE trace_id = ?`,
+		storetest.TraceID(last.Seed).String()).Scan(&dictLen))
+	assert.Less(t, dictLen, plainLen, "the same shape of run stores smaller attributes with the dictionary")
+	t.Logf("attributes bytes per row: %.0f without dictionary, %.0f with", plainLen, dictLen)
+
+	for _, r := range []*WarmDB{early, w} {
+		got, err := r.Run(ctx, storetest.TraceID(last.Seed).String())
+		require.NoError(t, err)
+		sums, _ := store.Summarize(got.Traces, nil, nil)
+		want, _ := store.Summarize(storetest.Traces(last), nil, nil)
+		require.Len(t, sums, len(want))
+		byID := map[string]string{}
+		for _, s := range sums {
+			byID[s.SpanID] = s.Attributes
+		}
+		for _, s := range want {
+			assert.JSONEq(t, s.Attributes, byID[s.SpanID])
+		}
+	}
+	require.NoError(t, w.Close())
+	// Reopened for writing, the file keeps its dictionary (no second one).
+	w, err = OpenWarm(path, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, w.WriteTraces(ctx, storetest.Traces(storetest.Run{Seed: "after", Session: "s", Service: "svc", Model: "gpt-4.1", Start: 1, LLMCalls: 2})))
+	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*) FROM zstd_dicts`).Scan(&dicts))
+	assert.Equal(t, 1, dicts)
+}
+
+// TestWarmVersion3FileMigrated: a version 3 file (no orphans table, no dictionaries) holding a
+// run whose children arrived before their root is migrated when opened for writing: its orphans
+// table is built from its rows, so the root arriving afterwards completes the run, and the
+// index lists what aggregating the rows lists.
+func TestWarmVersion3FileMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warm.db")
+	runs := indexRuns()
+	children, root := splitChildrenFirst(runs[6])
+	w, err := OpenWarm(path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, w.WriteTraces(ctx, storetest.Traces(runs[:6]...)))
+	require.NoError(t, w.WriteTraces(ctx, children))
+	require.NoError(t, w.Close())
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = raw.Exec(`DROP TABLE summary_orphans; DROP TABLE zstd_dicts; PRAGMA user_version = 3;`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	r, err := OpenWarm(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	rows, err := r.Runs(ctx, store.RunFilter{SessionID: runs[6].Session})
+	require.NoError(t, err)
+	require.NotEmpty(t, rows)
+	assert.True(t, rows[0].Incomplete, "read-only: the version 3 index as it is")
+	require.NoError(t, r.Close())
+
+	w, err = OpenWarm(path, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	var orphans int
+	require.NoError(t, w.SQL().QueryRow(`SELECT COALESCE(SUM(spans), 0) FROM summary_orphans`).Scan(&orphans))
+	assert.Positive(t, orphans, "the migration built the orphans table from the rows")
+	require.NoError(t, w.WriteTraces(ctx, root))
+	for _, f := range filters(runs) {
+		want, err := listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", "warm")
+		require.NoError(t, err)
+		got, err := w.Runs(ctx, f)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "filter %+v", f)
+	}
+	rows, err = w.Runs(ctx, store.RunFilter{Limit: 1, Since: time.Unix(0, runs[6].Start), Until: time.Unix(0, runs[6].Start+1)})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.False(t, rows[0].Incomplete, "the root completed the run")
 }
