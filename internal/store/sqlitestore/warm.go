@@ -15,8 +15,8 @@ package sqlitestore
 //	                                                            (store.SummaryAttribute), stored as TEXT
 //	                                                            (version 2 rows, short objects) or as one
 //	                                                            zstd frame of it (BLOB, RFC 8878; version 3),
-//	                                                            made with the dictionary its frame header
-//	                                                            names (zstd_dicts.id; version 4)
+//	                                                            or its compact form (BLOB; version 4;
+//	                                                            warmattrs.go): decode with WarmDB.Run
 //	  ingested_unix_nano                                        INTEGER (retention clock)
 //	  indexes: the unique (trace_id, span_id) and span_summaries_ingested (expiry)
 //
@@ -26,8 +26,6 @@ package sqlitestore
 //	  message TEXT, attributes TEXT (JSON), ingested_unix_nano INTEGER
 //
 //	runs: the run index (runindex.go), one row per run; summary_orphans: its orphan counts
-//	zstd_dicts: the attributes' zstd dictionaries (codec.go), trained on the first summaries with
-//	  every value blanked but the names of software and operations (warmAttrsSample)
 //
 // Every query of the file is served by the run index (listings by time or session) or by the
 // (trace_id, span_id) index (a run's rows, the index maintenance): version 3 dropped the
@@ -58,17 +56,15 @@ import (
 // compressed and drops two indexes no query uses: a version 2 file opened for writing loses the
 // indexes (its rows stay as they are: readers decode both forms); opened read-only it is read as
 // it is. Version 4 maintains the run index incrementally (its orphans table summary_orphans,
-// runindex.go) and compresses the attributes with a dictionary trained on the file's first
-// summaries (zstd_dicts, codec.go): a version 3 file opened for writing builds the orphans table
-// from its rows; read-only it is read as it is (a version 3 reader cannot decode version 4
-// attributes made with a dictionary).
+// runindex.go) and stores the attributes in a compact form (warmattrs.go): a version 3 file
+// opened for writing builds the orphans table from its rows; read-only it is read as it is.
 const WarmSchemaVersion = 4
 
 // warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
 var warmMigrations = map[int]string{
 	1: warmIndex.buildSQL(),
 	2: `DROP INDEX IF EXISTS span_summaries_start; DROP INDEX IF EXISTS span_summaries_session;`,
-	3: warmIndex.buildOrphansSQL() + dictsDDL,
+	3: warmIndex.buildOrphansSQL(),
 }
 
 const warmDDL = `
@@ -122,8 +118,7 @@ type WarmDB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int        // the file's schema version (1: no run index, read-only)
-	codec       *otlpCodec // the attributes column's zstd codec (warmattrs.go)
+	version     int // the file's schema version (1: no run index, read-only)
 	// recomputeIndex recomputes each touched run from its rows instead of applying the batch
 	// (the benchmark's baseline).
 	recomputeIndex bool
@@ -131,7 +126,7 @@ type WarmDB struct {
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
-	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl()+dictsDDL, WarmSchemaVersion, warmMigrations)
+	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +136,6 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	}
 	if w.now == nil {
 		w.now = time.Now
-	}
-	if w.codec, err = newCodec(context.Background(), db, o.ReadOnly || version < 4, w.now, warmSource); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite warm tier: %s: %w", path, err)
 	}
 	return w, nil
 }
@@ -213,10 +204,7 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 }
 
 // Close closes the database.
-func (w *WarmDB) Close() error {
-	w.codec.close()
-	return w.db.Close()
-}
+func (w *WarmDB) Close() error { return w.db.Close() }
 
 // SQL exposes the handle for tests.
 func (w *WarmDB) SQL() *sql.DB { return w.db }
@@ -269,19 +257,11 @@ const summaryColumns = `(trace_id, span_id, parent_span_id, session_id, name, ki
 // write stores spans and events in one transaction. A summary already stored (same trace and
 // span id: an at-least-once retry) is replaced, a key event already stored (its id is the hash of
 // its content) has its retention clock moved; the run index counts each row once (RunBatch, the
-// incremental maintenance of runindex.go). The attributes codec may train its dictionary after
-// the commit (its own statement: the writer has one connection).
+// incremental maintenance of runindex.go).
 func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	if len(spans) == 0 && len(events) == 0 {
 		return nil
 	}
-	if err := w.writeTx(ctx, spans, events); err != nil {
-		return err
-	}
-	return w.codec.maybeTrain(ctx)
-}
-
-func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -304,7 +284,7 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		var attrs []byte // the encoded attributes, reused
 		for _, s := range spans {
 			var stored any
-			stored, attrs = w.encodeAttrs(attrs[:0], s.Attributes)
+			stored, attrs = encodeAttrs(attrs, &s)
 			args := []any{s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind, s.Start, s.End, s.StatusCode,
 				s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD, s.Unpriced,
 				s.ToolName, s.AgentName, s.ErrorType, stored, now}
@@ -394,7 +374,7 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	spans, err := store.ScanSpanSummaries(rows, func(stored []byte) (string, error) { return w.decodeAttrs(ctx, stored) })
+	spans, err := store.ScanSpanSummaries(rows, decodeAttrs)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}

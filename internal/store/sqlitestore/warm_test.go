@@ -1,15 +1,13 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -93,25 +91,23 @@ func TestHotExpireByIngestion(t *testing.T) {
 // storedAttrs returns every span summary's attributes column decoded.
 func storedAttrs(t *testing.T, w *WarmDB) []string {
 	t.Helper()
-	rows, err := w.SQL().Query(`SELECT attributes FROM span_summaries`)
+	rows, err := w.SQL().Query(`SELECT trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano,
+	  end_time_unix_nano, status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens,
+	  cost_usd, unpriced, tool_name, agent_name, error_type, attributes FROM span_summaries`)
 	require.NoError(t, err)
-	defer rows.Close()
+	sums, err := store.ScanSpanSummaries(rows, decodeAttrs)
+	require.NoError(t, err)
 	var out []string
-	for rows.Next() {
-		var b []byte
-		require.NoError(t, rows.Scan(&b))
-		js, err := w.decodeAttrs(context.Background(), b)
-		require.NoError(t, err)
-		out = append(out, js)
+	for _, s := range sums {
+		out = append(out, s.Attributes)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 
-// TestWarmAttributesStoredCompressed: the attributes of version 3 rows are a zstd frame (short
-// objects stay text), smaller than their JSON, and a run read back carries exactly the
-// attributes the summaries had.
-func TestWarmAttributesStoredCompressed(t *testing.T) {
+// TestWarmAttributesStoredCompact: version 4 rows hold the compact form of their attributes,
+// smaller than the JSON, using the row's columns for the values they repeat, and a run read back
+// carries exactly the attributes the summaries had.
+func TestWarmAttributesStoredCompact(t *testing.T) {
 	ctx := context.Background()
 	w, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{})
 	require.NoError(t, err)
@@ -121,7 +117,7 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 	require.NoError(t, w.WriteTraces(ctx, td))
 	want, _ := store.Summarize(td, nil, nil)
 
-	var blobs, texts, stored, plain int
+	var stored, plain, compact int
 	rows, err := w.SQL().Query(`SELECT typeof(attributes), length(attributes), attributes FROM span_summaries`)
 	require.NoError(t, err)
 	for rows.Next() {
@@ -129,24 +125,19 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 		var n int
 		var b []byte
 		require.NoError(t, rows.Scan(&typ, &n, &b))
-		js, err := w.decodeAttrs(ctx, b)
-		require.NoError(t, err)
 		stored += n
-		plain += len(js)
-		switch typ {
-		case "blob":
-			blobs++
-			assert.True(t, bytes.HasPrefix(b, zstdMagic))
-		case "text":
-			texts++
-			assert.Less(t, len(js), attrsMinCompress)
+		if typ == "blob" && b[0] == attrsCompact {
+			compact++
 		}
 	}
 	require.NoError(t, rows.Err())
 	rows.Close()
-	assert.Positive(t, blobs)
-	assert.Equal(t, len(want), blobs+texts)
-	assert.Less(t, stored, plain, "compressed in total")
+	for _, s := range want {
+		plain += len(s.Attributes)
+	}
+	assert.Equal(t, len(want), compact, "every row in the compact form")
+	assert.Less(t, stored, plain/2, "less than half the JSON's bytes")
+	t.Logf("attributes: %d bytes stored for %d bytes of JSON", stored, plain)
 
 	got, err := w.Run(ctx, storetest.TraceID("z").String())
 	require.NoError(t, err)
@@ -158,8 +149,67 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 	for _, s := range want {
 		assert.JSONEq(t, s.Attributes, byID[s.SpanID], s.Name)
 	}
-	_, err = w.decodeAttrs(ctx, append(append([]byte{}, zstdMagic...), 1, 2, 3))
-	assert.Error(t, err, "a damaged frame is an error")
+	assert.ElementsMatch(t, func() []string {
+		var out []string
+		for _, s := range want {
+			out = append(out, s.Attributes)
+		}
+		return out
+	}(), storedAttrs(t, w), "byte for byte")
+}
+
+// TestCompactAttrsRoundTrip: the compact form rebuilds json.Marshal's text byte for byte, keys
+// outside the table and values with escapes included, replaces values equal to the row's columns
+// by a tag, keeps a text it would not rebuild as it is, and refuses damaged input.
+func TestCompactAttrsRoundTrip(t *testing.T) {
+	row := store.SpanSummary{SessionID: "conv-<1>", Model: "gpt-4.1", ToolName: "get_weather", AgentName: "a",
+		ErrorType: "Timeout", InputTokens: 120, OutputTokens: 0}
+	for _, attrs := range []map[string]any{
+		{},
+		{"gen_ai.conversation.id": "conv-<1>", "gen_ai.request.model": "gpt-4.1", "gen_ai.usage.input_tokens": 120,
+			"gen_ai.usage.output_tokens": 0, "gen_ai.tool.name": "get_weather", "error.type": "Timeout", "gen_ai.agent.name": "a"},
+		{"x.custom": "é \"quoted\" & <b>", "gen_ai.response.finish_reasons": []any{"stop", "length"}, "n": 1.5,
+			"flag": true, "nested": map[string]any{"k": "v"}, "": "empty key", "session.id": "conv-<1>"},
+		{"gen_ai.usage.input_tokens": 121, "gen_ai.request.model": "gpt-4o"},
+	} {
+		js, err := json.Marshal(attrs)
+		require.NoError(t, err)
+		s := row
+		s.Attributes = string(js)
+		stored, _ := encodeAttrs(nil, &s)
+		if len(attrs) == 0 {
+			assert.Equal(t, "{}", stored, "an empty object stays text")
+			continue
+		}
+		b, ok := stored.([]byte)
+		require.True(t, ok, "compact for %s", js)
+		assert.Less(t, len(b), len(js), "%s", js)
+		got, err := decodeAttrs(&s, b)
+		require.NoError(t, err)
+		assert.Equal(t, string(js), got)
+	}
+	s := row
+	s.SessionID = "conv-1"
+	s.Attributes = `{"gen_ai.conversation.id":"conv-1","gen_ai.usage.input_tokens":120}`
+	stored, _ := encodeAttrs(nil, &s)
+	b := stored.([]byte)
+	assert.Equal(t, []byte{attrsCompact, attrKeyIndex[`"gen_ai.conversation.id"`], attrSameSession,
+		attrKeyIndex[`"gen_ai.usage.input_tokens"`], attrSameInput}, b, "values equal to the row's columns are tags")
+
+	for _, text := range []string{`{"b":1, "a":2}`, `{ "a":2}`, `{"a":[1, 2]}`, `not json`, `[1,2]`, `{"a":1}}`, `{"a":"x"`} {
+		s.Attributes = text
+		stored, _ := encodeAttrs(nil, &s)
+		assert.Equal(t, text, stored, "kept as it is: %s", text)
+	}
+	s.Attributes = `{"b":1,"a":{"c":[true,null,"]"]},"d":-1.5e3}` // members as written, any order
+	stored, _ = encodeAttrs(nil, &s)
+	back, err := decodeAttrs(&s, stored.([]byte))
+	require.NoError(t, err)
+	assert.Equal(t, s.Attributes, back)
+	for _, bad := range [][]byte{{attrsCompact, 200, 0}, {attrsCompact, 1}, {attrsCompact, 1, 0, 9}, {attrsCompact, 1, 99}, {0x7f}} {
+		_, err := decodeAttrs(&s, bad)
+		assert.Error(t, err, "%v", bad)
+	}
 }
 
 // warmV2DDL is the warm schema of version 2: attributes as TEXT, indexes on start time and
@@ -267,74 +317,7 @@ func TestWarmVersion2FileReadAndMigrated(t *testing.T) {
 	assert.EqualValues(t, old.Spans(), removed.Counts["span_summaries"], "an erasure by session works without the session index")
 }
 
-// TestWarmAttributesDictionary: after its first trainSpans summaries the warm file trains a zstd
-// dictionary for the attributes; later rows are frames made with it (their header names it), a
-// reader opened before or after decodes them, the dictionary holds no session or conversation
-// id (values are blanked in the samples), and the rows are smaller than without it.
-func TestWarmAttributesDictionary(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "warm.db")
-	w, err := OpenWarm(path, Options{})
-	require.NoError(t, err)
-	early, err := OpenWarm(path, Options{ReadOnly: true})
-	require.NoError(t, err)
-	defer early.Close()
-	var runs []storetest.Run
-	spans := 0
-	for i := 0; spans < trainSpans+200; i++ {
-		r := storetest.Run{Seed: fmt.Sprintf("d-%d", i), Session: fmt.Sprintf("conv-secret-%04d", i), Service: "svc", Agent: "a",
-			Model: "gpt-4.1", Start: int64(i+1) * 1e12, LLMCalls: 3, ToolFail: i%5 == 0}
-		runs = append(runs, r)
-		spans += r.Spans()
-		require.NoError(t, w.WriteTraces(ctx, storetest.Traces(r)))
-	}
-	var dicts int
-	var dict []byte
-	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*), MAX(dict) FROM zstd_dicts`).Scan(&dicts, &dict))
-	require.Equal(t, 1, dicts, "trained once")
-	assert.NotContains(t, string(dict), "conv-secret", "no session id in the dictionary")
-	assert.NotContains(t, string(dict), storetest.TraceID(runs[0].Seed).String())
-
-	last := runs[len(runs)-1]
-	var b []byte
-	require.NoError(t, w.SQL().QueryRow(`SELECT attributes FROM span_summaries WHERE trace_id = ? AND typeof(attributes) = 'blob' LIMIT 1`,
-		storetest.TraceID(last.Seed).String()).Scan(&b))
-	var h zstd.Header
-	require.NoError(t, h.Decode(b))
-	assert.NotZero(t, h.DictionaryID, "rows after training use the dictionary")
-	var plainLen, dictLen float64
-	require.NoError(t, w.SQL().QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries WHERE trace_id = ?`,
-		storetest.TraceID(runs[0].Seed).String()).Scan(&plainLen))
-	require.NoError(t, w.SQL().QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries WHERE trace_id = ?`,
-		storetest.TraceID(last.Seed).String()).Scan(&dictLen))
-	assert.Less(t, dictLen, plainLen, "the same shape of run stores smaller attributes with the dictionary")
-	t.Logf("attributes bytes per row: %.0f without dictionary, %.0f with", plainLen, dictLen)
-
-	for _, r := range []*WarmDB{early, w} {
-		got, err := r.Run(ctx, storetest.TraceID(last.Seed).String())
-		require.NoError(t, err)
-		sums, _ := store.Summarize(got.Traces, nil, nil)
-		want, _ := store.Summarize(storetest.Traces(last), nil, nil)
-		require.Len(t, sums, len(want))
-		byID := map[string]string{}
-		for _, s := range sums {
-			byID[s.SpanID] = s.Attributes
-		}
-		for _, s := range want {
-			assert.JSONEq(t, s.Attributes, byID[s.SpanID])
-		}
-	}
-	require.NoError(t, w.Close())
-	// Reopened for writing, the file keeps its dictionary (no second one).
-	w, err = OpenWarm(path, Options{})
-	require.NoError(t, err)
-	defer w.Close()
-	require.NoError(t, w.WriteTraces(ctx, storetest.Traces(storetest.Run{Seed: "after", Session: "s", Service: "svc", Model: "gpt-4.1", Start: 1, LLMCalls: 2})))
-	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*) FROM zstd_dicts`).Scan(&dicts))
-	assert.Equal(t, 1, dicts)
-}
-
-// TestWarmVersion3FileMigrated: a version 3 file (no orphans table, no dictionaries) holding a
+// TestWarmVersion3FileMigrated: a version 3 file (no orphans table) holding a
 // run whose children arrived before their root is migrated when opened for writing: its orphans
 // table is built from its rows, so the root arriving afterwards completes the run, and the
 // index lists what aggregating the rows lists.
@@ -350,7 +333,7 @@ func TestWarmVersion3FileMigrated(t *testing.T) {
 	require.NoError(t, w.Close())
 	raw, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
-	_, err = raw.Exec(`DROP TABLE summary_orphans; DROP TABLE zstd_dicts; PRAGMA user_version = 3;`)
+	_, err = raw.Exec(`DROP TABLE summary_orphans; PRAGMA user_version = 3;`)
 	require.NoError(t, err)
 	require.NoError(t, raw.Close())
 
