@@ -179,4 +179,3 @@ func (n *node) count() int {
 	}
 	return c
 }
-

@@ -73,7 +73,7 @@ type Store struct {
 	prefix    string // key prefix (the URL's prefix parameter)
 	bucket    *blob.Bucket
 	closeFn   func() error
-	known     *lru.Cache[string, struct{}] // single-object layout
+	known     *lru.Cache[string, struct{}]  // single-object layout
 	locs      *lru.Cache[objKey, cachedLoc] // pack layout: object -> pack id, in front of idx
 	enc       *zstd.Encoder
 	dec       *zstd.Decoder
