@@ -28,6 +28,19 @@ type DB struct {
 	prices      *pricing.Prices
 	version     int  // the file's schema version (1: no cost columns, read-only)
 	hasRefs     bool // the payload_refs table exists (always when opened for writing)
+	codec       *otlpCodec
+	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
+	// maintenance before version 5): the same-run baseline of the write benchmarks.
+	recomputeIndex bool
+}
+
+// otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
+// version 4, opened read-only).
+func (d *DB) otlpCols() string {
+	if d.version >= 4 {
+		return "otlp_codec, otlp_dict, otlp"
+	}
+	return "0, 0, otlp"
 }
 
 // Options tune Open. The zero value is valid.
@@ -51,6 +64,13 @@ func Open(path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+	}
 	if !o.ReadOnly {
 		if err := d.ensurePayloadRefs(context.Background()); err != nil {
 			db.Close()
@@ -65,14 +85,15 @@ func Open(path string, o Options) (*DB, error) {
 	if d.sessionKeys == nil {
 		d.sessionKeys = genai.DefaultSessionKeys
 	}
-	if d.now == nil {
-		d.now = time.Now
-	}
 	return d, nil
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	err := d.db.Close()
+	d.codec.close()
+	return err
+}
 
 // SQL exposes the handle for tier maintenance (retention) and tests.
 func (d *DB) SQL() *sql.DB { return d.db }
@@ -80,24 +101,32 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // ErrInvalidSpan wraps the reason a span cannot be stored (an all-zero trace or span id).
 var ErrInvalidSpan = errors.New("invalid span")
 
+const spanColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
+	   cost_usd, unpriced, otlp_codec, otlp_dict)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
 // WriteTraces stores every span of td in one transaction. Spans whose trace id or span id is
 // empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
-// the reason, and the rest of the batch is stored.
+// the reason, and the rest of the batch is stored. A span already stored (same trace and span
+// id: an at-least-once retry) is replaced; the run index counts each span once (RunBatch).
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans
-	  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
-	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
-	   cost_usd, unpriced)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
 	if err != nil {
 		return nil, err
 	}
 	defer stmt.Close()
+	var replace *sql.Stmt // prepared for the first span that is already stored
+	defer func() {
+		if replace != nil {
+			replace.Close()
+		}
+	}()
 	refStmt, err := tx.PrepareContext(ctx, insertRef)
 	if err != nil {
 		return nil, err
@@ -105,7 +134,8 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
-	var touched traceSet
+	batch := RunBatch{Ingested: now}
+	var stored []byte // the encoded otlp column, reused
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -122,6 +152,8 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if err != nil {
 					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
 				}
+				var codec, dictID int64
+				stored, codec, dictID = d.codec.encode(stored[:0], buf, true)
 				attrs := span.Attributes()
 				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
 				usage := genai.TokenUsage(attrs)
@@ -134,25 +166,52 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if !span.ParentSpanID().IsEmpty() {
 					parent = span.ParentSpanID().String()
 				}
-				if _, err := stmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), parent, session,
-					span.Name(), int64(span.Kind()), int64(span.StartTimestamp()), int64(span.EndTimestamp()),
-					int64(span.Status().Code()), service, string(genai.Classify(attrs)), genai.Model(attrs),
-					usage.Input, usage.Output, buf, now, cost.USD, unpriced); err != nil {
+				f := SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
+					SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
+					End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
+					Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}
+				args := []any{f.TraceID, f.SpanID, parent, session, span.Name(), int64(span.Kind()), f.Start, f.End,
+					int64(span.Status().Code()), service, string(genai.Classify(attrs)), f.Model,
+					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID}
+				res, err := stmt.ExecContext(ctx, args...)
+				if err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
-				touched.add(span.TraceID().String())
+				if n, err := res.RowsAffected(); err != nil {
+					return rejected, err
+				} else if n == 1 {
+					batch.Inserted(f)
+				} else {
+					if replace == nil {
+						if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans `+spanColumns); err != nil {
+							return rejected, err
+						}
+					}
+					if _, err := replace.ExecContext(ctx, args...); err != nil {
+						return rejected, fmt.Errorf("replace span %s: %w", span.SpanID(), err)
+					}
+					batch.Replaced(f.TraceID)
+				}
 				for _, uri := range store.SpanPayloadRefs(span) {
-					if _, err := refStmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), uri); err != nil {
+					if _, err := refStmt.ExecContext(ctx, f.TraceID, f.SpanID, uri); err != nil {
 						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
 					}
 				}
 			}
 		}
 	}
-	if err := hotIndex.recompute(ctx, tx, touched.ids, false); err != nil {
+	if d.recomputeIndex {
+		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
+	} else {
+		err = hotIndex.apply(ctx, tx, &batch)
+	}
+	if err != nil {
 		return rejected, err
 	}
-	return rejected, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return rejected, err
+	}
+	return rejected, d.codec.maybeTrain(ctx)
 }
 
 // WriteLogs stores every log record of ld in one transaction.
@@ -162,13 +221,21 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO logs
-	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano)
-	  VALUES (?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO logs
+	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano,
+	   otlp_codec, otlp_dict)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (record_sha256) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
+	// A record already stored has the same content (its key is the content's SHA-256): a retry
+	// only moves its retention clock, as the replacing write did before.
+	again, err := tx.PrepareContext(ctx, `UPDATE logs SET ingested_unix_nano = ? WHERE record_sha256 = ?`)
+	if err != nil {
+		return err
+	}
+	defer again.Close()
 	refStmt, err := tx.PrepareContext(ctx, insertRef)
 	if err != nil {
 		return err
@@ -176,7 +243,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
-	var alerted traceSet // runs whose alert count changes
+	batch := RunBatch{Ingested: now}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -198,17 +265,26 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					return fmt.Errorf("encode log record: %w", err)
 				}
 				sum := sha256.Sum256(buf)
+				stored, codec, dictID := d.codec.encode(nil, buf, false)
 				ts := lr.Timestamp()
 				if ts == 0 {
 					ts = lr.ObservedTimestamp()
 				}
 				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
-				if _, err := stmt.ExecContext(ctx, hex.EncodeToString(sum[:]), hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
-					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, buf, now); err != nil {
+				key := hex.EncodeToString(sum[:])
+				res, err := stmt.ExecContext(ctx, key, hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
+					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, stored, now, codec, dictID)
+				if err != nil {
 					return fmt.Errorf("insert log record: %w", err)
 				}
-				if lr.EventName() == store.AlertEventName {
-					alerted.add(hexOrEmpty(lr.TraceID()))
+				if n, err := res.RowsAffected(); err != nil {
+					return err
+				} else if n == 0 {
+					if _, err := again.ExecContext(ctx, now, key); err != nil {
+						return fmt.Errorf("insert log record: %w", err)
+					}
+				} else if lr.EventName() == store.AlertEventName {
+					batch.Alert(hexOrEmpty(lr.TraceID()))
 				}
 				for _, uri := range store.LogPayloadRefs(lr) {
 					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
@@ -218,7 +294,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	if err := hotIndex.recompute(ctx, tx, alerted.ids, false); err != nil {
+	if err := hotIndex.apply(ctx, tx, &batch); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -305,19 +381,25 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
-	rows, err := d.db.QueryContext(ctx, `SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
 	}
 	var um ptrace.ProtoUnmarshaler
 	n := 0
 	for rows.Next() {
+		var codec, dictID int64
 		var buf []byte
-		if err := rows.Scan(&buf); err != nil {
+		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		one, err := um.UnmarshalTraces(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
+		}
+		one, err := um.UnmarshalTraces(raw)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
@@ -334,18 +416,23 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	}
 	// Records stamped alike keep the order they arrived in (rowid): an instrumentation that sends
 	// a prompt's messages as records with one timestamp relies on it (genai.LLMCallMessages).
-	lrows, err := d.db.QueryContext(ctx, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
+	lrows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read logs of %s: %w", traceID, err)
 	}
 	defer lrows.Close()
 	var lum plog.ProtoUnmarshaler
 	for lrows.Next() {
+		var codec, dictID int64
 		var buf []byte
-		if err := lrows.Scan(&buf); err != nil {
+		if err := lrows.Scan(&codec, &dictID, &buf); err != nil {
 			return nil, err
 		}
-		one, err := lum.UnmarshalLogs(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
+		}
+		one, err := lum.UnmarshalLogs(raw)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
 		}
