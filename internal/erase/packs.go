@@ -13,7 +13,8 @@ import (
 // Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
 // rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
 // the index CollectOnly, so it runs beside the collector that writes the packs; packs the
-// collector has not uploaded yet (at most payloads::pack::max_age old) are not swept.
+// collector has not uploaded yet are not swept: an erasure asks the collector to seal and upload
+// its open pack now (payloadref.RequestSeal), so that the next pass finds it in the bucket.
 type Packs struct {
 	URL string // payloads::url
 	Dir string // payloads::dir
@@ -33,6 +34,11 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		return PayloadStats{}, err
 	}
 	defer func() { _ = s.Close() }()
+	if len(o.Erased) > 0 {
+		// The collector's open pack may hold erased objects: have it sealed and uploaded now, so
+		// that the second pass (after --settle) finds them in the bucket.
+		_ = payloadref.RequestSeal(p.Dir)
+	}
 	erased := func(yield func(string) bool) error {
 		for _, u := range o.Erased {
 			if !yield(u) {

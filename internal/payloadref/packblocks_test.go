@@ -424,3 +424,35 @@ func writeV1Manifest(b testing.TB, url, dir string, value []byte, parts [][]byte
 	u, _ := ObjectURI(url, packKey("0002-bb"))
 	return u + "#" + k.name()
 }
+
+// TestRequestSeal: a seal request (what runagain delete sends) has the writer seal and upload
+// its open segment long before PackMaxAge.
+func TestRequestSeal(t *testing.T) {
+	ctx := context.Background()
+	url, _ := fileURL(t)
+	dir := t.TempDir()
+	s := newPackStore(t, url, dir, StoreOptions{PackMaxAge: time.Hour})
+	res, err := s.Put(ctx, []byte("sealed on request "+strings.Repeat("y", 500)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RequestSeal(dir); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(bucketKeys(t, url, PackDir)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the open segment was not sealed on request")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StagingDir, SealRequestFile)); !os.IsNotExist(err) {
+		t.Fatalf("the request file is still there: %v", err)
+	}
+	if _, err := newResolver(t).Fetch(ctx, res.URI); err != nil {
+		t.Fatal(err)
+	}
+	if err := RequestSeal(t.TempDir()); err != nil { // nobody writes there: a no-op
+		t.Fatal(err)
+	}
+}

@@ -367,13 +367,31 @@ func (w *packWriter) indexed(es []packEntryAt) {
 	}
 }
 
-// ager seals the open segment once it is older than maxAge.
+// SealRequestFile is the file of a staging area whose presence asks the process writing it to seal
+// its open segment now (RequestSeal).
+const SealRequestFile = "SEAL"
+
+// RequestSeal asks the process writing the pack layout of data directory dir (StoreOptions.Dir)
+// to seal its open segment and upload it now rather than at PackMaxAge: an erasure (runagain
+// delete) calls it so that the objects it erases are in the bucket, where its next pass removes
+// them, within about a second plus the upload. The writer checks for the request every second
+// (or every PackMaxAge/4 when shorter). Nothing happens when no process writes dir.
+func RequestSeal(dir string) error {
+	staging := filepath.Join(dir, StagingDir)
+	if _, err := os.Stat(staging); err != nil {
+		return nil // no staging area: nothing to seal
+	}
+	return os.WriteFile(filepath.Join(staging, SealRequestFile), nil, 0o644)
+}
+
+// ager seals the open segment once it is older than maxAge, or when asked (SealRequestFile).
 func (w *packWriter) ager() {
 	defer w.wg.Done()
-	tick := w.maxAge / 4
+	tick := min(w.maxAge/4, time.Second)
 	if tick < 10*time.Millisecond {
 		tick = 10 * time.Millisecond
 	}
+	req := filepath.Join(w.dir, SealRequestFile)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -381,8 +399,12 @@ func (w *packWriter) ager() {
 		case <-w.stop:
 			return
 		case <-t.C:
+			asked := false
+			if _, err := os.Stat(req); err == nil {
+				asked = os.Remove(req) == nil
+			}
 			w.mu.Lock()
-			if c := w.cur; c != nil && len(c.entries) > 0 && w.s.now().Sub(c.opened) >= w.maxAge {
+			if c := w.cur; c != nil && len(c.entries) > 0 && (asked || w.s.now().Sub(c.opened) >= w.maxAge) {
 				if err := w.sealLocked(); err != nil {
 					w.s.logger("payloadref: %v", err)
 				}
