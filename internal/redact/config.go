@@ -92,6 +92,10 @@ type Config struct {
 	Disabled []string
 	// Custom adds rules.
 	Custom []CustomRule
+	// CleanCache, when not nil, remembers strings found to hold nothing to redact (whole values
+	// and JSON string leaves of at least MinCleanCacheLen bytes), so that they are not scanned
+	// again; see CleanCache. It may be shared by Redactors of different configurations.
+	CleanCache *CleanCache
 }
 
 var ruleNameRE = regexp.MustCompile(`^[a-z0-9_.\-]{1,64}$`)

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/coregx/ahocorasick"
+	"github.com/zeebo/xxh3"
 
 	"github.com/runagain/runagain/internal/jsonkit"
 )
@@ -45,9 +46,20 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 // keyApplies reports whether values under key may be credential findings (keyFinding's test on
 // the key alone, so that the value is decoded only when it may be one).
 func (r *Redactor) keyApplies(key string) bool {
+	if v, ok := r.keyMemo.Load(key); ok {
+		return v.(bool)
+	}
 	name, _, ok := sensitiveKey(key)
-	return ok && r.keyRuleOn[name]
+	ok = ok && r.keyRuleOn[name]
+	if r.keyMemoN.Load() < maxKeyMemo && r.keyMemoN.Add(1) <= maxKeyMemo {
+		r.keyMemo.Store(strings.Clone(key), ok)
+	}
+	return ok
 }
+
+// maxKeyMemo bounds the keys whose keyApplies a Redactor remembers (attribute and JSON object
+// keys: a small vocabulary in practice; keys past the bound are classified every time).
+const maxKeyMemo = 4096
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)
@@ -66,20 +78,44 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
 // walked (outer documents first), and one unescape buffer per level of JSON held in a string.
 type walker struct {
-	edits  []edit
-	hot    []hotRange
-	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
-	leafMs []ahocorasick.Match
-	escs   []int
-	dec    [maxJSONDepth + 1][]byte
-	lower  []byte
+	edits   []edit
+	hot     []hotRange
+	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs  []ahocorasick.Match
+	escs    []int
+	toks    []strTok // string tokens of the documents being walked (outer documents first)
+	keys    [16]keyMemo
+	nextKey int
+	dec     [maxJSONDepth + 1][]byte
+	lower   []byte
+}
+
+// keyMemo remembers keyApplies of the last object keys seen by a walker (documents repeat a few
+// keys: role, parts, type, content).
+type keyMemo struct {
+	key string
+	ok  bool
+}
+
+// keyApplies is r.keyApplies(key), memoised in w.
+func (w *walker) keyApplies(r *Redactor, key string) bool {
+	for i := range w.keys {
+		if e := &w.keys[i]; e.key == key { // a zero entry is right for "": keyApplies("") is false
+			return e.ok
+		}
+	}
+	ok := r.keyApplies(key)
+	w.keys[w.nextKey%len(w.keys)] = keyMemo{key, ok}
+	w.nextKey++
+	return ok
 }
 
 var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
-	w.edits, w.hot, w.ms = w.edits[:0], w.hot[:0], w.ms[:0]
+	w.edits, w.hot, w.ms, w.toks = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0]
+	w.keys, w.nextKey = [16]keyMemo{}, 0 // the keys point into the caller's document
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
 	}
@@ -131,86 +167,190 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	return sb.String(), fs, true
 }
 
+// strTok is one string token of a JSON document, recorded by jsonEdits' first pass: its body
+// [cs, ce) in the document, whether it is an object key (name) or a member value (member),
+// whether its body holds an escape, and its CleanCache state.
+type strTok struct {
+	cs, ce            int
+	name, member, esc bool
+	keyApplies        bool         // a member value whose key may make it a credential (keyApplies)
+	clean             bool         // known clean: not examined
+	cacheable         bool         // not known clean but may be added once examined clean
+	hash              xxh3.Uint128 // its CleanCache hash when cacheable
+}
+
 // jsonEdits appends to w.edits the edits for the JSON document s, sorted and non-overlapping,
 // with spans in s. It returns false, with w.edits as it found them, when s is not valid JSON.
+//
+// A first pass records the string tokens (and, with a CleanCache, looks up every string of at
+// least MinCleanCacheLen bytes that is not under a credential key); the prefilter then runs over
+// the bytes between the known-clean strings only (no trigger crosses a '"', see prefilter), and
+// a second pass examines the other strings. A string examined and found clean is added to the
+// cache.
 func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
-	editsMark, hotMark, msMark := len(w.edits), len(w.hot), len(w.ms)
-	defer func() { w.hot, w.ms = w.hot[:hotMark], w.ms[:msMark] }()
-	all := r.prefilter(w, s)
+	editsMark, hotMark, msMark, toksMark := len(w.edits), len(w.hot), len(w.ms), len(w.toks)
+	defer func() { w.hot, w.ms, w.toks = w.hot[:hotMark], w.ms[:msMark], w.toks[:toksMark] }()
+	if !r.jsonTokens(w, s, depth) {
+		w.edits = w.edits[:editsMark]
+		return false
+	}
+	toksEnd := len(w.toks)
+	all := false
+	if r.cache == nil {
+		all = r.prefilter(w, s, 0, len(s))
+	} else {
+		// The prefilter runs on each string of at least MinCleanCacheLen bytes not known clean,
+		// and on each stretch between such strings (structure and short strings: the same bytes
+		// around every message) unless that stretch is known to hold no trigger.
+		lo := 0
+		for i := toksMark; i < toksEnd && !all; i++ {
+			t := w.toks[i]
+			if t.ce-t.cs < MinCleanCacheLen {
+				continue
+			}
+			if all = r.prefilterBetween(w, s, lo, t.cs); !all && !t.clean {
+				all = r.prefilter(w, s, t.cs, t.ce)
+			}
+			lo = t.ce
+		}
+		if !all {
+			all = r.prefilterBetween(w, s, lo, len(s))
+		}
+	}
 	hot, hotEnd := hotMark, len(w.hot)
 	mk, msEnd := msMark, len(w.ms)
+	var lastKey string
+	for i := toksMark; i < toksEnd; i++ {
+		t := w.toks[i] // a copy: the nested walk below appends to w.toks
+		raw := s[t.cs:t.ce]
+		if t.name {
+			lastKey = raw
+			if t.esc {
+				lastKey = string(appendUnescaped(nil, raw)) // rare: an escaped key
+			}
+		}
+		if t.clean {
+			continue
+		}
+		mark := len(w.edits)
+		r.tokenEdits(w, s, depth, t, lastKey, all, &hot, hotEnd, &mk, msEnd)
+		if t.cacheable && len(w.edits) == mark {
+			r.cleanAdd(t.hash)
+		}
+	}
+	return true
+}
+
+// prefilterBetween is prefilter on s[lo:hi], a stretch of JSON between long strings, looked up
+// in and added to the CleanCache: a stretch in which the prefilter finds no trigger is not
+// scanned again.
+func (r *Redactor) prefilterBetween(w *walker, s string, lo, hi int) (all bool) {
+	if hi <= lo {
+		return false
+	}
+	h, known := r.cleanLookup(s[lo:hi], r.cleanSeed(kindBetween))
+	if known {
+		return false
+	}
+	hot, ms := len(w.hot), len(w.ms)
+	if all = r.prefilter(w, s, lo, hi); !all && len(w.hot) == hot && len(w.ms) == ms {
+		r.cleanAdd(h)
+	}
+	return all
+}
+
+// jsonTokens appends the string tokens of s to w.toks (see strTok); false when s is not valid
+// JSON.
+func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 	sc := jsonkit.GetScannerString(s)
 	defer jsonkit.PutScanner(sc)
-	var lastKey string
+	keyApplies := false
 	for {
 		tk, err := sc.Next()
 		if errors.Is(err, io.EOF) {
 			return true
 		}
 		if err != nil {
-			w.edits = w.edits[:editsMark]
 			return false
 		}
 		if tk.Kind != '"' {
 			continue
 		}
-		cs, ce := tk.Start+1, tk.End-1
-		raw := s[cs:ce]
-		esc := strings.IndexByte(raw, '\\') >= 0
-		if tk.Name {
-			lastKey = raw
-			if esc {
-				lastKey = string(appendUnescaped(nil, raw)) // rare: an escaped key
+		t := strTok{cs: tk.Start + 1, ce: tk.End - 1, name: tk.Name, member: tk.Member}
+		raw := s[t.cs:t.ce]
+		t.esc = strings.IndexByte(raw, '\\') >= 0
+		if t.name {
+			key := raw
+			if t.esc {
+				key = string(appendUnescaped(nil, raw))
 			}
+			keyApplies = w.keyApplies(r, key)
 		}
-		if tk.Member && r.keyApplies(lastKey) {
-			dec := w.unescape(depth, raw, esc)
-			if f, ok := r.keyFinding(lastKey, dec); ok {
-				f.Start, f.End = cs, ce
-				w.edits = append(w.edits, edit{start: cs, end: ce, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
-				continue
+		t.keyApplies = t.member && keyApplies
+		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies {
+			kind := uint64(kindLeaf) | uint64(depth)<<8
+			if t.name {
+				kind = kindName
 			}
+			t.hash, t.clean = r.cleanLookup(raw, r.cleanSeed(kind))
+			t.cacheable = !t.clean
 		}
-		// a JSON document inside a string leaf
-		if !tk.Name && depth < maxJSONDepth && rawLooksJSON(raw) {
-			dec := w.unescape(depth, raw, esc)
-			if LooksJSON(dec) {
-				mark := len(w.edits)
-				if r.jsonEdits(w, dec, depth+1) {
-					m := offsetMap{raw: raw}
-					for i := mark; i < len(w.edits); i++ {
-						e := &w.edits[i]
-						e.start, e.end = cs+m.at(e.start), cs+m.at(e.end)
-						e.f.Start, e.f.End = e.start, e.end
-						e.repl = jsonEscape(e.repl)
-					}
-					continue
-				}
-			}
-		}
-		if !all && !overlapsHot(w.hot, &hot, hotEnd, cs, ce) {
-			continue // no rule can trigger in this leaf
-		}
-		var fs []Finding
+		w.toks = append(w.toks, t)
+	}
+}
+
+// tokenEdits appends the edits of string token t of s (lastKey: the key of the object member
+// it is in, if any).
+func (r *Redactor) tokenEdits(w *walker, s string, depth int, t strTok, lastKey string, all bool, hot *int, hotEnd int, mk *int, msEnd int) {
+	cs, ce, esc := t.cs, t.ce, t.esc
+	raw := s[cs:ce]
+	if t.keyApplies {
 		dec := w.unescape(depth, raw, esc)
-		switch {
-		case all:
-			fs = r.Find(dec)
-		case !esc:
-			fs = r.find(dec, w.leafMatches(&mk, msEnd, cs, ce), true)
-		default:
-			if ms, ok := w.leafMatchesEscaped(&mk, msEnd, cs, ce, raw); ok {
-				fs = r.find(dec, ms, true)
-			} else {
-				fs = r.Find(dec)
+		if f, ok := r.keyFinding(lastKey, dec); ok {
+			f.Start, f.End = cs, ce
+			w.edits = append(w.edits, edit{start: cs, end: ce, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
+			return
+		}
+	}
+	// a JSON document inside a string leaf
+	if !t.name && depth < maxJSONDepth && rawLooksJSON(raw) {
+		dec := w.unescape(depth, raw, esc)
+		if LooksJSON(dec) {
+			mark := len(w.edits)
+			if r.jsonEdits(w, dec, depth+1) {
+				m := offsetMap{raw: raw}
+				for i := mark; i < len(w.edits); i++ {
+					e := &w.edits[i]
+					e.start, e.end = cs+m.at(e.start), cs+m.at(e.end)
+					e.f.Start, e.f.End = e.start, e.end
+					e.repl = jsonEscape(e.repl)
+				}
+				return
 			}
 		}
-		m := offsetMap{raw: raw}
-		for _, f := range fs {
-			repl := jsonEscape(r.Token(f.Rule, f.Action, dec[f.Start:f.End]))
-			f.Start, f.End = cs+m.at(f.Start), cs+m.at(f.End)
-			w.edits = append(w.edits, edit{start: f.Start, end: f.End, repl: repl, f: f})
+	}
+	if !all && !overlapsHot(w.hot, hot, hotEnd, cs, ce) {
+		return // no rule can trigger in this leaf
+	}
+	var fs []Finding
+	dec := w.unescape(depth, raw, esc)
+	switch {
+	case all:
+		fs = r.Find(dec)
+	case !esc:
+		fs = r.find(dec, w.leafMatches(mk, msEnd, cs, ce), true)
+	default:
+		if ms, ok := w.leafMatchesEscaped(mk, msEnd, cs, ce, raw); ok {
+			fs = r.find(dec, ms, true)
+		} else {
+			fs = r.Find(dec)
 		}
+	}
+	m := offsetMap{raw: raw}
+	for _, f := range fs {
+		repl := jsonEscape(r.Token(f.Rule, f.Action, dec[f.Start:f.End]))
+		f.Start, f.End = cs+m.at(f.Start), cs+m.at(f.End)
+		w.edits = append(w.edits, edit{start: f.Start, end: f.End, repl: repl, f: f})
 	}
 }
 
@@ -385,19 +525,41 @@ func LooksJSON(s string) bool {
 }
 
 // RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
-// not parse; such a value is redacted as text.
+// not parse; such a value is redacted as text. With a CleanCache, a value of at least
+// MinCleanCacheLen bytes found clean under key is remembered, and returned unchanged without a
+// scan when it comes again under the same key (values under credential keys are always examined).
 func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malformedJSON bool) {
-	if f, ok := r.keyFinding(key, s); ok {
-		f.End = len(s)
-		return r.Token(f.Rule, f.Action, s), []Finding{f}, false
+	applies := r.keyApplies(key)
+	if applies {
+		if f, ok := r.keyFinding(key, s); ok {
+			f.End = len(s)
+			return r.Token(f.Rule, f.Action, s), []Finding{f}, false
+		}
+	}
+	var h xxh3.Uint128
+	cacheable := r.cache != nil && len(s) >= MinCleanCacheLen && !applies
+	if cacheable {
+		var clean bool
+		if h, clean = r.cleanLookup(s, r.valueSeed(key)); clean {
+			return s, nil, false
+		}
 	}
 	if LooksJSON(s) {
 		if out, fs, ok := r.RedactJSON(s); ok {
+			if cacheable && len(fs) == 0 {
+				r.cleanAdd(h)
+			}
 			return out, fs, false
 		}
 		out, fs = r.RedactString(s)
-		return out, fs, true
+		return out, fs, true // malformed: examined every time, so that every time is counted
 	}
 	out, fs = r.RedactString(s)
+	if cacheable && len(fs) == 0 {
+		r.cleanAdd(h)
+	}
 	return out, fs, false
 }
+
+// CleanCacheStats returns the statistics of the Redactor's CleanCache (zero without one).
+func (r *Redactor) CleanCacheStats() CleanCacheStats { return r.cache.Stats() }

@@ -11,54 +11,59 @@ import (
 // hotRange is a byte range [lo, hi) of a JSON document where some rule may trigger.
 type hotRange struct{ lo, hi int }
 
-// prefilter scans the raw bytes of the JSON document s, before it is walked, for everything that
-// triggers a rule in Find: keyword matches (the same Aho-Corasick automaton, over an ASCII-lower-
-// cased copy), digit clusters that pass a digit rule's gates, runs of hex digits and colons that
-// could hold an IPv6 address, and the escapes after which the raw bytes differ from the decoded
-// text in a way that could hide a trigger (\u, \/, \b, \f). It appends those ranges to w.hot in
-// increasing order of lo.
+// prefilter scans the raw bytes s[lo:hi] of the JSON document s, before it is walked, for
+// everything that triggers a rule in Find: keyword matches (the same Aho-Corasick automaton, over
+// an ASCII-lower-cased copy), digit clusters that pass a digit rule's gates, runs of hex digits and
+// colons that could hold an IPv6 address, and the escapes after which the raw bytes differ from
+// the decoded text in a way that could hide a trigger (\u, \/, \b, \f). It appends those ranges
+// (offsets in s) to w.hot in increasing order of lo, and the keyword matches to w.ms.
 //
 // It is sound for every string leaf: a trigger in a leaf's decoded text is a trigger in its raw
 // bytes unless the leaf holds one of those escapes (keywords hold no '"', '\\' or control
 // character, checked in New; \n \t \r \" \\ decode to bytes that are neither digits, separators
-// of a digit cluster, hex digits nor colons, as their raw letters are not). It returns true when
-// it cannot decide (a custom rule without keywords scans whole values): every leaf is then hot.
-func (r *Redactor) prefilter(w *walker, s string) (all bool) {
+// of a digit cluster, hex digits nor colons, as their raw letters are not). No trigger holds a
+// '"', so none crosses the edge of a string: scanning [lo, hi) finds the triggers of every
+// string inside it when lo and hi are not inside a string, or are the edges of one (jsonEdits
+// scans the bytes between strings known clean). It returns true when it cannot decide (a custom
+// rule without keywords scans whole values): every leaf is then hot.
+func (r *Redactor) prefilter(w *walker, s string, lo, hi int) (all bool) {
 	if len(r.scanAll) > 0 || !r.prefilterOK {
 		return true
 	}
 	start := len(w.hot)
-	if r.ac != nil && len(s) > 0 {
-		b := unsafe.Slice(unsafe.StringData(s), len(s))
+	part := s[lo:hi]
+	if r.ac != nil && len(part) > 0 {
+		b := unsafe.Slice(unsafe.StringData(part), len(part))
 		w.lower = appendLowerASCII(w.lower[:0], b)
 		for _, m := range r.ac.FindAllOverlapping(w.lower) {
+			m.Start, m.End = m.Start+lo, m.End+lo
 			w.hot = append(w.hot, hotRange{m.Start, m.End})
 			w.ms = append(w.ms, m)
 		}
 	}
 	if len(r.digitIdx) > 0 {
-		scanDigitClusters(s, func(lo, hi, digits int, dot bool) {
+		scanDigitClusters(part, func(a, b, digits int, dot bool) {
 			for _, ri := range r.digitIdx {
 				if ru := r.rules[ri]; digits >= ru.minDigits && (!ru.needDot || dot) {
-					w.hot = append(w.hot, hotRange{lo, hi})
+					w.hot = append(w.hot, hotRange{a + lo, b + lo})
 					return
 				}
 			}
 		})
 	}
 	if r.ipv6 >= 0 {
-		looseIPv6(s, func(lo, hi int) { w.hot = append(w.hot, hotRange{lo, hi}) })
+		looseIPv6(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
 	}
-	for i := 0; i < len(s); i++ {
-		j := strings.IndexByte(s[i:], '\\')
+	for i := 0; i < len(part); i++ {
+		j := strings.IndexByte(part[i:], '\\')
 		if j < 0 {
 			break
 		}
 		i += j
-		if i+1 < len(s) {
-			switch s[i+1] {
+		if i+1 < len(part) {
+			switch part[i+1] {
 			case 'u', '/', 'b', 'f':
-				w.hot = append(w.hot, hotRange{i, i + 2})
+				w.hot = append(w.hot, hotRange{i + lo, i + lo + 2})
 			}
 		}
 		i++

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/coregx/ahocorasick"
@@ -44,6 +45,13 @@ type Redactor struct {
 	// prefilterOK: no keyword holds a byte that JSON must escape, so RedactJSON's prefilter may
 	// look for keywords in raw JSON bytes
 	prefilterOK bool
+	// cache remembers clean strings (nil: none); cleanBase seeds its hashes: the cache's secret
+	// and this Redactor's fingerprint
+	cache     *CleanCache
+	cleanBase uint64
+	// keyMemo: key -> keyApplies(key), at most maxKeyMemo keys (keyMemoN counts them)
+	keyMemo  sync.Map
+	keyMemoN atomic.Int64
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).
@@ -153,6 +161,10 @@ func New(cfg Config) (*Redactor, error) {
 		}
 	}
 	r.macPool.New = func() any { return hmac.New(sha256.New, r.hashKey) }
+	if cfg.CleanCache != nil {
+		r.cache = cfg.CleanCache
+		r.cleanBase = cfg.CleanCache.seed ^ r.fingerprint(cfg)
+	}
 	return r, nil
 }
 

@@ -305,3 +305,137 @@ func BenchmarkAgentRedactionPerSpan(b *testing.B) {
 		})
 	}
 }
+
+// resendBatches returns the traffic of convs conversations of turns turns with tools tool calls
+// per turn, shaped as loadgen sends it by default: one batch per LLM call index, holding that
+// call's chat span of every conversation (gen_ai.input.messages resending the whole history,
+// gen_ai.output.messages, gen_ai.system_instructions, the usual scalar attributes) and the tool
+// span that follows it (arguments and result). Messages are about msgBytes of prose.
+func resendBatches(convs, turns, tools, msgBytes int) (batches []ptrace.Traces, spans int) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	text := func(size int) string {
+		var sb strings.Builder
+		for sb.Len() < size {
+			sb.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+			sb.WriteByte(' ')
+		}
+		return sb.String()
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	system := `[{"type":"text","content":` + q(text(1024)) + `}]`
+	hist := make([][]string, convs)
+	for turn := 0; turn < turns; turn++ {
+		for c := range convs {
+			hist[c] = append(hist[c], `{"role":"user","parts":[{"type":"text","content":`+q(text(msgBytes))+`}]}`)
+		}
+		for k := 0; k <= tools; k++ {
+			td := ptrace.NewTraces()
+			ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+			for c := range convs {
+				id := fmt.Sprintf("call_%d_%d_%d", c, turn, k)
+				var out string
+				if k == tools {
+					out = `{"role":"assistant","parts":[{"type":"text","content":` + q(text(msgBytes)) + `}],"finish_reason":"stop"}`
+				} else {
+					out = `{"role":"assistant","parts":[{"type":"tool_call","id":"` + id + `","name":"search","arguments":{"query":` + q(text(120)) + `}}],"finish_reason":"tool_calls"}`
+				}
+				s := ss.Spans().AppendEmpty()
+				s.SetName("chat gpt-4o")
+				a := s.Attributes()
+				a.PutStr("gen_ai.operation.name", "chat")
+				a.PutStr("gen_ai.provider.name", "openai")
+				a.PutStr("gen_ai.request.model", "gpt-4o")
+				a.PutStr("gen_ai.response.model", "gpt-4o-2024-08-06")
+				a.PutStr("gen_ai.response.id", fmt.Sprintf("chatcmpl-%x", rng.Uint64()))
+				a.PutStr("gen_ai.conversation.id", fmt.Sprintf("conv-%d", c))
+				a.PutInt("gen_ai.usage.input_tokens", 1000)
+				a.PutStr("server.address", "api.openai.com")
+				a.PutStr("gen_ai.input.messages", "["+strings.Join(hist[c], ",")+"]")
+				a.PutStr("gen_ai.output.messages", "["+out+"]")
+				a.PutStr("gen_ai.system_instructions", system)
+				hist[c] = append(hist[c], out)
+				spans++
+				if k == tools {
+					continue
+				}
+				result := q(text(msgBytes))
+				t := ss.Spans().AppendEmpty()
+				t.SetName("execute_tool search")
+				ta := t.Attributes()
+				ta.PutStr("gen_ai.operation.name", "execute_tool")
+				ta.PutStr("gen_ai.tool.name", "search")
+				ta.PutStr("gen_ai.tool.call.id", id)
+				ta.PutStr("gen_ai.conversation.id", fmt.Sprintf("conv-%d", c))
+				ta.PutStr("gen_ai.tool.call.arguments", `{"query":`+q(text(120))+`}`)
+				ta.PutStr("gen_ai.tool.call.result", result)
+				hist[c] = append(hist[c], `{"role":"tool","parts":[{"type":"tool_call_response","id":"`+id+`","response":`+result+`}]}`)
+				spans++
+			}
+			setIDs(ss.Spans())
+			batches = append(batches, td)
+		}
+	}
+	return batches, spans
+}
+
+// BenchmarkAgentRedactionResendHistory is the processor on agent traffic that resends its
+// history (resendBatches: 20 conversations, 5 turns of 3 tool calls, 512-byte messages, make
+// bench's loadgen shape), one batch per operation, in call order; the clean-value cache is purged
+// when the traffic starts over. "cache" is the default configuration, "nocache" clean_cache_mib:
+// 0, and "copy" only copies the batch (CopyTo, which every row also pays untimed): the same-run
+// baseline. Reported per span: ns/span, allocs/span, B/span, and MB/s of attribute bytes.
+//
+//	go test -run '^$' -bench AgentRedactionResendHistory -benchmem ./processor/agentredactionprocessor/
+func BenchmarkAgentRedactionResendHistory(b *testing.B) {
+	batches, nspans := resendBatches(20, 5, 3, 512)
+	perBatch := float64(nspans) / float64(len(batches))
+	bytes := 0
+	for _, td := range batches {
+		bytes += (&ptrace.ProtoMarshaler{}).TracesSize(td)
+	}
+	for _, mode := range []string{"copy", "nocache", "cache"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.HashKey = "bench-key"
+			if mode == "nocache" {
+				cfg.CleanCacheMiB = 0
+			}
+			p, err := newRedactionProcessor(processortest.NewNopSettings(component.MustNewType("agent_redaction")), cfg)
+			require.NoError(b, err)
+			b.SetBytes(int64(bytes / len(batches)))
+			var ms0, ms1 runtime.MemStats
+			var mallocs, allocBytes uint64
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				if i%len(batches) == 0 {
+					p.cache.Purge()
+				}
+				x := ptrace.NewTraces()
+				batches[i%len(batches)].CopyTo(x)
+				i++
+				runtime.ReadMemStats(&ms0)
+				b.StartTimer()
+				if mode == "copy" {
+					y := ptrace.NewTraces()
+					x.CopyTo(y)
+				} else if _, err := p.processTraces(context.Background(), x); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				runtime.ReadMemStats(&ms1)
+				mallocs += ms1.Mallocs - ms0.Mallocs
+				allocBytes += ms1.TotalAlloc - ms0.TotalAlloc
+				b.StartTimer()
+			}
+			spans := perBatch * float64(i)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spans, "ns/span")
+			b.ReportMetric(float64(mallocs)/spans, "allocs/span")
+			b.ReportMetric(float64(allocBytes)/spans, "B/span")
+			if st := p.cache.Stats(); st.Hits+st.Misses > 0 {
+				b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "hit_ratio")
+			}
+			require.NoError(b, p.shutdown(context.Background()))
+		})
+	}
+}

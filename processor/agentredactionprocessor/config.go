@@ -57,6 +57,12 @@ type Config struct {
 	// pipeline component, so refusing the whole request is the only answer that never
 	// acknowledges a span and then drops it.
 	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
+	// CleanCacheMiB bounds the memory of the cache of strings known to hold nothing to redact
+	// (redact.CleanCache: whole attribute values and JSON string leaves of at least 64 bytes, kept
+	// as 128-bit hashes, never as values), in MiB (default 16, about 130,000 strings); 0 turns it
+	// off. Agents resend the conversation with every LLM call, so most message strings have been
+	// scanned before: with the cache they are hashed and looked up instead of scanned again.
+	CleanCacheMiB int `mapstructure:"clean_cache_mib"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -73,6 +79,13 @@ type SealConfig struct {
 	// means the local key in key_dir/master.key.
 	KeeperURL string `mapstructure:"keeper_url"`
 }
+
+// DefaultCleanCacheMiB is the default of clean_cache_mib: 16 MiB hold about 130,000 verdicts
+// (redact.CleanCacheEntryBytes each), the message strings of some thousands of live conversations.
+const DefaultCleanCacheMiB = 16
+
+// MaxCleanCacheMiB is the largest clean_cache_mib accepted.
+const MaxCleanCacheMiB = 4096
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -99,6 +112,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SealOriginals.KeeperURL != "" && c.SealOriginals.KeyDir == "" {
 		errs = append(errs, errors.New("seal_originals.key_dir: required with seal_originals.keeper_url (the wrapped data keys live there)"))
+	}
+	if c.CleanCacheMiB < 0 || c.CleanCacheMiB > MaxCleanCacheMiB {
+		errs = append(errs, fmt.Errorf("clean_cache_mib: %d is out of range (0 turns the cache off, at most %d)", c.CleanCacheMiB, MaxCleanCacheMiB))
 	}
 	for i, k := range c.IgnoredKeys {
 		if k == "" {

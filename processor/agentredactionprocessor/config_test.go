@@ -37,6 +37,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, map[string]redact.Action{"us_ssn": redact.ActionDrop, "email": redact.ActionHash}, cfg.RuleActions)
 	assert.Equal(t, []string{"ipv4_address", "ipv6_address"}, cfg.DisabledRules)
 	assert.Equal(t, []string{"gen_ai.response.id"}, cfg.IgnoredKeys)
+	assert.Equal(t, 64, cfg.CleanCacheMiB)
 	require.Len(t, cfg.CustomRules, 2)
 	assert.Equal(t, redact.CustomRule{Name: "employee_id", Regex: `EMP-(?P<value>\d{6})`, Keywords: []string{"EMP-"}, Category: redact.CategoryPII}, cfg.CustomRules[0])
 	assert.Equal(t, "luhn", cfg.CustomRules[1].Validator)
@@ -54,6 +55,7 @@ func TestLoadInvalidConfig(t *testing.T) {
 		"bad_rule":   "disabled_rules",
 		"bad_env":    "hash_key_env",
 		"bad_seal":   "seal_originals.key_dir",
+		"bad_cache":  "clean_cache_mib",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

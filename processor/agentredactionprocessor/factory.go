@@ -22,7 +22,7 @@ func NewFactory() processor.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{HashKeyEnv: DefaultHashKeyEnv, RefuseInvalidSpans: true}
+	return &Config{HashKeyEnv: DefaultHashKeyEnv, RefuseInvalidSpans: true, CleanCacheMiB: DefaultCleanCacheMiB}
 }
 
 var capabilities = processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true})

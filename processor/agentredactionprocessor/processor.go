@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -25,6 +26,7 @@ import (
 
 type redactionProcessor struct {
 	r                               *redact.Redactor
+	cache                           *redact.CleanCache // nil when clean_cache_mib is 0
 	ignored                         map[string]bool
 	telemetry                       *metadata.TelemetryBuilder
 	ruleAttrs                       map[string]metric.MeasurementOption
@@ -32,10 +34,14 @@ type redactionProcessor struct {
 	keys                            *seal.Keys // nil unless seal_originals.enabled
 	refuse                          bool       // refuse_invalid_spans
 	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
+	// cache hits and misses already reported to telemetry (report adds what came since)
+	reportedHits, reportedMisses atomic.Int64
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
 	rc := cfg.redactConfig()
+	cache := redact.NewCleanCache(int64(cfg.CleanCacheMiB) << 20) // nil (off) for 0
+	rc.CleanCache = cache
 	switch {
 	case cfg.HashKey != "":
 		rc.HashKey = []byte(cfg.HashKey)
@@ -60,7 +66,7 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 	if err != nil {
 		return nil, err
 	}
-	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
+	p := &redactionProcessor{r: r, cache: cache, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
 		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger, refuse: cfg.RefuseInvalidSpans,
 		reasonZeroTrace: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_trace_id"))),
 		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id")))}
@@ -119,6 +125,29 @@ func (p *redactionProcessor) report(ctx context.Context, t *tally) {
 	}
 	if t.scanned > 0 {
 		p.telemetry.ProcessorAgentRedactionBytesScanned.Add(ctx, t.scanned)
+	}
+	// the cache counts for the whole processor: each increment is reported once, also when
+	// batches are processed concurrently
+	st := p.r.CleanCacheStats()
+	if n := advance(&p.reportedHits, st.Hits); n > 0 {
+		p.telemetry.ProcessorAgentRedactionCleanCacheHits.Add(ctx, n)
+	}
+	if n := advance(&p.reportedMisses, st.Misses); n > 0 {
+		p.telemetry.ProcessorAgentRedactionCleanCacheMisses.Add(ctx, n)
+	}
+}
+
+// advance moves *reported up to total and returns by how much (0 when another caller already
+// reported as far).
+func advance(reported *atomic.Int64, total int64) int64 {
+	for {
+		prev := reported.Load()
+		if total <= prev {
+			return 0
+		}
+		if reported.CompareAndSwap(prev, total) {
+			return total - prev
+		}
 	}
 }
 

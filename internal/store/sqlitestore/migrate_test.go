@@ -17,7 +17,12 @@ import (
 
 // v1DDL is the hot schema of version 1 (before cost_usd and unpriced).
 var v1DDL = strings.NewReplacer("  cost_usd             REAL    NOT NULL DEFAULT 0,\n", "",
-	"  unpriced             INTEGER NOT NULL DEFAULT 0,\n", "").Replace(ddl)
+	"  unpriced             INTEGER NOT NULL DEFAULT 0,\n", "").Replace(v3DDL)
+
+// v3DDL is the hot schema of version 3 (before the otlp codec columns of version 4).
+var v3DDL = strings.NewReplacer(dictsDDL, "",
+	"  otlp_codec           INTEGER NOT NULL DEFAULT 0,\n  otlp_dict            INTEGER NOT NULL DEFAULT 0,\n", "",
+	",\n  otlp_codec           INTEGER NOT NULL DEFAULT 0,\n  otlp_dict            INTEGER NOT NULL DEFAULT 0\n", "\n").Replace(ddl)
 
 // TestVersion1FileReadAndMigrated: a hot file written by a version 1 build is read as it is by a
 // reader (cost 0, nothing written), and opened for writing it gains the cost columns, keeps its
@@ -58,7 +63,7 @@ func TestVersion1FileReadAndMigrated(t *testing.T) {
 	want := columns(t, fresh.SQL(), "spans")
 	require.NoError(t, fresh.Close())
 	assert.Equal(t, want, columns(t, w.SQL(), "spans"))
-	assert.Equal(t, append(v1Cols, "cost_usd", "unpriced"), want, "version 2 adds the cost columns")
+	assert.Equal(t, append(v1Cols, "cost_usd", "unpriced", "otlp_codec", "otlp_dict"), want, "version 2 adds the cost columns, 4 the codec")
 	run := storetest.Run{Seed: "new", Service: "svc", Model: "gpt-4.1", Start: 1_000_000, LLMCalls: 1}
 	_, err = w.WriteTraces(ctx, storetest.Traces(run))
 	require.NoError(t, err)
@@ -89,4 +94,41 @@ func columns(t *testing.T, db *sql.DB, table string) []string {
 	require.NoError(t, rows.Err())
 	require.NotEmpty(t, out, "table %s exists", table)
 	return out
+}
+
+// downgradeToV3 turns a hot file written by this build into the shape a version 3 build wrote:
+// the otlp columns decoded to the protobuf, no codec columns, no zstd_dicts, user_version 3.
+func downgradeToV3(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(path, Options{})
+	require.NoError(t, err)
+	type row struct {
+		table string
+		id    int64
+		raw   []byte
+	}
+	var out []row
+	for _, table := range []string{"spans", "logs"} {
+		rows, err := db.SQL().QueryContext(ctx, `SELECT rowid, otlp_codec, otlp_dict, otlp FROM `+table)
+		require.NoError(t, err)
+		for rows.Next() {
+			var id, codec, dict int64
+			var buf []byte
+			require.NoError(t, rows.Scan(&id, &codec, &dict, &buf))
+			raw, err := db.codec.decode(ctx, codec, dict, buf)
+			require.NoError(t, err)
+			out = append(out, row{table, id, raw})
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+	}
+	for _, r := range out {
+		_, err := db.SQL().ExecContext(ctx, `UPDATE `+r.table+` SET otlp = ? WHERE rowid = ?`, r.raw, r.id)
+		require.NoError(t, err)
+	}
+	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
+	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE zstd_dicts; PRAGMA user_version = 3;`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
 }

@@ -73,7 +73,7 @@ func (d *DB) ensurePayloadRefs(ctx context.Context) error {
 		return err
 	}
 	defer ins.Close()
-	if err := eachStoredRef(ctx, tx, func(trace, row, uri string) error {
+	if err := d.eachStoredRef(ctx, tx, func(trace, row, uri string) error {
 		_, err := ins.ExecContext(ctx, trace, row, uri)
 		return err
 	}); err != nil {
@@ -88,22 +88,27 @@ type querier interface {
 
 // eachStoredRef decodes every stored span and log record and calls f with each payload
 // reference (the scan payload_refs replaces).
-func eachStoredRef(ctx context.Context, q querier, f func(trace, row, uri string) error) error {
+func (d *DB) eachStoredRef(ctx context.Context, q querier, f func(trace, row, uri string) error) error {
 	type ref struct{ trace, row, uri string }
 	var refs []ref // collected first: f may write to the database the rows are read from
-	rows, err := q.QueryContext(ctx, `SELECT trace_id, span_id, otlp FROM spans`)
+	rows, err := q.QueryContext(ctx, `SELECT trace_id, span_id, `+d.otlpCols()+` FROM spans`)
 	if err != nil {
 		return err
 	}
 	var um ptrace.ProtoUnmarshaler
 	for rows.Next() {
 		var trace, span string
+		var codec, dictID int64
 		var buf []byte
-		if err := rows.Scan(&trace, &span, &buf); err != nil {
+		if err := rows.Scan(&trace, &span, &codec, &dictID, &buf); err != nil {
 			rows.Close()
 			return err
 		}
-		td, err := um.UnmarshalTraces(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		if err != nil {
+			continue // an undecodable row references nothing we can name
+		}
+		td, err := um.UnmarshalTraces(raw)
 		if err != nil {
 			continue // an undecodable row references nothing we can name
 		}
@@ -117,23 +122,28 @@ func eachStoredRef(ctx context.Context, q querier, f func(trace, row, uri string
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	lrows, err := q.QueryContext(ctx, `SELECT trace_id, otlp FROM logs`)
+	lrows, err := q.QueryContext(ctx, `SELECT trace_id, `+d.otlpCols()+` FROM logs`)
 	if err != nil {
 		return err
 	}
 	var lum plog.ProtoUnmarshaler
 	for lrows.Next() {
 		var trace string
+		var codec, dictID int64
 		var buf []byte
-		if err := lrows.Scan(&trace, &buf); err != nil {
+		if err := lrows.Scan(&trace, &codec, &dictID, &buf); err != nil {
 			lrows.Close()
 			return err
 		}
-		ld, err := lum.UnmarshalLogs(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
 		if err != nil {
 			continue
 		}
-		sum := sha256.Sum256(buf)
+		ld, err := lum.UnmarshalLogs(raw)
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(raw)
 		store.EachLogRecord(ld, func(lr plog.LogRecord) {
 			for _, u := range store.LogPayloadRefs(lr) {
 				refs = append(refs, ref{trace, logRowID(hex.EncodeToString(sum[:])), u})
@@ -159,7 +169,7 @@ func (d *DB) EachPayloadRef(ctx context.Context, yield func(uri string) bool) er
 	if !d.hasRefs {
 		seen := map[string]bool{}
 		stop := false
-		return eachStoredRef(ctx, d.db, func(_, _, uri string) error {
+		return d.eachStoredRef(ctx, d.db, func(_, _, uri string) error {
 			if !stop && !seen[uri] {
 				seen[uri] = true
 				stop = !yield(uri)

@@ -215,6 +215,9 @@ func TestRunIndexMigratesOlderFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, c.file)
 			require.NoError(t, c.write(path))
+			if c.name == "hot" {
+				downgradeToV3(t, path)
+			}
 			// Make it an older file: no run index, the older version.
 			raw, err := sql.Open("sqlite", "file:"+path)
 			require.NoError(t, err)

@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 2)
+// # Schema (a contract for the CLI and any other reader; version 4)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -28,19 +28,23 @@
 //	                                 holding exactly this span with its resource and scope. It is
 //	                                 the complete record: attributes with their types, events,
 //	                                 links, status, trace state, flags, dropped counts, bytes as
-//	                                 received (invalid UTF-8 included).
+//	                                 received (invalid UTF-8 included). Encoded as otlp_codec says
+//	                                 (version 4: zstd, with the dictionary otlp_dict; codec.go)
 //	  ingested_unix_nano    INTEGER  when the row was written (retention clock)
+//	  otlp_codec, otlp_dict INTEGER  how otlp is encoded (version 4; codec.go)
 //
 //	logs: one row per log record, unique on record_sha256
-//	  record_sha256         TEXT     SHA-256 of otlp (at-least-once retries collapse to one row)
+//	  record_sha256         TEXT     SHA-256 of the protobuf (at-least-once retries collapse to one row)
 //	  trace_id, span_id     TEXT     hex, '' when the record has none
 //	  session_id            TEXT     as for spans
 //	  time_unix_nano        INTEGER  time, else observed time
 //	  severity_number       INTEGER
 //	  event_name            TEXT     LogRecord.EventName (agent_guard alerts: runagain.alert)
 //	  service_name          TEXT
-//	  otlp                  BLOB     ExportLogsServiceRequest with exactly this record
+//	  otlp                  BLOB     ExportLogsServiceRequest with exactly this record, encoded
+//	                                 as otlp_codec says (as for spans)
 //	  ingested_unix_nano    INTEGER
+//	  otlp_codec, otlp_dict INTEGER  as for spans (version 4)
 //
 // The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
 // idempotent: a batch retried after a crash or timeout replaces rows with identical content.
@@ -53,9 +57,14 @@ package sqlitestore
 // Version 3 added the run index (RunsTable, see runindex.go): a version 2 file opened for writing
 // builds it from its span rows once (one aggregate over every span); opened read-only it is listed
 // by aggregating its span rows, as version 2 builds did.
-const SchemaVersion = 3
+//
+// Version 4 stores the otlp columns of spans and logs compressed (codec.go: otlp_codec,
+// otlp_dict, the zstd_dicts table). A version 3 file opened for writing gains the columns (its
+// rows keep otlp_codec 0, the protobuf as it is: nothing is rewritten) and read-only it is read
+// as it is.
+const SchemaVersion = 4
 
-const ddl = `
+const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
   trace_id             TEXT    NOT NULL,
   span_id              TEXT    NOT NULL,
@@ -75,6 +84,8 @@ CREATE TABLE IF NOT EXISTS spans (
   ingested_unix_nano   INTEGER NOT NULL,
   cost_usd             REAL    NOT NULL DEFAULT 0,
   unpriced             INTEGER NOT NULL DEFAULT 0,
+  otlp_codec           INTEGER NOT NULL DEFAULT 0,
+  otlp_dict            INTEGER NOT NULL DEFAULT 0,
   UNIQUE (trace_id, span_id)
 );
 CREATE INDEX IF NOT EXISTS spans_start ON spans (start_time_unix_nano);
@@ -90,7 +101,9 @@ CREATE TABLE IF NOT EXISTS logs (
   event_name           TEXT    NOT NULL,
   service_name         TEXT    NOT NULL,
   otlp                 BLOB    NOT NULL,
-  ingested_unix_nano   INTEGER NOT NULL
+  ingested_unix_nano   INTEGER NOT NULL,
+  otlp_codec           INTEGER NOT NULL DEFAULT 0,
+  otlp_dict            INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS logs_trace ON logs (trace_id);
 CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
@@ -101,4 +114,11 @@ var migrations = map[int]string{
 	1: `ALTER TABLE spans ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE spans ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;`,
 	2: hotIndex.buildSQL(),
+	// One transaction, so that an interrupted migration leaves the file at version 3.
+	3: `BEGIN;
+ALTER TABLE spans ADD COLUMN otlp_codec INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE spans ADD COLUMN otlp_dict INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE logs ADD COLUMN otlp_codec INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE logs ADD COLUMN otlp_dict INTEGER NOT NULL DEFAULT 0;` + dictsDDL + `PRAGMA user_version = 4;
+COMMIT;`,
 }

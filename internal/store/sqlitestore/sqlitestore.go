@@ -28,6 +28,16 @@ type DB struct {
 	prices      *pricing.Prices
 	version     int  // the file's schema version (1: no cost columns, read-only)
 	hasRefs     bool // the payload_refs table exists (always when opened for writing)
+	codec       *otlpCodec
+}
+
+// otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
+// version 4, opened read-only).
+func (d *DB) otlpCols() string {
+	if d.version >= 4 {
+		return "otlp_codec, otlp_dict, otlp"
+	}
+	return "0, 0, otlp"
 }
 
 // Options tune Open. The zero value is valid.
@@ -51,6 +61,13 @@ func Open(path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+	}
 	if !o.ReadOnly {
 		if err := d.ensurePayloadRefs(context.Background()); err != nil {
 			db.Close()
@@ -65,14 +82,15 @@ func Open(path string, o Options) (*DB, error) {
 	if d.sessionKeys == nil {
 		d.sessionKeys = genai.DefaultSessionKeys
 	}
-	if d.now == nil {
-		d.now = time.Now
-	}
 	return d, nil
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	err := d.db.Close()
+	d.codec.close()
+	return err
+}
 
 // SQL exposes the handle for tier maintenance (retention) and tests.
 func (d *DB) SQL() *sql.DB { return d.db }
@@ -92,8 +110,8 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans
 	  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
 	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
-	   cost_usd, unpriced)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	   cost_usd, unpriced, otlp_codec, otlp_dict)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +124,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
 	var touched traceSet
+	var stored []byte // the encoded otlp column, reused
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -122,6 +141,8 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if err != nil {
 					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
 				}
+				var codec, dictID int64
+				stored, codec, dictID = d.codec.encode(stored[:0], buf, true)
 				attrs := span.Attributes()
 				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
 				usage := genai.TokenUsage(attrs)
@@ -137,7 +158,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if _, err := stmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), parent, session,
 					span.Name(), int64(span.Kind()), int64(span.StartTimestamp()), int64(span.EndTimestamp()),
 					int64(span.Status().Code()), service, string(genai.Classify(attrs)), genai.Model(attrs),
-					usage.Input, usage.Output, buf, now, cost.USD, unpriced); err != nil {
+					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID); err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
 				touched.add(span.TraceID().String())
@@ -152,7 +173,10 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	if err := hotIndex.recompute(ctx, tx, touched.ids, false); err != nil {
 		return rejected, err
 	}
-	return rejected, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return rejected, err
+	}
+	return rejected, d.codec.maybeTrain(ctx)
 }
 
 // WriteLogs stores every log record of ld in one transaction.
@@ -163,8 +187,9 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO logs
-	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano)
-	  VALUES (?,?,?,?,?,?,?,?,?,?)`)
+	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano,
+	   otlp_codec, otlp_dict)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return err
 	}
@@ -198,13 +223,14 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					return fmt.Errorf("encode log record: %w", err)
 				}
 				sum := sha256.Sum256(buf)
+				stored, codec, dictID := d.codec.encode(nil, buf, false)
 				ts := lr.Timestamp()
 				if ts == 0 {
 					ts = lr.ObservedTimestamp()
 				}
 				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
 				if _, err := stmt.ExecContext(ctx, hex.EncodeToString(sum[:]), hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
-					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, buf, now); err != nil {
+					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, stored, now, codec, dictID); err != nil {
 					return fmt.Errorf("insert log record: %w", err)
 				}
 				if lr.EventName() == store.AlertEventName {
@@ -305,19 +331,25 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
-	rows, err := d.db.QueryContext(ctx, `SELECT otlp FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
 	}
 	var um ptrace.ProtoUnmarshaler
 	n := 0
 	for rows.Next() {
+		var codec, dictID int64
 		var buf []byte
-		if err := rows.Scan(&buf); err != nil {
+		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		one, err := um.UnmarshalTraces(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
+		}
+		one, err := um.UnmarshalTraces(raw)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
@@ -334,18 +366,23 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	}
 	// Records stamped alike keep the order they arrived in (rowid): an instrumentation that sends
 	// a prompt's messages as records with one timestamp relies on it (genai.LLMCallMessages).
-	lrows, err := d.db.QueryContext(ctx, `SELECT otlp FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
+	lrows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read logs of %s: %w", traceID, err)
 	}
 	defer lrows.Close()
 	var lum plog.ProtoUnmarshaler
 	for lrows.Next() {
+		var codec, dictID int64
 		var buf []byte
-		if err := lrows.Scan(&buf); err != nil {
+		if err := lrows.Scan(&codec, &dictID, &buf); err != nil {
 			return nil, err
 		}
-		one, err := lum.UnmarshalLogs(buf)
+		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
+		}
+		one, err := lum.UnmarshalLogs(raw)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
 		}

@@ -23,14 +23,16 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                metric.Meter
-	mu                                   sync.Mutex
-	registrations                        []metric.Registration
-	ProcessorAgentRedactionBytesScanned  metric.Int64Counter
-	ProcessorAgentRedactionDroppedValues metric.Int64Counter
-	ProcessorAgentRedactionFindings      metric.Int64Counter
-	ProcessorAgentRedactionMalformedJSON metric.Int64Counter
-	ProcessorAgentRedactionRefusedSpans  metric.Int64Counter
+	meter                                   metric.Meter
+	mu                                      sync.Mutex
+	registrations                           []metric.Registration
+	ProcessorAgentRedactionBytesScanned     metric.Int64Counter
+	ProcessorAgentRedactionCleanCacheHits   metric.Int64Counter
+	ProcessorAgentRedactionCleanCacheMisses metric.Int64Counter
+	ProcessorAgentRedactionDroppedValues    metric.Int64Counter
+	ProcessorAgentRedactionFindings         metric.Int64Counter
+	ProcessorAgentRedactionMalformedJSON    metric.Int64Counter
+	ProcessorAgentRedactionRefusedSpans     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -66,6 +68,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_agent_redaction_bytes_scanned",
 		metric.WithDescription("Bytes of string values examined. [Development]"),
 		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorAgentRedactionCleanCacheHits, err = builder.meter.Int64Counter(
+		"otelcol_processor_agent_redaction_clean_cache_hits",
+		metric.WithDescription("Number of lookups in the clean-value cache (clean_cache_mib) that found the string known clean, so that it was not scanned again (whole string values, JSON string leaves of 64 bytes or more, and the JSON between such leaves). [Development]"),
+		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorAgentRedactionCleanCacheMisses, err = builder.meter.Int64Counter(
+		"otelcol_processor_agent_redaction_clean_cache_misses",
+		metric.WithDescription("Number of lookups in the clean-value cache that did not find the string (it was then scanned). [Development]"),
+		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorAgentRedactionDroppedValues, err = builder.meter.Int64Counter(

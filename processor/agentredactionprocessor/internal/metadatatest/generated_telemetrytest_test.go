@@ -20,11 +20,19 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ProcessorAgentRedactionBytesScanned.Add(context.Background(), 1)
+	tb.ProcessorAgentRedactionCleanCacheHits.Add(context.Background(), 1)
+	tb.ProcessorAgentRedactionCleanCacheMisses.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionDroppedValues.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionFindings.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionMalformedJSON.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionRefusedSpans.Add(context.Background(), 1)
 	AssertEqualProcessorAgentRedactionBytesScanned(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorAgentRedactionCleanCacheHits(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorAgentRedactionCleanCacheMisses(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorAgentRedactionDroppedValues(t, testTel,

@@ -1,0 +1,82 @@
+package agentredactionprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadatatest"
+)
+
+// resendTraces is one LLM call of a conversation that resends its history: a chat span whose
+// gen_ai.input.messages holds msgs as user messages, with the same system instructions each time.
+func resendTraces(msgs ...string) ptrace.Traces {
+	var parts []map[string]any
+	for _, m := range msgs {
+		parts = append(parts, map[string]any{"role": "user", "parts": []map[string]any{{"type": "text", "content": m}}})
+	}
+	b, _ := json.Marshal(parts)
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	s := spans.AppendEmpty()
+	s.SetName("chat gpt-4o")
+	s.Attributes().PutStr("gen_ai.input.messages", string(b))
+	s.Attributes().PutStr("gen_ai.system_instructions", `[{"type":"text","content":"You are a careful assistant. Answer from the documents the tools return; say when you do not know."}]`)
+	setIDs(spans)
+	return td
+}
+
+// TestCleanCacheResendHistory: on a conversation that resends its history, the processor with
+// its clean-value cache gives exactly the output of the processor without one (clean_cache_mib:
+// 0), the resent messages and system instructions come from the cache (hits counted), and a new
+// message that differs from a cached one by one byte and holds an e-mail address is redacted.
+func TestCleanCacheResendHistory(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	cached, uncached := new(consumertest.TracesSink), new(consumertest.TracesSink)
+	cfg := createDefaultConfig().(*Config)
+	cfg.HashKey = "0123456789abcdef0123456789abcdef"
+	p, err := NewFactory().CreateTraces(context.Background(), metadatatest.NewSettings(tt), cfg, cached)
+	require.NoError(t, err)
+	off := *cfg
+	off.CleanCacheMiB = 0
+	q, err := NewFactory().CreateTraces(context.Background(), metadatatest.NewSettings(componenttest.NewTelemetry()), &off, uncached)
+	require.NoError(t, err)
+
+	m1 := "please summarise the quarterly revenue report for the board, and send it to jane.doe example.com"
+	m2 := "also list the open questions from the meeting notes of thursday, in the order they were raised"
+	m3 := strings.Replace(m1, "jane.doe example.com", "jane.doe@example.com", 1) // one byte changed
+	calls := [][]string{{m1}, {m1, m2}, {m1, m2, m3}}
+	for _, msgs := range calls {
+		require.NoError(t, p.ConsumeTraces(context.Background(), resendTraces(msgs...)))
+		require.NoError(t, q.ConsumeTraces(context.Background(), resendTraces(msgs...)))
+	}
+	require.Len(t, cached.AllTraces(), len(calls))
+	for i := range calls {
+		assert.Equal(t, dump(uncached.AllTraces()[i]), dump(cached.AllTraces()[i]), "call %d", i)
+	}
+	last := dump(cached.AllTraces()[2])
+	assert.NotContains(t, last, "jane.doe@example.com")
+	assert.Contains(t, last, "jane.doe example.com", "the cached clean message is kept as it was")
+
+	// Lookups are whole values, JSON string leaves of 64 bytes or more, and the JSON between them.
+	// Call 1 misses all 8: the system instructions (value; the JSON before, the leaf, the JSON
+	// after) and the input messages (the same four). Call 2: the system instructions hit (1), the
+	// input messages value misses, in it the JSON before m1 and m1 hit, the JSON between m1 and m2
+	// and m2 miss, the JSON after hits (3 misses, 4 hits). Call 3: the system instructions hit, the
+	// value misses, the JSON before, m1, between, m2 and between again hit, m3 misses, the JSON
+	// after hits (2 misses, 7 hits). 11 hits, 13 misses.
+	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheHits(t, tt, []metricdata.DataPoint[int64]{{Value: 11}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheMisses(t, tt, []metricdata.DataPoint[int64]{{Value: 13}}, metricdatatest.IgnoreTimestamp())
+	require.NoError(t, p.Shutdown(context.Background()))
+	require.NoError(t, q.Shutdown(context.Background()))
+}
