@@ -298,4 +298,3 @@ func hexSum(s string) (sum [32]byte, err error) {
 	_, err = hex.Decode(sum[:], []byte(s))
 	return sum, err
 }
-

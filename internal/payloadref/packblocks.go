@@ -70,9 +70,6 @@ func (p *blockPacker) size(n, m int) int64 {
 	return int64(p.body.Len()+open+blocks*blockSlack) + int64(len(p.entries)+m)*entrySizeV2 + fanoutSize + footerSize
 }
 
-// len is the number of objects added.
-func (p *blockPacker) len() int { return len(p.entries) }
-
 // finish compresses the open block and returns the whole pack and its entries (in block order).
 func (p *blockPacker) finish() ([]byte, []packEntry) {
 	p.flushBlock()

@@ -68,9 +68,9 @@ type packHead struct {
 	mod     time.Time
 	etag    string
 	version int
-	tOff    int64  // trailer offset
-	tLen    int    // trailer length
-	crc     uint32 // trailer checksum: part of every page and block cache key
+	tOff    int64                // trailer offset
+	tLen    int                  // trailer length
+	crc     uint32               // trailer checksum: part of every page and block cache key
 	entries map[objKey]packEntry // v1: the whole trailer
 	fanout  []byte               // v2: the trailer's fanout
 }

@@ -82,8 +82,8 @@ type Store struct {
 	closeFn   func() error
 	known     *lru.Cache[string, struct{}] // single-object layout
 	locs      *lru.Cache[objKey, string]   // pack layout: object -> pack id, in front of idx
-	enc       *zstd.Encoder // single objects (one frame each)
-	benc      *zstd.Encoder // pack blocks
+	enc       *zstd.Encoder                // single objects (one frame each)
+	benc      *zstd.Encoder                // pack blocks
 	dec       *zstd.Decoder
 	opts      StoreOptions
 	idx       *index      // pack layout
