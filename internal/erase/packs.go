@@ -13,8 +13,8 @@ import (
 // Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
 // rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
 // the index CollectOnly, so it runs beside the collector that writes the packs; packs the
-// collector has not uploaded yet are not swept: an erasure asks the collector to seal and upload
-// its open pack now (payloadref.RequestSeal), so that the next pass finds it in the bucket.
+// collector has not uploaded yet are not swept: an erasure first asks the collector to seal and
+// upload its open pack now and waits for the upload (payloadref.SealStaged, at most sealWait).
 type Packs struct {
 	URL string // payloads::url
 	Dir string // payloads::dir
@@ -23,6 +23,9 @@ type Packs struct {
 	Grace time.Duration
 	Now   func() time.Time // default time.Now
 }
+
+// sealWait bounds how long an erasure waits for the collector to upload its staged packs.
+const sealWait = 30 * time.Second
 
 // Where implements PayloadSweeper.
 func (p *Packs) Where() string { return p.URL }
@@ -35,9 +38,11 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 	}
 	defer func() { _ = s.Close() }()
 	if len(o.Erased) > 0 {
-		// The collector's open pack may hold erased objects: have it sealed and uploaded now, so
-		// that the second pass (after --settle) finds them in the bucket.
-		_ = payloadref.RequestSeal(p.Dir)
+		// The collector's open pack may hold erased objects: have it sealed and uploaded now
+		// (bounded: with the bucket down they stay staged, and a later pass removes them).
+		sctx, cancel := context.WithTimeout(ctx, sealWait)
+		_, _ = payloadref.SealStaged(sctx, p.Dir)
+		cancel()
 	}
 	erased := func(yield func(string) bool) error {
 		for _, u := range o.Erased {

@@ -456,3 +456,25 @@ func TestRequestSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSealStaged: with a writer holding the staging area, SealStaged returns once the open pack
+// is in the bucket; without one it returns at once.
+func TestSealStaged(t *testing.T) {
+	ctx := context.Background()
+	url, _ := fileURL(t)
+	dir := t.TempDir()
+	s := newPackStore(t, url, dir, StoreOptions{PackMaxAge: time.Hour})
+	if _, err := s.Put(ctx, []byte("erase me soon "+strings.Repeat("z", 500)), false); err != nil {
+		t.Fatal(err)
+	}
+	left, err := SealStaged(ctx, dir)
+	if err != nil || left != 0 {
+		t.Fatalf("SealStaged: %d left, %v", left, err)
+	}
+	if keys := bucketKeys(t, url, PackDir); len(keys) != 1 {
+		t.Fatalf("bucket after SealStaged: %v", keys)
+	}
+	if left, err := SealStaged(ctx, t.TempDir()); err != nil || left != 0 {
+		t.Fatalf("no writer: %d, %v", left, err)
+	}
+}

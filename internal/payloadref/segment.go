@@ -384,6 +384,56 @@ func RequestSeal(dir string) error {
 	return os.WriteFile(filepath.Join(staging, SealRequestFile), nil, 0o644)
 }
 
+// SealStaged has the packs staged in data directory dir (StoreOptions.Dir) uploaded before it
+// returns: when a running process writes the staging area (it holds its lock), it sends a seal
+// request (RequestSeal) and waits until every pack staged when it was called has left the
+// staging area (uploaded), or ctx ends. It returns how many of them are still staged (0 when
+// every one was uploaded, or when no process writes dir: they are uploaded at its next start).
+func SealStaged(ctx context.Context, dir string) (int, error) {
+	staging := filepath.Join(dir, StagingDir)
+	lk := flock.New(filepath.Join(staging, "LOCK"))
+	if ok, err := lk.TryLock(); err != nil || ok {
+		if ok {
+			_ = lk.Unlock()
+		}
+		return 0, nil // no writer (or no staging area)
+	}
+	names, err := readDirNames(staging)
+	if err != nil {
+		return 0, err
+	}
+	var staged []string
+	for _, n := range names {
+		if strings.HasSuffix(n, PackSuffix) {
+			staged = append(staged, filepath.Join(staging, n))
+		}
+	}
+	if len(staged) == 0 {
+		return 0, nil
+	}
+	if err := RequestSeal(dir); err != nil {
+		return len(staged), err
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		left := 0
+		for _, p := range staged {
+			if _, err := os.Stat(p); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return left, nil
+		case <-t.C:
+		}
+	}
+}
+
 // ager seals the open segment once it is older than maxAge, or when asked (SealRequestFile).
 func (w *packWriter) ager() {
 	defer w.wg.Done()
