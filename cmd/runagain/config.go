@@ -56,7 +56,8 @@ func storageConfig() (*runagainstorageextension.Config, error) {
 // path. An explicit --data-dir is applied as RUNAGAIN_DATA_DIR before the configuration is
 // resolved (the shipped configurations place every file under ${env:RUNAGAIN_DATA_DIR}); an
 // explicit --clickhouse, --clickhouse-database, --clickhouse-hot-database or --cold-url replaces
-// the corresponding settings after.
+// the corresponding settings after. It is validated for reading only (ValidateForReading): the
+// CLI may read a data directory it cannot write.
 func loadStorageConfig(ctx context.Context, path string, flags *pflag.FlagSet) (*runagainstorageextension.Config, error) {
 	changed := func(name string) bool {
 		f := flags.Lookup(name)
@@ -108,7 +109,7 @@ func loadStorageConfig(ctx context.Context, path string, flags *pflag.FlagSet) (
 		return nil, fmt.Errorf("--config %s: extensions::%s: %w", path, names[0], err)
 	}
 	applyFlagOverrides(cfg, changed)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateForReading(); err != nil {
 		return nil, fmt.Errorf("--config %s: extensions::%s: %w", path, names[0], err)
 	}
 	return cfg, nil

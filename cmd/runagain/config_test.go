@@ -120,3 +120,19 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func writeFile(p, body string) error { return os.WriteFile(p, []byte(body), 0o600) }
+
+// TestConfigDataDirNotWritable: the CLI reads the tiers read-only, so a --config whose SQLite
+// files the collector could not write (here: under a regular file, which `otelcol-runagain
+// validate` refuses) is still loaded; opening the store then reports what is missing.
+func TestConfigDataDirNotWritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	require.NoError(t, writeFile(file, ""))
+	p := filepath.Join(dir, "ro.yaml")
+	require.NoError(t, writeFile(p, "extensions:\n  runagain_storage:\n    hot:\n      sqlite:\n        path: "+filepath.Join(file, "hot.db")+"\n"))
+	cfg, err := loadStorageConfig(context.Background(), p, testFlags(t))
+	require.NoError(t, err)
+	require.Error(t, cfg.Validate(), "the collector's validation refuses it")
+	_, err = cfg.OpenReader(context.Background())
+	require.ErrorContains(t, err, "no tier found")
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"github.com/runagain/runagain/internal/erase"
 	"github.com/runagain/runagain/internal/seal"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
-	"github.com/runagain/runagain/internal/store/coldstore"
-	"github.com/runagain/runagain/internal/store/sqlitestore"
 )
 
 // payloadsURLFlag is the payload bucket when no --config names one.
@@ -245,8 +242,9 @@ func printErasure(w io.Writer, session, trace string, rep *erase.Report) {
 }
 
 // openEraser opens, for writing, every store the CLI's configuration names (--config, else the
-// embedded default under --data-dir, or the --clickhouse and --cold-url flags). A SQLite file or
-// local cold directory that does not exist is skipped (nothing to erase there).
+// embedded default under --data-dir, or the --clickhouse and --cold-url flags), through
+// runagain_storage's OpenTiers, as the readers: a SQLite file or local cold directory that does
+// not exist is skipped (nothing to erase there).
 func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 	cfg, err := storageConfig()
 	if err != nil {
@@ -266,79 +264,31 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 		closeAll()
 		return nil, nil, err
 	}
-	if cfg.Hot.HasValue() {
-		h := cfg.Hot.Get()
+	tiers, err := cfg.OpenTiers(ctx, false)
+	if err != nil {
+		return fail(err)
+	}
+	for _, t := range tiers {
+		closers = append(closers, t.Close)
 		switch {
-		case h.ClickHouse.HasValue():
-			ch := h.ClickHouse.Get()
-			db, err := ch.OpenDB()
-			if err != nil {
-				return fail(fmt.Errorf("hot::clickhouse: %w", err))
-			}
-			closers = append(closers, db.Close)
-			he := &clickhousestore.HotEraser{DB: db, Tables: clickhousestore.HotTables{Database: ch.Database}, SessionKeys: cfg.SessionKeys}
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "hot", Where: ch.Endpoint, Eraser: he})
+		case t.HotSQLite != nil:
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where, Eraser: t.HotSQLite, Compact: t.HotSQLite.Compact})
+			e.Refs = t.HotSQLite
+		case t.WarmSQLite != nil:
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where, Eraser: t.WarmSQLite, Compact: t.WarmSQLite.Compact})
+		case t.Cold != nil:
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where, Eraser: t.Cold})
+		case t.Name == "hot":
+			he := &clickhousestore.HotEraser{DB: t.ClickHouse, Tables: clickhousestore.HotTables{Database: t.CH.Database}, SessionKeys: cfg.SessionKeys}
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where, Eraser: he})
 			e.Refs = he
-		case h.SQLite.HasValue() && exists(h.SQLite.Get().Path):
-			p := h.SQLite.Get().Path
-			db, err := sqlitestore.Open(p, sqlitestore.Options{SessionKeys: cfg.SessionKeys})
-			if err != nil {
-				return fail(err)
-			}
-			closers = append(closers, db.Close)
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "hot", Where: p, Eraser: db, Compact: db.Compact})
-			e.Refs = db
+		case t.Name == "warm":
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where,
+				Eraser: &clickhousestore.WarmEraser{DB: t.ClickHouse, Schema: clickhousestore.Schema{Database: t.CH.Database, Cluster: t.CH.ClusterName}}})
+		default:
+			e.Tiers = append(e.Tiers, erase.Tier{Name: t.Name, Where: t.Where,
+				Eraser: &clickhousestore.ColdEraser{DB: t.ClickHouse, Schema: clickhousestore.Schema{Database: t.CH.Database, Cluster: t.CH.ClusterName}}})
 		}
-	}
-	if cfg.Warm.HasValue() {
-		w := cfg.Warm.Get()
-		switch {
-		case w.ClickHouse.HasValue():
-			ch := w.ClickHouse.Get()
-			db, err := ch.OpenDB()
-			if err != nil {
-				return fail(fmt.Errorf("warm::clickhouse: %w", err))
-			}
-			closers = append(closers, db.Close)
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "warm", Where: ch.Endpoint,
-				Eraser: &clickhousestore.WarmEraser{DB: db, Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName}}})
-		case w.SQLite.HasValue() && exists(w.SQLite.Get().Path):
-			p := w.SQLite.Get().Path
-			db, err := sqlitestore.OpenWarm(p, sqlitestore.Options{SessionKeys: cfg.SessionKeys})
-			if err != nil {
-				return fail(err)
-			}
-			closers = append(closers, db.Close)
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "warm", Where: p, Eraser: db, Compact: db.Compact})
-		}
-	}
-	if cfg.Cold.HasValue() {
-		k := cfg.Cold.Get()
-		switch {
-		case k.ClickHouse.HasValue():
-			ch := k.ClickHouse.Get()
-			db, err := ch.OpenDB()
-			if err != nil {
-				return fail(fmt.Errorf("cold::clickhouse: %w", err))
-			}
-			closers = append(closers, db.Close)
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "cold", Where: ch.Endpoint,
-				Eraser: &clickhousestore.ColdEraser{DB: db, Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName}}})
-		case k.Parquet.HasValue():
-			u := k.Parquet.Get().URL
-			if local := runagainstorageextension.LocalDir(u); local != "" && !exists(local) {
-				break
-			}
-			st, err := coldstore.Open(ctx, u, coldstore.Options{})
-			if err != nil {
-				return fail(err)
-			}
-			closers = append(closers, st.Close)
-			e.Tiers = append(e.Tiers, erase.Tier{Name: "cold", Where: u, Eraser: st})
-		}
-	}
-	if len(e.Tiers) == 0 {
-		return fail(errors.New("open store: no tier found (is --config / --data-dir the collector's?)"))
 	}
 	pu := payloadsURLFlag
 	if pu == "" && cfg.Payloads.HasValue() {

@@ -44,7 +44,8 @@ JSON ({"spans":[...]}), plus every other format registered in internal/importer 
 below). Attribute values keep their types and are never truncated.
 
 Each file is parsed completely before anything from it is sent: a malformed file fails with
-FILE:LINE:COLUMN and nothing from it is sent; the other files are still imported. Requests are
+FILE:LINE:COLUMN and nothing from it is sent; the other files are still imported. A cassette
+recording no HTTP exchange (nock's "[]" for a test that made no request) is refused the same way. Requests are
 split to stay under --max-request-bytes; a single span larger than that is sent alone, and the
 receiver must accept it (otlp receiver protocols.grpc.max_recv_msg_size_mib).
 

@@ -198,8 +198,17 @@ func defaultClickHouse() ClickHouseConfig {
 // NewDefaultConfig returns the default configuration (every tier unset).
 func NewDefaultConfig() *Config { return createDefaultConfig().(*Config) }
 
-// Validate checks the configuration; each error names the field.
+// Validate checks the configuration; each error names the field. Beyond ValidateForReading, each
+// local SQLite file (hot::sqlite::path, warm::sqlite::path) must be one Start can create or
+// write (writableSQLite), so that `otelcol-runagain validate` fails as the start would.
 func (c *Config) Validate() error {
+	return errors.Join(c.ValidateForReading(), c.validateWritable())
+}
+
+// ValidateForReading is Validate without the checks that the local files can be written: the
+// CLI reads the tiers read-only, also from a data directory it may not write (another user's,
+// a read-only mount).
+func (c *Config) ValidateForReading() error {
 	var errs []error
 	if c.Hot.HasValue() {
 		h := c.Hot.Get()

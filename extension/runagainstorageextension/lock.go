@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gofrs/flock"
 )
 
 // LockFile is the name of the lock file the extension holds in each local data directory (the
@@ -19,12 +21,13 @@ var ErrLocked = errors.New("data directory in use")
 
 // dirLock is one held lock file.
 type dirLock struct {
-	f    *os.File
+	lk   *flock.Flock
 	path string
 }
 
-// lockDirs takes an exclusive lock (flock, non-blocking) on dir/LOCK for each directory of dirs
-// and writes this process id into it. A directory held by another process (or by another open
+// lockDirs takes an exclusive lock (github.com/gofrs/flock, non-blocking: flock(2) on Unix,
+// LockFileEx on Windows, as the payload staging area's lock) on dir/LOCK for each directory of
+// dirs and writes this process id into it. A directory held by another process (or by another open
 // instance in this one) fails at once with ErrLocked and the holder's pid as recorded in the file.
 func lockDirs(dirs []string) ([]*dirLock, error) {
 	seen := map[string]bool{}
@@ -56,11 +59,12 @@ func lockDir(dir string) (*dirLock, error) {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	p := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	lk := flock.New(p, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	ok, err := lk.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", p, err)
 	}
-	if err := flockExclusive(f); err != nil {
+	if !ok {
 		holder := "unknown process"
 		if b, rerr := os.ReadFile(p); rerr == nil {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
@@ -70,20 +74,17 @@ func lockDir(dir string) (*dirLock, error) {
 				}
 			}
 		}
-		_ = f.Close()
-		return nil, fmt.Errorf("%w: %s is locked by %s (lock file %s: %v); stop that collector or give this one its own data directory",
-			ErrLocked, dir, holder, p, err)
+		return nil, fmt.Errorf("%w: %s is locked by %s (lock file %s); stop that collector or give this one its own data directory",
+			ErrLocked, dir, holder, p)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-		_ = f.Sync()
-	}
-	return &dirLock{f: f, path: p}, nil
+	// The holder's pid, for the error above in the next process (best effort: Windows forbids
+	// writing a range locked through another handle; the lock is what counts).
+	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	return &dirLock{lk: lk, path: p}, nil
 }
 
 func unlockAll(ls []*dirLock) {
 	for _, l := range ls {
-		_ = funlock(l.f)
-		_ = l.f.Close()
+		_ = l.lk.Close() // unlocks and closes the file
 	}
 }

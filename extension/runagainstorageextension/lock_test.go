@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -41,4 +42,35 @@ func TestDataDirLock(t *testing.T) {
 	require.NoError(t, first.Shutdown(context.Background()))
 	require.NoError(t, second.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, second.Shutdown(context.Background()))
+}
+
+// TestDataDirLockIsGofrsFlock: the data directory lock is github.com/gofrs/flock's, the lock the
+// payload staging area takes too: a holder through gofrs/flock keeps Start out (ErrLocked), and
+// while Start holds the directory gofrs/flock cannot take it; after Shutdown it can.
+func TestDataDirLockIsGofrsFlock(t *testing.T) {
+	dir := t.TempDir()
+	cfg := NewDefaultConfig()
+	cfg.Hot = configoptional.Some(HotConfig{Retention: DefaultHotRetention, SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
+	cfg.Warm = configoptional.None[WarmConfig]()
+	cfg.Cold = configoptional.None[ColdConfig]()
+	require.NoError(t, cfg.Validate())
+	s, err := New(cfg, componenttest.NewNopTelemetrySettings(), nil)
+	require.NoError(t, err)
+
+	other := flock.New(filepath.Join(dir, LockFile))
+	ok, err := other.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.ErrorIs(t, s.Start(context.Background(), componenttest.NewNopHost()), ErrLocked)
+	require.NoError(t, other.Unlock())
+
+	require.NoError(t, s.Start(context.Background(), componenttest.NewNopHost()))
+	ok, err = other.TryLock()
+	require.NoError(t, err)
+	assert.False(t, ok, "held by the started extension")
+	require.NoError(t, s.Shutdown(context.Background()))
+	ok, err = other.TryLock()
+	require.NoError(t, err)
+	assert.True(t, ok, "released at Shutdown")
+	require.NoError(t, other.Unlock())
 }

@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -47,8 +48,18 @@ var cassetteNow = time.Now
 // maxDecodedBody bounds a decompressed body (1 GiB) so a hostile cassette cannot exhaust memory.
 const maxDecodedBody = 1 << 30
 
-// cassetteTraces builds the fixture trace of one cassette.
-func cassetteTraces(format string, data []byte, exs []*fixture.Exchange) ptrace.Traces {
+// ErrNoExchanges is wrapped by the error of a cassette that records no HTTP exchange (nock's
+// "[]" for a test that made no request, an empty VCR.py or go-vcr interactions list, a HAR
+// without entries, WireMock without mappings): importing it would store a run with nothing to
+// show or replay, so it is refused and nothing is sent.
+var ErrNoExchanges = errors.New("no HTTP exchange recorded")
+
+// cassetteTraces builds the fixture trace of one cassette; a cassette without exchanges is an
+// error wrapping ErrNoExchanges.
+func cassetteTraces(format string, data []byte, exs []*fixture.Exchange) (ptrace.Traces, error) {
+	if len(exs) == 0 {
+		return ptrace.Traces{}, errorAt(data, 0, ErrNoExchanges, "%s recording: %v, nothing to import (a test that made no request)", format, ErrNoExchanges)
+	}
 	sum := sha256.Sum256(data)
 	var tid pcommon.TraceID
 	copy(tid[:], sum[:16])
@@ -76,9 +87,6 @@ func cassetteTraces(format string, data []byte, exs []*fixture.Exchange) ptrace.
 			ex.Chunks = fixture.SplitEvents(ex.ResponseBody)
 		}
 	}
-	if start.IsZero() {
-		start, end = base, base
-	}
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "runagain-fixture")
@@ -101,7 +109,7 @@ func cassetteTraces(format string, data []byte, exs []*fixture.Exchange) ptrace.
 		fixture.ToSpan(ex, sp)
 		llmhttp.Derive(ex, sp.Attributes()) // the call's GenAI attributes, read from the recorded bodies
 	}
-	return td
+	return td, nil
 }
 
 func cassetteSpanID(tid pcommon.TraceID, i int) pcommon.SpanID {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,19 +62,28 @@ func fixtureSpans(td ptrace.Traces) []ptrace.Span {
 }
 
 // TestCorpusCassettesImport: every cassette of the corpus parses with the expected format into
-// one trace with one fixture span per recorded interaction.
+// one trace with one fixture span per recorded interaction, except the nock recordings of no
+// request ("[]"), refused with ErrNoExchanges.
 func TestCorpusCassettesImport(t *testing.T) {
 	files := CorpusCassettes(t)
 	if len(files) < 900 {
 		t.Fatalf("found %d cassettes in the corpus, want the ~970 listed in its README", len(files))
 	}
 	byFormat := map[string]int{}
+	empty := 0
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := ParseBytes(f, data)
+		if errors.Is(err, ErrNoExchanges) {
+			if string(bytes.TrimSpace(data)) != "[]" {
+				t.Errorf("%s: refused as empty but is not \"[]\": %v", f, err)
+			}
+			empty++
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -109,7 +119,10 @@ func TestCorpusCassettesImport(t *testing.T) {
 			t.Errorf("%s (%s): %d fixture spans, want %d", filepath.Base(f), res.Format, got, want)
 		}
 	}
-	t.Logf("cassettes by format: %v", byFormat)
+	t.Logf("cassettes by format: %v, %d empty (refused)", byFormat, empty)
+	if empty == 0 {
+		t.Errorf("the corpus's nock recording of no request (openai-chat-completions-handles-connection-errors-without-crashing.json) was not refused")
+	}
 	for _, f := range []string{"vcrpy", "go-vcr", "nock", "har"} {
 		if byFormat[f] == 0 {
 			t.Errorf("no %s cassette found in the corpus", f)

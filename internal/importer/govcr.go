@@ -86,5 +86,5 @@ func (GoVCR) Parse(data []byte) (ptrace.Traces, error) {
 		at = ex.End.Add(time.Millisecond)
 		exs = append(exs, ex)
 	}
-	return cassetteTraces("go-vcr", data, exs), nil
+	return cassetteTraces("go-vcr", data, exs)
 }

@@ -130,5 +130,5 @@ func (HAR) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		exs = append(exs, ex)
 	}
-	return cassetteTraces("har", data, exs), nil
+	return cassetteTraces("har", data, exs)
 }

@@ -25,7 +25,8 @@ type Nock struct{}
 func (Nock) Name() string { return "nock" }
 
 // Detect implements Format: a JSON array whose first element has scope, method and path, or an
-// empty array (nock writes "[]" for a test that made no request).
+// empty array (nock writes "[]" for a test that made no request; Parse refuses it with
+// ErrNoExchanges, naming the format instead of "unknown format").
 func (Nock) Detect(s *Sniff) bool {
 	if s.Keys != nil || s.JSONErr != nil {
 		return false
@@ -99,7 +100,7 @@ func (Nock) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		exs = append(exs, ex)
 	}
-	return cassetteTraces("nock", data, exs), nil
+	return cassetteTraces("nock", data, exs)
 }
 
 // nockURL joins nock's scope ("https://api.openai.com:443") and path, dropping default ports.

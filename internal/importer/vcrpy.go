@@ -104,7 +104,7 @@ func (VCRPy) Parse(data []byte) (ptrace.Traces, error) {
 	for _, ex := range exs {
 		ex.Source = source
 	}
-	return cassetteTraces(source, data, exs), nil
+	return cassetteTraces(source, data, exs)
 }
 
 // vcrBody reads a VCR.py body: a scalar (string or !!binary), or a mapping {string: ...}.

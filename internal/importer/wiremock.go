@@ -102,7 +102,7 @@ func (WireMock) Parse(data []byte) (ptrace.Traces, error) {
 		}
 		exs = append(exs, ex)
 	}
-	return cassetteTraces("wiremock", data, exs), nil
+	return cassetteTraces("wiremock", data, exs)
 }
 
 func wireMockYAMLError(data []byte, err error) error {

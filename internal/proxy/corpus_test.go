@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -118,7 +119,8 @@ func liveRequest(tb testing.TB, ex *fixture.Exchange) *http.Request {
 	return req
 }
 
-// TestCorpusCassettesReplay: every cassette in the corpus imports, goes through a real SQLite
+// TestCorpusCassettesReplay: every cassette in the corpus that records a request (a nock "[]"
+// recording of none is refused by the importer, importer.ErrNoExchanges) imports, goes through a real SQLite
 // hot-tier file, and replaying each of its requests through the proxy (as an HTTP forward proxy
 // on 127.0.0.1) returns the recorded status, headers less hop-by-hop ones, and body byte for
 // byte; SSE bodies are written one recorded event per flush, in order.
@@ -137,6 +139,9 @@ func TestCorpusCassettesReplay(t *testing.T) {
 	var requests, sseChecked, skipped int
 	for _, f := range files {
 		res, err := importer.ParseFile(f)
+		if errors.Is(err, importer.ErrNoExchanges) {
+			continue
+		}
 		if err != nil {
 			t.Errorf("import %s: %v", f, err)
 			continue

@@ -13,51 +13,82 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// CleanCacheEntryBytes is the memory one entry of a CleanCache takes (a 128-bit key in
-// hashicorp/golang-lru's map and list), as measured by TestCleanCacheEntryBytes (about 100 bytes
-// with Go 1.26 on amd64) and rounded up; NewCleanCache divides its byte bound by it.
-const CleanCacheEntryBytes = 128
+// CleanCacheEntryBytes is the memory one entry of a CleanCache takes at most: a 128-bit key and
+// a pointer in hashicorp/golang-lru's map and list, measured by TestCleanCacheEntryBytes at 100
+// to 120 bytes (Go 1.26, amd64), with room for the map's growth steps (a map just grown holds
+// about twice the slots it needs). NewCleanCache divides its byte bound by it.
+const CleanCacheEntryBytes = 160
 
 // MinCleanCacheLen is the shortest string (in bytes) looked up in or added to a CleanCache:
 // hashing and a cache lookup cost about what scanning a string of this length does.
 const MinCleanCacheLen = 64
 
 // CleanCache remembers strings known to hold nothing to redact, so that text sent again (agent
-// traffic resends the whole conversation with every LLM call) is not scanned again. It holds
-// only verdicts, never values: an entry is a 128-bit xxh3 hash of the string's bytes, seeded with
+// traffic resends the whole conversation with every LLM call) is not scanned again, and, for
+// JSON string leaves with findings, the edits their examination gave (offsets and replacement
+// tokens: "[REDACTED:rule]" or "rule:<HMAC digits>", never the values they replace), so that a
+// resent message holding a planted phone number is not scanned again either. It holds no value: an entry is a 128-bit xxh3 hash of the string's bytes, seeded with
 // a random per-cache secret and the fingerprint of the Redactor's rule set (rules, their
 // regexes, keywords and actions, the hash key), the way the string was examined (a whole value
 // under its attribute key, a JSON string leaf, an object key, the JSON between two long string
 // leaves) and, for whole values, the attribute key. A Redactor built from another configuration therefore never reuses a verdict,
-// even from a shared cache, and only "no finding" is ever cached: a string with a finding is
-// scanned every time. Entries are evicted least recently used (hashicorp/golang-lru). Safe for
+// even from a shared cache. Whole values are cached only when clean; a value or leaf that looked
+// like JSON and did not parse is examined every time. Entries are evicted least recently used (hashicorp/golang-lru). Safe for
 // concurrent use.
 //
 // A hash collision would let a string pass unscanned: with 128 bits the chance is about 2^-128
 // per pair of strings, and the random secret keeps anyone who cannot read the process's memory
 // from computing strings that collide with a cached one.
 type CleanCache struct {
-	lru          *lru.Cache[xxh3.Uint128, struct{}]
+	// lru maps a hash to nil (the string is clean) or, for JSON string leaves, to the edits its
+	// examination gave (replacement tokens at offsets: never the values they replace)
+	lru          *lru.Cache[xxh3.Uint128, *leafEdits]
 	seed         uint64
 	hits, misses atomic.Int64
 	maxEntries   int
+	maxBytes     int64
+	editBytes    atomic.Int64 // bytes of the edits held (beyond CleanCacheEntryBytes per entry)
 }
 
+// leafEdits are the edits of a JSON string leaf with findings, relative to the leaf's body.
+type leafEdits struct {
+	edits []cachedEdit
+	size  int64 // bytes held, for the bound
+}
+
+type cachedEdit struct {
+	start, end int // in the leaf's raw body
+	repl       string
+	rule       string
+	cat        Category
+	action     Action
+}
+
+// maxCachedEdits bounds the findings of a leaf whose edits are cached.
+const maxCachedEdits = 16
+
 // NewCleanCache returns a cache bounded to about maxBytes of memory (maxBytes /
-// CleanCacheEntryBytes entries, at least 1). It returns nil when maxBytes <= 0: a nil
-// *CleanCache is a disabled cache.
+// CleanCacheEntryBytes entries at most, fewer when cached edits take room). It returns nil when
+// maxBytes <= 0: a nil *CleanCache is a disabled cache.
 func NewCleanCache(maxBytes int64) *CleanCache {
 	if maxBytes <= 0 {
 		return nil
 	}
 	n := int(max(1, maxBytes/CleanCacheEntryBytes))
-	c, err := lru.New[xxh3.Uint128, struct{}](n)
+	c := &CleanCache{maxEntries: n, maxBytes: maxBytes}
+	l, err := lru.NewWithEvict(n, func(_ xxh3.Uint128, e *leafEdits) {
+		if e != nil {
+			c.editBytes.Add(-e.size)
+		}
+	})
 	if err != nil {
 		panic(err) // only for n <= 0
 	}
+	c.lru = l
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return &CleanCache{lru: c, seed: binary.LittleEndian.Uint64(seed[:]), maxEntries: n}
+	c.seed = binary.LittleEndian.Uint64(seed[:])
+	return c
 }
 
 // CleanCacheStats are a cache's lookup counts since it was made and its size.
@@ -98,17 +129,53 @@ func (r *Redactor) cleanSeed(kind uint64) uint64 {
 
 // cleanLookup reports whether s is known clean under seed; it returns the hash for cleanAdd.
 func (r *Redactor) cleanLookup(s string, seed uint64) (xxh3.Uint128, bool) {
-	h := xxh3.HashString128Seed(s, seed)
-	_, ok := r.cache.lru.Get(h)
-	if ok {
+	h, known, e := r.cacheLookup(s, seed)
+	return h, known && e == nil
+}
+
+// cacheLookup looks s up under seed: known, and then e is nil when s is clean or the edits of
+// the leaf s.
+func (r *Redactor) cacheLookup(s string, seed uint64) (h xxh3.Uint128, known bool, e *leafEdits) {
+	h = xxh3.HashString128Seed(s, seed)
+	e, known = r.cache.lru.Get(h)
+	if known {
 		r.cache.hits.Add(1)
 	} else {
 		r.cache.misses.Add(1)
 	}
-	return h, ok
+	return h, known, e
 }
 
-func (r *Redactor) cleanAdd(h xxh3.Uint128) { r.cache.lru.Add(h, struct{}{}) }
+func (r *Redactor) cleanAdd(h xxh3.Uint128) { r.cache.lru.Add(h, nil) }
+
+// editsAdd remembers the edits es of the leaf whose body starts at cs (at most maxCachedEdits;
+// the least recently used entries go while the edits take the cache past its byte bound).
+func (r *Redactor) editsAdd(h xxh3.Uint128, es []edit, cs int) {
+	if len(es) > maxCachedEdits {
+		return
+	}
+	le := &leafEdits{edits: make([]cachedEdit, len(es)), size: 64}
+	for i, e := range es {
+		le.edits[i] = cachedEdit{start: e.start - cs, end: e.end - cs, repl: e.repl, rule: e.f.Rule, cat: e.f.Category, action: e.f.Action}
+		le.size += 96 + int64(len(e.repl))
+	}
+	c := r.cache
+	c.editBytes.Add(le.size)
+	c.lru.Add(h, le)
+	for c.editBytes.Load()+int64(c.lru.Len())*CleanCacheEntryBytes > c.maxBytes {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+}
+
+// appendCached appends the cached edits of the leaf whose body starts at cs.
+func (w *walker) appendCached(le *leafEdits, cs int) {
+	for _, e := range le.edits {
+		f := Finding{Rule: e.rule, Category: e.cat, Action: e.action, Start: cs + e.start, End: cs + e.end}
+		w.edits = append(w.edits, edit{start: f.Start, end: f.End, repl: e.repl, f: f})
+	}
+}
 
 // valueSeed is the seed of whole values under key.
 func (r *Redactor) valueSeed(key string) uint64 {

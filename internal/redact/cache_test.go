@@ -253,3 +253,38 @@ func FuzzCleanCacheMatchesUncached(f *testing.F) {
 		}
 	})
 }
+
+// TestCleanCacheLeafEdits: a resent message with findings is redacted from the cache (a hit, the
+// same output and findings), holding no redacted value; the cache keeps its byte bound when
+// edits fill it.
+func TestCleanCacheLeafEdits(t *testing.T) {
+	cache := NewCleanCache(64 * CleanCacheEntryBytes)
+	r := newTest(t, Config{CleanCache: cache})
+	uncached := newTest(t, Config{})
+	email := "jane.doe@example.com"
+	msg := cleanProse + "write to " + email + " or call +44 20 7946 0958 before friday"
+	v1 := messagesJSON(msg)
+	v2 := messagesJSON(msg, cleanProse+"and then the next question follows here")
+	sameResults(t, uncached, r, "first", "gen_ai.input.messages", v1, 1)
+	hits := cache.Stats().Hits
+	sameResults(t, uncached, r, "resent", "gen_ai.input.messages", v2, 1)
+	if cache.Stats().Hits <= hits {
+		t.Fatal("the resent message was not found in the cache")
+	}
+	for _, k := range cache.lru.Keys() {
+		if e, _ := cache.lru.Peek(k); e != nil {
+			for _, ed := range e.edits {
+				if strings.Contains(ed.repl, email) || strings.Contains(ed.repl, "7946") {
+					t.Fatalf("a cached edit holds the value: %q", ed.repl)
+				}
+			}
+		}
+	}
+	for i := range 200 {
+		v := messagesJSON(fmt.Sprintf("%s mail user%d@example.com and card 4111 1111 1111 1111", cleanProse, i))
+		sameResults(t, uncached, r, "fill", "gen_ai.input.messages", v, 1)
+		if used := cache.editBytes.Load() + int64(cache.lru.Len())*CleanCacheEntryBytes; used > 64*CleanCacheEntryBytes {
+			t.Fatalf("after %d values the cache holds %d bytes, bound %d", i, used, 64*CleanCacheEntryBytes)
+		}
+	}
+}

@@ -174,8 +174,9 @@ type strTok struct {
 	cs, ce            int
 	name, member, esc bool
 	keyApplies        bool         // a member value whose key may make it a credential (keyApplies)
-	clean             bool         // known clean: not examined
-	cacheable         bool         // not known clean but may be added once examined clean
+	clean             bool         // known clean (or with cached edits): not examined
+	cached            *leafEdits   // the cached edits when clean and not nil
+	cacheable         bool         // not known: its verdict is added once examined
 	hash              xxh3.Uint128 // its CleanCache hash when cacheable
 }
 
@@ -230,12 +231,19 @@ func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
 			}
 		}
 		if t.clean {
+			if t.cached != nil {
+				w.appendCached(t.cached, t.cs)
+			}
 			continue
 		}
 		mark := len(w.edits)
 		r.tokenEdits(w, s, depth, t, lastKey, all, &hot, hotEnd, &mk, msEnd)
-		if t.cacheable && len(w.edits) == mark {
-			r.cleanAdd(t.hash)
+		if t.cacheable {
+			if len(w.edits) == mark {
+				r.cleanAdd(t.hash)
+			} else {
+				r.editsAdd(t.hash, w.edits[mark:], t.cs)
+			}
 		}
 	}
 	return true
@@ -292,7 +300,7 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 			if t.name {
 				kind = kindName
 			}
-			t.hash, t.clean = r.cleanLookup(raw, r.cleanSeed(kind))
+			t.hash, t.clean, t.cached = r.cacheLookup(raw, r.cleanSeed(kind))
 			t.cacheable = !t.clean
 		}
 		w.toks = append(w.toks, t)

@@ -388,54 +388,5 @@ func resendBatches(convs, turns, tools, msgBytes int) (batches []ptrace.Traces, 
 //	go test -run '^$' -bench AgentRedactionResendHistory -benchmem ./processor/agentredactionprocessor/
 func BenchmarkAgentRedactionResendHistory(b *testing.B) {
 	batches, nspans := resendBatches(20, 5, 3, 512)
-	perBatch := float64(nspans) / float64(len(batches))
-	bytes := 0
-	for _, td := range batches {
-		bytes += (&ptrace.ProtoMarshaler{}).TracesSize(td)
-	}
-	for _, mode := range []string{"copy", "nocache", "cache"} {
-		b.Run(mode, func(b *testing.B) {
-			cfg := createDefaultConfig().(*Config)
-			cfg.HashKey = "bench-key"
-			if mode == "nocache" {
-				cfg.CleanCacheMiB = 0
-			}
-			p, err := newRedactionProcessor(processortest.NewNopSettings(component.MustNewType("agent_redaction")), cfg)
-			require.NoError(b, err)
-			b.SetBytes(int64(bytes / len(batches)))
-			var ms0, ms1 runtime.MemStats
-			var mallocs, allocBytes uint64
-			i := 0
-			for b.Loop() {
-				b.StopTimer()
-				if i%len(batches) == 0 {
-					p.cache.Purge()
-				}
-				x := ptrace.NewTraces()
-				batches[i%len(batches)].CopyTo(x)
-				i++
-				runtime.ReadMemStats(&ms0)
-				b.StartTimer()
-				if mode == "copy" {
-					y := ptrace.NewTraces()
-					x.CopyTo(y)
-				} else if _, err := p.processTraces(context.Background(), x); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				runtime.ReadMemStats(&ms1)
-				mallocs += ms1.Mallocs - ms0.Mallocs
-				allocBytes += ms1.TotalAlloc - ms0.TotalAlloc
-				b.StartTimer()
-			}
-			spans := perBatch * float64(i)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spans, "ns/span")
-			b.ReportMetric(float64(mallocs)/spans, "allocs/span")
-			b.ReportMetric(float64(allocBytes)/spans, "B/span")
-			if st := p.cache.Stats(); st.Hits+st.Misses > 0 {
-				b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "hit_ratio")
-			}
-			require.NoError(b, p.shutdown(context.Background()))
-		})
-	}
+	benchBatches(b, batches, nspans)
 }

@@ -57,11 +57,12 @@ type Config struct {
 	// pipeline component, so refusing the whole request is the only answer that never
 	// acknowledges a span and then drops it.
 	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
-	// CleanCacheMiB bounds the memory of the cache of strings known to hold nothing to redact
-	// (redact.CleanCache: whole attribute values and JSON string leaves of at least 64 bytes, kept
-	// as 128-bit hashes, never as values), in MiB (default 16, about 130,000 strings); 0 turns it
-	// off. Agents resend the conversation with every LLM call, so most message strings have been
-	// scanned before: with the cache they are hashed and looked up instead of scanned again.
+	// CleanCacheMiB bounds the memory of the redaction cache (redact.CleanCache), in MiB (default
+	// 16, about 100,000 strings); 0 turns it off. It remembers whole attribute values and JSON
+	// string leaves of at least 64 bytes found clean, and the edits of leaves with findings
+	// (offsets and replacement tokens), as 128-bit hashes, never the values. Agents resend the
+	// conversation with every LLM call, so most message strings have been examined before: with
+	// the cache they are hashed and looked up instead of scanned again.
 	CleanCacheMiB int `mapstructure:"clean_cache_mib"`
 
 	// prevent unkeyed literal initialization
@@ -80,7 +81,7 @@ type SealConfig struct {
 	KeeperURL string `mapstructure:"keeper_url"`
 }
 
-// DefaultCleanCacheMiB is the default of clean_cache_mib: 16 MiB hold about 130,000 verdicts
+// DefaultCleanCacheMiB is the default of clean_cache_mib: 16 MiB hold about 100,000 verdicts
 // (redact.CleanCacheEntryBytes each), the message strings of some thousands of live conversations.
 const DefaultCleanCacheMiB = 16
 

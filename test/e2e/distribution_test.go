@@ -239,6 +239,19 @@ func TestMalformedImportSendsNothing(t *testing.T) {
 	assert.Equal(t, "[]\n", cli(t, c, "sessions", "--json"))
 }
 
+// TestEmptyCassetteImportRefused: a nock recording of no request ("[]") is refused naming the
+// file and the reason, and creates no run (it used to store an empty "fixture nock" run).
+func TestEmptyCassetteImportRefused(t *testing.T) {
+	c := collectortest.Start(t, collectortest.Options{})
+	empty := filepath.Join(t.TempDir(), "no-request.json")
+	require.NoError(t, os.WriteFile(empty, []byte("[]\n"), 0o600))
+	_, errOut, err := c.CLI("import", "--endpoint", c.GRPC, empty)
+	require.Error(t, err)
+	assert.Contains(t, errOut, empty+":1:1: nock recording: no HTTP exchange recorded, nothing to import")
+	time.Sleep(1 * time.Second) // as above: any stray request would have landed
+	assert.Equal(t, "[]\n", cli(t, c, "sessions", "--json"))
+}
+
 // TestConfigErrorsNameTheField: an unknown or wrong-typed field fails at start naming it.
 func TestConfigErrorsNameTheField(t *testing.T) {
 	bin := collectortest.BinDir(t)

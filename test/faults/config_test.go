@@ -29,7 +29,11 @@ func variant(t *testing.T, old, new string) string {
 // naming the field (and the tier), instead of failing later at start without one or wrapping.
 func TestValidateNamesTheField(t *testing.T) {
 	bin := collectortest.BinDir(t)
+	notDir := filepath.Join(t.TempDir(), "a-file") // a regular file where a directory must be
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
 	for name, tc := range map[string]struct{ old, new, want string }{
+		"hot sqlite path the collector cannot create": {"path: ${env:RUNAGAIN_DATA_DIR:-./data}/hot.db", "path: " + notDir + "/hot.db",
+			`hot::sqlite::path "` + notDir + `/hot.db": stat ` + notDir + `/hot.db: not a directory`},
 		"storage typo in the warm tier's queue": {"storage: file_storage/queue", "storage: file_storage/qeue",
 			`exporters::tiered::warm::sending_queue::storage: "file_storage/qeue" is not an extension declared under`},
 		"cold parquet url with an unknown scheme": {"url: ${env:RUNAGAIN_DATA_DIR:-./data}/cold", "url: s4://runagain-cold",

@@ -1,0 +1,154 @@
+package agentredactionprocessor
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/runagain/runagain/internal/loadgen"
+)
+
+// loadgenBatches returns make bench's traffic, generated offline by internal/loadgen with its
+// default configuration (resend history, planted PII and secrets at their default rates) for
+// sessions sessions: every turn of every session, in the order the sessions progress
+// (round-robin, so a conversation's later calls come after its earlier ones), cut into batches of
+// about 256 spans as the OTel SDK's batch span processor sends them.
+func loadgenBatches(tb testing.TB, sessions int) (batches []ptrace.Traces, spans int) {
+	cfg := loadgen.DefaultConfig()
+	cfg.Sessions = int64(sessions)
+	ss := make([]*loadgen.Session, sessions)
+	for i := range ss {
+		ss[i] = loadgen.NewSession(&cfg, int64(i))
+	}
+	now := time.Unix(1_800_000_000, 0)
+	td := ptrace.NewTraces()
+	cur := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for done := false; !done; {
+		done = true
+		for _, s := range ss {
+			specs := s.NextTurn(now)
+			if specs == nil {
+				continue
+			}
+			done = false
+			for _, sp := range specs {
+				out := cur.AppendEmpty()
+				out.SetName(sp.Name)
+				out.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
+				out.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
+				if sp.StatusMessage != "" {
+					out.Status().SetMessage(sp.StatusMessage)
+				}
+				putAttrs(out.Attributes(), sp.Attrs)
+				spans++
+			}
+			if cur.Len() >= 256 {
+				setIDs(cur)
+				batches = append(batches, td)
+				td = ptrace.NewTraces()
+				cur = td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+			}
+		}
+	}
+	if cur.Len() > 0 {
+		setIDs(cur)
+		batches = append(batches, td)
+	}
+	require.NotEmpty(tb, batches)
+	return batches, spans
+}
+
+func putAttrs(m pcommon.Map, kvs []attribute.KeyValue) {
+	for _, kv := range kvs {
+		k := string(kv.Key)
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			m.PutStr(k, kv.Value.AsString())
+		case attribute.INT64:
+			m.PutInt(k, kv.Value.AsInt64())
+		case attribute.FLOAT64:
+			m.PutDouble(k, kv.Value.AsFloat64())
+		case attribute.BOOL:
+			m.PutBool(k, kv.Value.AsBool())
+		case attribute.STRINGSLICE:
+			sl := m.PutEmptySlice(k)
+			for _, s := range kv.Value.AsStringSlice() {
+				sl.AppendEmpty().SetStr(s)
+			}
+		}
+	}
+}
+
+// BenchmarkAgentRedactionLoadgen is the processor on make bench's traffic (loadgenBatches: 100
+// sessions of loadgen's defaults, 5 turns of 3 tool calls, history resent, PII in 5% and secrets
+// in 2% of the messages), one batch of about 256 spans per operation, in order; the cache is
+// purged when the traffic starts over. "cache" is the default configuration, "nocache"
+// clean_cache_mib: 0, "copy" only copies the batch: the same-run baseline. Reported per span.
+//
+//	go test -run '^$' -bench AgentRedactionLoadgen -benchmem ./processor/agentredactionprocessor/
+func BenchmarkAgentRedactionLoadgen(b *testing.B) {
+	batches, nspans := loadgenBatches(b, 100)
+	benchBatches(b, batches, nspans)
+}
+
+// benchBatches runs the copy, nocache and cache rows of a batch benchmark.
+func benchBatches(b *testing.B, batches []ptrace.Traces, nspans int) {
+	perBatch := float64(nspans) / float64(len(batches))
+	bytes := 0
+	for _, td := range batches {
+		bytes += (&ptrace.ProtoMarshaler{}).TracesSize(td)
+	}
+	for _, mode := range []string{"copy", "nocache", "cache"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.HashKey = "bench-key"
+			if mode == "nocache" {
+				cfg.CleanCacheMiB = 0
+			}
+			p, err := newRedactionProcessor(processortest.NewNopSettings(component.MustNewType("agent_redaction")), cfg)
+			require.NoError(b, err)
+			b.SetBytes(int64(bytes / len(batches)))
+			var ms0, ms1 runtime.MemStats
+			var mallocs, allocBytes uint64
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				if i%len(batches) == 0 {
+					p.cache.Purge()
+				}
+				x := ptrace.NewTraces()
+				batches[i%len(batches)].CopyTo(x)
+				i++
+				runtime.ReadMemStats(&ms0)
+				b.StartTimer()
+				if mode == "copy" {
+					y := ptrace.NewTraces()
+					x.CopyTo(y)
+				} else if _, err := p.processTraces(context.Background(), x); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				runtime.ReadMemStats(&ms1)
+				mallocs += ms1.Mallocs - ms0.Mallocs
+				allocBytes += ms1.TotalAlloc - ms0.TotalAlloc
+				b.StartTimer()
+			}
+			spans := perBatch * float64(i)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spans, "ns/span")
+			b.ReportMetric(float64(mallocs)/spans, "allocs/span")
+			b.ReportMetric(float64(allocBytes)/spans, "B/span")
+			if st := p.cache.Stats(); st.Hits+st.Misses > 0 {
+				b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "hit_ratio")
+			}
+			require.NoError(b, p.shutdown(context.Background()))
+		})
+	}
+}
