@@ -67,7 +67,7 @@ func Open(path string, o Options) (*DB, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now); err != nil {
+	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now, hotSource); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
 	}
