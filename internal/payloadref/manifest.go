@@ -111,6 +111,12 @@ type node struct {
 // planSplit builds the object tree for data, or returns nil when splitting does not pay
 // (not JSON, or fewer than two elements of at least chunkMin bytes).
 func planSplit(data []byte, chunkMin, fanout int) *node {
+	return planSplitSum(data, nil, chunkMin, fanout)
+}
+
+// planSplitSum is planSplit for a caller that already has sum, the SHA-256 of data (the root
+// manifest's digest): data is then not hashed a second time. A nil sum is computed.
+func planSplitSum(data []byte, sum *[32]byte, chunkMin, fanout int) *node {
 	elems, ok := jsonSegments(data)
 	if !ok {
 		return nil
@@ -149,7 +155,11 @@ func planSplit(data []byte, chunkMin, fanout int) *node {
 	for level := 0; len(parts) > fanout; level++ {
 		parts = group(data, parts, fanout, level)
 	}
-	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: sha256.Sum256(data), children: parts}
+	if sum == nil {
+		sum = new([32]byte)
+		*sum = sha256.Sum256(data)
+	}
+	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: *sum, children: parts}
 }
 
 // group cuts a part list into sub-manifests at content-defined boundaries: after a reference whose

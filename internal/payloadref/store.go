@@ -392,7 +392,7 @@ func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch) (Put
 	}
 	var plan *node
 	if split {
-		plan = planSplit(data, s.opts.ChunkMin, s.opts.Fanout)
+		plan = planSplitSum(data, &sum, s.opts.ChunkMin, s.opts.Fanout) // data is hashed once
 	}
 	if plan == nil {
 		if err := s.writeOnce(ctx, vk, data, false, &res); err != nil {
@@ -428,7 +428,7 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 	}
 	var plan *node
 	if split {
-		plan = planSplit(data, s.opts.ChunkMin, s.opts.Fanout)
+		plan = planSplitSum(data, &sum, s.opts.ChunkMin, s.opts.Fanout) // data is hashed once
 	}
 	if plan == nil {
 		pack, err := s.appendOnce(ctx, vk, data, b, &res)

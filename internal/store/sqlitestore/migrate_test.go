@@ -97,7 +97,8 @@ func columns(t *testing.T, db *sql.DB, table string) []string {
 }
 
 // downgradeToV3 turns a hot file written by this build into the shape a version 3 build wrote:
-// the otlp columns decoded to the protobuf, no codec columns, no zstd_dicts, user_version 3.
+// the otlp columns decoded to the protobuf, no codec columns, no zstd_dicts, no span_orphans, the
+// indexes of version 3, user_version 3.
 func downgradeToV3(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
@@ -128,7 +129,61 @@ func downgradeToV3(t *testing.T, path string) {
 		require.NoError(t, err)
 	}
 	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
-	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE zstd_dicts; PRAGMA user_version = 3;`)
+	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE zstd_dicts;
+	  DROP TRIGGER spans_orphans_delete; DROP TABLE span_orphans;
+	  CREATE INDEX spans_start ON spans (start_time_unix_nano); CREATE INDEX IF NOT EXISTS payload_refs_uri ON payload_refs (uri);
+	  PRAGMA user_version = 3;`)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
+}
+
+// TestVersion4FileMigrated: a version 4 file (run index recomputed per batch: no span_orphans;
+// spans_start and payload_refs_uri indexes) holding a run whose children wait for their root is
+// read as it is by a reader; opened for writing it gets span_orphans built from its rows and
+// loses the two indexes, and the root arriving then completes the run.
+func TestVersion4FileMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hot.db")
+	r := storetest.Run{Seed: "v4", Session: "conv-v4", Service: "svc", Model: "gpt-4.1", Start: 1_000_000, LLMCalls: 3}
+	children, root := splitChildrenFirst(r)
+	w, err := Open(path, Options{})
+	require.NoError(t, err)
+	_, err = w.WriteTraces(ctx, children)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = raw.Exec(`DROP TRIGGER spans_orphans_delete; DROP TABLE span_orphans;
+	  CREATE INDEX spans_start ON spans (start_time_unix_nano); CREATE INDEX payload_refs_uri ON payload_refs (uri);
+	  PRAGMA user_version = 4;`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	ro, err := Open(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	rows, err := ro.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.True(t, rows[0].Incomplete)
+	require.NoError(t, ro.Close())
+
+	w, err = Open(path, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	var waiting int
+	require.NoError(t, w.SQL().QueryRow(`SELECT spans FROM span_orphans WHERE trace_id = ?`, storetest.TraceID("v4").String()).Scan(&waiting))
+	assert.Equal(t, 3, waiting, "the migration found the three children waiting for their root")
+	var n int
+	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name IN ('spans_start', 'payload_refs_uri')`).Scan(&n))
+	assert.Zero(t, n, "indexes no query uses are dropped")
+	_, err = w.WriteTraces(ctx, root)
+	require.NoError(t, err)
+	rows, err = w.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.False(t, rows[0].Incomplete, "the root completes the run")
+	assert.EqualValues(t, 4, rows[0].Spans)
+	want, err := listRuns(ctx, w.SQL(), store.RunFilter{}, "spans", "SUM(cost_usd), SUM(unpriced)", "hot")
+	require.NoError(t, err)
+	assert.Equal(t, want, rows)
 }

@@ -19,7 +19,8 @@ import (
 //	  trace_id   TEXT  as the row's trace_id ('' for a log record without one)
 //	  row_id     TEXT  the span's span_id, or "log:" + the record's record_sha256
 //	  uri        TEXT  the K_ref value (store.SpanPayloadRefs, store.LogPayloadRefs)
-//	  primary key (trace_id, row_id, uri); index on uri (distinct URIs stream in order)
+//	  primary key (trace_id, row_id, uri); no index on uri (version 5 dropped it: the payload
+//	  sweep's listing of distinct URIs, once per retention pass, sorts them instead)
 //
 // Triggers delete a span's or record's references with it (retention, erasure), so the
 // distinct URIs of payload_refs are exactly the payloads the hot tier still references: the
@@ -32,7 +33,6 @@ CREATE TABLE IF NOT EXISTS payload_refs (
   uri      TEXT NOT NULL,
   PRIMARY KEY (trace_id, row_id, uri)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS payload_refs_uri ON payload_refs (uri);
 CREATE TRIGGER IF NOT EXISTS spans_payload_refs_delete AFTER DELETE ON spans BEGIN
   DELETE FROM payload_refs WHERE trace_id = old.trace_id AND row_id = old.span_id;
 END;

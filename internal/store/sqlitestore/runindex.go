@@ -77,6 +77,8 @@ type runIndex struct {
 	spans  string // span table: spans (hot) or span_summaries (warm)
 	agent  string // aggregate of the agent name ("''" where the table has none)
 	alerts string // correlated count of the run's alert records (s.trace_id is the run)
+	// orphans is the orphans table ('' for none: the index is only recomputed, never applied)
+	orphans string
 	// triggers keep the index right when rows are deleted by any code path (an erasure, a
 	// maintenance DELETE): a deleted span row drops its run's index row (expiry, which may delete
 	// part of a run, recomputes the rows of the runs it touched afterwards), a deleted alert
@@ -85,7 +87,7 @@ type runIndex struct {
 }
 
 var (
-	hotIndex = runIndex{spans: "spans", agent: "''",
+	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans",
 		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS spans_runs_delete AFTER DELETE ON spans BEGIN
@@ -95,7 +97,7 @@ CREATE TRIGGER IF NOT EXISTS logs_runs_delete AFTER DELETE ON logs WHEN old.even
   UPDATE runs SET alerts = alerts - 1 WHERE trace_id = old.trace_id;
 END;
 `}
-	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)",
+	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)", orphans: "summary_orphans",
 		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS span_summaries_runs_delete AFTER DELETE ON span_summaries BEGIN
@@ -107,8 +109,13 @@ END;
 `}
 )
 
-// ddl creates the runs table, its indexes and x's triggers.
-func (x runIndex) ddl() string { return runsDDL + x.triggers }
+// ddl creates the runs table, its indexes and x's triggers (and its orphans table).
+func (x runIndex) ddl() string {
+	if x.orphans == "" {
+		return runsDDL + x.triggers
+	}
+	return runsDDL + x.triggers + x.orphansDDL()
+}
 
 // fill returns the statement that (re)computes the index rows of the traces where selects.
 func (x runIndex) fill(where string) string {
@@ -136,7 +143,7 @@ type Execer interface {
 // refresh recomputes the index rows of traceIDs from their span rows in x's transaction: a run
 // with no span row left loses its index row.
 func (x runIndex) refresh(ctx context.Context, e Execer, traceIDs []string) error {
-	return x.recompute(ctx, e, traceIDs, true)
+	return x.rebuild(ctx, e, traceIDs, true)
 }
 
 // recompute is refresh; without mayVanish (the writer, which just stored a span row of each run)
@@ -309,4 +316,427 @@ func splitModels(s string) []string {
 	ms := strings.Split(s, ",")
 	sort.Strings(ms)
 	return ms
+}
+
+// # Incremental maintenance (the writers)
+//
+// Recomputing each touched run from all of its span rows made every batch pay for the spans
+// stored before it. A writer instead inserts its span rows with ON CONFLICT DO NOTHING, hands each
+// row it inserted (RowsAffected 1) to a runBatch, and apply adds what those rows contribute to
+// their runs' index rows: sums and counts added, minimum start and maximum end, the greatest
+// session and service, the union of models. A row that already existed (an at-least-once retry)
+// contributes nothing; the writer replaces it (its content and ingestion time, as before) and
+// names its run with replaced, and that run is recomputed from its rows (fill), which is exact
+// whatever the old row held. So a retried batch is never counted twice.
+//
+// Orphans (spans whose parent is not stored) are kept exact with the orphans table: one row per
+// (run, missing parent span id) with the number of stored spans waiting for it. A new span
+// removes the row naming it (its waiting children are orphans no more); a new span whose parent
+// is not stored adds itself to its parent's row. Its rows are deleted with the run's span rows
+// (trigger) and rebuilt with the run's index row wherever a run is recomputed.
+//
+//	span_orphans (hot; warm: summary_orphans)
+//	  trace_id        TEXT     the run
+//	  parent_span_id  TEXT     a parent span id that no stored span of the run has
+//	  spans           INTEGER  stored spans of the run naming it as their parent
+//	  primary key (trace_id, parent_span_id), WITHOUT ROWID
+
+// orphansDDL creates x's orphans table and its delete trigger.
+func (x runIndex) orphansDDL() string {
+	return `
+CREATE TABLE IF NOT EXISTS ` + x.orphans + ` (
+  trace_id       TEXT    NOT NULL,
+  parent_span_id TEXT    NOT NULL,
+  spans          INTEGER NOT NULL,
+  PRIMARY KEY (trace_id, parent_span_id)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ` + x.spans + `_orphans_delete AFTER DELETE ON ` + x.spans + ` BEGIN
+  DELETE FROM ` + x.orphans + ` WHERE trace_id = old.trace_id;
+END;
+`
+}
+
+// fillOrphans returns the statement that (re)fills the orphans rows of the traces where selects
+// (after deleting them).
+func (x runIndex) fillOrphans(where string) string {
+	return `INSERT INTO ` + x.orphans + ` (trace_id, parent_span_id, spans)
+	  SELECT trace_id, parent_span_id, COUNT(*) FROM ` + x.spans + ` AS s WHERE (` + where + `) AND parent_span_id != ''
+	    AND NOT EXISTS (SELECT 1 FROM ` + x.spans + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)
+	  GROUP BY trace_id, parent_span_id`
+}
+
+// buildOrphansSQL creates and fills the orphans table from every span row (a migration).
+func (x runIndex) buildOrphansSQL() string {
+	return x.orphansDDL() + `DELETE FROM ` + x.orphans + `;` + x.fillOrphans("1") + ";"
+}
+
+// SpanFacts is what one span row contributes to its run's index row.
+type SpanFacts struct {
+	TraceID, SpanID, ParentSpanID    string // lowercase hex; ParentSpanID '' for a root
+	SessionID, Service, Agent, Model string
+	Start, End                       int64 // Unix ns
+	InputTokens, OutputTokens        int64
+	Error                            bool // status code 2
+	CostUSD                          float64
+	Unpriced                         bool
+}
+
+// runDelta is what a batch's inserted rows add to one run.
+type runDelta struct {
+	session, service, agent string
+	start, end              int64
+	spans, input, output    int64
+	errors, unpriced, roots int64
+	orphans                 int64
+	cost                    float64
+	models                  []string
+}
+
+func (r *runDelta) add(f SpanFacts) {
+	if r.spans == 0 || f.Start < r.start {
+		r.start = f.Start
+	}
+	r.end = max(r.end, f.End, f.Start)
+	r.session = max(r.session, f.SessionID)
+	r.service = max(r.service, f.Service)
+	r.agent = max(r.agent, f.Agent)
+	r.spans++
+	r.input += f.InputTokens
+	r.output += f.OutputTokens
+	r.cost += f.CostUSD
+	if f.Error {
+		r.errors++
+	}
+	if f.Unpriced {
+		r.unpriced++
+	}
+	if f.ParentSpanID == "" {
+		r.roots++
+	}
+	r.models = addModel(r.models, f.Model)
+}
+
+func addModel(models []string, m string) []string {
+	if m == "" {
+		return models
+	}
+	for _, have := range models {
+		if have == m {
+			return models
+		}
+	}
+	return append(models, m)
+}
+
+// RunBatch collects, in one write transaction, the span rows the writer inserted and the runs it
+// must recompute, for runIndex.apply. The zero value is ready.
+type RunBatch struct {
+	// Ingested is the transaction's ingestion time (Unix ns): the index rows' ingested_unix_nano.
+	Ingested int64
+
+	order    []string
+	runs     map[string]*runDelta
+	spans    []SpanFacts        // inserted rows, in order
+	ids      map[[2]string]bool // (trace, span) of inserted rows
+	full     traceSet           // runs recomputed from their rows
+	alerts   map[string]int64   // alert records inserted, by run
+	alertIDs []string
+}
+
+// Inserted records a span row the transaction inserted (it did not exist).
+func (b *RunBatch) Inserted(f SpanFacts) {
+	if b.runs == nil {
+		b.runs, b.ids = map[string]*runDelta{}, map[[2]string]bool{}
+	}
+	r := b.runs[f.TraceID]
+	if r == nil {
+		r = &runDelta{}
+		b.runs[f.TraceID] = r
+		b.order = append(b.order, f.TraceID)
+	}
+	r.add(f)
+	b.spans = append(b.spans, f)
+	b.ids[[2]string{f.TraceID, f.SpanID}] = true
+}
+
+// Replaced records that the transaction replaced an existing row of the run traceID: the run is
+// recomputed from its rows.
+func (b *RunBatch) Replaced(traceID string) { b.full.add(traceID) }
+
+// traces returns the runs of the batch's span rows.
+func (b *RunBatch) traces() []string {
+	var all traceSet
+	for _, id := range b.order {
+		all.add(id)
+	}
+	for _, id := range b.full.ids {
+		all.add(id)
+	}
+	return all.ids
+}
+
+// Alert records an alert record the transaction inserted for the run traceID.
+func (b *RunBatch) Alert(traceID string) {
+	if traceID == "" {
+		return
+	}
+	if b.alerts == nil {
+		b.alerts = map[string]int64{}
+	}
+	if b.alerts[traceID] == 0 {
+		b.alertIDs = append(b.alertIDs, traceID)
+	}
+	b.alerts[traceID]++
+}
+
+// apply brings the index rows of the batch's runs up to date in tx (the batch's transaction). It
+// issues a fixed number of statements per batch, each over all of the batch's rows (JSON arrays
+// through json_each), not one per span or run.
+func (x runIndex) apply(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
+	if err := x.applyOrphans(ctx, tx, b); err != nil {
+		return fmt.Errorf("run index: %w", err)
+	}
+	if err := x.applyRuns(ctx, tx, b); err != nil {
+		return fmt.Errorf("run index: %w", err)
+	}
+	if err := x.rebuild(ctx, tx, b.full.ids, false); err != nil {
+		return err
+	}
+	var alerts [][2]any
+	for _, id := range b.alertIDs {
+		if !b.full.seen[id] && b.runs[id] == nil { // else counted from the records when its row was made
+			alerts = append(alerts, [2]any{id, b.alerts[id]})
+		}
+	}
+	if len(alerts) > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET alerts = alerts + j.n
+		  FROM (SELECT value->>0 AS trace_id, value->>1 AS n FROM json_each(?)) AS j WHERE runs.trace_id = j.trace_id`,
+			jsonArg(alerts)); err != nil {
+			return fmt.Errorf("run index: %w", err)
+		}
+	}
+	return nil
+}
+
+// jsonArg encodes v (slices of strings and numbers) as a JSON text argument for json_each.
+func jsonArg(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // strings and numbers always encode
+	}
+	return string(b)
+}
+
+// applyOrphans updates the orphans rows and each run delta's orphans count for the inserted rows.
+func (x runIndex) applyOrphans(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
+	var ids, withParent [][2]string
+	for _, f := range b.spans {
+		if b.full.seen[f.TraceID] {
+			continue
+		}
+		ids = append(ids, [2]string{f.TraceID, f.SpanID})
+		if f.ParentSpanID != "" && !b.ids[[2]string{f.TraceID, f.ParentSpanID}] {
+			withParent = append(withParent, [2]string{f.TraceID, f.ParentSpanID})
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// Stored children waiting for a span of this batch are orphans no more (their rows predate
+	// the batch: the batch's own orphans are added after).
+	rows, err := tx.QueryContext(ctx, `DELETE FROM `+x.orphans+` WHERE (trace_id, parent_span_id) IN
+	  (SELECT value->>0, value->>1 FROM json_each(?)) RETURNING trace_id, spans`, jsonArg(ids))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		b.runs[id].orphans -= n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(withParent) == 0 {
+		return nil
+	}
+	// New spans whose parent is not stored (nor in the batch) wait for it.
+	rows, err = tx.QueryContext(ctx, `SELECT value->>0, value->>1 FROM json_each(?) AS j
+	  WHERE NOT EXISTS (SELECT 1 FROM `+x.spans+` p WHERE p.trace_id = j.value->>0 AND p.span_id = j.value->>1)`, jsonArg(withParent))
+	if err != nil {
+		return err
+	}
+	waiting := map[[2]string]int64{}
+	var order [][2]string
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return err
+		}
+		if waiting[k] == 0 {
+			order = append(order, k)
+		}
+		waiting[k]++
+		b.runs[k[0]].orphans++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(order) == 0 {
+		return err
+	}
+	add := make([][3]any, len(order))
+	for i, k := range order {
+		add[i] = [3]any{k[0], k[1], waiting[k]}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+x.orphans+` (trace_id, parent_span_id, spans)
+	  SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true
+	  ON CONFLICT (trace_id, parent_span_id) DO UPDATE SET spans = spans + excluded.spans`, jsonArg(add))
+	return err
+}
+
+// runRow is an index row's values (without trace id and ingestion time).
+type runRow struct {
+	session, models, service, agent          string
+	start, end, spans, input, output         int64
+	errors, unpriced, roots, orphans, alerts int64
+	cost                                     float64
+}
+
+// applyRuns adds each run delta of b to its index row, creating it for a new run. A run whose
+// rows predate the batch but that has no index row (its rows were deleted in part by a plain
+// DELETE) is recomputed instead.
+func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
+	var ids []string
+	for _, id := range b.order {
+		if !b.full.seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	cur := map[string]*runRow{}
+	rows, err := tx.QueryContext(ctx, `SELECT trace_id, session_id, models, service_name, agent_name, start_time_unix_nano,
+	  end_time_unix_nano, spans, input_tokens, output_tokens, errors, unpriced, roots, orphans, alerts, cost_usd
+	  FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(ids))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var r runRow
+		if err := rows.Scan(&id, &r.session, &r.models, &r.service, &r.agent, &r.start, &r.end, &r.spans,
+			&r.input, &r.output, &r.errors, &r.unpriced, &r.roots, &r.orphans, &r.alerts, &r.cost); err != nil {
+			rows.Close()
+			return err
+		}
+		cur[id] = &r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var fresh []string
+	for _, id := range ids {
+		if cur[id] == nil {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) > 0 {
+		// A new run: its rows are the batch's (else it lost its index row to a DELETE: recompute),
+		// its alert records may have come first.
+		rows, err := tx.QueryContext(ctx, `SELECT s.trace_id, (SELECT COUNT(*) FROM `+x.spans+` c WHERE c.trace_id = s.trace_id), `+x.alerts+`
+		  FROM (SELECT value AS trace_id FROM json_each(?)) AS s`, jsonArg(fresh))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var stored, alerts int64
+			if err := rows.Scan(&id, &stored, &alerts); err != nil {
+				rows.Close()
+				return err
+			}
+			if stored != b.runs[id].spans {
+				b.full.add(id)
+				continue
+			}
+			d := b.runs[id]
+			cur[id] = &runRow{start: d.start, end: d.end, alerts: alerts}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	out := make([][]any, 0, len(ids))
+	for _, id := range ids {
+		r, d := cur[id], b.runs[id]
+		if r == nil || b.full.seen[id] {
+			continue
+		}
+		models := r.models
+		for _, m := range d.models {
+			if !containsModel(models, m) {
+				if models != "" {
+					models += ","
+				}
+				models += m
+			}
+		}
+		out = append(out, []any{id, max(r.session, d.session), min(r.start, d.start), max(r.end, d.end), r.spans + d.spans,
+			models, max(r.service, d.service), max(r.agent, d.agent), r.input + d.input, r.output + d.output,
+			r.errors + d.errors, r.cost + d.cost, r.unpriced + d.unpriced, r.roots + d.roots, r.orphans + d.orphans,
+			r.alerts, b.Ingested})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano,
+	  end_time_unix_nano, spans, models, service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced,
+	  roots, orphans, alerts, ingested_unix_nano)
+	  SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9,
+	    value->>10, value->>11, value->>12, value->>13, value->>14, value->>15, value->>16 FROM json_each(?)`, jsonArg(out))
+	return err
+}
+
+// containsModel reports whether the comma-joined list holds m.
+func containsModel(list, m string) bool {
+	for list != "" {
+		i := strings.IndexByte(list, ',')
+		if i < 0 {
+			return list == m
+		}
+		if list[:i] == m {
+			return true
+		}
+		list = list[i+1:]
+	}
+	return false
+}
+
+// rebuild recomputes the orphans rows (where x has them) and the index rows of traceIDs from
+// their span rows; with mayVanish a run without span rows loses its index row.
+func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayVanish bool) error {
+	if len(traceIDs) == 0 {
+		return nil
+	}
+	if x.orphans != "" {
+		ids, err := json.Marshal(traceIDs)
+		if err != nil {
+			return err
+		}
+		if _, err := e.ExecContext(ctx, `DELETE FROM `+x.orphans+` WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+			return fmt.Errorf("run index: %w", err)
+		}
+		if _, err := e.ExecContext(ctx, x.fillOrphans(`trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
+			return fmt.Errorf("run index: %w", err)
+		}
+	}
+	return x.recompute(ctx, e, traceIDs, mayVanish)
 }

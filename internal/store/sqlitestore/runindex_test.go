@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/store"
@@ -336,4 +337,93 @@ func rowsRead(t *testing.T, db *sql.DB, q string, args ...any) (int, int64) {
 	require.NoError(t, rows.Err())
 	require.NoError(t, rows.Close())
 	return n, RowsReadProbe.Load() - before
+}
+
+// TestRunIndexIncrementalCountsEachSpanOnce: the writer adds each batch's new span rows to their
+// runs' index rows; a retried batch, a batch mixing retried and new spans, a retried span whose
+// content changed, spans arriving before their parents over several batches (grandchildren
+// first), and a later batch for a run whose rows were partly deleted by a plain DELETE all leave
+// the index equal to the aggregation over the span rows.
+func TestRunIndexIncrementalCountsEachSpanOnce(t *testing.T) {
+	ctx := context.Background()
+	hot, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	require.NoError(t, err)
+	defer hot.Close()
+	check := func(stage string) {
+		t.Helper()
+		for _, f := range []store.RunFilter{{}, {SessionID: "conv-a"}} {
+			want, err := listRuns(ctx, hot.db, f, "spans", "SUM(cost_usd), SUM(unpriced)", "hot")
+			require.NoError(t, err)
+			got, err := hot.Runs(ctx, f)
+			require.NoError(t, err)
+			require.Equal(t, want, got, stage)
+		}
+		// The orphans table holds exactly the missing parents of the stored rows.
+		var want, got int
+		require.NoError(t, hot.db.QueryRow(`SELECT COUNT(*) FROM spans s WHERE parent_span_id != '' AND NOT EXISTS
+		  (SELECT 1 FROM spans p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)`).Scan(&want))
+		require.NoError(t, hot.db.QueryRow(`SELECT COALESCE(SUM(spans), 0) FROM span_orphans`).Scan(&got))
+		require.Equal(t, want, got, "%s: span_orphans", stage)
+	}
+	write := func(td ptrace.Traces) {
+		t.Helper()
+		_, err := hot.WriteTraces(ctx, td)
+		require.NoError(t, err)
+	}
+	// spansOf returns the spans of run numbered in nums (0 is the root, 1.. the LLM calls).
+	spansOf := func(r storetest.Run, nums ...int) ptrace.Traces {
+		td := storetest.Traces(r)
+		keep := map[pcommon.SpanID]bool{}
+		for _, n := range nums {
+			keep[storetest.SpanID(r.Seed, n)] = true
+		}
+		td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().RemoveIf(func(s ptrace.Span) bool { return !keep[s.SpanID()] })
+		return td
+	}
+	a := storetest.Run{Seed: "inc-a", Session: "conv-a", Service: "svc", Model: "gpt-4.1", Start: indexT0, LLMCalls: 4}
+	b := storetest.Run{Seed: "inc-b", Service: "svc2", Model: "claude-sonnet-4", Start: indexT0 + 5, LLMCalls: 2, ToolFail: true}
+
+	write(spansOf(a, 1, 2))
+	check("children first")
+	write(spansOf(a, 1, 2))
+	check("the same batch retried")
+	mixed := spansOf(a, 2, 3)
+	storetest.Add(mixed, b)
+	write(mixed)
+	check("a retried span and new ones, two runs")
+	rows, err := hot.Runs(ctx, store.RunFilter{SessionID: "conv-a"})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.EqualValues(t, 3, rows[0].Spans, "spans 1, 2 and 3 once each")
+	assert.EqualValues(t, 3, rows[0].Orphans)
+
+	changed := spansOf(a, 3)
+	changed.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().PutInt("gen_ai.usage.input_tokens", 7)
+	write(changed)
+	check("a retried span with other content replaces it")
+	rows, err = hot.Runs(ctx, store.RunFilter{SessionID: "conv-a"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 100+100+7, rows[0].InputTokens)
+
+	write(spansOf(a, 0, 4))
+	check("the root arrived with a sibling")
+	rows, err = hot.Runs(ctx, store.RunFilter{SessionID: "conv-a"})
+	require.NoError(t, err)
+	assert.False(t, rows[0].Incomplete)
+	assert.EqualValues(t, 5, rows[0].Spans)
+
+	// Part of run b deleted outside any writer: its index row goes (trigger); the next span of
+	// the run brings the row back computed from every remaining row.
+	_, err = hot.db.ExecContext(ctx, `DELETE FROM spans WHERE trace_id = ? AND parent_span_id = ''`, storetest.TraceID("inc-b").String())
+	require.NoError(t, err)
+	extra := storetest.Traces(storetest.Run{Seed: "inc-b", Service: "svc2", Model: "gpt-4.1", Start: indexT0 + 5, LLMCalls: 3})
+	extra.ResourceSpans().At(0).ScopeSpans().At(0).Spans().RemoveIf(func(s ptrace.Span) bool {
+		return s.SpanID() != storetest.SpanID("inc-b", 3) // LLM call 3: the tool span of b had this number
+	})
+	extra.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetSpanID(storetest.SpanID("inc-b", 9))
+	write(extra)
+	check("a run whose rows were partly deleted")
+	all, err := hot.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
 }

@@ -62,7 +62,12 @@ package sqlitestore
 // otlp_dict, the zstd_dicts table). A version 3 file opened for writing gains the columns (its
 // rows keep otlp_codec 0, the protobuf as it is: nothing is rewritten) and read-only it is read
 // as it is.
-const SchemaVersion = 4
+//
+// Version 5 maintains the run index incrementally (runindex.go: the span_orphans table, built
+// from the span rows by the migration) and drops two indexes no query uses since the run index:
+// spans_start and payload_refs_uri (the payload sweep's one listing of distinct URIs sorts them).
+// Read-only, a version 4 file is read as it is.
+const SchemaVersion = 5
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -88,7 +93,6 @@ CREATE TABLE IF NOT EXISTS spans (
   otlp_dict            INTEGER NOT NULL DEFAULT 0,
   UNIQUE (trace_id, span_id)
 );
-CREATE INDEX IF NOT EXISTS spans_start ON spans (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS spans_session ON spans (session_id);
 CREATE INDEX IF NOT EXISTS spans_ingested ON spans (ingested_unix_nano);
 CREATE TABLE IF NOT EXISTS logs (
@@ -120,5 +124,10 @@ ALTER TABLE spans ADD COLUMN otlp_codec INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE spans ADD COLUMN otlp_dict INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE logs ADD COLUMN otlp_codec INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE logs ADD COLUMN otlp_dict INTEGER NOT NULL DEFAULT 0;` + dictsDDL + `PRAGMA user_version = 4;
+COMMIT;`,
+	4: `BEGIN;` + hotIndex.buildOrphansSQL() + `
+DROP INDEX IF EXISTS spans_start;
+DROP INDEX IF EXISTS payload_refs_uri;
+PRAGMA user_version = 5;
 COMMIT;`,
 }

@@ -29,6 +29,9 @@ type DB struct {
 	version     int  // the file's schema version (1: no cost columns, read-only)
 	hasRefs     bool // the payload_refs table exists (always when opened for writing)
 	codec       *otlpCodec
+	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
+	// maintenance before version 5): the same-run baseline of the write benchmarks.
+	recomputeIndex bool
 }
 
 // otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
@@ -64,7 +67,7 @@ func Open(path string, o Options) (*DB, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now); err != nil {
+	if d.codec, err = newCodec(context.Background(), db, o.ReadOnly, d.now, hotSource); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
 	}
@@ -98,24 +101,32 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // ErrInvalidSpan wraps the reason a span cannot be stored (an all-zero trace or span id).
 var ErrInvalidSpan = errors.New("invalid span")
 
+const spanColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
+	   cost_usd, unpriced, otlp_codec, otlp_dict)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
 // WriteTraces stores every span of td in one transaction. Spans whose trace id or span id is
 // empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
-// the reason, and the rest of the batch is stored.
+// the reason, and the rest of the batch is stored. A span already stored (same trace and span
+// id: an at-least-once retry) is replaced; the run index counts each span once (RunBatch).
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans
-	  (trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
-	   status_code, service_name, genai_kind, model, input_tokens, output_tokens, otlp, ingested_unix_nano,
-	   cost_usd, unpriced, otlp_codec, otlp_dict)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
 	if err != nil {
 		return nil, err
 	}
 	defer stmt.Close()
+	var replace *sql.Stmt // prepared for the first span that is already stored
+	defer func() {
+		if replace != nil {
+			replace.Close()
+		}
+	}()
 	refStmt, err := tx.PrepareContext(ctx, insertRef)
 	if err != nil {
 		return nil, err
@@ -123,7 +134,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
-	var touched traceSet
+	batch := RunBatch{Ingested: now}
 	var stored []byte // the encoded otlp column, reused
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -155,22 +166,46 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 				if !span.ParentSpanID().IsEmpty() {
 					parent = span.ParentSpanID().String()
 				}
-				if _, err := stmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), parent, session,
-					span.Name(), int64(span.Kind()), int64(span.StartTimestamp()), int64(span.EndTimestamp()),
-					int64(span.Status().Code()), service, string(genai.Classify(attrs)), genai.Model(attrs),
-					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID); err != nil {
+				f := SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
+					SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
+					End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
+					Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}
+				args := []any{f.TraceID, f.SpanID, parent, session, span.Name(), int64(span.Kind()), f.Start, f.End,
+					int64(span.Status().Code()), service, string(genai.Classify(attrs)), f.Model,
+					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID}
+				res, err := stmt.ExecContext(ctx, args...)
+				if err != nil {
 					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
 				}
-				touched.add(span.TraceID().String())
+				if n, err := res.RowsAffected(); err != nil {
+					return rejected, err
+				} else if n == 1 {
+					batch.Inserted(f)
+				} else {
+					if replace == nil {
+						if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans `+spanColumns); err != nil {
+							return rejected, err
+						}
+					}
+					if _, err := replace.ExecContext(ctx, args...); err != nil {
+						return rejected, fmt.Errorf("replace span %s: %w", span.SpanID(), err)
+					}
+					batch.Replaced(f.TraceID)
+				}
 				for _, uri := range store.SpanPayloadRefs(span) {
-					if _, err := refStmt.ExecContext(ctx, span.TraceID().String(), span.SpanID().String(), uri); err != nil {
+					if _, err := refStmt.ExecContext(ctx, f.TraceID, f.SpanID, uri); err != nil {
 						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
 					}
 				}
 			}
 		}
 	}
-	if err := hotIndex.recompute(ctx, tx, touched.ids, false); err != nil {
+	if d.recomputeIndex {
+		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
+	} else {
+		err = hotIndex.apply(ctx, tx, &batch)
+	}
+	if err != nil {
 		return rejected, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -186,14 +221,21 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO logs
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO logs
 	  (record_sha256, trace_id, span_id, session_id, time_unix_nano, severity_number, event_name, service_name, otlp, ingested_unix_nano,
 	   otlp_codec, otlp_dict)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
+	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (record_sha256) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
+	// A record already stored has the same content (its key is the content's SHA-256): a retry
+	// only moves its retention clock, as the replacing write did before.
+	again, err := tx.PrepareContext(ctx, `UPDATE logs SET ingested_unix_nano = ? WHERE record_sha256 = ?`)
+	if err != nil {
+		return err
+	}
+	defer again.Close()
 	refStmt, err := tx.PrepareContext(ctx, insertRef)
 	if err != nil {
 		return err
@@ -201,7 +243,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	defer refStmt.Close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
-	var alerted traceSet // runs whose alert count changes
+	batch := RunBatch{Ingested: now}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -229,12 +271,20 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					ts = lr.ObservedTimestamp()
 				}
 				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
-				if _, err := stmt.ExecContext(ctx, hex.EncodeToString(sum[:]), hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
-					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, stored, now, codec, dictID); err != nil {
+				key := hex.EncodeToString(sum[:])
+				res, err := stmt.ExecContext(ctx, key, hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
+					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, stored, now, codec, dictID)
+				if err != nil {
 					return fmt.Errorf("insert log record: %w", err)
 				}
-				if lr.EventName() == store.AlertEventName {
-					alerted.add(hexOrEmpty(lr.TraceID()))
+				if n, err := res.RowsAffected(); err != nil {
+					return err
+				} else if n == 0 {
+					if _, err := again.ExecContext(ctx, now, key); err != nil {
+						return fmt.Errorf("insert log record: %w", err)
+					}
+				} else if lr.EventName() == store.AlertEventName {
+					batch.Alert(hexOrEmpty(lr.TraceID()))
 				}
 				for _, uri := range store.LogPayloadRefs(lr) {
 					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
@@ -244,7 +294,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	if err := hotIndex.recompute(ctx, tx, alerted.ids, false); err != nil {
+	if err := hotIndex.apply(ctx, tx, &batch); err != nil {
 		return err
 	}
 	return tx.Commit()
