@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -26,9 +27,11 @@ import (
 // private storage of an inline configuration.
 //
 // Persist once (README "Persist once"): the hot tier is given the whole request; the warm and
-// cold tiers only what their records are built from (store.TrimTraces, store.TrimLogs: no
-// payloads, no payload references, no stack traces), so their persistent queues hold a few
-// hundred bytes per span instead of the whole request.
+// cold tiers' pipelines build their records of it (store.Records: span summaries and key
+// events, session partials) before their sending queues, so those queues persist about a
+// hundred compressed bytes per span instead of the request (records.go). A backend that cannot
+// build records is given only what its records are built from (store.TrimTraces,
+// store.TrimLogs: no payloads, no payload references, no stack traces).
 type tieredExporter struct {
 	set     exporter.Settings
 	cfg     *Config
@@ -37,14 +40,20 @@ type tieredExporter struct {
 
 	keys  []string // session keys (what the trimmed requests keep for the summaries)
 	tiers []tierPipe
+	// noRecords gives warm and cold the trimmed requests even when their backend builds records
+	// (the benchmark's earlier modes).
+	noRecords bool
 }
 
 // tierPipe is one tier's exporterhelper pipeline (or the contrib ClickHouse exporter).
 type tierPipe struct {
-	name   string
-	trim   bool // given store.TrimTraces / store.TrimLogs of each request, not the request
-	traces exporter.Traces
-	logs   exporter.Logs
+	name string
+	trim bool // given store.TrimTraces / store.TrimLogs of each request, not the request
+	// records: the pipeline builds the tier's records of each request before its queue
+	// (records.go); it is given the request as is (the records hold no payload).
+	records bool
+	traces  exporter.Traces
+	logs    exporter.Logs
 }
 
 func (p tierPipe) component() component.Component {
@@ -127,6 +136,9 @@ func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainsto
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	}
 	p := tierPipe{name: name, trim: name != store.TierHot}
+	if rb, ok := b.(runagainstorageextension.RecordBackend); ok && p.trim && !e.noRecords {
+		return e.addRecordsTier(ctx, tset, name, rb, s)
+	}
 	switch e.sig {
 	case signalTraces:
 		te, err := exporterhelper.NewTraces(ctx, tset, e.cfg, b.WriteTraces, opts...)
@@ -136,6 +148,40 @@ func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainsto
 		p.traces = te
 	case signalLogs:
 		le, err := exporterhelper.NewLogs(ctx, tset, e.cfg, b.WriteLogs, opts...)
+		if err != nil {
+			return fmt.Errorf("%s tier: %w", name, err)
+		}
+		p.logs = le
+	}
+	e.tiers = append(e.tiers, p)
+	return nil
+}
+
+// addRecordsTier creates a warm or cold tier's pipeline whose sending queue holds the records
+// of each request (records.go), built by rb in ConsumeTraces/ConsumeLogs.
+func (e *tieredExporter) addRecordsTier(ctx context.Context, tset exporter.Settings, name string,
+	rb runagainstorageextension.RecordBackend, s TierSending,
+) error {
+	opts := []exporterhelper.Option{
+		exporterhelper.WithTimeout(s.TimeoutConfig),
+		exporterhelper.WithRetry(s.BackOff),
+		xexporterhelper.WithQueueBatch(s.Queue, xexporterhelper.QueueBatchSettings{Encoding: recordsEncoding{b: rb, sig: e.sig}}),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+	}
+	p := tierPipe{name: name, trim: true, records: true}
+	switch e.sig {
+	case signalTraces:
+		te, err := xexporterhelper.NewTracesRequest(ctx, tset, func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
+			return &recordsRequest{r: rb.TraceRecords(td)}, nil
+		}, writeRecords(rb), opts...)
+		if err != nil {
+			return fmt.Errorf("%s tier: %w", name, err)
+		}
+		p.traces = te
+	case signalLogs:
+		le, err := xexporterhelper.NewLogsRequest(ctx, tset, func(_ context.Context, ld plog.Logs) (xexporterhelper.Request, error) {
+			return &recordsRequest{r: rb.LogRecords(ld)}, nil
+		}, writeRecords(rb), opts...)
 		if err != nil {
 			return fmt.Errorf("%s tier: %w", name, err)
 		}
@@ -248,7 +294,8 @@ func (e *tieredExporter) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeTraces hands td to the hot tier, then the trimmed spans to the warm and cold tiers.
+// ConsumeTraces hands td to the hot tier, then to the warm and cold tiers, whose pipelines
+// queue their records of it (or its trimmed spans, store.TrimTraces, without records).
 // When the hot tier refuses the request (with its queue disabled: the write itself failed, a
 // full disk), the error is returned at once and the other tiers do not take it: the client
 // retries the whole request. Otherwise every tier is offered its part and the errors of those
@@ -258,7 +305,10 @@ func (e *tieredExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 	var errs []error
 	for _, p := range e.tiers {
 		in := td
-		if p.trim {
+		switch {
+		case p.records && td.SpanCount() == 0:
+			continue
+		case p.trim && !p.records:
 			in = store.TrimTraces(td, e.keys)
 			if in.SpanCount() == 0 {
 				continue
@@ -273,13 +323,16 @@ func (e *tieredExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 	return errors.Join(errs...)
 }
 
-// ConsumeLogs is ConsumeTraces for log records: warm and cold tiers are given the alert records
-// only (store.TrimLogs), and nothing when a request holds none.
+// ConsumeLogs is ConsumeTraces for log records: warm and cold tiers keep the alert records only
+// (their records of them, or store.TrimLogs), and are given nothing when a request holds none.
 func (e *tieredExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	var errs []error
 	for _, p := range e.tiers {
 		in := ld
-		if p.trim {
+		switch {
+		case p.records && !store.HasAlerts(ld):
+			continue // the warm and cold tiers keep alert records only
+		case p.trim && !p.records:
 			in = store.TrimLogs(ld, e.keys)
 			if in.LogRecordCount() == 0 {
 				continue

@@ -82,6 +82,31 @@ func (c countingBackend) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return c.Backend.WriteLogs(ctx, ld)
 }
 
+// countingRecordBackend is countingBackend for a backend that builds its records before the
+// queue: it counts the spans its records stand for.
+type countingRecordBackend struct {
+	countingBackend
+	rb runagainstorageextension.RecordBackend
+}
+
+func (c countingRecordBackend) TraceRecords(td ptrace.Traces) store.Records {
+	return c.rb.TraceRecords(td)
+}
+
+func (c countingRecordBackend) LogRecords(ld plog.Logs) store.Records { return c.rb.LogRecords(ld) }
+
+func (c countingRecordBackend) WriteRecords(ctx context.Context, r store.Records) error {
+	if err := c.rb.WriteRecords(ctx, r); err != nil {
+		return err
+	}
+	n := int64(len(r.Spans))
+	for _, p := range r.Partials {
+		n += p.Spans
+	}
+	c.spans.Add(n)
+	return nil
+}
+
 // writtenBytes is this process's wchar (/proc/self/io): bytes handed to write(2) and pwrite(2)
 // by every goroutine (queues, SQLite, Parquet files), whether or not the page cache has
 // flushed them yet. -1 where /proc is unavailable.
@@ -143,6 +168,7 @@ type persistMode struct {
 	name  string
 	tiers map[string]any // the tiered exporter's hot/warm/cold delivery settings
 	whole bool           // every tier given the whole request (before "persist once")
+	trim  bool           // warm and cold given trimmed requests, not records built before the queue
 	only  string         // write this tier only (the floor: what the store itself writes)
 	conc  int            // requests sent concurrently (0: one at a time)
 }
@@ -163,11 +189,13 @@ func persistModes() []persistMode {
 		"cold": map[string]any{"sending_queue": queue("1s", 8192)},
 	}
 	return []persistMode{
-		{name: "before=3_whole_queues", tiers: before, whole: true},
-		{name: "trimmed_queues", tiers: before},
-		{name: "after=hot_sync+trimmed_queues", tiers: after},
+		{name: "before=3_whole_queues", tiers: before, whole: true, trim: true},
+		{name: "trimmed_queues", tiers: before, trim: true},
+		{name: "hot_sync+trimmed_queues", tiers: after, trim: true},
+		{name: "after=hot_sync+record_queues", tiers: after},
 		{name: "floor=hot_sync_only", tiers: after, only: store.TierHot},
-		{name: "before,8_concurrent", tiers: before, whole: true, conc: 8},
+		{name: "before,8_concurrent", tiers: before, whole: true, trim: true, conc: 8},
+		{name: "trimmed,8_concurrent", tiers: after, trim: true, conc: 8},
 		{name: "after,8_concurrent", tiers: after, conc: 8},
 	}
 }
@@ -178,11 +206,14 @@ func persistModes() []persistMode {
 //
 //   - before=3_whole_queues: each tier's queue persists the whole request (the old default);
 //   - trimmed_queues: the warm and cold queues persist store.TrimTraces of it;
-//   - after=hot_sync+trimmed_queues: the hot tier is written in the request (no queue), warm
-//     and cold as above (config/default.yaml);
+//   - hot_sync+trimmed_queues: the hot tier is written in the request (no queue), warm and cold
+//     as above (config/default.yaml until the records queues);
+//   - after=hot_sync+record_queues: the hot tier written in the request, the warm and cold
+//     queues persist the tiers' records built before them (store.Records: summaries, session
+//     partials), config/default.yaml;
 //   - floor=hot_sync_only: the hot tier alone, written in the request: what storing the spans
 //     costs at all;
-//   - before and after with 8 requests in flight at once (as a receiver serving several
+//   - before, trimmed and after with 8 requests in flight at once (as a receiver serving several
 //     clients): the hot tier written in the request takes one SQLite transaction per request.
 //
 // Each op is one request acknowledged; the timer runs until every tier has written every span.
@@ -221,7 +252,8 @@ func benchPersist(b *testing.B, m persistMode) {
 	if err := confmap.NewFromStringMap(m.tiers).Unmarshal(cfg); err != nil {
 		b.Fatal(err)
 	}
-	e := &tieredExporter{set: exportertest.NewNopSettings(metadata.Type), cfg: cfg, sig: signalTraces, keys: st.SessionKeys()}
+	e := &tieredExporter{set: exportertest.NewNopSettings(metadata.Type), cfg: cfg, sig: signalTraces, keys: st.SessionKeys(),
+		noRecords: m.trim}
 	written := map[string]*atomic.Int64{}
 	tiers := st.Tiers()
 	if m.only != "" {
@@ -234,7 +266,11 @@ func benchPersist(b *testing.B, m persistMode) {
 		}
 		written[name] = &atomic.Int64{}
 		sending := map[string]TierSending{store.TierHot: cfg.hotSending(), store.TierWarm: cfg.warmSending(), store.TierCold: cfg.coldSending()}[name]
-		if err := e.addTier(ctx, name, countingBackend{Backend: be, spans: written[name]}, sending); err != nil {
+		var counted runagainstorageextension.Backend = countingBackend{Backend: be, spans: written[name]}
+		if rb, ok := be.(runagainstorageextension.RecordBackend); ok {
+			counted = countingRecordBackend{countingBackend: counted.(countingBackend), rb: rb}
+		}
+		if err := e.addTier(ctx, name, counted, sending); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,6 +25,20 @@ type Backend interface {
 	WriteLogs(ctx context.Context, ld plog.Logs) error
 }
 
+// RecordBackend is a warm or cold backend whose records (store.Records: span summaries and key
+// events, or session partials) can be built apart from writing them: the tiered exporter builds
+// them before the tier's sending queue, so the queue persists the records instead of the spans
+// (its README, "Persist once"). WriteRecords(TraceRecords(td)) stores what WriteTraces(td) does.
+type RecordBackend interface {
+	Backend
+	// TraceRecords and LogRecords build what the tier stores of td and ld; no I/O, no error.
+	TraceRecords(td ptrace.Traces) store.Records
+	LogRecords(ld plog.Logs) store.Records
+	// WriteRecords stores r, idempotently (a retried write replaces what it wrote). r may merge
+	// the records of several requests.
+	WriteRecords(ctx context.Context, r store.Records) error
+}
+
 // opened is a backend with what closes it and the janitor that enforces its retention.
 type opened struct {
 	backend Backend
@@ -87,6 +101,14 @@ func (w *warmSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.db.WriteLogs(ctx, ld)
 }
 
+func (w *warmSQLite) TraceRecords(td ptrace.Traces) store.Records { return w.db.TraceRecords(td) }
+
+func (w *warmSQLite) LogRecords(ld plog.Logs) store.Records { return w.db.LogRecords(ld) }
+
+func (w *warmSQLite) WriteRecords(ctx context.Context, r store.Records) error {
+	return w.db.WriteRecords(ctx, r)
+}
+
 // clickhouseBackend creates its schema on first use (retried on every write until it succeeds),
 // so an unreachable server at start never blocks the collector; the tier's queue holds the data.
 type clickhouseBackend struct {
@@ -123,6 +145,21 @@ func (w *warmClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	return w.w.WriteWarmLogs(ctx, ld)
+}
+
+func (w *warmClickHouse) TraceRecords(td ptrace.Traces) store.Records {
+	return w.w.WarmRecords(td, plog.Logs{})
+}
+
+func (w *warmClickHouse) LogRecords(ld plog.Logs) store.Records {
+	return w.w.WarmRecords(ptrace.Traces{}, ld)
+}
+
+func (w *warmClickHouse) WriteRecords(ctx context.Context, r store.Records) error {
+	if err := w.ensure(ctx); err != nil {
+		return err
+	}
+	return w.w.WriteWarmRecords(ctx, r)
 }
 
 // OpenDB opens a database/sql handle on the configured ClickHouse (clickhousestore.OpenDB).
@@ -172,6 +209,21 @@ func (c *coldParquet) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return err
 }
 
+func (c *coldParquet) TraceRecords(td ptrace.Traces) store.Records {
+	return store.Records{Partials: store.Partials(td, plog.Logs{}, c.keys, c.now().UnixNano(), c.prices)}
+}
+
+func (c *coldParquet) LogRecords(ld plog.Logs) store.Records {
+	return store.Records{Partials: store.Partials(ptrace.Traces{}, ld, c.keys, c.now().UnixNano(), c.prices)}
+}
+
+// WriteRecords writes the partials of r, combined into one batch (store.CombinePartials) when a
+// queue merged several requests: one Parquet object per date, as for one request.
+func (c *coldParquet) WriteRecords(ctx context.Context, r store.Records) error {
+	_, err := c.st.Write(ctx, store.CombinePartials(r.Partials))
+	return err
+}
+
 type coldClickHouse struct{ clickhouseBackend }
 
 func (c *coldClickHouse) WriteTraces(ctx context.Context, td ptrace.Traces) error {
@@ -187,6 +239,28 @@ func (c *coldClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	return c.w.WriteCold(ctx, ptrace.Traces{}, ld)
 }
+
+func (c *coldClickHouse) TraceRecords(td ptrace.Traces) store.Records {
+	return c.w.ColdRecords(td, plog.Logs{})
+}
+
+func (c *coldClickHouse) LogRecords(ld plog.Logs) store.Records {
+	return c.w.ColdRecords(ptrace.Traces{}, ld)
+}
+
+func (c *coldClickHouse) WriteRecords(ctx context.Context, r store.Records) error {
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	return c.w.WriteColdRecords(ctx, r)
+}
+
+var (
+	_ RecordBackend = (*warmSQLite)(nil)
+	_ RecordBackend = (*warmClickHouse)(nil)
+	_ RecordBackend = (*coldParquet)(nil)
+	_ RecordBackend = (*coldClickHouse)(nil)
+)
 
 func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, error) {
 	if cfg.ClickHouse.HasValue() {

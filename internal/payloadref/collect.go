@@ -150,7 +150,8 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 	if s.staging != "" {
 		staging = append(staging, s.staging)
 	}
-	pr := newPackReader(staging)
+	pr := newPackReader(staging, s.dec)
+	sc := newReadScope()
 	var roots []location
 	err = live(func(uri string) bool {
 		if ctx.Err() != nil {
@@ -194,7 +195,7 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 		if !l.manifest {
 			continue
 		}
-		doc, err := s.readRaw(ctx, r, pr, ownBucket, l)
+		doc, err := s.readRaw(ctx, r, pr, sc, ownBucket, l)
 		if gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, errNotInPack) {
 			// A dangling reference (its manifest is gone): nothing it names can be protected or
 			// broken any further.
@@ -225,22 +226,15 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 }
 
 // readRaw returns the decompressed content of one object (a manifest document).
-func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, bucketURL string, l location) ([]byte, error) {
-	var raw []byte
-	decode := func(z []byte) error {
-		var err error
-		raw, err = s.dec.DecodeAll(z, nil)
-		return err
-	}
+func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, sc *readScope, bucketURL string, l location) ([]byte, error) {
 	if l.pack != "" {
-		_, err := pr.read(ctx, f.b, bucketURL, f.prefix, l.pack, l.objKey, decode)
-		return raw, err
+		return pr.read(ctx, f.b, bucketURL, f.prefix, l.pack, l.objKey, sc, func([]byte) error { return nil })
 	}
 	z, err := s.bucket.ReadAll(ctx, s.prefix+l.name())
 	if err != nil {
 		return nil, err
 	}
-	return raw, decode(z)
+	return s.dec.DecodeAll(z, nil)
 }
 
 // sweepPacks deletes or rewrites the packs under this store's prefix.
@@ -277,10 +271,10 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 	var dead []objKey
 	var deadBytes, total int64
 	for _, e := range entries {
-		total += int64(e.zlen)
+		total += e.size()
 		if _, ok := marked[location{e.objKey, id}]; !ok {
 			dead = append(dead, e.objKey)
-			deadBytes += int64(e.zlen)
+			deadBytes += e.size()
 		}
 	}
 	if len(dead) == 0 {
@@ -351,7 +345,7 @@ func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, 
 	}
 	size := map[objKey]int64{}
 	for _, e := range entries {
-		size[e.objKey] = int64(e.zlen)
+		size[e.objKey] = e.size()
 	}
 	var drop []objKey
 	var n int64
@@ -364,37 +358,23 @@ func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, 
 	return drop, n, nil
 }
 
-// rewritePack writes the pack at key again, under the same key, without the objects in drop.
+// rewritePack writes the pack at key again, under the same key, without the objects in drop, in
+// the v2 layout (blocks compressed anew: no byte of a dropped object remains) whatever the layout
+// it had.
 func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) error {
 	old, err := s.bucket.ReadAll(ctx, key)
 	if err != nil {
 		return fmt.Errorf("payloadref: reading %s: %w", key, err)
 	}
-	off, n, crc, err := decodeFooter(old[len(old)-footerSize:], int64(len(old)))
-	if err != nil {
-		return fmt.Errorf("payloadref: %s: %w", key, err)
-	}
-	entries, err := decodeTrailer(old[off:off+int64(n)], crc, off)
-	if err != nil {
-		return fmt.Errorf("payloadref: %s: %w", key, err)
-	}
 	skip := map[objKey]bool{}
 	for _, k := range drop {
 		skip[k] = true
 	}
-	var recs [][]byte
-	var keys []objKey
-	var raws []int64
-	for _, e := range entries {
-		if skip[e.objKey] {
-			continue
-		}
-		recs = append(recs, old[e.off-recordHeaderSize:e.off+int64(e.zlen)])
-		keys = append(keys, e.objKey)
-		raws = append(raws, e.raw)
+	data, newEntries, err := repack(old, skip, s.benc, s.dec, s.opts.PackBlockSize)
+	if err != nil {
+		return fmt.Errorf("payloadref: %s: %w", key, err)
 	}
-	data, newEntries := buildPack(recs, keys, raws)
-	if err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"}); err != nil {
+	if err := writePack(ctx, s.bucket, key, data); err != nil {
 		return fmt.Errorf("payloadref: rewriting %s: %w", key, err)
 	}
 	if s.idx != nil {

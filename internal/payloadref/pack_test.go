@@ -476,7 +476,7 @@ func TestRecoverTornSegment(t *testing.T) {
 	s.pw.mu.Lock()
 	seg := s.pw.cur
 	s.pw.closed = true
-	_, _ = seg.f.WriteAt(append(encodeRecordHeader(objKey{sum: [32]byte{1}}, 5000), "torn"...), seg.size)
+	_, _ = seg.f.WriteAt(append(encodeRecordHeader(objKey{sum: [32]byte{1}}, 5000, true), "torn"...), seg.size)
 	s.pw.mu.Unlock()
 	_ = s.pw.lock.Unlock()
 	close(s.pw.stop)

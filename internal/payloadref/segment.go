@@ -32,6 +32,7 @@ type segment struct {
 	f       *os.File
 	size    int64
 	entries []packEntry
+	bp      *blockPacker // the pack as it will be uploaded: objects compressed in blocks
 	opened  time.Time
 	sealed  bool // guarded by packWriter.mu; the file is then closed (and was fsynced whole)
 
@@ -53,7 +54,8 @@ type packWriter struct {
 	pending map[objKey]packEntryAt // appended, not yet in the index
 	closed  bool
 
-	uploads chan string // sealed pack ids
+	built   map[string][]byte // sealed packs built in memory (at most maxBuilt), by id
+	uploads chan string       // sealed pack ids
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	waitMu  sync.Mutex
@@ -82,7 +84,7 @@ func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, err
 		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
 	}
 	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
-		pending: map[objKey]packEntryAt{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		pending: map[objKey]packEntryAt{}, built: map[string][]byte{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
 		waiting: map[string]chan struct{}{}}
 	ids, err := w.recover(ctx)
 	if err != nil {
@@ -163,11 +165,7 @@ func (w *packWriter) recoverOne(id string) (entries []packEntry, keep bool, err 
 	dec := w.s.dec
 	var end int64
 	for _, e := range scanned {
-		z := make([]byte, e.zlen)
-		if _, err := f.ReadAt(z, e.off); err != nil {
-			break
-		}
-		raw, err := dec.DecodeAll(z, nil)
+		raw, err := readLocalEntry(f, e, dec)
 		if err != nil {
 			break
 		}
@@ -191,7 +189,7 @@ func (w *packWriter) recoverOne(id string) (entries []packEntry, keep bool, err 
 	if err := f.Sync(); err != nil {
 		return nil, false, err
 	}
-	w.s.logger("payloadref: recovered staged pack %s: %d objects (%d bytes cut from a torn tail)", id, len(entries), 0)
+	w.s.logger("payloadref: recovered staged pack %s: %d objects (%d bytes cut from a torn tail)", id, len(entries), st.Size()-end)
 	return entries, true, nil
 }
 
@@ -204,7 +202,7 @@ func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
 	if _, err := f.ReadAt(ft[:], size-footerSize); err != nil {
 		return nil, err
 	}
-	off, n, crc, err := decodeFooter(ft[:], size)
+	off, n, crc, version, err := decodeFooter(ft[:], size)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +210,7 @@ func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
 	if _, err := f.ReadAt(t, off); err != nil {
 		return nil, err
 	}
-	return decodeTrailer(t, crc, off)
+	return decodeAnyTrailer(t, crc, off, version)
 }
 
 // lookupPending returns the pack of an object appended but not yet indexed.
@@ -223,10 +221,11 @@ func (w *packWriter) lookupPending(k objKey) (string, bool) {
 	return e.pack, ok
 }
 
-// appendObject appends zstd(content) as object k to the open segment (opening one, or sealing
-// the full one first) and returns the pack id. A concurrent append of the same object returns
-// the first one's pack.
-func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
+// appendObject appends content (raw) as object k to the open segment (opening one, or sealing
+// the full one first: when the pack as it will be uploaded, compressed in blocks, could reach
+// maxSize) and returns the pack id. A concurrent append of the same object returns the first
+// one's pack.
+func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -235,8 +234,8 @@ func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
 	if e, ok := w.pending[k]; ok {
 		return e.pack, nil
 	}
-	rec := int64(recordHeaderSize + len(z))
-	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.size+rec > w.maxSize {
+	rec := int64(recordHeaderSize + len(content))
+	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
 		if err := w.sealLocked(); err != nil {
 			return "", err
 		}
@@ -248,16 +247,17 @@ func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
 	}
 	c := w.cur
 	buf := make([]byte, 0, rec)
-	buf = append(buf, encodeRecordHeader(k, len(z))...)
-	buf = append(buf, z...)
+	buf = append(buf, encodeRecordHeader(k, len(content), true)...)
+	buf = append(buf, content...)
 	if _, err := c.f.WriteAt(buf, c.size); err != nil {
 		// Leave no torn record behind for the next append: cut back.
 		_ = c.f.Truncate(c.size)
 		return "", fmt.Errorf("payloadref: staging %s: %w", c.path, err)
 	}
-	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(z)), raw: int64(raw)}
+	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(content)), raw: int64(len(content)), inOff: -1, rawRec: true}
 	c.size += rec
 	c.entries = append(c.entries, e)
+	c.bp.add(k, content)
 	w.pending[k] = packEntryAt{e, c.id}
 	return c.id, nil
 }
@@ -274,7 +274,7 @@ func (w *packWriter) openLocked() error {
 		_ = d.Sync()
 		_ = d.Close()
 	}
-	w.cur = &segment{id: id, path: path, f: f, opened: now}
+	w.cur = &segment{id: id, path: path, f: f, opened: now, bp: newBlockPacker(w.s.benc, w.s.opts.PackBlockSize)}
 	return nil
 }
 
@@ -300,6 +300,9 @@ func (w *packWriter) sealLocked() error {
 	c.sealed = true
 	_ = c.f.Close()
 	w.cur = nil
+	if len(w.built) < maxBuilt {
+		w.built[c.id], _ = c.bp.finish()
+	}
 	w.waitMu.Lock()
 	w.waiting[c.id] = make(chan struct{})
 	w.waitMu.Unlock()
@@ -364,13 +367,81 @@ func (w *packWriter) indexed(es []packEntryAt) {
 	}
 }
 
-// ager seals the open segment once it is older than maxAge.
+// SealRequestFile is the file of a staging area whose presence asks the process writing it to seal
+// its open segment now (RequestSeal).
+const SealRequestFile = "SEAL"
+
+// RequestSeal asks the process writing the pack layout of data directory dir (StoreOptions.Dir)
+// to seal its open segment and upload it now rather than at PackMaxAge: an erasure (runagain
+// delete) calls it so that the objects it erases are in the bucket, where its next pass removes
+// them, within about a second plus the upload. The writer checks for the request every second
+// (or every PackMaxAge/4 when shorter). Nothing happens when no process writes dir.
+func RequestSeal(dir string) error {
+	staging := filepath.Join(dir, StagingDir)
+	if _, err := os.Stat(staging); err != nil {
+		return nil // no staging area: nothing to seal
+	}
+	return os.WriteFile(filepath.Join(staging, SealRequestFile), nil, 0o644)
+}
+
+// SealStaged has the packs staged in data directory dir (StoreOptions.Dir) uploaded before it
+// returns: when a running process writes the staging area (it holds its lock), it sends a seal
+// request (RequestSeal) and waits until every pack staged when it was called has left the
+// staging area (uploaded), or ctx ends. It returns how many of them are still staged (0 when
+// every one was uploaded, or when no process writes dir: they are uploaded at its next start).
+func SealStaged(ctx context.Context, dir string) (int, error) {
+	staging := filepath.Join(dir, StagingDir)
+	lk := flock.New(filepath.Join(staging, "LOCK"))
+	if ok, err := lk.TryLock(); err != nil || ok {
+		if ok {
+			_ = lk.Unlock()
+		}
+		return 0, nil // no writer (or no staging area)
+	}
+	names, err := readDirNames(staging)
+	if err != nil {
+		return 0, err
+	}
+	var staged []string
+	for _, n := range names {
+		if strings.HasSuffix(n, PackSuffix) {
+			staged = append(staged, filepath.Join(staging, n))
+		}
+	}
+	if len(staged) == 0 {
+		return 0, nil
+	}
+	if err := RequestSeal(dir); err != nil {
+		return len(staged), err
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		left := 0
+		for _, p := range staged {
+			if _, err := os.Stat(p); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return left, nil
+		case <-t.C:
+		}
+	}
+}
+
+// ager seals the open segment once it is older than maxAge, or when asked (SealRequestFile).
 func (w *packWriter) ager() {
 	defer w.wg.Done()
-	tick := w.maxAge / 4
+	tick := min(w.maxAge/4, time.Second)
 	if tick < 10*time.Millisecond {
 		tick = 10 * time.Millisecond
 	}
+	req := filepath.Join(w.dir, SealRequestFile)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -378,8 +449,12 @@ func (w *packWriter) ager() {
 		case <-w.stop:
 			return
 		case <-t.C:
+			asked := false
+			if _, err := os.Stat(req); err == nil {
+				asked = os.Remove(req) == nil
+			}
 			w.mu.Lock()
-			if c := w.cur; c != nil && len(c.entries) > 0 && w.s.now().Sub(c.opened) >= w.maxAge {
+			if c := w.cur; c != nil && len(c.entries) > 0 && (asked || w.s.now().Sub(c.opened) >= w.maxAge) {
 				if err := w.sealLocked(); err != nil {
 					w.s.logger("payloadref: %v", err)
 				}
@@ -417,47 +492,84 @@ func (w *packWriter) uploader() {
 	}
 }
 
-// upload writes staged pack id to the bucket, records it as uploaded and removes the staged file.
+// maxBuilt bounds the sealed packs kept built in memory for their upload (each at most maxSize);
+// the others (a long outage, or packs left by a previous process) are built again from their
+// staging file when their turn comes.
+const maxBuilt = 2
+
+// upload writes staged pack id to the bucket (in the v2 layout: built when it was sealed, or now
+// from the staging file), records it as uploaded and removes the staged file.
 func (w *packWriter) upload(ctx context.Context, id string) error {
 	path := filepath.Join(w.dir, id+PackSuffix)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		w.done(id)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return err
+	w.mu.Lock()
+	data, ok := w.built[id]
+	w.mu.Unlock()
+	if !ok {
+		var err error
+		data, err = w.build(path)
+		if errors.Is(err, os.ErrNotExist) {
+			w.done(id)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	actx, cancel := context.WithTimeout(ctx, w.s.opts.UploadTimeout)
 	defer cancel()
-	bw, err := w.s.bucket.NewWriter(actx, w.s.prefix+packKey(id), &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"})
-	if err != nil {
+	if err := writePack(actx, w.s.bucket, w.s.prefix+packKey(id), data); err != nil {
 		return err
 	}
-	if _, err := io.Copy(bw, f); err != nil {
-		_ = bw.Close()
+	if err := w.s.idx.setPack(ctx, id, true, int64(len(data)), w.s.now()); err != nil {
 		return err
 	}
-	if err := bw.Close(); err != nil {
-		return err
-	}
-	if err := w.s.idx.setPack(ctx, id, true, st.Size(), w.s.now()); err != nil {
-		return err
-	}
-	_ = f.Close()
 	if err := os.Remove(path); err != nil {
 		return err
 	}
 	w.mu.Lock()
 	w.puts++
+	delete(w.built, id)
 	w.mu.Unlock()
 	w.done(id)
 	return nil
+}
+
+// build returns the v2 pack of a sealed staging file.
+func (w *packWriter) build(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := readLocalTrailer(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("staged pack %s: %w", path, err)
+	}
+	if len(entries) > 0 && entries[0].inOff >= 0 {
+		// Already in the v2 layout: uploaded as it is.
+		return os.ReadFile(path)
+	}
+	bp := newBlockPacker(w.s.benc, w.s.opts.PackBlockSize)
+	err = objectBytes(f, entries, w.s.dec, func(e packEntry, raw []byte) error {
+		bp.add(e.objKey, raw)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("staged pack %s: %w", path, err)
+	}
+	data, _ := bp.finish()
+	return data, nil
+}
+
+// writePack writes a whole pack at key with one request where the driver allows: the buffer
+// covers the whole pack, so gocloud's s3blob (the AWS transfer manager) sends one PutObject for a
+// pack below its 16 MiB multipart threshold, and a single part above it.
+func writePack(ctx context.Context, b *blob.Bucket, key string, data []byte) error {
+	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/vnd.runagain.pack", BufferSize: max(len(data)+1, 5<<20)})
 }
 
 func (w *packWriter) done(id string) {

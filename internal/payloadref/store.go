@@ -18,10 +18,11 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// Pack defaults (issue 17: "for example 16 MiB or 5 s").
+// Pack defaults. A pack is sealed by size (issue 17's target: at most one PUT-class request per
+// 8 MiB of payload bytes on S3), or after DefaultPackMaxAge for a slow trickle.
 const (
 	DefaultPackMaxSize   = 16 << 20
-	DefaultPackMaxAge    = 5 * time.Second
+	DefaultPackMaxAge    = 60 * time.Second
 	DefaultUploadTimeout = 2 * time.Minute
 )
 
@@ -32,12 +33,18 @@ type StoreOptions struct {
 	// Empty: the layout before packs, one object per digest (kept for stores without a local
 	// directory; every reference of either layout resolves).
 	Dir string
-	// PackMaxSize: the open segment is sealed and uploaded when appending would take it past
-	// this many bytes (compressed objects plus headers). Default 16 MiB.
+	// PackMaxSize: the open segment is sealed and uploaded before the pack as uploaded
+	// (compressed blocks, trailer and footer) could reach this many bytes. The staging file
+	// holding the same objects raw is larger (by the compression ratio). Default 16 MiB: below
+	// the AWS transfer manager's 16 MiB multipart threshold, so one PutObject per pack on S3.
 	PackMaxSize int64
 	// PackMaxAge: the open segment is sealed and uploaded this long after its first object, so a
-	// reader on another machine sees an object at most about this late. Default 5 s.
+	// reader on another machine sees an object at most about this late (the CLI on the same
+	// machine reads staged packs at once). Default 60 s.
 	PackMaxAge time.Duration
+	// PackBlockSize is the size before compression of the zstd blocks an uploaded pack is made
+	// of: larger compresses better, smaller decodes less to read one object. Default 128 KiB.
+	PackBlockSize int
 	// UploadTimeout bounds one upload attempt of one pack. Default 2 min.
 	UploadTimeout time.Duration
 	// Logger receives upload retries and recoveries. Default: none.
@@ -75,7 +82,8 @@ type Store struct {
 	closeFn   func() error
 	known     *lru.Cache[string, struct{}] // single-object layout
 	locs      *lru.Cache[objKey, string]   // pack layout: object -> pack id, in front of idx
-	enc       *zstd.Encoder
+	enc       *zstd.Encoder                // single objects (one frame each)
+	benc      *zstd.Encoder                // pack blocks
 	dec       *zstd.Decoder
 	opts      StoreOptions
 	idx       *index      // pack layout
@@ -109,6 +117,9 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if opts.PackMaxAge <= 0 {
 		opts.PackMaxAge = DefaultPackMaxAge
 	}
+	if opts.PackBlockSize <= 0 {
+		opts.PackBlockSize = DefaultPackBlockSize
+	}
 	if opts.UploadTimeout <= 0 {
 		opts.UploadTimeout = DefaultUploadTimeout
 	}
@@ -131,6 +142,10 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
+	benc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level))
+	if err != nil {
+		return nil, err
+	}
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 	// The key prefix is applied here rather than by gocloud, so that object keys (and SplitURI)
 	// include it whatever the scheme.
@@ -150,7 +165,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, dec: dec, opts: opts}
+	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, benc: benc, dec: dec, opts: opts}
 	if opts.Dir == "" {
 		return s, nil
 	}
@@ -204,6 +219,7 @@ func (s *Store) CloseContext(ctx context.Context) error {
 	}
 	errs = append(errs, s.closeFn())
 	_ = s.enc.Close()
+	_ = s.benc.Close()
 	s.dec.Close()
 	return errors.Join(errs...)
 }
@@ -274,7 +290,8 @@ type PutResult struct {
 	Objects int
 	// Written is how many of them were written now; DedupHits how many already existed.
 	Written, DedupHits int
-	// BytesWritten is the compressed size of the objects written now.
+	// BytesWritten is the size of the objects written now: compressed in the single-object
+	// layout, original bytes in the pack layout (packs are compressed in blocks when sealed).
 	BytesWritten int64
 }
 
@@ -469,7 +486,9 @@ func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, e
 	return p, true, nil
 }
 
-// appendOnce appends zstd(content) as object k unless it is already stored; it returns its pack.
+// appendOnce appends content as object k unless it is already stored; it returns its pack.
+// Nothing is compressed here: the staging file holds the bytes raw, and the pack's blocks are
+// compressed as they fill.
 func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, error) {
 	res.Objects++
 	if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
@@ -478,13 +497,12 @@ func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Bat
 		}
 		return pack, err
 	}
-	z := s.enc.EncodeAll(content, make([]byte, 0, len(content)/3+64))
-	pack, err := s.pw.appendObject(k, z, len(content))
+	pack, err := s.pw.appendObject(k, content)
 	if err != nil {
 		return "", err
 	}
 	res.Written++
-	res.BytesWritten += int64(len(z))
+	res.BytesWritten += int64(len(content))
 	return pack, nil
 }
 

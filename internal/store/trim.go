@@ -165,3 +165,21 @@ func TrimLogs(ld plog.Logs, sessionKeys []string) plog.Logs {
 	}
 	return out
 }
+
+// HasAlerts reports whether ld holds a record the warm and cold tiers keep (event name
+// AlertEventName), without copying anything.
+func HasAlerts(ld plog.Logs) bool {
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if lrs.At(k).EventName() == AlertEventName {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

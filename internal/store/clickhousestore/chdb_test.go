@@ -4,6 +4,7 @@ package clickhousestore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,24 @@ func TestWarmColdDDLWritesAndReadersOnChDB(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, late, 1, "conv-1 started at t0; only run c's own session starts later")
 	assert.Equal(t, storetest.TraceID("c").String(), late[0].SessionID)
+	// Until, the session and the limit are applied by the engine (RunsQuery), not after reading
+	// every session.
+	early, err := cold.Runs(ctx, store.RunFilter{Until: time.Unix(0, t0+int64(90*time.Minute))})
+	require.NoError(t, err)
+	require.Len(t, early, 1, "only conv-1 started before run c")
+	assert.Equal(t, "conv-1", early[0].SessionID)
+	one, err := cold.Runs(ctx, store.RunFilter{SessionID: storetest.TraceID("c").String()})
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	assert.Equal(t, storetest.TraceID("c").String(), one[0].SessionID)
+	q := cold.RunsQuery(store.RunFilter{SessionID: "conv-1", Until: time.Unix(0, t0+1), Limit: 1})
+	assert.Contains(t, q, "WHERE session_id = 'conv-1' GROUP BY session_id")
+	assert.Contains(t, q, fmt.Sprintf("first_seen < %d", t0+1))
+	assert.Contains(t, q, "LIMIT 1")
+	first, err := cold.Runs(ctx, store.RunFilter{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	assert.Equal(t, rows[0], first[0], "newest session first")
 	crun, err := cold.Run(ctx, storetest.TraceID("b").String())
 	require.NoError(t, err)
 	require.NotNil(t, crun.Session)

@@ -19,9 +19,14 @@ type ColdReader struct {
 // the handle belongs to the caller.
 func (r *ColdReader) Close() error { return closeFn(r.closer) }
 
-// SessionsQuery is the SQL ColdReader issues: partials merged per session; where is ” or a
-// WHERE clause on the merged row.
-func (r *ColdReader) SessionsQuery(where string) string {
+// SessionsQuery is the SQL ColdReader issues: partials merged per session, newest first. where
+// is ” or a condition on the partial rows (applied before merging: a session id); having is ”
+// or a condition on the merged row (its first_seen, its trace ids); limit 0 is none.
+func (r *ColdReader) SessionsQuery(where, having string, limit int) string {
+	inner := ""
+	if where != "" {
+		inner = "\nWHERE " + where
+	}
 	q := fmt.Sprintf(`SELECT session_id, first_seen, last_seen, agent, service, models, trace_ids, spans, input_tokens,
   output_tokens, cost_usd, unpriced, errors, alerts, partials FROM (
 SELECT session_id, min(first_seen_unix_nano) AS first_seen, max(last_seen_unix_nano) AS last_seen,
@@ -30,15 +35,36 @@ SELECT session_id, min(first_seen_unix_nano) AS first_seen, max(last_seen_unix_n
   arrayStringConcat(arraySort(groupUniqArrayArray(trace_ids)), ',') AS trace_ids,
   sum(spans) AS spans, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cost_usd) AS cost_usd, sum(unpriced) AS unpriced, sum(errors) AS errors, sum(alerts) AS alerts, sum(partials) AS partials
-FROM %s GROUP BY session_id)`, r.Schema.Table(TableSessions))
-	if where != "" {
-		q += "\nWHERE " + where
+FROM %s%s GROUP BY session_id)`, r.Schema.Table(TableSessions), inner)
+	if having != "" {
+		q += "\nWHERE " + having
 	}
-	return q + "\nORDER BY last_seen DESC, session_id"
+	q += "\nORDER BY last_seen DESC, session_id"
+	if limit > 0 {
+		q += fmt.Sprintf("\nLIMIT %d", limit)
+	}
+	return q
 }
 
-func (r *ColdReader) sessions(ctx context.Context, where string) ([]store.Session, error) {
-	rows, err := r.DB.QueryContext(ctx, r.SessionsQuery(where))
+// RunsQuery is the SQL ColdReader.Runs issues for f: the session filter on the partials, the time
+// range on the merged first_seen (RunFilter.Keep on a session row), the limit, all in SQL.
+func (r *ColdReader) RunsQuery(f store.RunFilter) string {
+	where := ""
+	if f.SessionID != "" {
+		where = "session_id = " + Quote(f.SessionID)
+	}
+	var conds []string
+	if !f.Since.IsZero() {
+		conds = append(conds, fmt.Sprintf("first_seen >= %d", f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, fmt.Sprintf("first_seen < %d", f.Until.UnixNano()))
+	}
+	return r.SessionsQuery(where, strings.Join(conds, " AND "), f.Limit)
+}
+
+func (r *ColdReader) sessions(ctx context.Context, q string) ([]store.Session, error) {
+	rows, err := r.DB.QueryContext(ctx, q)
 	if MissingTable(err) {
 		return nil, nil
 	}
@@ -60,26 +86,13 @@ func (r *ColdReader) sessions(ctx context.Context, where string) ([]store.Sessio
 	return out, rows.Err()
 }
 
-// Runs implements store.Reader: one row per session.
+// Runs implements store.Reader: one row per session, filtered and limited in SQL (RunsQuery).
 func (r *ColdReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
-	where := ""
-	if !f.Since.IsZero() {
-		where = fmt.Sprintf("first_seen >= %d", f.Since.UnixNano())
-	}
-	ss, err := r.sessions(ctx, where)
+	ss, err := r.sessions(ctx, r.RunsQuery(f))
 	if err != nil {
 		return nil, err
 	}
-	var rows []store.RunSummary
-	for _, row := range store.SessionRows(ss, f.Since) {
-		if f.Keep(row) {
-			rows = append(rows, row)
-		}
-	}
-	if f.Limit > 0 && len(rows) > f.Limit {
-		rows = rows[:f.Limit]
-	}
-	return rows, nil
+	return store.SessionPage(ss, f), nil
 }
 
 // ListsSessions implements store.SessionLister: each row is a whole session.
@@ -91,7 +104,7 @@ func (r *ColdReader) Run(ctx context.Context, traceID string) (*store.Run, error
 	if _, err := traceIDFrom(traceID); err != nil {
 		return nil, err
 	}
-	ss, err := r.sessions(ctx, fmt.Sprintf("has(splitByChar(',', trace_ids), %s)", Quote(traceID)))
+	ss, err := r.sessions(ctx, r.SessionsQuery("", fmt.Sprintf("has(splitByChar(',', trace_ids), %s)", Quote(traceID)), 1))
 	if err != nil {
 		return nil, err
 	}

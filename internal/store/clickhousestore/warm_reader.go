@@ -80,20 +80,9 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse warm tier: read run %s: %w", traceID, err)
 	}
-	var spans []store.SpanSummary
-	for rows.Next() {
-		var s store.SpanSummary
-		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
-			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
-			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		spans = append(spans, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	spans, err := store.ScanSpanSummaries(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse warm tier: read run %s: %w", traceID, err)
 	}
 	erows, err := r.DB.QueryContext(ctx, r.EventsQuery(traceID))
 	if MissingTable(err) {
@@ -102,30 +91,9 @@ func (r *WarmReader) Run(ctx context.Context, traceID string) (*store.Run, error
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse warm tier: read events of %s: %w", traceID, err)
 	}
-	var events []store.KeyEvent
-	for erows.Next() {
-		var e store.KeyEvent
-		if err := erows.Scan(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID, &e.Time, &e.Kind, &e.Name, &e.Severity,
-			&e.Service, &e.Message, &e.Attributes); err != nil {
-			erows.Close()
-			return nil, err
-		}
-		events = append(events, e)
-	}
-	erows.Close()
-	if err := erows.Err(); err != nil {
-		return nil, err
-	}
-	if len(spans) == 0 && len(events) == 0 {
-		return nil, store.ErrNotFound
-	}
-	td, err := store.RebuildTraces(spans, events)
+	events, err := store.ScanKeyEvents(erows)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("clickhouse warm tier: read events of %s: %w", traceID, err)
 	}
-	ld, err := store.RebuildAlerts(events)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Run{TraceID: traceID, Traces: td, Logs: ld, Tier: store.TierWarm}, nil
+	return store.WarmRun(traceID, spans, events)
 }

@@ -105,6 +105,38 @@ func (w *Writer) WriteWarmTraces(ctx context.Context, td ptrace.Traces) error {
 	return w.insertEvents(ctx, events)
 }
 
+// WarmRecords is what WriteWarmTraces and WriteWarmLogs store of td and ld (either may be
+// empty), built without writing (the tiered exporter persists it in the warm tier's queue).
+func (w *Writer) WarmRecords(td ptrace.Traces, ld plog.Logs) store.Records {
+	var r store.Records
+	if td != (ptrace.Traces{}) {
+		r.Spans, r.Events = store.Summarize(td, w.keys(), w.Prices)
+	}
+	if ld != (plog.Logs{}) {
+		r.Events = append(r.Events, store.AlertEvents(ld, w.keys())...)
+	}
+	return r
+}
+
+// WriteWarmRecords appends the span summaries and key events of r.
+func (w *Writer) WriteWarmRecords(ctx context.Context, r store.Records) error {
+	if err := w.insertSpans(ctx, r.Spans); err != nil {
+		return err
+	}
+	return w.insertEvents(ctx, r.Events)
+}
+
+// ColdRecords is what WriteCold stores of td and ld: their session partials.
+func (w *Writer) ColdRecords(td ptrace.Traces, ld plog.Logs) store.Records {
+	return store.Records{Partials: store.Partials(td, ld, w.keys(), w.now(), w.Prices)}
+}
+
+// WriteColdRecords inserts the partials of r, combined into one batch (store.CombinePartials)
+// when they come from several, as one insert whose deduplication token is the batch id.
+func (w *Writer) WriteColdRecords(ctx context.Context, r store.Records) error {
+	return w.insertPartials(ctx, store.CombinePartials(r.Partials))
+}
+
 // WriteWarmLogs appends the alert records of ld as key events.
 func (w *Writer) WriteWarmLogs(ctx context.Context, ld plog.Logs) error {
 	return w.insertEvents(ctx, store.AlertEvents(ld, w.keys()))
@@ -147,14 +179,20 @@ func (w *Writer) insertEvents(ctx context.Context, events []store.KeyEvent) erro
 // WriteCold inserts the session partials of one batch (td and/or ld) as one insert whose
 // deduplication token is the batch id.
 func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) error {
-	ps := store.Partials(td, ld, w.keys(), w.now(), w.Prices)
+	return w.insertPartials(ctx, store.Partials(td, ld, w.keys(), w.now(), w.Prices))
+}
+
+// insertPartials inserts the partials of one batch (one BatchID), stamped with the ingestion
+// clock now, with the batch id as the insert's deduplication token.
+func (w *Writer) insertPartials(ctx context.Context, ps []store.SessionPartial) error {
 	if len(ps) == 0 {
 		return nil
 	}
+	now := w.now()
 	rows := make([][]any, len(ps))
 	for i, p := range ps {
 		rows[i] = []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service, p.Models, p.TraceIDs, p.Spans,
-			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), p.Ingested}
+			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), now}
 	}
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": ps[0].BatchID}))
 	return w.insert(ctx, TableSessions, SessionColumns, rows)

@@ -216,16 +216,7 @@ func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary
 	if err != nil {
 		return nil, err
 	}
-	var rows []store.RunSummary
-	for _, r := range store.SessionRows(ss, f.Since) {
-		if f.Keep(r) {
-			rows = append(rows, r)
-		}
-	}
-	if f.Limit > 0 && len(rows) > f.Limit {
-		rows = rows[:f.Limit]
-	}
-	return rows, nil
+	return store.SessionPage(ss, f), nil
 }
 
 // ListsSessions implements store.SessionLister: each row is a whole session, merged from every

@@ -76,11 +76,40 @@ var plainCodec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
 	return enc, dec
 })
 
-// otlpCodec encodes and decodes one file's otlp columns. Safe for concurrent use.
+// codecSource is what a codec trains on: the file's first stored values and how a value becomes
+// a training sample.
+type codecSource struct {
+	// samplesQuery selects the file's first stored values in write order, at most ? (trainSpans)
+	// rows; decodeRow scans one of its rows and returns the value's plain bytes, decoding it
+	// with c where it is stored encoded.
+	samplesQuery string
+	decodeRow    func(ctx context.Context, c *otlpCodec, rows *sql.Rows) ([]byte, error)
+	// sample returns the training sample of a plain value: what of it a dictionary may keep
+	// (nil: none). It must keep no value an erasure has to remove (see dictSample).
+	sample func(plain []byte) []byte
+}
+
+// hotSource trains on the hot file's spans (their OTLP protobuf, values blanked: dictSample).
+var hotSource = codecSource{
+	samplesQuery: `SELECT otlp_codec, otlp_dict, otlp FROM spans ORDER BY rowid LIMIT ?`,
+	decodeRow: func(ctx context.Context, c *otlpCodec, rows *sql.Rows) ([]byte, error) {
+		var codec, dictID int64
+		var buf []byte
+		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
+			return nil, err
+		}
+		return c.decode(ctx, codec, dictID, buf)
+	},
+	sample: dictSample,
+}
+
+// otlpCodec encodes and decodes one file's stored values (the hot file's otlp columns). Safe for
+// concurrent use.
 type otlpCodec struct {
 	db       *sql.DB
 	readOnly bool
 	now      func() time.Time
+	src      codecSource
 
 	mu      sync.RWMutex
 	encID   int64         // dictionary in use for writing (0: none yet)
@@ -90,11 +119,11 @@ type otlpCodec struct {
 	trained bool     // a dictionary exists (or training failed: plain zstd from then on)
 }
 
-// newCodec loads the newest dictionary of db for writing (a file opened for writing) or nothing
-// (read-only: dictionaries are loaded when a row needs them). A writable file without dictionary
-// takes its first spans (up to trainSpans) as the training samples.
-func newCodec(ctx context.Context, db *sql.DB, readOnly bool, now func() time.Time) (*otlpCodec, error) {
-	c := &otlpCodec{db: db, readOnly: readOnly, now: now, decs: map[int64]*zstd.Decoder{}}
+// newCodec loads the dictionaries of db and the newest one for writing (a file opened for
+// writing) or nothing (read-only: dictionaries are loaded when a row needs them). A writable file
+// without dictionary takes its first values (src, up to trainSpans) as the training samples.
+func newCodec(ctx context.Context, db *sql.DB, readOnly bool, now func() time.Time, src codecSource) (*otlpCodec, error) {
+	c := &otlpCodec{db: db, readOnly: readOnly, now: now, src: src, decs: map[int64]*zstd.Decoder{}}
 	if readOnly {
 		return c, nil
 	}
@@ -122,18 +151,13 @@ func newCodec(ctx context.Context, db *sql.DB, readOnly bool, now func() time.Ti
 	if last > 0 {
 		return c, c.useDict(last, lastDict)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT otlp_codec, otlp_dict, otlp FROM spans ORDER BY rowid LIMIT ?`, trainSpans)
+	rows, err := db.QueryContext(ctx, src.samplesQuery, trainSpans)
 	if err != nil {
 		return nil, fmt.Errorf("read training samples: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var codec, dictID int64
-		var buf []byte
-		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
-			return nil, err
-		}
-		if raw, err := c.decode(ctx, codec, dictID, buf); err == nil {
+		if raw, err := src.decodeRow(ctx, c, rows); err == nil {
 			c.addSample(raw)
 		}
 	}
@@ -161,7 +185,7 @@ func (c *otlpCodec) addSample(raw []byte) {
 	if c.trained || len(c.samples) >= trainSpans {
 		return
 	}
-	if s := dictSample(raw); len(s) > 0 {
+	if s := c.src.sample(raw); len(s) > 0 {
 		c.samples = append(c.samples, s[:min(len(s), sampleMaxBytes)])
 	}
 }

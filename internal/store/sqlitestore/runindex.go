@@ -97,7 +97,7 @@ CREATE TRIGGER IF NOT EXISTS logs_runs_delete AFTER DELETE ON logs WHEN old.even
   UPDATE runs SET alerts = alerts - 1 WHERE trace_id = old.trace_id;
 END;
 `}
-	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)",
+	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)", orphans: "summary_orphans",
 		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS span_summaries_runs_delete AFTER DELETE ON span_summaries BEGIN

@@ -1,6 +1,6 @@
 package sqlitestore
 
-// # Warm tier schema (a contract like the hot one; version 1, its own file, e.g. <data>/warm.db)
+// # Warm tier schema (a contract like the hot one; version 3, its own file, e.g. <data>/warm.db)
 //
 //	span_summaries: one row per span, unique on (trace_id, span_id); no payloads
 //	  trace_id, span_id, parent_span_id, session_id, name      TEXT (hex ids as in the hot tier)
@@ -11,14 +11,24 @@ package sqlitestore
 //	  cost_usd                                                  REAL USD (pricing.Prices.SpanCost: table + overrides)
 //	  unpriced                                                  INTEGER 1: LLM call with usage, no known price
 //	  tool_name, agent_name, error_type                         TEXT ('' when absent)
-//	  attributes                                                TEXT JSON object of the summary
-//	                                                            attributes (store.SummaryAttribute)
+//	  attributes                                                the JSON object of the summary attributes
+//	                                                            (store.SummaryAttribute), stored as TEXT
+//	                                                            (version 2 rows, short objects) or as one
+//	                                                            zstd frame of it (BLOB, RFC 8878; version 3)
 //	  ingested_unix_nano                                        INTEGER (retention clock)
+//	  indexes: the unique (trace_id, span_id) and span_summaries_ingested (expiry)
 //
 //	key_events: exceptions (span events) and alerts (log records), unique on event_id
 //	  event_id TEXT (SHA-256 hex), trace_id, span_id, session_id TEXT, time_unix_nano INTEGER,
 //	  kind TEXT (exception | alert), name TEXT, severity_number INTEGER, service_name TEXT,
 //	  message TEXT, attributes TEXT (JSON), ingested_unix_nano INTEGER
+//
+//	runs: the run index (runindex.go), one row per run
+//
+// Every query of the file is served by the run index (listings by time or session) or by the
+// (trace_id, span_id) index (a run's rows, the index maintenance): version 3 dropped the
+// span_summaries indexes on start time and on session id, which no query used since the run
+// index (an erasure by session scans the table; erasures are rare and run offline).
 
 import (
 	"context"
@@ -40,12 +50,16 @@ import (
 
 // WarmSchemaVersion is the warm file's PRAGMA user_version. Version 2 added the run index
 // (RunsTable): a version 1 file opened for writing builds it once from its summaries; opened
-// read-only it is listed by aggregating its summaries.
-const WarmSchemaVersion = 2
+// read-only it is listed by aggregating its summaries. Version 3 stores the attributes column
+// compressed and drops two indexes no query uses: a version 2 file opened for writing loses the
+// indexes (its rows stay as they are: readers decode both forms); opened read-only it is read as
+// it is.
+const WarmSchemaVersion = 3
 
 // warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
 var warmMigrations = map[int]string{
 	1: warmIndex.buildSQL(),
+	2: `DROP INDEX IF EXISTS span_summaries_start; DROP INDEX IF EXISTS span_summaries_session;`,
 }
 
 const warmDDL = `
@@ -70,13 +84,11 @@ CREATE TABLE IF NOT EXISTS span_summaries (
   tool_name            TEXT    NOT NULL,
   agent_name           TEXT    NOT NULL,
   error_type           TEXT    NOT NULL,
-  attributes           TEXT    NOT NULL,
+  attributes           BLOB    NOT NULL,
   ingested_unix_nano   INTEGER NOT NULL,
   UNIQUE (trace_id, span_id)
 );
-CREATE INDEX IF NOT EXISTS span_summaries_start ON span_summaries (start_time_unix_nano);
 CREATE INDEX IF NOT EXISTS span_summaries_ingested ON span_summaries (ingested_unix_nano);
-CREATE INDEX IF NOT EXISTS span_summaries_session ON span_summaries (session_id);
 CREATE TABLE IF NOT EXISTS key_events (
   event_id             TEXT    NOT NULL PRIMARY KEY,
   trace_id             TEXT    NOT NULL,
@@ -210,6 +222,25 @@ func (w *WarmDB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.write(ctx, nil, store.AlertEvents(ld, w.sessionKeys))
 }
 
+// TraceRecords is what WriteTraces stores of td (store.Summarize with the file's session keys
+// and prices), built without writing: the tiered exporter builds it before the warm tier's
+// sending queue and writes it with WriteRecords.
+func (w *WarmDB) TraceRecords(td ptrace.Traces) store.Records {
+	spans, events := store.Summarize(td, w.sessionKeys, w.prices)
+	return store.Records{Spans: spans, Events: events}
+}
+
+// LogRecords is what WriteLogs stores of ld (its alerts as key events).
+func (w *WarmDB) LogRecords(ld plog.Logs) store.Records {
+	return store.Records{Events: store.AlertEvents(ld, w.sessionKeys)}
+}
+
+// WriteRecords stores the span summaries and key events of r in one transaction (idempotent, as
+// WriteTraces); r's partials are not the warm tier's and are ignored.
+func (w *WarmDB) WriteRecords(ctx context.Context, r store.Records) error {
+	return w.write(ctx, r.Spans, r.Events)
+}
+
 func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	if len(spans) == 0 && len(events) == 0 {
 		return nil
@@ -234,7 +265,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 		for _, s := range spans {
 			if _, err := stmt.ExecContext(ctx, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind,
 				s.Start, s.End, s.StatusCode, s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens,
-				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, s.Attributes, now); err != nil {
+				s.OutputTokens, s.CostUSD, s.Unpriced, s.ToolName, s.AgentName, s.ErrorType, encodeAttrs(s.Attributes), now); err != nil {
 				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
 			}
 			touched.add(s.TraceID)
@@ -283,56 +314,20 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	var spans []store.SpanSummary
-	for rows.Next() {
-		var s store.SpanSummary
-		if err := rows.Scan(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name, &s.Kind, &s.Start, &s.End,
-			&s.StatusCode, &s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model, &s.InputTokens, &s.OutputTokens,
-			&s.CostUSD, &s.Unpriced, &s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		spans = append(spans, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	events, err := w.events(ctx, traceID)
+	spans, err := store.ScanSpanSummaries(rows, decodeAttrs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite warm tier: read run %s: %w", traceID, err)
 	}
-	if len(spans) == 0 && len(events) == 0 {
-		return nil, store.ErrNotFound
-	}
-	td, err := store.RebuildTraces(spans, events)
-	if err != nil {
-		return nil, err
-	}
-	ld, err := store.RebuildAlerts(events)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Run{TraceID: traceID, Traces: td, Logs: ld, Tier: store.TierWarm}, nil
-}
-
-func (w *WarmDB) events(ctx context.Context, traceID string) ([]store.KeyEvent, error) {
-	rows, err := w.db.QueryContext(ctx, `SELECT event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
+	erows, err := w.db.QueryContext(ctx, `SELECT event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
 	  severity_number, service_name, message, attributes FROM key_events WHERE trace_id = ? ORDER BY time_unix_nano, event_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite warm tier: read events of %s: %w", traceID, err)
 	}
-	defer rows.Close()
-	var out []store.KeyEvent
-	for rows.Next() {
-		var e store.KeyEvent
-		if err := rows.Scan(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID, &e.Time, &e.Kind, &e.Name, &e.Severity,
-			&e.Service, &e.Message, &e.Attributes); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	events, err := store.ScanKeyEvents(erows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite warm tier: read events of %s: %w", traceID, err)
 	}
-	return out, rows.Err()
+	return store.WarmRun(traceID, spans, events)
 }
 
 var _ store.Reader = (*WarmDB)(nil)

@@ -1,0 +1,425 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Records is what a warm or cold tier stores of one or more requests, built before the tier's
+// sending queue so the queue persists these records instead of the spans they come from (README
+// of the tiered exporter, "Persist once"): span summaries and key events (warm: Summarize,
+// AlertEvents), or session partials (cold: Partials).
+type Records struct {
+	Spans    []SpanSummary
+	Events   []KeyEvent
+	Partials []SessionPartial
+}
+
+// Items is the number of spans and log records the records stand for: one per span summary and
+// key event, and the spans and alerts each partial counts. It is what a sending queue's `items`
+// sizer counts, so batch sizes mean what they meant for the requests.
+func (r Records) Items() int {
+	n := len(r.Spans) + len(r.Events)
+	for _, p := range r.Partials {
+		n += int(p.Spans + p.Alerts)
+	}
+	return n
+}
+
+// Empty reports whether r holds no record.
+func (r Records) Empty() bool {
+	return len(r.Spans) == 0 && len(r.Events) == 0 && len(r.Partials) == 0
+}
+
+// Append adds o's records to r.
+func (r *Records) Append(o Records) {
+	r.Spans = append(r.Spans, o.Spans...)
+	r.Events = append(r.Events, o.Events...)
+	r.Partials = append(r.Partials, o.Partials...)
+}
+
+// Bytes estimates r's encoded size before compression: the bytes of its strings plus a fixed
+// cost per record for its numbers and lengths.
+func (r Records) Bytes() int {
+	n := 0
+	for i := range r.Spans {
+		n += spanBytes(&r.Spans[i])
+	}
+	for i := range r.Events {
+		n += eventBytes(&r.Events[i])
+	}
+	for i := range r.Partials {
+		n += partialBytes(&r.Partials[i])
+	}
+	return n
+}
+
+func spanBytes(s *SpanSummary) int {
+	return 64 + len(s.TraceID) + len(s.SpanID) + len(s.ParentSpanID) + len(s.SessionID) + len(s.Name) +
+		len(s.StatusMessage) + len(s.Service) + len(s.GenAIKind) + len(s.Model) + len(s.ToolName) + len(s.AgentName) +
+		len(s.ErrorType) + len(s.Attributes)
+}
+
+func eventBytes(e *KeyEvent) int {
+	return 24 + len(e.EventID) + len(e.TraceID) + len(e.SpanID) + len(e.SessionID) + len(e.Kind) + len(e.Name) +
+		len(e.Service) + len(e.Message) + len(e.Attributes)
+}
+
+func partialBytes(p *SessionPartial) int {
+	n := 80 + len(p.SessionID) + len(p.BatchID) + len(p.Agent) + len(p.Service)
+	for _, m := range p.Models {
+		n += 1 + len(m)
+	}
+	for _, t := range p.TraceIDs {
+		n += 1 + len(t)
+	}
+	return n
+}
+
+// Split cuts r into parts of at most limit each, in order: limit counts items (Items) or, with
+// bytes, estimated bytes (Bytes). A record larger than limit on its own (a partial standing for
+// many spans, a large summary) goes whole into a part of its own. limit <= 0 returns r alone.
+func (r Records) Split(limit int, bytes bool) []Records {
+	size := r.Items
+	if bytes {
+		size = r.Bytes
+	}
+	if limit <= 0 || size() <= limit {
+		return []Records{r}
+	}
+	var out []Records
+	var cur Records
+	n := 0
+	take := func(next int) {
+		if n > 0 && n+next > limit {
+			out = append(out, cur)
+			cur, n = Records{}, 0
+		}
+		n += next
+	}
+	for i := range r.Spans {
+		if bytes {
+			take(spanBytes(&r.Spans[i]))
+		} else {
+			take(1)
+		}
+		cur.Spans = append(cur.Spans, r.Spans[i])
+	}
+	for i := range r.Events {
+		if bytes {
+			take(eventBytes(&r.Events[i]))
+		} else {
+			take(1)
+		}
+		cur.Events = append(cur.Events, r.Events[i])
+	}
+	for i := range r.Partials {
+		p := &r.Partials[i]
+		if bytes {
+			take(partialBytes(p))
+		} else {
+			take(int(p.Spans + p.Alerts))
+		}
+		cur.Partials = append(cur.Partials, *p)
+	}
+	if n > 0 || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// CombinePartials folds partials that come from several batches (a sending queue merged their
+// requests) into one partial per session under one batch id: the SHA-256 hex of the sorted
+// distinct batch ids, so the same set of batches always yields the same id (a retried write
+// replaces the same Parquet object; ClickHouse drops the same insert token). Partials that
+// already share one batch id are returned unchanged. Sessions are sorted by id.
+func CombinePartials(ps []SessionPartial) []SessionPartial {
+	batches := map[string]bool{}
+	for _, p := range ps {
+		batches[p.BatchID] = true
+	}
+	if len(batches) <= 1 {
+		return ps
+	}
+	ids := sortedKeys(batches)
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{'\n'})
+	}
+	batch := hex.EncodeToString(h.Sum(nil))
+	by := map[string]*SessionPartial{}
+	models := map[string]map[string]bool{}
+	traces := map[string]map[string]bool{}
+	for _, p := range ps {
+		c := by[p.SessionID]
+		if c == nil {
+			c = &SessionPartial{SessionID: p.SessionID, BatchID: batch, FirstSeen: p.FirstSeen, Ingested: p.Ingested}
+			by[p.SessionID] = c
+			models[p.SessionID], traces[p.SessionID] = map[string]bool{}, map[string]bool{}
+		}
+		if p.FirstSeen != 0 && (c.FirstSeen == 0 || p.FirstSeen < c.FirstSeen) {
+			c.FirstSeen = p.FirstSeen
+		}
+		if p.LastSeen > c.LastSeen {
+			c.LastSeen = p.LastSeen
+		}
+		if p.Ingested > c.Ingested {
+			c.Ingested = p.Ingested
+		}
+		c.Agent = maxStr(c.Agent, p.Agent)
+		c.Service = maxStr(c.Service, p.Service)
+		for _, m := range p.Models {
+			models[p.SessionID][m] = true
+		}
+		for _, t := range p.TraceIDs {
+			traces[p.SessionID][t] = true
+		}
+		c.Spans += p.Spans
+		c.InputTokens += p.InputTokens
+		c.OutputTokens += p.OutputTokens
+		c.CostUSD += p.CostUSD
+		c.Unpriced += p.Unpriced
+		c.Errors += p.Errors
+		c.Alerts += p.Alerts
+	}
+	out := make([]SessionPartial, 0, len(by))
+	for s, c := range by {
+		c.Models = sortedKeys(models[s])
+		c.TraceIDs = sortedKeys(traces[s])
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
+	return out
+}
+
+// The records' binary form (what the warm and cold sending queues persist):
+//
+//	"RAR1" | zstd frame of: uvarint count, then each record's fields in declaration order
+//	(span summaries, then key events, then partials)
+//
+// strings are a uvarint length and the bytes; integers zigzag varints; floats the 8 bytes of
+// their IEEE 754 bits, little endian; string lists a uvarint count and the strings.
+
+// RecordsMagic starts every encoded Records; anything else in a queue is an older entry (an
+// OTLP request, queued by a build that persisted requests).
+var RecordsMagic = []byte("RAR1")
+
+var (
+	recordsEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+	recordsDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
+)
+
+// MarshalRecords encodes r (RecordsMagic, then the zstd-compressed fields).
+func MarshalRecords(r Records) []byte {
+	b := make([]byte, 0, 256*(len(r.Spans)+len(r.Events)+len(r.Partials))+16)
+	b = binary.AppendUvarint(b, uint64(len(r.Spans)))
+	for i := range r.Spans {
+		s := &r.Spans[i]
+		b = appendStrs(b, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name)
+		b = binary.AppendVarint(b, int64(s.Kind))
+		b = binary.AppendVarint(b, s.Start)
+		b = binary.AppendVarint(b, s.End)
+		b = binary.AppendVarint(b, int64(s.StatusCode))
+		b = appendStrs(b, s.StatusMessage, s.Service, s.GenAIKind, s.Model)
+		b = binary.AppendVarint(b, s.InputTokens)
+		b = binary.AppendVarint(b, s.OutputTokens)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.CostUSD))
+		b = binary.AppendVarint(b, int64(s.Unpriced))
+		b = appendStrs(b, s.ToolName, s.AgentName, s.ErrorType, s.Attributes)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Events)))
+	for i := range r.Events {
+		e := &r.Events[i]
+		b = appendStrs(b, e.EventID, e.TraceID, e.SpanID, e.SessionID)
+		b = binary.AppendVarint(b, e.Time)
+		b = appendStrs(b, e.Kind, e.Name)
+		b = binary.AppendVarint(b, int64(e.Severity))
+		b = appendStrs(b, e.Service, e.Message, e.Attributes)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Partials)))
+	for i := range r.Partials {
+		p := &r.Partials[i]
+		b = appendStrs(b, p.SessionID, p.BatchID)
+		b = binary.AppendVarint(b, p.FirstSeen)
+		b = binary.AppendVarint(b, p.LastSeen)
+		b = appendStrs(b, p.Agent, p.Service)
+		b = appendList(b, p.Models)
+		b = appendList(b, p.TraceIDs)
+		for _, v := range []int64{p.Spans, p.InputTokens, p.OutputTokens} {
+			b = binary.AppendVarint(b, v)
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.CostUSD))
+		for _, v := range []int64{p.Unpriced, p.Errors, p.Alerts, p.Ingested} {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	out := append(make([]byte, 0, len(b)/3+len(RecordsMagic)+32), RecordsMagic...)
+	return recordsEncoder.EncodeAll(b, out)
+}
+
+// IsRecords reports whether b starts with RecordsMagic.
+func IsRecords(b []byte) bool {
+	return len(b) >= len(RecordsMagic) && string(b[:len(RecordsMagic)]) == string(RecordsMagic)
+}
+
+// errRecords is the error of a truncated or malformed encoding.
+var errRecords = errors.New("records: truncated or malformed")
+
+// UnmarshalRecords decodes what MarshalRecords encoded.
+func UnmarshalRecords(enc []byte) (Records, error) {
+	var r Records
+	if !IsRecords(enc) {
+		return r, fmt.Errorf("records: missing %q header", RecordsMagic)
+	}
+	body, err := recordsDecoder.DecodeAll(enc[len(RecordsMagic):], nil)
+	if err != nil {
+		return r, fmt.Errorf("records: %w", err)
+	}
+	d := decoder{b: body}
+	n := d.count()
+	if n > 0 {
+		r.Spans = make([]SpanSummary, n)
+	}
+	for i := range r.Spans {
+		s := &r.Spans[i]
+		d.strs(&s.TraceID, &s.SpanID, &s.ParentSpanID, &s.SessionID, &s.Name)
+		s.Kind = int32(d.varint())
+		s.Start, s.End = d.varint(), d.varint()
+		s.StatusCode = int32(d.varint())
+		d.strs(&s.StatusMessage, &s.Service, &s.GenAIKind, &s.Model)
+		s.InputTokens, s.OutputTokens = d.varint(), d.varint()
+		s.CostUSD = d.float()
+		s.Unpriced = int32(d.varint())
+		d.strs(&s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes)
+	}
+	if n = d.count(); n > 0 {
+		r.Events = make([]KeyEvent, n)
+	}
+	for i := range r.Events {
+		e := &r.Events[i]
+		d.strs(&e.EventID, &e.TraceID, &e.SpanID, &e.SessionID)
+		e.Time = d.varint()
+		d.strs(&e.Kind, &e.Name)
+		e.Severity = int32(d.varint())
+		d.strs(&e.Service, &e.Message, &e.Attributes)
+	}
+	if n = d.count(); n > 0 {
+		r.Partials = make([]SessionPartial, n)
+	}
+	for i := range r.Partials {
+		p := &r.Partials[i]
+		d.strs(&p.SessionID, &p.BatchID)
+		p.FirstSeen, p.LastSeen = d.varint(), d.varint()
+		d.strs(&p.Agent, &p.Service)
+		p.Models, p.TraceIDs = d.list(), d.list()
+		p.Spans, p.InputTokens, p.OutputTokens = d.varint(), d.varint(), d.varint()
+		p.CostUSD = d.float()
+		p.Unpriced, p.Errors, p.Alerts, p.Ingested = d.varint(), d.varint(), d.varint(), d.varint()
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = errRecords
+	}
+	if d.err != nil {
+		return Records{}, d.err
+	}
+	return r, nil
+}
+
+func appendStrs(b []byte, ss ...string) []byte {
+	for _, s := range ss {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+func appendList(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	return appendStrs(b, ss...)
+}
+
+// decoder reads the fields MarshalRecords wrote; the first error sticks and zeroes what follows.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errRecords
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errRecords
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a record or list count, refusing one larger than the bytes left could hold.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.err = errRecords
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) float() float64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.err = errRecords
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) strs(ps ...*string) {
+	for _, p := range ps {
+		n := d.count()
+		if d.err != nil {
+			return
+		}
+		*p = string(d.b[:n])
+		d.b = d.b[n:]
+	}
+}
+
+func (d *decoder) list() []string {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	out := make([]string, n) // [] for none, as Partials builds them
+	for i := range out {
+		d.strs(&out[i])
+	}
+	return out
+}

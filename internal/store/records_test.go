@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+var runB = storetest.Run{Seed: "b", Session: "conv-1", Service: "svc", Agent: "weather", Model: "claude-sonnet-4", Start: t0 + 5e9, LLMCalls: 1}
+var runC = storetest.Run{Seed: "c", Service: "svc2", Model: "gpt-4.1", Start: t0 + 9e9, LLMCalls: 3, ToolFail: true}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	spans, events := store.Summarize(storetest.Traces(runA, runB, runC), nil, nil)
+	events = append(events, store.AlertEvents(storetest.Alert(runB, "loop detected"), nil)...)
+	in := store.Records{Spans: spans, Events: events,
+		Partials: store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "x"), nil, t0, nil)}
+	require.NotEmpty(t, in.Partials)
+	enc := store.MarshalRecords(in)
+	assert.True(t, store.IsRecords(enc))
+	out, err := store.UnmarshalRecords(enc)
+	require.NoError(t, err)
+	assert.Equal(t, in, out)
+	assert.Equal(t, runA.Spans()+runB.Spans()+runC.Spans()+len(events)+runA.Spans()+runC.Spans()+1, out.Items())
+
+	empty, err := store.UnmarshalRecords(store.MarshalRecords(store.Records{}))
+	require.NoError(t, err)
+	assert.True(t, empty.Empty())
+
+	// Every truncation of the body is refused, never decoded into wrong records.
+	for _, cut := range []int{0, 3, len(enc) / 2, len(enc) - 1} {
+		_, err := store.UnmarshalRecords(enc[:cut])
+		assert.Error(t, err, "cut at %d", cut)
+	}
+	_, err = store.UnmarshalRecords(append([]byte("RAR1"), []byte("not zstd")...))
+	assert.Error(t, err)
+}
+
+func TestRecordsSplitKeepsOrderAndBound(t *testing.T) {
+	spans, events := store.Summarize(storetest.Traces(runA, runB, runC), nil, nil)
+	r := store.Records{Spans: spans, Events: events}
+	parts := r.Split(4, false)
+	require.Greater(t, len(parts), 2)
+	var back store.Records
+	for _, p := range parts {
+		assert.LessOrEqual(t, p.Items(), 4)
+		back.Append(p)
+	}
+	assert.Equal(t, r, back)
+	assert.Len(t, r.Split(0, false), 1)
+	assert.Len(t, r.Split(r.Items(), false), 1)
+	limit := r.Bytes() / 3
+	byBytes := r.Split(limit, true)
+	require.GreaterOrEqual(t, len(byBytes), 3)
+	back = store.Records{}
+	for _, p := range byBytes {
+		assert.LessOrEqual(t, p.Bytes(), limit)
+		back.Append(p)
+	}
+	assert.Equal(t, r, back)
+
+	// A partial stands for many spans and cannot be cut: it goes whole into a part of its own.
+	ps := store.Records{Partials: store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "x"), nil, t0, nil)}
+	pparts := ps.Split(1, false)
+	assert.Len(t, pparts, len(ps.Partials))
+}
+
+func TestCombinePartialsMergesLikeTheReaders(t *testing.T) {
+	one := store.Partials(storetest.Traces(runA), storetest.Alert(runA, "x"), nil, t0, nil)
+	two := store.Partials(storetest.Traces(runB, runC), storetest.Alert(runB, "y"), nil, t0+1, nil)
+	assert.Equal(t, one, store.CombinePartials(one), "one batch: unchanged")
+	all := append(append([]store.SessionPartial{}, one...), two...)
+	c := store.CombinePartials(all)
+	require.Len(t, c, 2, "conv-1 and run c's own session")
+	assert.Equal(t, c[0].BatchID, c[1].BatchID)
+	assert.NotEqual(t, one[0].BatchID, c[0].BatchID)
+	swapped := append(append([]store.SessionPartial{}, two...), one...)
+	assert.Equal(t, c, store.CombinePartials(swapped), "the same batches give the same id")
+
+	want := store.MergePartials(all)
+	got := store.MergePartials(c)
+	require.Len(t, got, len(want))
+	for i := range want {
+		want[i].Partials = 1
+		assert.Equal(t, want[i], got[i])
+	}
+}
