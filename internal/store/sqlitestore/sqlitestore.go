@@ -219,7 +219,10 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	if err := tx.Commit(); err != nil {
 		return rejected, err
 	}
-	return rejected, d.codec.maybeTrain(ctx)
+	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
+	// a later batch (maybeTrain), and must not make the caller retry stored spans.
+	_ = d.codec.maybeTrain(ctx)
+	return rejected, nil
 }
 
 // WriteLogs stores every log record of ld in one transaction.
