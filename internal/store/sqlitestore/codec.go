@@ -49,7 +49,7 @@ const (
 	CodecZstd      = 1 // a zstd frame without dictionary
 	CodecZstdDict  = 2 // a zstd frame made with the dictionary otlp_dict (zstd_dicts.id)
 	trainSpans     = 1000
-	dictHistory    = 100 << 10 // bytes of sample history in a dictionary (zstd's default dictionary size is 110 KB)
+	dictHistory    = 32 << 10  // bytes of sample history in a dictionary: the encoder copies it per row; on the bench spans 32 KiB compresses as well as 100 KiB (0.406 against 0.405) at two thirds of the CPU
 	sampleMaxBytes = 16 << 10  // only a sample's beginning matters to the dictionary
 	maxDecoded     = 256 << 20 // a frame claiming more is refused (the largest OTLP request the receiver takes is far smaller)
 )
