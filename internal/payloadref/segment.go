@@ -278,7 +278,7 @@ func (w *packWriter) openLocked() error {
 	c := &segment{id: id, path: path, f: f, opened: now}
 	// The blocks go to a file as they fill (not fsynced: derived from the staging file, which is
 	// the durable copy; rebuilt from it when missing), so memory holds only the open block.
-	var sink io.Writer = io.Discard
+	sink := io.Discard
 	if bf, err := os.OpenFile(filepath.Join(w.dir, id+BlocksSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
 		c.bf, sink = bf, bf
 	}
