@@ -481,6 +481,7 @@ func TestRecoverTornSegment(t *testing.T) {
 	_ = s.pw.lock.Unlock()
 	close(s.pw.stop)
 	s.pw.wg.Wait()
+	s.ix.halt() // the object stays unindexed: the next Store indexes it from the staged pack
 	_ = s.idx.close()
 
 	if got, err := newResolver(t).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {

@@ -136,7 +136,7 @@ func (w *packWriter) recover(ctx context.Context) ([]string, error) {
 		}
 		// Objects of a crashed process that were fsynced but whose index rows were not committed:
 		// index them now (their values may have been acknowledged).
-		if _, err := w.s.idx.commit(ctx, added, nil, w.s.now()); err != nil {
+		if _, _, err := w.s.idx.insert(ctx, added, w.s.now); err != nil {
 			return nil, err
 		}
 		ids = append(ids, id)
@@ -332,21 +332,18 @@ func (w *packWriter) sealLocked() error {
 	return nil
 }
 
-// sync makes every byte appended so far durable and returns the objects appended (so far) but
-// not yet indexed. The fsync runs outside the append lock, and a batch whose bytes another
+// sync makes every byte appended so far durable and returns how many objects wait to be
+// indexed. The fsync runs outside the append lock, and a batch whose bytes another
 // batch's fsync already covered does not fsync again (group commit): concurrent batches share
 // one fsync instead of queueing behind each other's. Sealed segments were fsynced whole.
-func (w *packWriter) sync() ([]packEntryAt, error) {
+func (w *packWriter) sync() (int, error) {
 	w.mu.Lock()
 	c := w.cur
 	var need int64
 	if c != nil {
 		need = c.size
 	}
-	out := make([]packEntryAt, 0, len(w.pending))
-	for _, e := range w.pending {
-		out = append(out, e)
-	}
+	out := len(w.pending)
 	w.mu.Unlock()
 	if c == nil {
 		return out, nil
@@ -365,7 +362,7 @@ func (w *packWriter) sync() ([]packEntryAt, error) {
 			sealed = c.sealed // sealed (fsynced and closed) meanwhile: durable
 			w.mu.Unlock()
 			if !sealed {
-				return nil, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
+				return 0, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
 			}
 		}
 	}
@@ -515,7 +512,11 @@ const BlocksSuffix = ".blocks"
 
 // upload writes staged pack id to the bucket in the v2 layout (its blocks file, or, when there is
 // none, built now from the staging file), records it as uploaded and removes the staged files.
+// Every object appended so far (this pack's among them) is indexed first.
 func (w *packWriter) upload(ctx context.Context, id string) error {
+	if err := w.s.ix.flush(ctx, w); err != nil {
+		return err
+	}
 	path := filepath.Join(w.dir, id+PackSuffix)
 	blocks := filepath.Join(w.dir, id+BlocksSuffix)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
