@@ -113,18 +113,22 @@ type PayloadsConfig struct {
 	Pack PackConfig `mapstructure:"pack"`
 }
 
-// PackConfig sets the size and age limits of a pack (issue 17: "for example 16 MiB or 5 s").
+// PackConfig sets the size and age limits of a pack. Packs are sealed by size: issue 17's target is
+// at most one PUT-class request per 8 MiB of payload bytes on S3; the age limit is for a trickle.
 type PackConfig struct {
-	// MaxSize in bytes (compressed objects plus 48-byte headers): the segment is sealed when the
-	// next object would take it past this. Default 16777216 (16 MiB); at least 65536.
+	// MaxSize in bytes of the pack as uploaded (objects compressed in 128 KiB zstd blocks, plus
+	// the trailer): the segment is sealed before it could reach this. Default 16777216 (16 MiB:
+	// below the AWS transfer manager's multipart threshold, so one PutObject per pack on S3); at
+	// least 65536.
 	MaxSize int64 `mapstructure:"max_size"`
 	// MaxAge: the segment is sealed this long after its first object, so readers on other
-	// machines see objects at most about this late. Default 5s.
+	// machines see objects at most about this late (the CLI on the collector's machine reads
+	// staged packs at once). Default 60s.
 	MaxAge time.Duration `mapstructure:"max_age"`
 }
 
 // DefaultPack are the pack limits by default.
-var DefaultPack = PackConfig{MaxSize: 16 << 20, MaxAge: 5 * time.Second}
+var DefaultPack = PackConfig{MaxSize: 16 << 20, MaxAge: 60 * time.Second}
 
 // Validate checks the pack limits; errors name the field under prefix.
 func (p PackConfig) Validate(prefix string) error {

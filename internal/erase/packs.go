@@ -13,7 +13,8 @@ import (
 // Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
 // rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
 // the index CollectOnly, so it runs beside the collector that writes the packs; packs the
-// collector has not uploaded yet (at most payloads::pack::max_age old) are not swept.
+// collector has not uploaded yet are not swept: an erasure first asks the collector to seal and
+// upload its open pack now and waits for the upload (payloadref.SealStaged, at most sealWait).
 type Packs struct {
 	URL string // payloads::url
 	Dir string // payloads::dir
@@ -22,6 +23,9 @@ type Packs struct {
 	Grace time.Duration
 	Now   func() time.Time // default time.Now
 }
+
+// sealWait bounds how long an erasure waits for the collector to upload its staged packs.
+const sealWait = 30 * time.Second
 
 // Where implements PayloadSweeper.
 func (p *Packs) Where() string { return p.URL }
@@ -33,6 +37,13 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		return PayloadStats{}, err
 	}
 	defer func() { _ = s.Close() }()
+	if len(o.Erased) > 0 {
+		// The collector's open pack may hold erased objects: have it sealed and uploaded now
+		// (bounded: with the bucket down they stay staged, and a later pass removes them).
+		sctx, cancel := context.WithTimeout(ctx, sealWait)
+		_, _ = payloadref.SealStaged(sctx, p.Dir)
+		cancel()
+	}
 	erased := func(yield func(string) bool) error {
 		for _, u := range o.Erased {
 			if !yield(u) {

@@ -33,8 +33,10 @@ type CollectOptions struct {
 	Erase bool
 	// Grace keeps objects (last referenced, or packs and single objects written) less than this
 	// long before the mark began: values on their way from payload_offload to the hot tier (in
-	// a sending queue) are referenced but not yet enumerable. 0: only what was referenced after
-	// the mark began is kept (for an erasure, which must not wait).
+	// a sending queue) are referenced but not yet enumerable. A Grace above 0 is widened by
+	// TouchWindow (writers touch a deduplicated object at most once per TouchWindow; see
+	// Batch). 0: only what was referenced after the mark began is kept (for an erasure, which
+	// must not wait).
 	Grace time.Duration
 	// Erased are the references of rows just erased (runagain delete): the objects they reach
 	// are removed whatever Grace says, unless a live reference reaches them too (KeptShared).
@@ -87,8 +89,19 @@ func (s *Store) Collect(ctx context.Context, live LiveRefs, opts CollectOptions)
 		opts.RewriteDeadFraction = DefaultRewriteDeadFraction
 	}
 	var st CollectStats
+	// The collect generation moves as the mark starts: every writer Commit after it touches the
+	// objects it references (see Batch).
 	markStart := s.now()
+	if s.idx != nil {
+		var err error
+		if markStart, err = s.idx.beginCollect(ctx, s.now); err != nil {
+			return st, fmt.Errorf("payloadref: digest index: %w", err)
+		}
+	}
 	cutoff := markStart.Add(-opts.Grace)
+	if opts.Grace > 0 {
+		cutoff = cutoff.Add(-TouchWindow)
+	}
 	marked, err := s.mark(ctx, live, &st)
 	if err != nil {
 		return st, err
@@ -150,7 +163,8 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 	if s.staging != "" {
 		staging = append(staging, s.staging)
 	}
-	pr := newPackReader(staging)
+	pr := newPackReader(staging, s.dec)
+	sc := newReadScope()
 	var roots []location
 	err = live(func(uri string) bool {
 		if ctx.Err() != nil {
@@ -194,7 +208,7 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 		if !l.manifest {
 			continue
 		}
-		doc, err := s.readRaw(ctx, r, pr, ownBucket, l)
+		doc, err := s.readRaw(ctx, r, pr, sc, ownBucket, l)
 		if gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, errNotInPack) {
 			// A dangling reference (its manifest is gone): nothing it names can be protected or
 			// broken any further.
@@ -225,22 +239,15 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 }
 
 // readRaw returns the decompressed content of one object (a manifest document).
-func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, bucketURL string, l location) ([]byte, error) {
-	var raw []byte
-	decode := func(z []byte) error {
-		var err error
-		raw, err = s.dec.DecodeAll(z, nil)
-		return err
-	}
+func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, sc *readScope, bucketURL string, l location) ([]byte, error) {
 	if l.pack != "" {
-		_, err := pr.read(ctx, f.b, bucketURL, f.prefix, l.pack, l.objKey, decode)
-		return raw, err
+		return pr.read(ctx, f.b, bucketURL, f.prefix, l.pack, l.objKey, sc, func([]byte) error { return nil })
 	}
 	z, err := s.bucket.ReadAll(ctx, s.prefix+l.name())
 	if err != nil {
 		return nil, err
 	}
-	return raw, decode(z)
+	return s.dec.DecodeAll(z, nil)
 }
 
 // sweepPacks deletes or rewrites the packs under this store's prefix.
@@ -275,36 +282,47 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 		return fmt.Errorf("payloadref: pack %s: %w", key, err)
 	}
 	var dead []objKey
-	var deadBytes, total int64
+	var total int64
+	size := make(map[objKey]int64, len(entries))
 	for _, e := range entries {
-		total += int64(e.zlen)
+		total += e.size()
+		size[e.objKey] = e.size()
 		if _, ok := marked[location{e.objKey, id}]; !ok {
 			dead = append(dead, e.objKey)
-			deadBytes += int64(e.zlen)
 		}
 	}
 	if len(dead) == 0 {
 		return nil
 	}
-	// Decide on what the index says now, then act: the rows of the objects to drop are removed
-	// (again only those not referenced since the cutoff) right before the pack is deleted or
-	// rewritten, so a dead object left in a pack that is not rewritten stays indexed and is
-	// found dead again by the next Collect.
-	drop, dropBytes, err := s.droppable(ctx, id, obj, entries, dead, cutoff, true)
-	if err != nil {
-		return err
+	// One decision, on what the index says now, in the transaction that removes the rows of the
+	// objects to drop, right before the pack is deleted or rewritten: a dead object left in a
+	// pack that is not rewritten stays indexed and is found dead again by the next Collect.
+	var keptRecent int
+	choose := func(kept, unindexed map[objKey]bool) []objKey {
+		drop, dropBytes := s.droppable(id, obj, dead, size, cutoff, kept, unindexed)
+		keptRecent = len(dead) - len(drop)
+		whole := len(drop) == len(entries)
+		if len(drop) == 0 || !whole && !opts.Erase && float64(dropBytes) <= opts.RewriteDeadFraction*float64(total) {
+			return nil
+		}
+		return drop
 	}
-	whole := len(drop) == len(entries)
-	if len(drop) == 0 || !whole && !opts.Erase && float64(dropBytes) <= opts.RewriteDeadFraction*float64(total) {
-		st.KeptRecent += len(dead) - len(drop)
-		return nil
+	var drop []objKey
+	if s.idx != nil {
+		at := func(k objKey) time.Time { return cutoff.of(location{k, id}) }
+		if drop, err = s.idx.forget(ctx, id, dead, at, choose); err != nil {
+			return fmt.Errorf("payloadref: digest index: %w", err)
+		}
+	} else {
+		drop = choose(nil, nil)
 	}
-	if drop, dropBytes, err = s.droppable(ctx, id, obj, entries, dead, cutoff, false); err != nil {
-		return err
-	}
-	st.KeptRecent += len(dead) - len(drop)
+	st.KeptRecent += keptRecent
 	if len(drop) == 0 {
 		return nil
+	}
+	var dropBytes int64
+	for _, k := range drop {
+		dropBytes += size[k]
 	}
 	s.locsForget(id, drop)
 	if len(drop) == len(entries) {
@@ -312,7 +330,7 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 			return fmt.Errorf("payloadref: deleting %s: %w", key, err)
 		}
 		if s.idx != nil {
-			if err := s.idx.moved(ctx, id, nil, true, 0); err != nil {
+			if err := s.idx.moved(ctx, id, entries, true, 0); err != nil {
 				return err
 			}
 		}
@@ -328,77 +346,47 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 	return nil
 }
 
-// droppable returns the dead objects of pack id that may be removed: not referenced since the
-// cutoff according to the index (whose rows of them it deletes unless dryRun), and, when the
-// index does not list them, only in a pack uploaded well before the cutoff.
-func (s *Store) droppable(ctx context.Context, id string, obj *blob.ListObject, entries []packEntry, dead []objKey, cutoff cutoffs, dryRun bool) ([]objKey, int64, error) {
-	kept := map[objKey]bool{}
-	var unindexed map[objKey]bool
-	if s.idx != nil {
-		var err error
-		at := func(k objKey) time.Time { return cutoff.of(location{k, id}) }
-		if kept, unindexed, err = s.idx.forget(ctx, id, dead, at, dryRun); err != nil {
-			return nil, 0, fmt.Errorf("payloadref: digest index: %w", err)
-		}
-	}
-	// An object the index does not list is either an orphan (its batch never committed) or one
-	// whose batch has not committed yet (its pack was sealed and uploaded first): only in a pack
-	// uploaded well before the cutoff can it be taken for an orphan.
-	for _, k := range dead {
-		if s.idx == nil || unindexed[k] && !obj.ModTime.Before(cutoff.of(location{k, id}).Add(-orphanAge)) {
-			kept[k] = true
-		}
-	}
-	size := map[objKey]int64{}
-	for _, e := range entries {
-		size[e.objKey] = int64(e.zlen)
-	}
+// droppable returns the dead objects of pack id that may be removed, and their compressed bytes,
+// from what the index said of them: not kept (referenced since their cutoff), and, when the
+// index does not list them (unindexed), only in a pack uploaded well before the cutoff. Without
+// an index nothing is droppable.
+func (s *Store) droppable(id string, obj *blob.ListObject, dead []objKey, size map[objKey]int64, cutoff cutoffs, kept, unindexed map[objKey]bool) ([]objKey, int64) {
 	var drop []objKey
 	var n int64
 	for _, k := range dead {
-		if !kept[k] {
-			drop = append(drop, k)
-			n += size[k]
+		// An object the index does not list is either an orphan (its batch never committed) or
+		// one whose batch has not committed yet (its pack was sealed and uploaded first): only
+		// in a pack uploaded well before the cutoff can it be taken for an orphan.
+		if s.idx == nil || kept[k] || unindexed[k] && !obj.ModTime.Before(cutoff.of(location{k, id}).Add(-orphanAge)) {
+			continue
 		}
+		drop = append(drop, k)
+		n += size[k]
 	}
-	return drop, n, nil
+	return drop, n
 }
 
-// rewritePack writes the pack at key again, under the same key, without the objects in drop.
+// rewritePack writes the pack at key again, under the same key, without the objects in drop, in
+// the v2 layout (blocks compressed anew: no byte of a dropped object remains) whatever the layout
+// it had.
 func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) error {
 	old, err := s.bucket.ReadAll(ctx, key)
 	if err != nil {
 		return fmt.Errorf("payloadref: reading %s: %w", key, err)
 	}
-	off, n, crc, err := decodeFooter(old[len(old)-footerSize:], int64(len(old)))
-	if err != nil {
-		return fmt.Errorf("payloadref: %s: %w", key, err)
-	}
-	entries, err := decodeTrailer(old[off:off+int64(n)], crc, off)
-	if err != nil {
-		return fmt.Errorf("payloadref: %s: %w", key, err)
-	}
 	skip := map[objKey]bool{}
 	for _, k := range drop {
 		skip[k] = true
 	}
-	var recs [][]byte
-	var keys []objKey
-	var raws []int64
-	for _, e := range entries {
-		if skip[e.objKey] {
-			continue
-		}
-		recs = append(recs, old[e.off-recordHeaderSize:e.off+int64(e.zlen)])
-		keys = append(keys, e.objKey)
-		raws = append(raws, e.raw)
+	data, _, err := repack(old, skip, s.benc, s.dec, s.opts.PackBlockSize)
+	if err != nil {
+		return fmt.Errorf("payloadref: %s: %w", key, err)
 	}
-	data, newEntries := buildPack(recs, keys, raws)
-	if err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"}); err != nil {
+	if err := writePack(ctx, s.bucket, key, data); err != nil {
 		return fmt.Errorf("payloadref: rewriting %s: %w", key, err)
 	}
 	if s.idx != nil {
-		if err := s.idx.moved(ctx, id, newEntries, false, int64(len(data))); err != nil {
+		if err := s.idx.moved(ctx, id, nil, false, int64(len(data))); err != nil {
 			return err
 		}
 	}
@@ -408,7 +396,7 @@ func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) 
 // locsForget drops collected objects from the in-memory location cache.
 func (s *Store) locsForget(pack string, keys []objKey) {
 	for _, k := range keys {
-		if p, ok := s.locs.Peek(k); ok && p == pack {
+		if c, ok := s.locs.Peek(k); ok && c.pack == pack {
 			s.locs.Remove(k)
 		}
 	}

@@ -19,31 +19,61 @@ import (
 const IndexFile = "payload-index.db"
 
 // index is the persistent digest index: one row per object written to a pack (digest and kind ->
-// pack, frame offset and length, last time a value referenced it), and one row per pack (staged
-// or uploaded). It is a SQLite file in WAL mode, so the collector (writing) and the CLI (collecting
-// or erasing) use it at once; busy_timeout serialises their writes.
+// pack number, last time a value referenced it), and one row per pack (its id, staged or
+// uploaded, size). It is a SQLite file in WAL mode, so the collector (writing) and the CLI
+// (collecting or erasing) use it at once; busy_timeout serialises their writes, and every
+// transaction takes the write lock when it begins (BEGIN IMMEDIATE): a transaction that reads
+// and then writes never fails on a snapshot another connection moved meanwhile.
+//
+// A writer's index also holds a Bloom filter of every digest it lists (see filter.go): a
+// lookup the filter answers "absent" does not reach SQLite.
 type index struct {
 	db *sql.DB
+	// Statements of the request path, prepared once.
+	genStmt, lookupStmt *sql.Stmt
+	filter
 }
 
-const indexSchema = `
-CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS objects (
-	digest   BLOB    NOT NULL,
-	manifest INTEGER NOT NULL,
-	pack     TEXT    NOT NULL,
-	off      INTEGER NOT NULL,
-	len      INTEGER NOT NULL,
-	last_ref INTEGER NOT NULL, -- unix nanoseconds: written, or last dedup hit
-	PRIMARY KEY (digest, manifest)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS objects_pack ON objects (pack);
-CREATE TABLE IF NOT EXISTS packs (
-	id       TEXT PRIMARY KEY,
+// indexSchemaVersion is meta.schema. Version 2 names packs by their number in objects rows
+// (version 1 repeated the pack id's text and the frame's offset and length, which nothing read,
+// in every row, and indexed objects by pack).
+const indexSchemaVersion = "2"
+
+// packsTable is the packs table of schema 2 (as NAME). Pack numbers are never reused
+// (AUTOINCREMENT): a row left naming a deleted pack can never name a later one.
+const packsTable = `(
+	n        INTEGER PRIMARY KEY AUTOINCREMENT, -- objects.pack
+	id       TEXT    NOT NULL UNIQUE,
 	uploaded INTEGER NOT NULL, -- 0 staged, 1 in the bucket
 	size     INTEGER NOT NULL,
 	created  INTEGER NOT NULL
-);
+)`
+
+// objectsTable is the objects table of schema 2 (as NAME).
+const objectsTable = `(
+	digest   BLOB    NOT NULL,
+	manifest INTEGER NOT NULL,
+	pack     INTEGER NOT NULL, -- packs.n
+	last_ref INTEGER NOT NULL, -- unix nanoseconds: indexed, or touched by a dedup hit (see Batch)
+	PRIMARY KEY (digest, manifest)
+) WITHOUT ROWID`
+
+const indexSchema = `CREATE TABLE IF NOT EXISTS packs ` + packsTable + `;
+CREATE TABLE IF NOT EXISTS objects ` + objectsTable + `;`
+
+// migrateV1 rewrites a version 1 index (pack id text and frame location in every objects row)
+// into version 2, in one transaction. Packs that only objects rows name (staged when the index
+// was written) get a packs row, as staged.
+const migrateV1 = `CREATE TABLE packs2 ` + packsTable + `;
+INSERT INTO packs2 (id, uploaded, size, created) SELECT id, uploaded, size, created FROM packs ORDER BY created;
+INSERT OR IGNORE INTO packs2 (id, uploaded, size, created) SELECT DISTINCT pack, 0, 0, 0 FROM objects;
+CREATE TABLE objects2 ` + objectsTable + `;
+INSERT INTO objects2 (digest, manifest, pack, last_ref)
+	SELECT o.digest, o.manifest, p.n, o.last_ref FROM objects o JOIN packs2 p ON p.id = o.pack;
+DROP TABLE objects;
+DROP TABLE packs;
+ALTER TABLE packs2 RENAME TO packs;
+ALTER TABLE objects2 RENAME TO objects;
 `
 
 // openIndex opens (creating) the index at path for the bucket bucketURL. An index built for
@@ -74,11 +104,12 @@ func openIndexOnce(ctx context.Context, path, bucketURL string, keep bool) (*ind
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, indexSchema); err != nil {
+	if err := migrateIndex(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
@@ -101,15 +132,62 @@ func openIndexOnce(ctx context.Context, path, bucketURL string, keep bool) (*ind
 		_ = db.Close()
 		return nil, fmt.Errorf("payload index %s: %w", path, err)
 	}
-	return &index{db: db}, nil
+	x := &index{db: db}
+	if x.genStmt, err = db.PrepareContext(ctx, `SELECT k, CAST(v AS INTEGER) FROM meta WHERE k IN ('gen', 'gen_time')`); err == nil {
+		x.lookupStmt, err = db.PrepareContext(ctx, `SELECT p.id FROM objects o JOIN packs p ON p.n = o.pack WHERE o.digest = ? AND o.manifest = ?`)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("payload index %s: %w", path, err)
+	}
+	return x, nil
 }
 
-func (x *index) close() error { return x.db.Close() }
+func (x *index) close() error {
+	_ = x.genStmt.Close()
+	_ = x.lookupStmt.Close()
+	return x.db.Close()
+}
+
+// migrateIndex creates the schema, or migrates a version 1 index to version 2 (see migrateV1),
+// in one transaction; a migrated file is vacuumed to give the space back.
+func migrateIndex(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	var v1 int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('objects') WHERE name = 'off'`).Scan(&v1); err != nil {
+		return err
+	}
+	if v1 > 0 {
+		if _, err := tx.ExecContext(ctx, migrateV1); err != nil {
+			return fmt.Errorf("migrating to schema %s: %w", indexSchemaVersion, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, indexSchema); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('schema', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, indexSchemaVersion); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if v1 > 0 {
+		_, err = db.ExecContext(ctx, `VACUUM`)
+	}
+	return err
+}
 
 // lookup returns the pack holding k, or "" when the index has no row for it.
 func (x *index) lookup(ctx context.Context, k objKey) (string, error) {
 	var pack string
-	err := x.db.QueryRowContext(ctx, `SELECT pack FROM objects WHERE digest = ? AND manifest = ?`, k.sum[:], k.manifest).Scan(&pack)
+	err := x.lookupStmt.QueryRowContext(ctx, k.sum[:], k.manifest).Scan(&pack)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -122,46 +200,129 @@ type location struct {
 	pack string
 }
 
-// commit records new objects (with last_ref = now) and touches dedup hits, in one transaction.
-// It returns the hits whose row is gone or names another pack (collected meanwhile): the values
-// naming them must be stored again.
-func (x *index) commit(ctx context.Context, added []packEntryAt, hits []location, now time.Time) (stale []location, err error) {
+// readGeneration returns, through q (genStmt, or genStmt within a transaction), the collect generation (meta 'gen': how many Collects
+// began on this index; 0 before the first) and the latest mark start of those Collects (meta
+// 'gen_time', unix nanoseconds). See Batch for how writers use them.
+func readGeneration(ctx context.Context, q *sql.Stmt) (gen, markStart int64, err error) {
+	rows, err := q.QueryContext(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return 0, 0, err
+		}
+		if k == "gen" {
+			gen = v
+		} else {
+			markStart = v
+		}
+	}
+	return gen, markStart, rows.Err()
+}
+
+// beginCollect moves the collect generation on and returns the mark start, read from now inside
+// the transaction (under the write lock), recorded as gen_time (the latest mark start of the
+// Collects that began). The mark begins when this transaction commits (see Batch).
+func (x *index) beginCollect(ctx context.Context, now func() time.Time) (time.Time, error) {
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return time.Time{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	ts := now.UnixNano()
-	if len(added) > 0 {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO objects (digest, manifest, pack, off, len, last_ref) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (digest, manifest) DO UPDATE SET pack = excluded.pack, off = excluded.off, len = excluded.len, last_ref = excluded.last_ref`)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range added {
-			if _, err := st.ExecContext(ctx, a.sum[:], a.manifest, a.pack, a.off, a.zlen, ts); err != nil {
-				return nil, err
-			}
-		}
-		_ = st.Close()
+	// Any statement of an immediate transaction runs under the write lock; read the clock
+	// after the first.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('gen', 1) ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1`); err != nil {
+		return time.Time{}, err
 	}
-	if len(hits) > 0 {
-		st, err := tx.PrepareContext(ctx, `UPDATE objects SET last_ref = ? WHERE digest = ? AND manifest = ? AND pack = ?`)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range hits {
-			r, err := st.ExecContext(ctx, ts, h.sum[:], h.manifest, h.pack)
-			if err != nil {
-				return nil, err
-			}
-			if n, _ := r.RowsAffected(); n == 0 {
-				stale = append(stale, h)
-			}
-		}
-		_ = st.Close()
+	markStart := now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('gen_time', ?1) ON CONFLICT (k) DO UPDATE SET v = max(CAST(v AS INTEGER), ?1)`,
+		markStart.UnixNano()); err != nil {
+		return time.Time{}, err
 	}
-	return stale, tx.Commit()
+	return markStart, tx.Commit()
+}
+
+// insert records objects appended to packs (already durable in their staged pack), in one
+// transaction, with last_ref = ts = max(now, gen_time) read in it; gen is the collect generation
+// read in it. A pack gets its packs row (as staged) with its first object.
+func (x *index) insert(ctx context.Context, added []packEntryAt, now func() time.Time) (gen, ts int64, err error) {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	gen, markStart, err := readGeneration(ctx, tx.StmtContext(ctx, x.genStmt))
+	if err != nil {
+		return 0, 0, err
+	}
+	t := now()
+	ts = max(t.UnixNano(), markStart)
+	packs := map[string]int64{}
+	for _, a := range added {
+		if _, ok := packs[a.pack]; ok {
+			continue
+		}
+		var n int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO packs (id, uploaded, size, created) VALUES (?, 0, 0, ?)
+			ON CONFLICT (id) DO UPDATE SET id = excluded.id RETURNING n`, a.pack, t.UnixNano()).Scan(&n); err != nil {
+			return 0, 0, err
+		}
+		packs[a.pack] = n
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO objects (digest, manifest, pack, last_ref) VALUES (?, ?, ?, ?)
+		ON CONFLICT (digest, manifest) DO UPDATE SET pack = excluded.pack, last_ref = max(last_ref, excluded.last_ref)`)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = st.Close() }()
+	for _, a := range added {
+		if _, err := st.ExecContext(ctx, a.sum[:], a.manifest, packs[a.pack], ts); err != nil {
+			return 0, 0, err
+		}
+	}
+	return gen, ts, tx.Commit()
+}
+
+// touchDue runs one writer Commit's index step: it reads the collect generation and the latest
+// mark start (one read, no lock), asks due which references to touch at that generation, and
+// sets their last_ref to ts = max(now, mark start) in one transaction. It returns the due
+// references whose row is gone or names another pack (collected meanwhile), the generation and
+// ts.
+func (x *index) touchDue(ctx context.Context, due func(gen int64) []location, now func() time.Time) (stale []location, gen, ts int64, err error) {
+	gen, markStart, err := readGeneration(ctx, x.genStmt)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	ts = max(now().UnixNano(), markStart)
+	hits := due(gen)
+	if len(hits) == 0 {
+		return nil, gen, ts, nil
+	}
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	st, err := tx.PrepareContext(ctx, `UPDATE objects SET last_ref = max(last_ref, ?) WHERE digest = ? AND manifest = ?
+		AND pack = (SELECT n FROM packs WHERE id = ?)`)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer func() { _ = st.Close() }()
+	for _, h := range hits {
+		r, err := st.ExecContext(ctx, ts, h.sum[:], h.manifest, h.pack)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			stale = append(stale, h)
+		}
+	}
+	return stale, gen, ts, tx.Commit()
 }
 
 // packEntryAt is a pack entry with its pack id.
@@ -184,75 +345,90 @@ func (x *index) objectCount(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// forget removes, in one transaction, the rows of the dead objects of pack that were not
-// referenced since cutoff, and returns those it kept (a row naming this pack, referenced at or
-// after cutoff: a writer deduplicated against it after the mark began).
-// Dead objects with no row naming this pack are returned in unindexed.
-// With dryRun nothing is deleted (the same answer, for deciding whether to act).
-func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff func(objKey) time.Time, dryRun bool) (kept, unindexed map[objKey]bool, err error) {
+// forget decides and removes, in one transaction, which dead objects of pack go. It reads the
+// rows of dead naming this pack: those referenced at or after their cutoff are kept (a writer
+// deduplicated against them after the mark began, or within the grace), those without such a
+// row are unindexed. choose returns, from that answer, the objects to drop (none: nothing
+// changes); their rows are deleted before the transaction commits, so the pack's bytes can go
+// next: a writer that deduplicates against one of them afterwards no longer finds its row, and
+// gets ErrStale at Commit.
+func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff func(objKey) time.Time,
+	choose func(kept, unindexed map[objKey]bool) []objKey) ([]objKey, error) {
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	kept, unindexed = map[objKey]bool{}, map[objKey]bool{}
+	kept, unindexed := map[objKey]bool{}, map[objKey]bool{}
+	var n int64
+	err = tx.QueryRowContext(ctx, `SELECT n FROM packs WHERE id = ?`, pack).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		n = -1 // no row names this pack
+	} else if err != nil {
+		return nil, err
+	}
 	sel, err := tx.PrepareContext(ctx, `SELECT last_ref FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer func() { _ = sel.Close() }()
-	del, err := tx.PrepareContext(ctx, `DELETE FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = del.Close() }()
 	for _, k := range dead {
 		var last int64
-		err := sel.QueryRowContext(ctx, k.sum[:], k.manifest, pack).Scan(&last)
+		err := sel.QueryRowContext(ctx, k.sum[:], k.manifest, n).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			unindexed[k] = true // nothing dedups against this copy through the index
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if last >= cutoff(k).UnixNano() {
 			kept[k] = true
-			continue
-		}
-		if dryRun {
-			continue
-		}
-		if _, err := del.ExecContext(ctx, k.sum[:], k.manifest, pack); err != nil {
-			return nil, nil, err
 		}
 	}
-	return kept, unindexed, tx.Commit()
+	drop := choose(kept, unindexed)
+	if len(drop) == 0 {
+		return nil, nil
+	}
+	del, err := tx.PrepareContext(ctx, `DELETE FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = del.Close() }()
+	for _, k := range drop {
+		if unindexed[k] {
+			continue
+		}
+		if _, err := del.ExecContext(ctx, k.sum[:], k.manifest, n); err != nil {
+			return nil, err
+		}
+	}
+	return drop, tx.Commit()
 }
 
-// moved records new frame offsets after pack was rewritten, or drops the pack's row when it was deleted.
+// moved records a pack's new size after it was rewritten, or drops the pack's rows (its objects
+// listed in entries, and its own) when it was deleted.
 func (x *index) moved(ctx context.Context, pack string, entries []packEntry, deleted bool, size int64) error {
+	if !deleted {
+		_, err := x.db.ExecContext(ctx, `UPDATE packs SET size = ? WHERE id = ?`, size, pack)
+		return err
+	}
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if deleted {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM objects WHERE pack = ?`, pack); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM packs WHERE id = ?`, pack); err != nil {
-			return err
-		}
-		return tx.Commit()
+	del, err := tx.PrepareContext(ctx, `DELETE FROM objects WHERE digest = ? AND manifest = ? AND pack = (SELECT n FROM packs WHERE id = ?)`)
+	if err != nil {
+		return err
 	}
+	defer func() { _ = del.Close() }()
 	for _, e := range entries {
-		if _, err := tx.ExecContext(ctx, `UPDATE objects SET off = ?, len = ? WHERE digest = ? AND manifest = ? AND pack = ?`,
-			e.off, e.zlen, e.sum[:], e.manifest, pack); err != nil {
+		if _, err := del.ExecContext(ctx, e.sum[:], e.manifest, pack); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE packs SET size = ? WHERE id = ?`, size, pack); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM packs WHERE id = ?`, pack); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/klauspost/compress/zstd"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"golang.org/x/sync/singleflight"
 )
 
 // stagingDirs are the staging areas every Resolver of this process also reads: packs that are
@@ -48,123 +51,367 @@ func WithStagingDir(dir string) Option {
 	return func(r *Resolver) { r.staging = append(r.staging, dir) }
 }
 
-// packCacheSize is how many pack trailers a Resolver keeps (about 53 bytes per object each).
-const packCacheSize = 256
+// Reader caches (per Resolver): pack heads (identity, and the v1 trailer or the v2 fanout), pages
+// of v2 trailer entries (those of one first digest byte), and decoded v2 blocks. A cached head is
+// used after its pack's attributes were checked once in the same Fetch (a HEAD request, or a stat
+// for file://): a pack that Collect rewrote (erasing objects) is never read from a stale cache.
+const (
+	packCacheSize  = 256     // pack heads: about 1 KiB each (a v1 head holds its trailer: ~53 bytes per object)
+	pageCacheSize  = 1024    // trailer pages: a 16 MiB pack of 100k objects has ~400 entries (21 KiB) per page
+	blockCacheSize = 64      // decoded blocks: about PackBlockSize (128 KiB) each
+	maxCachedBlock = 1 << 20 // larger blocks (one large object) are not kept
+)
 
-// packReader reads objects out of packs: from the bucket with ranged reads (footer, trailer,
-// then the object; trailers cached), or from a staging area.
-type packReader struct {
-	staging []string
-	cache   *lru.Cache[string, map[objKey]packEntry]
+// packHead is what a reader knows of one uploaded pack.
+type packHead struct {
+	size    int64
+	mod     time.Time
+	etag    string
+	version int
+	tOff    int64                // trailer offset
+	tLen    int                  // trailer length
+	crc     uint32               // trailer checksum: part of every page and block cache key
+	entries map[objKey]packEntry // v1: the whole trailer
+	fanout  []byte               // v2: the trailer's fanout
 }
 
-func newPackReader(staging []string) *packReader {
-	c, _ := lru.New[string, map[objKey]packEntry](packCacheSize)
-	return &packReader{staging: staging, cache: c}
+func (h *packHead) same(a *blob.Attributes) bool {
+	return a.Size == h.size && a.ModTime.Equal(h.mod) && a.ETag == h.etag
+}
+
+// readScope is one Fetch (or one mark of Collect): the packs whose cached head was checked in it.
+type readScope struct {
+	mu      sync.Mutex
+	checked map[string]bool
+}
+
+func newReadScope() *readScope { return &readScope{checked: map[string]bool{}} }
+
+func (s *readScope) is(ck string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checked[ck]
+}
+
+func (s *readScope) set(ck string, v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checked[ck] = v
+}
+
+// packReader reads objects out of packs: from the bucket with ranged reads (tail, trailer page,
+// block; all cached), or from a staging area.
+type packReader struct {
+	staging []string
+	dec     *zstd.Decoder
+	heads   *lru.Cache[string, *packHead]
+	pages   *lru.Cache[string, []packEntry]
+	blocks  *lru.Cache[string, []byte]
+	flight  singleflight.Group
+	staged  *lru.Cache[string, *stagedFile]
+}
+
+func newPackReader(staging []string, dec *zstd.Decoder) *packReader {
+	h, _ := lru.New[string, *packHead](packCacheSize)
+	pg, _ := lru.New[string, []packEntry](pageCacheSize)
+	bl, _ := lru.New[string, []byte](blockCacheSize)
+	st, _ := lru.New[string, *stagedFile](16)
+	return &packReader{staging: staging, dec: dec, heads: h, pages: pg, blocks: bl, staged: st}
 }
 
 // errNotInPack: the pack does not list the object.
 var errNotInPack = errors.New("object not in pack")
 
-// read returns the zstd frame of object k of pack id (key prefix+packs/id.pack) in bucket b
-// (cacheKey names the bucket). A trailer from the cache that turns out stale (the pack was
-// rewritten by Collect) is read again once; verify reports whether the frame's content is right.
-func (p *packReader) read(ctx context.Context, b *blob.Bucket, cacheKey, prefix, id string, k objKey, verify func([]byte) error) ([]byte, error) {
+// read returns the original bytes of object k of pack id (key prefix+packs/id.pack) in bucket b
+// (cacheKey names the bucket), after verify accepted them. A cached head is checked against the
+// pack's attributes once per scope; a read that fails on cached state is tried once more from the
+// bucket.
+func (p *packReader) read(ctx context.Context, b *blob.Bucket, cacheKey, prefix, id string, k objKey, sc *readScope, verify func([]byte) error) ([]byte, error) {
 	key := prefix + packKey(id)
 	ck := cacheKey + "\x00" + key
+	var last error
 	for attempt := 0; attempt < 2; attempt++ {
-		entries, cached := p.cache.Get(ck)
-		if !cached {
-			es, err := readTrailer(ctx, b, key)
-			if gcerrors.Code(err) == gcerrors.NotFound {
-				z, lerr := p.readStaged(id, k)
-				if lerr == nil {
-					return z, verify(z)
-				}
-				if !errors.Is(lerr, os.ErrNotExist) {
-					return nil, lerr
-				}
-				// Uploaded (and removed from staging) meanwhile: the bucket has it now.
-				if es, err = readTrailer(ctx, b, key); err != nil {
-					return nil, fmt.Errorf("pack %s: %w", key, err)
-				}
-			} else if err != nil {
+		h, fresh, err := p.head(ctx, b, key, ck, sc, attempt > 0)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			raw, lerr := p.readStaged(id, k)
+			if lerr == nil {
+				return raw, verify(raw)
+			}
+			if !errors.Is(lerr, os.ErrNotExist) {
+				return nil, lerr
+			}
+			// Uploaded (and removed from staging) meanwhile: the bucket has it now.
+			if h, fresh, err = p.head(ctx, b, key, ck, sc, true); err != nil {
 				return nil, fmt.Errorf("pack %s: %w", key, err)
 			}
-			entries = make(map[objKey]packEntry, len(es))
-			for _, e := range es {
-				entries[e.objKey] = e
-			}
-			p.cache.Add(ck, entries)
+		} else if err != nil {
+			return nil, fmt.Errorf("pack %s: %w", key, err)
 		}
-		e, ok := entries[k]
+		raw, err := p.object(ctx, b, key, ck, h, k)
+		if err == nil {
+			err = verify(raw)
+		}
+		if err == nil {
+			return raw, nil
+		}
+		last = fmt.Errorf("pack %s: %s: %w", key, k.name(), err)
+		if fresh {
+			break
+		}
+		p.heads.Remove(ck)
+		sc.set(ck, false)
+	}
+	return nil, last
+}
+
+// head returns pack key's head: cached (checked against the pack's attributes once per scope)
+// or read from the bucket (fresh).
+func (p *packReader) head(ctx context.Context, b *blob.Bucket, key, ck string, sc *readScope, force bool) (*packHead, bool, error) {
+	var attrs *blob.Attributes
+	if h, ok := p.heads.Get(ck); ok && !force {
+		if sc.is(ck) {
+			return h, false, nil
+		}
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		if h.same(a) {
+			sc.set(ck, true)
+			return h, false, nil
+		}
+		attrs = a
+	}
+	h, err := readHead(ctx, b, key, attrs)
+	if err != nil {
+		return nil, true, err
+	}
+	p.heads.Add(ck, h)
+	sc.set(ck, true)
+	return h, true, nil
+}
+
+// readHead reads a pack's tail (v2: fanout and footer in one ranged read) and, for a v1 pack,
+// its whole trailer.
+func readHead(ctx context.Context, b *blob.Bucket, key string, a *blob.Attributes) (*packHead, error) {
+	if a == nil {
+		var err error
+		if a, err = b.Attributes(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	h := &packHead{size: a.Size, mod: a.ModTime, etag: a.ETag}
+	if h.size < footerSize {
+		return nil, errNoFooter
+	}
+	n := min(h.size, fanoutSize+footerSize)
+	tail, err := readRange(ctx, b, key, h.size-n, n)
+	if err != nil {
+		return nil, err
+	}
+	if h.tOff, h.tLen, h.crc, h.version, err = decodeFooter(tail[n-footerSize:], h.size); err != nil {
+		return nil, err
+	}
+	if h.version == 2 {
+		h.fanout = tail[n-footerSize-fanoutSize : n-footerSize]
+		return h, nil
+	}
+	var t []byte
+	if int64(h.tLen) <= n-footerSize {
+		t = tail[n-footerSize-int64(h.tLen) : n-footerSize]
+	} else if t, err = readRange(ctx, b, key, h.tOff, int64(h.tLen)); err != nil {
+		return nil, err
+	}
+	es, err := decodeTrailer(t, h.crc, h.tOff)
+	if err != nil {
+		return nil, err
+	}
+	h.entries = make(map[objKey]packEntry, len(es))
+	for _, e := range es {
+		h.entries[e.objKey] = e
+	}
+	return h, nil
+}
+
+// object returns object k's original bytes from the pack described by h.
+func (p *packReader) object(ctx context.Context, b *blob.Bucket, key, ck string, h *packHead, k objKey) ([]byte, error) {
+	if h.version == 1 {
+		e, ok := h.entries[k]
 		if !ok {
-			if cached {
-				p.cache.Remove(ck)
-				continue
-			}
-			return nil, fmt.Errorf("pack %s: %s: %w", key, k.name(), errNotInPack)
+			return nil, errNotInPack
 		}
 		z, err := readRange(ctx, b, key, e.off, int64(e.zlen))
-		if err == nil {
-			err = verify(z)
-		}
-		if err != nil && cached {
-			p.cache.Remove(ck)
-			continue
-		}
 		if err != nil {
-			return nil, fmt.Errorf("pack %s: %s: %w", key, k.name(), err)
+			return nil, err
 		}
-		return z, nil
+		if e.rawRec {
+			return z, nil
+		}
+		return p.dec.DecodeAll(z, nil)
 	}
-	return nil, fmt.Errorf("pack %s: %s: %w", key, k.name(), errNotInPack)
+	e, ok, err := p.findV2(ctx, b, key, ck, h, k)
+	if err != nil || !ok {
+		return nil, errors.Join(err, errNotInPack)
+	}
+	block, err := p.block(ctx, b, key, ck, h, e)
+	if err != nil {
+		return nil, err
+	}
+	if e.inOff+e.raw > int64(len(block)) {
+		return nil, fmt.Errorf("[%d, +%d) outside its %d byte block", e.inOff, e.raw, len(block))
+	}
+	return block[e.inOff : e.inOff+e.raw : e.inOff+e.raw], nil
+}
+
+// findV2 returns the v2 entry of k: from the page of entries of k's first digest byte.
+func (p *packReader) findV2(ctx context.Context, b *blob.Bucket, key, ck string, h *packHead, k objKey) (packEntry, bool, error) {
+	pk := fmt.Sprintf("%s\x00%08x\x00%02x", ck, h.crc, k.sum[0])
+	page, ok := p.pages.Get(pk)
+	if !ok {
+		lo, hi := fanoutRange(h.fanout, k.sum[0])
+		if n := (h.tLen - fanoutSize) / entrySizeV2; lo > hi || hi > n {
+			return packEntry{}, false, fmt.Errorf("pack trailer: fanout [%d, %d) of %d entries", lo, hi, n)
+		}
+		if lo == hi {
+			return packEntry{}, false, nil
+		}
+		t, err := readRange(ctx, b, key, h.tOff+int64(lo)*entrySizeV2, int64(hi-lo)*entrySizeV2)
+		if err != nil {
+			return packEntry{}, false, err
+		}
+		if page, err = decodeEntriesV2(t, h.tOff); err != nil {
+			return packEntry{}, false, err
+		}
+		p.pages.Add(pk, page)
+	}
+	for _, e := range page {
+		if e.objKey == k {
+			return e, true, nil
+		}
+	}
+	return packEntry{}, false, nil
+}
+
+// block returns the decoded block of entry e (cached; concurrent readers of one block share one read).
+func (p *packReader) block(ctx context.Context, b *blob.Bucket, key, ck string, h *packHead, e packEntry) ([]byte, error) {
+	bk := fmt.Sprintf("%s\x00%08x\x00%d", ck, h.crc, e.off)
+	if d, ok := p.blocks.Get(bk); ok {
+		return d, nil
+	}
+	v, err, _ := p.flight.Do(bk, func() (any, error) {
+		z, err := readRange(ctx, b, key, e.off, int64(e.zlen))
+		if err != nil {
+			return nil, err
+		}
+		d, err := p.dec.DecodeAll(z, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decompressing the block at %d: %w", e.off, err)
+		}
+		if len(d) <= maxCachedBlock {
+			p.blocks.Add(bk, d)
+		}
+		return d, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// stagedFile is what a reader knows of one staging file: the entries found so far (by its
+// trailer once sealed, else by scanning its records up to end).
+type stagedFile struct {
+	mu      sync.Mutex
+	sealed  bool
+	size    int64
+	end     int64
+	entries map[objKey]packEntry
 }
 
 // readStaged reads object k of pack id from a staging area; os.ErrNotExist when no staging area
 // holds the pack.
 func (p *packReader) readStaged(id string, k objKey) ([]byte, error) {
 	for _, dir := range stagingDirList(p.staging) {
-		f, err := os.Open(filepath.Join(dir, id+PackSuffix))
+		path := filepath.Join(dir, id+PackSuffix)
+		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		z, err := readLocalObject(f, k)
+		raw, err := p.readLocal(f, path, k)
 		_ = f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("staged pack %s: %w", id, err)
 		}
-		return z, nil
+		return raw, nil
 	}
 	return nil, os.ErrNotExist
 }
 
-// readLocalObject reads object k's frame from a pack file, sealed (trailer) or not (record scan).
-func readLocalObject(f *os.File, k objKey) ([]byte, error) {
+// readLocal reads object k's original bytes from a staging file (sealed or not), with the file's
+// entries cached: a sealed file's trailer is read once, an open one's records are scanned from
+// where the last scan ended.
+func (p *packReader) readLocal(f *os.File, path string, k objKey) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	entries, err := readLocalTrailer(f, st.Size())
-	if err != nil {
-		entries, _ = scanRecords(f, st.Size())
+	sf, _ := p.staged.Get(path)
+	if sf == nil {
+		sf = &stagedFile{entries: map[objKey]packEntry{}}
+		p.staged.Add(path, sf)
 	}
-	for _, e := range entries {
-		if e.objKey == k {
-			z := make([]byte, e.zlen)
-			if _, err := f.ReadAt(z, e.off); err != nil {
-				return nil, err
+	sf.mu.Lock()
+	if !sf.sealed || sf.size != st.Size() {
+		if es, err := readLocalTrailer(f, st.Size()); err == nil {
+			sf.sealed, sf.size, sf.entries = true, st.Size(), make(map[objKey]packEntry, len(es))
+			for _, e := range es {
+				sf.entries[e.objKey] = e
 			}
-			return z, nil
+		} else {
+			if sf.sealed || st.Size() < sf.end {
+				sf.sealed, sf.end, sf.entries = false, 0, map[objKey]packEntry{}
+			}
+			es, end := scanRecordsFrom(f, sf.end, st.Size())
+			for _, e := range es {
+				sf.entries[e.objKey] = e
+			}
+			sf.end, sf.size = end, st.Size()
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", k.name(), errNotInPack)
+	e, ok := sf.entries[k]
+	if !ok && !sf.sealed && sf.end > 0 {
+		// A record cut back after a failed write may have misled the incremental scan: scan anew.
+		es, end := scanRecords(f, st.Size())
+		sf.entries = make(map[objKey]packEntry, len(es))
+		for _, e := range es {
+			sf.entries[e.objKey] = e
+		}
+		sf.end = end
+		e, ok = sf.entries[k]
+	}
+	sf.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", k.name(), errNotInPack)
+	}
+	return readLocalEntry(f, e, p.dec)
 }
 
-// readTrailer reads the entries of the pack at key with ranged reads.
+// readLocalEntry reads a v1 entry's original bytes from a local file.
+func readLocalEntry(f io.ReaderAt, e packEntry, dec *zstd.Decoder) ([]byte, error) {
+	z := make([]byte, e.zlen)
+	if _, err := f.ReadAt(z, e.off); err != nil {
+		return nil, err
+	}
+	if e.rawRec {
+		return z, nil
+	}
+	return dec.DecodeAll(z, nil)
+}
+
+// readTrailer reads every entry of the pack at key (either version) with ranged reads.
 func readTrailer(ctx context.Context, b *blob.Bucket, key string) ([]packEntry, error) {
 	a, err := b.Attributes(ctx, key)
 	if err != nil {
@@ -178,7 +425,7 @@ func readTrailer(ctx context.Context, b *blob.Bucket, key string) ([]packEntry, 
 	if err != nil {
 		return nil, err
 	}
-	off, n, crc, err := decodeFooter(ft, size)
+	off, n, crc, version, err := decodeFooter(ft, size)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +433,7 @@ func readTrailer(ctx context.Context, b *blob.Bucket, key string) ([]packEntry, 
 	if err != nil {
 		return nil, err
 	}
-	return decodeTrailer(t, crc, off)
+	return decodeAnyTrailer(t, crc, off, version)
 }
 
 func readRange(ctx context.Context, b *blob.Bucket, key string, off, n int64) ([]byte, error) {

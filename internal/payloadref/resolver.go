@@ -51,9 +51,9 @@ func NewResolver(opts ...Option) *Resolver {
 	for _, o := range opts {
 		o(r)
 	}
-	r.packs = newPackReader(r.staging)
 	// A nil reader never fails with these options.
 	r.dec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(r.maxSize)), zstd.WithDecoderConcurrency(0))
+	r.packs = newPackReader(r.staging, r.dec)
 	return r
 }
 
@@ -104,7 +104,7 @@ func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
 			return nil, err
 		}
 		if ok {
-			f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: prefix, seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency)}
+			f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: prefix, seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: newReadScope()}
 			data, err := f.object(ctx, id, k.sum, k.manifest, -1, 0)
 			if err != nil {
 				return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
@@ -120,7 +120,7 @@ func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
 		}
 		return data, nil
 	}
-	f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: keyPrefixOf(key), seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency)}
+	f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: keyPrefixOf(key), seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: newReadScope()}
 	data, err := f.object(ctx, "", sum, manifest, -1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
@@ -139,6 +139,7 @@ type fetch struct {
 	bucketURL string
 	prefix    string
 	sem       chan struct{}
+	scope     *readScope
 	mu        sync.Mutex
 	seen      map[location][]byte
 }
@@ -167,11 +168,7 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 	}
 	var raw []byte
 	var err error
-	decode := func(z []byte) error {
-		raw, err = f.r.dec.DecodeAll(z, nil)
-		if err != nil {
-			return fmt.Errorf("decompress %q: %w", key, err)
-		}
+	verify := func(raw []byte) error {
 		if !manifest {
 			if got := sha256.Sum256(raw); got != sum {
 				return fmt.Errorf("%w: %q holds %d bytes hashing to %x", ErrHashMismatch, key, len(raw), got)
@@ -180,14 +177,16 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 		return nil
 	}
 	if pack != "" {
-		_, err = f.r.packs.read(ctx, f.b, f.bucketURL, f.prefix, pack, k, decode)
+		raw, err = f.r.packs.read(ctx, f.b, f.bucketURL, f.prefix, pack, k, f.scope, verify)
 	} else {
 		var z []byte
 		z, err = f.b.ReadAll(ctx, key)
 		if err != nil {
 			err = fmt.Errorf("read %q: %w", key, err)
+		} else if raw, err = f.r.dec.DecodeAll(z, nil); err != nil {
+			err = fmt.Errorf("decompress %q: %w", key, err)
 		} else {
-			err = decode(z)
+			err = verify(raw)
 		}
 	}
 	<-f.sem

@@ -32,6 +32,8 @@ type segment struct {
 	f       *os.File
 	size    int64
 	entries []packEntry
+	bp      *blockPacker // writes the pack as it will be uploaded (objects compressed in blocks) to bf
+	bf      *os.File     // <id>.blocks beside the staging file; nil when it could not be made
 	opened  time.Time
 	sealed  bool // guarded by packWriter.mu; the file is then closed (and was fsynced whole)
 
@@ -112,7 +114,8 @@ func (w *packWriter) recover(ctx context.Context) ([]string, error) {
 	var ids []string
 	for _, de := range des {
 		name := de.Name()
-		if strings.HasSuffix(name, ".tmp") {
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, BlocksSuffix) {
+			// Temporary, or derived: the blocks of a staged pack are built again from it.
 			_ = os.Remove(filepath.Join(w.dir, name))
 			continue
 		}
@@ -133,7 +136,7 @@ func (w *packWriter) recover(ctx context.Context) ([]string, error) {
 		}
 		// Objects of a crashed process that were fsynced but whose index rows were not committed:
 		// index them now (their values may have been acknowledged).
-		if _, err := w.s.idx.commit(ctx, added, nil, w.s.now()); err != nil {
+		if _, _, err := w.s.idx.insert(ctx, added, w.s.now); err != nil {
 			return nil, err
 		}
 		ids = append(ids, id)
@@ -163,11 +166,7 @@ func (w *packWriter) recoverOne(id string) (entries []packEntry, keep bool, err 
 	dec := w.s.dec
 	var end int64
 	for _, e := range scanned {
-		z := make([]byte, e.zlen)
-		if _, err := f.ReadAt(z, e.off); err != nil {
-			break
-		}
-		raw, err := dec.DecodeAll(z, nil)
+		raw, err := readLocalEntry(f, e, dec)
 		if err != nil {
 			break
 		}
@@ -191,7 +190,7 @@ func (w *packWriter) recoverOne(id string) (entries []packEntry, keep bool, err 
 	if err := f.Sync(); err != nil {
 		return nil, false, err
 	}
-	w.s.logger("payloadref: recovered staged pack %s: %d objects (%d bytes cut from a torn tail)", id, len(entries), 0)
+	w.s.logger("payloadref: recovered staged pack %s: %d objects (%d bytes cut from a torn tail)", id, len(entries), st.Size()-end)
 	return entries, true, nil
 }
 
@@ -204,7 +203,7 @@ func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
 	if _, err := f.ReadAt(ft[:], size-footerSize); err != nil {
 		return nil, err
 	}
-	off, n, crc, err := decodeFooter(ft[:], size)
+	off, n, crc, version, err := decodeFooter(ft[:], size)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +211,7 @@ func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
 	if _, err := f.ReadAt(t, off); err != nil {
 		return nil, err
 	}
-	return decodeTrailer(t, crc, off)
+	return decodeAnyTrailer(t, crc, off, version)
 }
 
 // lookupPending returns the pack of an object appended but not yet indexed.
@@ -223,10 +222,11 @@ func (w *packWriter) lookupPending(k objKey) (string, bool) {
 	return e.pack, ok
 }
 
-// appendObject appends zstd(content) as object k to the open segment (opening one, or sealing
-// the full one first) and returns the pack id. A concurrent append of the same object returns
-// the first one's pack.
-func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
+// appendObject appends content (raw) as object k to the open segment (opening one, or sealing
+// the full one first: when the pack as it will be uploaded, compressed in blocks, could reach
+// maxSize) and returns the pack id. A concurrent append of the same object returns the first
+// one's pack.
+func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -235,8 +235,8 @@ func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
 	if e, ok := w.pending[k]; ok {
 		return e.pack, nil
 	}
-	rec := int64(recordHeaderSize + len(z))
-	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.size+rec > w.maxSize {
+	rec := int64(recordHeaderSize + len(content))
+	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
 		if err := w.sealLocked(); err != nil {
 			return "", err
 		}
@@ -248,16 +248,17 @@ func (w *packWriter) appendObject(k objKey, z []byte, raw int) (string, error) {
 	}
 	c := w.cur
 	buf := make([]byte, 0, rec)
-	buf = append(buf, encodeRecordHeader(k, len(z))...)
-	buf = append(buf, z...)
+	buf = append(buf, encodeRecordHeader(k, len(content), true)...)
+	buf = append(buf, content...)
 	if _, err := c.f.WriteAt(buf, c.size); err != nil {
 		// Leave no torn record behind for the next append: cut back.
 		_ = c.f.Truncate(c.size)
 		return "", fmt.Errorf("payloadref: staging %s: %w", c.path, err)
 	}
-	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(z)), raw: int64(raw)}
+	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(content)), raw: int64(len(content)), inOff: -1, rawRec: true}
 	c.size += rec
 	c.entries = append(c.entries, e)
+	c.bp.add(k, content)
 	w.pending[k] = packEntryAt{e, c.id}
 	return c.id, nil
 }
@@ -274,7 +275,15 @@ func (w *packWriter) openLocked() error {
 		_ = d.Sync()
 		_ = d.Close()
 	}
-	w.cur = &segment{id: id, path: path, f: f, opened: now}
+	c := &segment{id: id, path: path, f: f, opened: now}
+	// The blocks go to a file as they fill (not fsynced: derived from the staging file, which is
+	// the durable copy; rebuilt from it when missing), so memory holds only the open block.
+	sink := io.Discard
+	if bf, err := os.OpenFile(filepath.Join(w.dir, id+BlocksSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
+		c.bf, sink = bf, bf
+	}
+	c.bp = newBlockPacker(w.s.benc, w.s.opts.PackBlockSize, sink)
+	w.cur = c
 	return nil
 }
 
@@ -287,6 +296,10 @@ func (w *packWriter) sealLocked() error {
 	if len(c.entries) == 0 {
 		_ = c.f.Close()
 		_ = os.Remove(c.path)
+		if c.bf != nil {
+			_ = c.bf.Close()
+			_ = os.Remove(c.bf.Name())
+		}
 		w.cur = nil
 		return nil
 	}
@@ -300,6 +313,13 @@ func (w *packWriter) sealLocked() error {
 	c.sealed = true
 	_ = c.f.Close()
 	w.cur = nil
+	if c.bf != nil {
+		_, err := c.bp.finish()
+		if cerr := c.bf.Close(); err != nil || cerr != nil {
+			w.s.logger("payloadref: blocks of pack %s (built again at upload): %v", c.id, errors.Join(err, cerr))
+			_ = os.Remove(c.bf.Name())
+		}
+	}
 	w.waitMu.Lock()
 	w.waiting[c.id] = make(chan struct{})
 	w.waitMu.Unlock()
@@ -312,21 +332,18 @@ func (w *packWriter) sealLocked() error {
 	return nil
 }
 
-// sync makes every byte appended so far durable and returns the objects appended (so far) but
-// not yet indexed. The fsync runs outside the append lock, and a batch whose bytes another
+// sync makes every byte appended so far durable and returns how many objects wait to be
+// indexed. The fsync runs outside the append lock, and a batch whose bytes another
 // batch's fsync already covered does not fsync again (group commit): concurrent batches share
 // one fsync instead of queueing behind each other's. Sealed segments were fsynced whole.
-func (w *packWriter) sync() ([]packEntryAt, error) {
+func (w *packWriter) sync() (int, error) {
 	w.mu.Lock()
 	c := w.cur
 	var need int64
 	if c != nil {
 		need = c.size
 	}
-	out := make([]packEntryAt, 0, len(w.pending))
-	for _, e := range w.pending {
-		out = append(out, e)
-	}
+	out := len(w.pending)
 	w.mu.Unlock()
 	if c == nil {
 		return out, nil
@@ -345,7 +362,7 @@ func (w *packWriter) sync() ([]packEntryAt, error) {
 			sealed = c.sealed // sealed (fsynced and closed) meanwhile: durable
 			w.mu.Unlock()
 			if !sealed {
-				return nil, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
+				return 0, fmt.Errorf("payloadref: fsync %s: %w", c.path, err)
 			}
 		}
 	}
@@ -364,13 +381,81 @@ func (w *packWriter) indexed(es []packEntryAt) {
 	}
 }
 
-// ager seals the open segment once it is older than maxAge.
+// SealRequestFile is the file of a staging area whose presence asks the process writing it to seal
+// its open segment now (RequestSeal).
+const SealRequestFile = "SEAL"
+
+// RequestSeal asks the process writing the pack layout of data directory dir (StoreOptions.Dir)
+// to seal its open segment and upload it now rather than at PackMaxAge: an erasure (runagain
+// delete) calls it so that the objects it erases are in the bucket, where its next pass removes
+// them, within about a second plus the upload. The writer checks for the request every second
+// (or every PackMaxAge/4 when shorter). Nothing happens when no process writes dir.
+func RequestSeal(dir string) error {
+	staging := filepath.Join(dir, StagingDir)
+	if _, err := os.Stat(staging); err != nil {
+		return nil // no staging area: nothing to seal
+	}
+	return os.WriteFile(filepath.Join(staging, SealRequestFile), nil, 0o644)
+}
+
+// SealStaged has the packs staged in data directory dir (StoreOptions.Dir) uploaded before it
+// returns: when a running process writes the staging area (it holds its lock), it sends a seal
+// request (RequestSeal) and waits until every pack staged when it was called has left the
+// staging area (uploaded), or ctx ends. It returns how many of them are still staged (0 when
+// every one was uploaded, or when no process writes dir: they are uploaded at its next start).
+func SealStaged(ctx context.Context, dir string) (int, error) {
+	staging := filepath.Join(dir, StagingDir)
+	lk := flock.New(filepath.Join(staging, "LOCK"))
+	if ok, err := lk.TryLock(); err != nil || ok {
+		if ok {
+			_ = lk.Unlock()
+		}
+		return 0, nil // no writer (or no staging area)
+	}
+	names, err := readDirNames(staging)
+	if err != nil {
+		return 0, err
+	}
+	var staged []string
+	for _, n := range names {
+		if strings.HasSuffix(n, PackSuffix) {
+			staged = append(staged, filepath.Join(staging, n))
+		}
+	}
+	if len(staged) == 0 {
+		return 0, nil
+	}
+	if err := RequestSeal(dir); err != nil {
+		return len(staged), err
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		left := 0
+		for _, p := range staged {
+			if _, err := os.Stat(p); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return left, nil
+		case <-t.C:
+		}
+	}
+}
+
+// ager seals the open segment once it is older than maxAge, or when asked (SealRequestFile).
 func (w *packWriter) ager() {
 	defer w.wg.Done()
-	tick := w.maxAge / 4
+	tick := min(w.maxAge/4, time.Second)
 	if tick < 10*time.Millisecond {
 		tick = 10 * time.Millisecond
 	}
+	req := filepath.Join(w.dir, SealRequestFile)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -378,8 +463,12 @@ func (w *packWriter) ager() {
 		case <-w.stop:
 			return
 		case <-t.C:
+			asked := false
+			if _, err := os.Stat(req); err == nil {
+				asked = os.Remove(req) == nil
+			}
 			w.mu.Lock()
-			if c := w.cur; c != nil && len(c.entries) > 0 && w.s.now().Sub(c.opened) >= w.maxAge {
+			if c := w.cur; c != nil && len(c.entries) > 0 && (asked || w.s.now().Sub(c.opened) >= w.maxAge) {
 				if err := w.sealLocked(); err != nil {
 					w.s.logger("payloadref: %v", err)
 				}
@@ -417,47 +506,128 @@ func (w *packWriter) uploader() {
 	}
 }
 
-// upload writes staged pack id to the bucket, records it as uploaded and removes the staged file.
+// BlocksSuffix ends the file beside a staged pack holding it in the layout to upload (v2), written
+// as its blocks fill; derived from the staging file (removed and built again after a restart).
+const BlocksSuffix = ".blocks"
+
+// upload writes staged pack id to the bucket in the v2 layout (its blocks file, or, when there is
+// none, built now from the staging file), records it as uploaded and removes the staged files.
+// Every object appended so far (this pack's among them) is indexed first.
 func (w *packWriter) upload(ctx context.Context, id string) error {
+	if err := w.s.ix.flush(ctx, w); err != nil {
+		return err
+	}
 	path := filepath.Join(w.dir, id+PackSuffix)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	blocks := filepath.Join(w.dir, id+BlocksSuffix)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		_ = os.Remove(blocks)
 		w.done(id)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	actx, cancel := context.WithTimeout(ctx, w.s.opts.UploadTimeout)
 	defer cancel()
-	bw, err := w.s.bucket.NewWriter(actx, w.s.prefix+packKey(id), &blob.WriterOptions{ContentType: "application/vnd.runagain.pack"})
+	key := w.s.prefix + packKey(id)
+	size, err := writePackFile(actx, w.s.bucket, key, blocks)
+	if errors.Is(err, os.ErrNotExist) {
+		var data []byte
+		if data, err = w.build(path); err != nil {
+			return err
+		}
+		size = int64(len(data))
+		err = writePack(actx, w.s.bucket, key, data)
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(bw, f); err != nil {
-		_ = bw.Close()
+	if err := w.s.idx.setPack(ctx, id, true, size, w.s.now()); err != nil {
 		return err
 	}
-	if err := bw.Close(); err != nil {
-		return err
-	}
-	if err := w.s.idx.setPack(ctx, id, true, st.Size(), w.s.now()); err != nil {
-		return err
-	}
-	_ = f.Close()
 	if err := os.Remove(path); err != nil {
 		return err
 	}
+	_ = os.Remove(blocks)
 	w.mu.Lock()
 	w.puts++
 	w.mu.Unlock()
 	w.done(id)
 	return nil
+}
+
+// build returns the v2 pack of a sealed staging file.
+func (w *packWriter) build(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := readLocalTrailer(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("staged pack %s: %w", path, err)
+	}
+	if len(entries) > 0 && entries[0].inOff >= 0 {
+		// Already in the v2 layout: uploaded as it is.
+		return os.ReadFile(path)
+	}
+	data, _, err := packBytes(w.s.benc, w.s.opts.PackBlockSize, func(bp *blockPacker) error {
+		return objectBytes(f, entries, w.s.dec, func(e packEntry, raw []byte) error {
+			bp.add(e.objKey, raw)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("staged pack %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// writePackFile writes the pack file at path (a whole v2 pack: its footer is checked first) at key,
+// streamed, with one request where the driver allows (see writePack). os.ErrNotExist (wrapped)
+// when there is no such file or it is not a whole pack.
+func writePackFile(ctx context.Context, b *blob.Bucket, key, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	var ft [footerSize]byte
+	if st.Size() < footerSize {
+		return 0, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	if _, err := f.ReadAt(ft[:], st.Size()-footerSize); err != nil {
+		return 0, err
+	}
+	if _, _, _, v, err := decodeFooter(ft[:], st.Size()); err != nil || v != 2 {
+		return 0, fmt.Errorf("%s: not a whole pack: %w", path, os.ErrNotExist)
+	}
+	bw, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: packContentType, BufferSize: bufferFor(st.Size())})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := io.Copy(bw, f); err != nil {
+		_ = bw.Close()
+		return 0, err
+	}
+	return st.Size(), bw.Close()
+}
+
+const packContentType = "application/vnd.runagain.pack"
+
+// bufferFor is the writer buffer for a pack of n bytes: the whole pack (see writePack).
+func bufferFor(n int64) int { return int(max(n+1, 5<<20)) }
+
+// writePack writes a whole pack at key with one request where the driver allows: the buffer
+// covers the whole pack, so gocloud's s3blob (the AWS transfer manager) sends one PutObject for a
+// pack below its 16 MiB multipart threshold, and a single part above it.
+func writePack(ctx context.Context, b *blob.Bucket, key string, data []byte) error {
+	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: packContentType, BufferSize: bufferFor(int64(len(data)))})
 }
 
 func (w *packWriter) done(id string) {

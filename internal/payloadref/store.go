@@ -18,10 +18,11 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// Pack defaults (issue 17: "for example 16 MiB or 5 s").
+// Pack defaults. A pack is sealed by size (issue 17's target: at most one PUT-class request per
+// 8 MiB of payload bytes on S3), or after DefaultPackMaxAge for a slow trickle.
 const (
 	DefaultPackMaxSize   = 16 << 20
-	DefaultPackMaxAge    = 5 * time.Second
+	DefaultPackMaxAge    = 60 * time.Second
 	DefaultUploadTimeout = 2 * time.Minute
 )
 
@@ -32,12 +33,18 @@ type StoreOptions struct {
 	// Empty: the layout before packs, one object per digest (kept for stores without a local
 	// directory; every reference of either layout resolves).
 	Dir string
-	// PackMaxSize: the open segment is sealed and uploaded when appending would take it past
-	// this many bytes (compressed objects plus headers). Default 16 MiB.
+	// PackMaxSize: the open segment is sealed and uploaded before the pack as uploaded
+	// (compressed blocks, trailer and footer) could reach this many bytes. The staging file
+	// holding the same objects raw is larger (by the compression ratio). Default 16 MiB: below
+	// the AWS transfer manager's 16 MiB multipart threshold, so one PutObject per pack on S3.
 	PackMaxSize int64
 	// PackMaxAge: the open segment is sealed and uploaded this long after its first object, so a
-	// reader on another machine sees an object at most about this late. Default 5 s.
+	// reader on another machine sees an object at most about this late (the CLI on the same
+	// machine reads staged packs at once). Default 60 s.
 	PackMaxAge time.Duration
+	// PackBlockSize is the size before compression of the zstd blocks an uploaded pack is made
+	// of: larger compresses better, smaller decodes less to read one object. Default 128 KiB.
+	PackBlockSize int
 	// UploadTimeout bounds one upload attempt of one pack. Default 2 min.
 	UploadTimeout time.Duration
 	// Logger receives upload retries and recoveries. Default: none.
@@ -73,13 +80,15 @@ type Store struct {
 	prefix    string // key prefix (the URL's prefix parameter)
 	bucket    *blob.Bucket
 	closeFn   func() error
-	known     *lru.Cache[string, struct{}] // single-object layout
-	locs      *lru.Cache[objKey, string]   // pack layout: object -> pack id, in front of idx
-	enc       *zstd.Encoder
+	known     *lru.Cache[string, struct{}]  // single-object layout
+	locs      *lru.Cache[objKey, cachedLoc] // pack layout: object -> pack id, in front of idx
+	enc       *zstd.Encoder                 // single objects (one frame each)
+	benc      *zstd.Encoder                 // pack blocks
 	dec       *zstd.Decoder
 	opts      StoreOptions
 	idx       *index      // pack layout
 	pw        *packWriter // pack layout, nil with CollectOnly
+	ix        *indexer    // pack layout, nil with CollectOnly
 	staging   string
 	collectMu sync.Mutex // one Collect at a time in this process
 }
@@ -109,6 +118,9 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if opts.PackMaxAge <= 0 {
 		opts.PackMaxAge = DefaultPackMaxAge
 	}
+	if opts.PackBlockSize <= 0 {
+		opts.PackBlockSize = DefaultPackBlockSize
+	}
 	if opts.UploadTimeout <= 0 {
 		opts.UploadTimeout = DefaultUploadTimeout
 	}
@@ -122,12 +134,19 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	locs, err := lru.New[objKey, string](opts.KnownObjects)
+	locs, err := lru.New[objKey, cachedLoc](opts.KnownObjects)
 	if err != nil {
 		return nil, err
 	}
 	// Lower encoder memory: smaller match tables to reset per value, same output size on agent text.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return nil, err
+	}
+	// Blocks are compressed one at a time (under the append lock): one encoder, its window just
+	// covering a block (a larger window only allocates more history per encoder).
+	benc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(blockWindow(opts.PackBlockSize)))
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +169,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, dec: dec, opts: opts}
+	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, benc: benc, dec: dec, opts: opts}
 	if opts.Dir == "" {
 		return s, nil
 	}
@@ -170,13 +189,30 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if opts.CollectOnly {
 		return s, nil
 	}
+	s.ix = newIndexer(s)
 	if s.pw, err = openPackWriter(ctx, s, s.staging); err != nil {
 		return fail(err)
 	}
+	// After recovery indexed what a previous process left staged, before anything is looked up.
+	if err := s.idx.buildFilter(ctx); err != nil {
+		_ = s.pw.close(ctx)
+		return fail(err)
+	}
+	s.ix.start()
 	return s, nil
 }
 
 func (s *Store) now() time.Time { return s.opts.Now() }
+
+// blockWindow is the zstd window for blocks of n bytes: the power of two at least 2n (at least
+// 64 KiB, at most 8 MiB).
+func blockWindow(n int) int {
+	w := 64 << 10
+	for w < 2*n && w < 8<<20 {
+		w <<= 1
+	}
+	return w
+}
 
 func (s *Store) logger(format string, args ...any) {
 	if s.opts.Logger != nil {
@@ -199,11 +235,15 @@ func (s *Store) CloseContext(ctx context.Context) error {
 	if s.pw != nil {
 		errs = append(errs, s.pw.close(ctx))
 	}
+	if s.ix != nil {
+		errs = append(errs, s.ix.close(ctx))
+	}
 	if s.idx != nil {
 		errs = append(errs, s.idx.close())
 	}
 	errs = append(errs, s.closeFn())
 	_ = s.enc.Close()
+	_ = s.benc.Close()
 	s.dec.Close()
 	return errors.Join(errs...)
 }
@@ -221,12 +261,18 @@ func (s *Store) Flush(ctx context.Context) error {
 // Packed tells whether the store writes the pack layout.
 func (s *Store) Packed() bool { return s.idx != nil }
 
-// StoreStats describes a Store's state (the index is bounded in memory by KnownObjects).
+// StoreStats describes a Store's state. The digest index's memory is bounded: the location cache
+// by KnownObjects, the filter by its capacity.
 type StoreStats struct {
 	// CachedLocations is how many object locations the in-memory cache holds (at most
 	// KnownObjects, about 100 bytes each); IndexedObjects how many rows the digest index has.
 	CachedLocations int
 	IndexedObjects  int64
+	// FilterCapacity is how many objects the digest filter (a Bloom filter of every indexed
+	// digest, 1% false positives) is sized for before it is rebuilt larger; FilterBytes its
+	// size in memory. Both 0 without a filter (CollectOnly, single-object layout).
+	FilterCapacity uint
+	FilterBytes    int64
 	// PacksUploaded is how many packs this Store wrote to the bucket (one PUT each, or one
 	// multipart upload for packs above the driver's part size); StagedPacks how many wait.
 	PacksUploaded int64
@@ -243,6 +289,7 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 	if st.IndexedObjects, err = s.idx.objectCount(ctx); err != nil {
 		return st, err
 	}
+	st.FilterCapacity, st.FilterBytes = s.idx.filterStats()
 	if s.pw != nil {
 		s.pw.mu.Lock()
 		st.PacksUploaded = s.pw.puts
@@ -274,7 +321,8 @@ type PutResult struct {
 	Objects int
 	// Written is how many of them were written now; DedupHits how many already existed.
 	Written, DedupHits int
-	// BytesWritten is the compressed size of the objects written now.
+	// BytesWritten is the size of the objects written now: compressed in the single-object
+	// layout, original bytes in the pack layout (packs are compressed in blocks when sealed).
 	BytesWritten int64
 }
 
@@ -285,21 +333,52 @@ var ErrStale = errors.New("payloadref: a deduplicated object was collected meanw
 
 // Batch groups the Puts of one unit of acknowledgement (one ConsumeTraces or ConsumeLogs call).
 // Its references are durable once Commit returns nil: Commit fsyncs the open segment once for
-// the whole batch, indexes the new objects, and updates the last-referenced time of every object
-// the batch deduplicated against. Put is safe for concurrent use; Commit is called once, after
-// the Puts.
+// the whole batch (its new objects are indexed in the background, see indexer) and touches
+// (updates the last-referenced time in the index of) the objects the batch references that need
+// it. Put is safe for concurrent use; Commit is called once, after the Puts.
+//
+// Touches are coarse: resent conversation history makes dedup hits most objects of most
+// batches, and one UPDATE per hit per batch was most of the index's cost. For each cached
+// location the writer remembers a lower bound of the row's last_ref ("touched") and the collect
+// generation it had read when it wrote the row. Commit reads the generation and the latest mark
+// start (one SELECT), and touches a referenced object, with last_ref = max(now, latest mark
+// start), unless (1) it is still pending (appended, not inserted yet: the indexer inserts it
+// later, reading the generation in its transaction and with a last_ref at least as late), or (2)
+// its cached row was written at the current generation less than TouchWindow ago. Collect's
+// guarantee (an object referenced after its mark began, or within Grace before, is not deleted;
+// a writer whose reference was deleted meanwhile gets ErrStale) still holds, the mark beginning
+// when Collect's transaction moving the generation on commits (its mark start is read inside it):
+//   - A Commit that reads the generation after that sees the new one: every reference it did
+//     not write at this generation is touched (kept: last_ref >= mark start; or found gone:
+//     ErrStale), and one written at this generation got last_ref >= mark start then, which this
+//     Collect never deletes. A Commit that read the previous generation is ordered before the
+//     mark began, as a Commit before markStart always was.
+//   - An object skipped under (2) at time t has last_ref >= t - TouchWindow, and Collect's
+//     grace cutoff is mark start - Grace - TouchWindow (for Grace > 0): every object referenced
+//     within Grace before the mark is still kept. With Grace 0 (erased rows' objects) nothing
+//     before the mark is protected, and after it the first point applies.
+//
+// This holds for writers and Collects sharing one index file (one data directory) and one clock,
+// as the index's last_ref times always assumed.
 type Batch struct {
 	s    *Store
 	mu   sync.Mutex
-	hits map[location]struct{}
+	refs map[location]batchRef
+}
+
+// batchRef is what a Put knew of an object it referenced: its cached location (gen -1 when
+// unknown), and whether it was pending (appended, not indexed) then.
+type batchRef struct {
+	c       cachedLoc
+	pending bool
 }
 
 // NewBatch starts a Batch.
-func (s *Store) NewBatch() *Batch { return &Batch{s: s, hits: map[location]struct{}{}} }
+func (s *Store) NewBatch() *Batch { return &Batch{s: s, refs: map[location]batchRef{}} }
 
-func (b *Batch) hit(k objKey, pack string) {
+func (b *Batch) ref(k objKey, c cachedLoc, pending bool) {
 	b.mu.Lock()
-	b.hits[location{k, pack}] = struct{}{}
+	b.refs[location{k, c.pack}] = batchRef{c, pending}
 	b.mu.Unlock()
 }
 
@@ -318,28 +397,53 @@ func (b *Batch) Commit(ctx context.Context) error {
 		}
 		return nil // single objects: each write was durable when it returned
 	}
-	added, err := s.pw.sync()
+	pending, err := s.pw.sync()
 	if err != nil {
 		return err
 	}
+	s.ix.poke(pending)
 	b.mu.Lock()
-	hits := make([]location, 0, len(b.hits))
-	for h := range b.hits {
-		hits = append(hits, h)
+	defer b.mu.Unlock()
+	if len(b.refs) == 0 {
+		return nil
 	}
-	b.mu.Unlock()
-	stale, err := s.idx.commit(ctx, added, hits, s.now())
+	var due []location
+	pick := func(gen int64) []location {
+		now := s.now().UnixNano()
+		due = due[:0]
+		for l, r := range b.refs {
+			if r.pending && s.pw.stillPending(l) {
+				continue
+			}
+			c := r.c
+			if lc, ok := s.locs.Peek(l.objKey); ok && lc.pack == l.pack {
+				c = lc // written since the Put: by the indexer, or by another batch's touch
+			}
+			if c.gen != gen || now-c.touched >= int64(TouchWindow) {
+				due = append(due, l)
+			}
+		}
+		return due
+	}
+	s.ix.gate.RLock()
+	stale, gen, ts, err := s.idx.touchDue(ctx, pick, s.now)
+	s.ix.gate.RUnlock()
 	if err != nil {
 		return fmt.Errorf("payloadref: digest index: %w", err)
 	}
-	s.pw.indexed(added)
-	for _, a := range added {
-		s.locs.Add(a.objKey, a.pack)
-	}
-	if len(stale) > 0 {
-		for _, l := range stale {
+	gone := make(map[objKey]bool, len(stale))
+	for _, l := range stale {
+		gone[l.objKey] = true
+		if c, ok := s.locs.Peek(l.objKey); ok && c.pack == l.pack {
 			s.locs.Remove(l.objKey)
 		}
+	}
+	for _, l := range due {
+		if !gone[l.objKey] {
+			s.locs.Add(l.objKey, cachedLoc{pack: l.pack, touched: ts, gen: gen})
+		}
+	}
+	if len(stale) > 0 {
 		return fmt.Errorf("%w: %d objects", ErrStale, len(stale))
 	}
 	return nil
@@ -447,15 +551,19 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 }
 
 // locate finds the pack of an object: the in-memory cache, the objects appended but not yet
-// indexed, then the digest index. Cache and index hits are recorded in b (their last-referenced
-// time is updated at Commit).
+// indexed, then (unless the digest filter says the index cannot list it: a new object) the
+// digest index. Every object found is recorded in b (Commit touches it when needed).
 func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, error) {
-	if p, ok := s.locs.Get(k); ok {
-		b.hit(k, p)
-		return p, true, nil
+	if c, ok := s.locs.Get(k); ok {
+		b.ref(k, c, false)
+		return c.pack, true, nil
 	}
 	if p, ok := s.pw.lookupPending(k); ok {
+		b.ref(k, cachedLoc{pack: p, gen: -1}, true)
 		return p, true, nil
+	}
+	if !s.idx.mayHave(k) {
+		return "", false, nil
 	}
 	p, err := s.idx.lookup(ctx, k)
 	if err != nil {
@@ -464,12 +572,15 @@ func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, e
 	if p == "" {
 		return "", false, nil
 	}
-	s.locs.Add(k, p)
-	b.hit(k, p)
+	c := cachedLoc{pack: p, gen: -1} // its last_ref is unknown: touched at Commit
+	s.locs.Add(k, c)
+	b.ref(k, c, false)
 	return p, true, nil
 }
 
-// appendOnce appends zstd(content) as object k unless it is already stored; it returns its pack.
+// appendOnce appends content as object k unless it is already stored; it returns its pack.
+// Nothing is compressed here: the staging file holds the bytes raw, and the pack's blocks are
+// compressed as they fill.
 func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, error) {
 	res.Objects++
 	if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
@@ -478,13 +589,13 @@ func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Bat
 		}
 		return pack, err
 	}
-	z := s.enc.EncodeAll(content, make([]byte, 0, len(content)/3+64))
-	pack, err := s.pw.appendObject(k, z, len(content))
+	pack, err := s.pw.appendObject(k, content)
 	if err != nil {
 		return "", err
 	}
+	b.ref(k, cachedLoc{pack: pack, gen: -1}, true)
 	res.Written++
-	res.BytesWritten += int64(len(z))
+	res.BytesWritten += int64(len(content))
 	return pack, nil
 }
 

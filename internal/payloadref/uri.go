@@ -17,26 +17,41 @@
 //	manifest  zstd frame of a JSON Manifest whose parts,        name sha256/<64 hex>.manifest.zst
 //	          concatenated, are the original bytes
 //
-// Packs (NewStore with StoreOptions.Dir; the collector's layout): objects are appended to an open
-// segment in Dir/staging, fsynced once per Batch (one ConsumeTraces/ConsumeLogs call) before the
-// batch is acknowledged, and the segment is sealed and uploaded whole when it reaches
-// PackMaxSize (16 MiB) or PackMaxAge (5 s), in the spirit of git and restic packs:
+// Packs (NewStore with StoreOptions.Dir; the collector's layout): objects are appended raw (no
+// compression on the request path) to an open segment in Dir/staging, fsynced once per Batch (one
+// ConsumeTraces/ConsumeLogs call) before the batch is acknowledged. The same objects are gathered
+// in memory into blocks of PackBlockSize (128 KiB) original bytes, each compressed as one zstd
+// frame when full, so the size of the pack as it will be uploaded is known; the segment is sealed
+// and uploaded whole, with one request, before that size reaches PackMaxSize (16 MiB), or
+// PackMaxAge (60 s) after its first object, in the spirit of git and restic packs:
 //
-//	<bucket prefix>packs/<id>.pack   records (48-byte header naming the object + zstd frame),
-//	                                 then a trailer index (digest, kind -> offset, length),
-//	                                 then a 24-byte footer locating the trailer (pack.go)
+//	<bucket prefix>packs/<id>.pack   zstd blocks (consecutive objects, concatenated), then a
+//	                                 trailer (digest, kind -> block offset and length, offset and
+//	                                 length in the block; sorted by digest, with a 256-entry
+//	                                 fanout), then a 24-byte footer ending "RAPACK02" (pack.go)
+//
+// Compressing ~0.5 KiB chat messages together rather than one by one is what makes the blocks pay:
+// zstd finds the repetition between the messages of a conversation (TestPackBlocksLayout: 2.5x
+// smaller). Packs written before blocks ("RAPACK01": a 48-byte header and a zstd frame per
+// object) still resolve; Collect rewrites any pack in the block layout.
 //
 // A reference names the pack and the object: the pack's URI with the object's name as fragment,
-// <bucket URI>/packs/<id>.pack#sha256/<hex>.zst. The Resolver reads the footer, the trailer
-// (cached) and the object with ranged reads (NewRangeReader) and verifies the digest; packs not
+// <bucket URI>/packs/<id>.pack#sha256/<hex>.zst. The Resolver reads the pack's tail (fanout and
+// footer), the trailer entries of the object's first digest byte and the object's block with
+// ranged reads (NewRangeReader), all cached (decoded blocks in a bounded LRU, so the messages of a
+// conversation decode their block once), checks a cached pack's attributes once per Fetch (a
+// pack Collect rewrote is never read from a stale cache) and verifies the digest; packs not
 // yet uploaded are read from the staging areas this process knows (AddStagingDir; a Store adds
 // its own, the CLI the configured one): a reader on another machine sees them once uploaded.
 // An upload that fails is retried with backoff until it succeeds, never dropped; after a crash
 // the next Store on the same Dir cuts a torn segment at its last whole record, seals, indexes
-// and uploads it. A persistent digest index (SQLite, WAL: Dir/payload-index.db, shared by the
-// collector and the CLI), with a bounded LRU of locations in front (StoreOptions.KnownObjects),
-// finds an object already in any pack, so it is never written again; every dedup hit updates
-// the object's last-referenced time, which Collect (collect.go) honours.
+// and uploads it (building its blocks from the staging file). A persistent digest index (SQLite, WAL: Dir/payload-index.db, shared by the
+// collector and the CLI), with a bounded LRU of locations in front (StoreOptions.KnownObjects)
+// and a Bloom filter of every indexed digest (filter.go: a new object costs no SQLite lookup),
+// finds an object already in any pack, so it is never written again. Its rows are inserted in
+// the background (indexer.go), before the pack is uploaded; dedup hits update an object's
+// last-referenced time at most once per TouchWindow, and at once after a Collect began, which
+// keeps Collect's (collect.go) guarantees (see Batch).
 //
 // Single objects (NewStore without Dir; the layout before packs, still resolved everywhere):
 //

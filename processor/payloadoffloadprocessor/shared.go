@@ -48,8 +48,13 @@ func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions)
 		sh = &sharedStore{s: s}
 		sharedStores.m[key] = sh
 		if opts.Logger != nil {
+			// The digest index's memory bound: the location cache, and the digest filter (sized
+			// from the index's rows; rebuilt larger when they pass its capacity).
+			st, _ := s.Stats(ctx)
 			opts.Logger.Info("payload_offload: pack store open", zap.String("dir", dir),
-				zap.Int("index_cache_limit", opts.KnownObjects), zap.Int("index_cache_limit_bytes_approx", opts.KnownObjects*100))
+				zap.Int("index_cache_limit", opts.KnownObjects), zap.Int("index_cache_limit_bytes_approx", opts.KnownObjects*100),
+				zap.Int64("indexed_objects", st.IndexedObjects), zap.Uint("index_filter_capacity", st.FilterCapacity),
+				zap.Int64("index_filter_bytes", st.FilterBytes))
 		}
 	}
 	sh.refs++
@@ -66,7 +71,8 @@ func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions)
 					// The digest index's memory bound, reported (issue 17: "its size reported").
 					opts.Logger.Info("payload_offload: closing the pack store",
 						zap.Int("index_cache_entries", st.CachedLocations), zap.Int("index_cache_limit", opts.KnownObjects),
-						zap.Int64("indexed_objects", st.IndexedObjects), zap.Int64("packs_uploaded", st.PacksUploaded),
+						zap.Int64("indexed_objects", st.IndexedObjects), zap.Int64("index_filter_bytes", st.FilterBytes),
+						zap.Int64("packs_uploaded", st.PacksUploaded),
 						zap.Int("packs_staged", st.StagedPacks))
 				}
 				err = sh.s.Close()

@@ -26,7 +26,7 @@ import (
 func TestKill9PayloadsInOpenPack(t *testing.T) {
 	collectortest.BinDir(t)
 	cfg := variantAll(t, map[string]string{
-		"# pack: {max_size: 16777216, max_age: 5s}": "pack: {max_size: 16777216, max_age: 1h}",
+		"# pack: {max_size: 16777216, max_age: 60s}": "pack: {max_size: 16777216, max_age: 1h}",
 	})
 	c := collectortest.Start(t, collectortest.Options{Config: cfg})
 	conn, err := grpc.NewClient(c.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -49,7 +49,7 @@ func main() {
 	reps := flag.Int("reps", 7, "measurements per reading (the median is reported)")
 	baselineMax := flag.Int("baseline-max", 100000, "largest size at which the aggregation baseline is measured")
 	cli := flag.String("cli", "", "path of a built runagain to time as a process (optional)")
-	migrate := flag.Bool("migrate", false, "instead: drop the run index of -dir's hot.db (a version 2 file) and time the migration that rebuilds it when the file is opened for writing")
+	migrate := flag.Bool("migrate", false, "instead: make -dir's hot.db a version 2 file (no run index; its span bodies become unreadable: a scratch directory) and time the migration that rebuilds the index when the file is opened for writing")
 	have := flag.Int("have", 0, "runs the store in -dir already holds (from an earlier run with the same -dir): measure without writing them again")
 	flag.Parse()
 	var sizes []int
@@ -348,14 +348,20 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 	return nil
 }
 
-// timeMigration makes path a version 2 hot file (no run index) and times opening it for writing,
-// which builds the index from every span row.
+// timeMigration makes path a version 2 hot file (no run index, no otlp codec columns) and times
+// opening it for writing, which builds the index from every span row. The span bodies stay as a
+// version 5 build encoded them while the columns naming their codec go (they read as raw
+// protobuf afterwards and fail to decode): use a scratch directory.
 func timeMigration(path string) error {
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		return err
 	}
-	if _, err := raw.Exec(`DROP TABLE IF EXISTS runs; PRAGMA user_version = 2;`); err != nil {
+	if _, err := raw.Exec(`DROP TRIGGER IF EXISTS spans_runs_delete; DROP TRIGGER IF EXISTS logs_runs_delete; DROP TABLE IF EXISTS runs;
+	  DROP TRIGGER IF EXISTS spans_orphans_delete; DROP TABLE IF EXISTS span_orphans;
+	  ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
+	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE IF EXISTS zstd_dicts;
+	  PRAGMA user_version = 2;`); err != nil {
 		raw.Close()
 		return err
 	}

@@ -29,6 +29,7 @@ package sqlitestore
 // dictionary, and before version 4, stay as they are.
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -48,7 +49,7 @@ const (
 	CodecZstd      = 1 // a zstd frame without dictionary
 	CodecZstdDict  = 2 // a zstd frame made with the dictionary otlp_dict (zstd_dicts.id)
 	trainSpans     = 1000
-	dictHistory    = 100 << 10 // bytes of sample history in a dictionary (zstd's default dictionary size is 110 KB)
+	dictHistory    = 32 << 10  // bytes of sample history in a dictionary: the encoder copies it per row; on the bench spans 32 KiB compresses as well as 100 KiB (0.406 against 0.405) at two thirds of the CPU
 	sampleMaxBytes = 16 << 10  // only a sample's beginning matters to the dictionary
 	maxDecoded     = 256 << 20 // a frame claiming more is refused (the largest OTLP request the receiver takes is far smaller)
 )
@@ -209,8 +210,9 @@ func (c *otlpCodec) encode(dst, raw []byte, sample bool) (out []byte, codec, dic
 }
 
 // maybeTrain trains the file's dictionary once trainSpans samples are in, stores it in its own
-// transaction and uses it for the rows written after. A failure to train is not an error for the
-// write that triggered it: rows keep plain zstd.
+// transaction and uses it for the rows written after. Training that fails leaves plain zstd for
+// this process; a failure to store the dictionary keeps the samples, so a later write tries again.
+// Either way the rows already written stay readable: callers need not fail a committed write.
 func (c *otlpCodec) maybeTrain(ctx context.Context) error {
 	c.mu.Lock()
 	if c.trained || c.readOnly || len(c.samples) < trainSpans {
@@ -218,23 +220,57 @@ func (c *otlpCodec) maybeTrain(ctx context.Context) error {
 		return nil
 	}
 	samples := c.samples
-	c.trained = true // one attempt per process; a failed one leaves plain zstd
-	c.samples = nil
+	c.trained = true // no other training meanwhile
 	c.mu.Unlock()
+	retry := func(err error) error {
+		c.mu.Lock()
+		c.trained = false
+		c.mu.Unlock()
+		return err
+	}
 
 	var id int64
 	if err := c.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM zstd_dicts`).Scan(&id); err != nil {
-		return fmt.Errorf("zstd dictionary: %w", err)
+		return retry(fmt.Errorf("zstd dictionary: %w", err))
 	}
 	dict, err := buildDict(uint32(id), samples)
+	if err == nil {
+		err = checkDict(dict, samples[len(samples)-1])
+	}
 	if err != nil {
-		return nil //nolint:nilerr // documented: without a dictionary rows keep plain zstd
+		c.mu.Lock()
+		c.samples = nil
+		c.mu.Unlock()
+		return fmt.Errorf("zstd dictionary: %w (rows keep plain zstd)", err)
 	}
 	if _, err := c.db.ExecContext(ctx, `INSERT INTO zstd_dicts (id, dict, samples, created_unix_nano) VALUES (?,?,?,?)`,
 		id, dict, len(samples), c.now().UnixNano()); err != nil {
-		return fmt.Errorf("store zstd dictionary: %w", err)
+		return retry(fmt.Errorf("store zstd dictionary: %w", err))
 	}
 	return c.useDict(id, dict)
+}
+
+// checkDict verifies that dict encodes and decodes sample, before it is stored (a stored
+// dictionary that does not load would keep the file from opening).
+func checkDict(dict, sample []byte) error {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDict(dict), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	defer enc.Close()
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(dict), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	back, err := dec.DecodeAll(enc.EncodeAll(sample, nil), nil)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(back, sample) {
+		return errors.New("the dictionary does not round-trip a sample")
+	}
+	return nil
 }
 
 // buildDict trains a zstd dictionary with the given id on samples: the last dictHistory bytes of

@@ -89,8 +89,8 @@ func fixtureRuns(prefix string, n int) ptrace.Traces {
 
 // TestOTLPCompressedWithTheFilesDictionary: the first trainSpans spans are stored as plain zstd
 // frames, then a dictionary trained on them is stored in zstd_dicts and every later row uses it;
-// every row reads back byte for byte through the writer, a reader opened before the dictionary
-// existed, and a reader opened after; a reopened writer keeps the dictionary (no second one).
+// every row reads back byte for byte through the writer, a reader and a second writable handle
+// opened before the dictionary existed, and a reader opened after; a reopened writer keeps the dictionary (no second one).
 func TestOTLPCompressedWithTheFilesDictionary(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hot.db")
@@ -99,6 +99,11 @@ func TestOTLPCompressedWithTheFilesDictionary(t *testing.T) {
 	early, err := Open(path, Options{ReadOnly: true}) // before any dictionary
 	require.NoError(t, err)
 	defer early.Close()
+	// A second writable handle (one connection, as `runagain delete` opens the file) opened
+	// before the dictionary: it loads the dictionary when a row needs it.
+	second, err := Open(path, Options{})
+	require.NoError(t, err)
+	defer second.Close()
 
 	want := map[string][]byte{}
 	for b := 0; b < 3; b++ { // 3 batches of 100 runs (500 spans): the dictionary comes after the second
@@ -133,6 +138,7 @@ func TestOTLPCompressedWithTheFilesDictionary(t *testing.T) {
 
 	requireRunsRead(t, w, want)
 	requireRunsRead(t, early, want)
+	requireRunsRead(t, second, want)
 	require.NoError(t, w.Close())
 
 	late, err := Open(path, Options{ReadOnly: true})

@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 4)
+// # Schema (a contract for the CLI and any other reader; version 5)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -46,8 +46,11 @@
 //	  ingested_unix_nano    INTEGER
 //	  otlp_codec, otlp_dict INTEGER  as for spans (version 4)
 //
+//	zstd_dicts (codec.go), runs and span_orphans (runindex.go), payload_refs (refs.go)
+//
 // The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
-// idempotent: a batch retried after a crash or timeout replaces rows with identical content.
+// idempotent: a batch retried after a crash or timeout replaces rows with identical content
+// (a span stored again replaces its row; the run index counts it once).
 package sqlitestore
 
 // SchemaVersion is the version recorded in PRAGMA user_version. Version 2 added cost_usd and

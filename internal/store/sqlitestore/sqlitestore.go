@@ -72,6 +72,14 @@ func Open(path string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
 	}
 	if !o.ReadOnly {
+		// The writer's one connection: a page cache that holds the indexes the writes walk (the
+		// default is 2 MiB), and a checkpoint every 4096 WAL pages (16 MiB at 4 KiB pages; default
+		// 1000) so pages written again and again (indexes, runs) are copied back less often.
+		// https://www.sqlite.org/pragma.html#pragma_cache_size, #pragma_wal_autocheckpoint
+		if _, err := db.Exec(`PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 4096`); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+		}
 		if err := d.ensurePayloadRefs(context.Background()); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
@@ -211,7 +219,10 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	if err := tx.Commit(); err != nil {
 		return rejected, err
 	}
-	return rejected, d.codec.maybeTrain(ctx)
+	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
+	// a later batch (maybeTrain), and must not make the caller retry stored spans.
+	_ = d.codec.maybeTrain(ctx)
+	return rejected, nil
 }
 
 // WriteLogs stores every log record of ld in one transaction.
@@ -381,54 +392,34 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
-	rows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	spans, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
 	}
+	if len(spans) == 0 {
+		return nil, store.ErrNotFound
+	}
 	var um ptrace.ProtoUnmarshaler
-	n := 0
-	for rows.Next() {
-		var codec, dictID int64
-		var buf []byte
-		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+	for _, r := range spans {
+		raw, err := d.codec.decode(ctx, r.codec, r.dict, r.buf)
 		if err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
 		}
 		one, err := um.UnmarshalTraces(raw)
 		if err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
 		}
 		one.ResourceSpans().MoveAndAppendTo(run.Traces.ResourceSpans())
-		n++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, store.ErrNotFound
 	}
 	// Records stamped alike keep the order they arrived in (rowid): an instrumentation that sends
 	// a prompt's messages as records with one timestamp relies on it (genai.LLMCallMessages).
-	lrows, err := d.db.QueryContext(ctx, `SELECT `+d.otlpCols()+` FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
+	logs, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM logs WHERE trace_id = ? ORDER BY time_unix_nano, rowid`, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read logs of %s: %w", traceID, err)
 	}
-	defer lrows.Close()
 	var lum plog.ProtoUnmarshaler
-	for lrows.Next() {
-		var codec, dictID int64
-		var buf []byte
-		if err := lrows.Scan(&codec, &dictID, &buf); err != nil {
-			return nil, err
-		}
-		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+	for _, r := range logs {
+		raw, err := d.codec.decode(ctx, r.codec, r.dict, r.buf)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite hot tier: decode log of %s: %w", traceID, err)
 		}
@@ -438,7 +429,32 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		}
 		one.ResourceLogs().MoveAndAppendTo(run.Logs.ResourceLogs())
 	}
-	return run, lrows.Err()
+	return run, nil
+}
+
+// storedRow is an otlp column as stored, with its codec and dictionary id.
+type storedRow struct {
+	codec, dict int64
+	buf         []byte
+}
+
+// storedRows reads every row of q (selecting otlpCols) before any is decoded: decoding may look
+// a dictionary up, which a handle with one connection could not do while the rows hold it.
+func (d *DB) storedRows(ctx context.Context, q string, args ...any) ([]storedRow, error) {
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedRow
+	for rows.Next() {
+		var r storedRow
+		if err := rows.Scan(&r.codec, &r.dict, &r.buf); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 var _ store.Reader = (*DB)(nil)

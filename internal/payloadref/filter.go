@@ -1,0 +1,116 @@
+package payloadref
+
+import (
+	"context"
+	"sync"
+
+	"github.com/bits-and-blooms/bloom/v3"
+)
+
+// Digest filter sizing: the Bloom filter in front of a writer's digest index holds every object
+// the index lists, with room for filterHeadroom times the rows it had when built (at least
+// filterMinEntries), at filterFalsePositive false positives; once more objects were added than
+// it was sized for, it is rebuilt from the index at twice the count. At 1% a filter costs about
+// 9.6 bits (1.2 bytes) per entry: 1.2 MB for the minimum of 1,000,000 entries.
+const (
+	filterHeadroom      = 2
+	filterFalsePositive = 0.01
+)
+
+// filterMinEntries is the smallest capacity of a filter (a variable for tests).
+var filterMinEntries uint = 1 << 20
+
+// filter is a negative cache of the digest index: a new object (the filter answers "absent")
+// costs no SQLite lookup. Every object the index lists was added to the filter (filled from the
+// objects table when the writer opens, then by the indexer as it inserts rows; only that writer
+// inserts rows), so "absent" is always right; "present" may be wrong (a false positive, or an
+// object Collect removed since) and is checked against the index. A store without a filter
+// (CollectOnly) always checks the index.
+type filter struct {
+	fmu   sync.RWMutex
+	bf    *bloom.BloomFilter // nil: no filter
+	capN  uint               // entries it was sized for
+	added uint               // entries added since built
+}
+
+// filterKey is an object's key in the filter: its digest and kind.
+func filterKey(k objKey) (b [33]byte) {
+	copy(b[:32], k.sum[:])
+	if k.manifest {
+		b[32] = 1
+	}
+	return b
+}
+
+// mayHave tells whether the index may list k (true without a filter).
+func (f *filter) mayHave(k objKey) bool {
+	b := filterKey(k)
+	f.fmu.RLock()
+	defer f.fmu.RUnlock()
+	return f.bf == nil || f.bf.Test(b[:])
+}
+
+// addFiltered adds keys to the filter and tells whether it is now past its capacity.
+func (f *filter) addFiltered(keys []packEntryAt) (full bool) {
+	f.fmu.Lock()
+	defer f.fmu.Unlock()
+	if f.bf == nil {
+		return false
+	}
+	for _, e := range keys {
+		b := filterKey(e.objKey)
+		f.bf.Add(b[:])
+	}
+	f.added += uint(len(keys))
+	return f.added > f.capN
+}
+
+// filterStats returns the entries the filter is sized for and its size in bytes (0, 0 without).
+func (f *filter) filterStats() (capacity uint, bytes int64) {
+	f.fmu.RLock()
+	defer f.fmu.RUnlock()
+	if f.bf == nil {
+		return 0, 0
+	}
+	return f.capN, int64(f.bf.Cap() / 8)
+}
+
+// buildFilter (re)builds the filter from every object the index lists, sized for filterHeadroom
+// times their count (at least filterMinEntries). Callers make sure no row is inserted meanwhile
+// (at open, before the indexer starts; later, from the indexer itself).
+func (x *index) buildFilter(ctx context.Context) error {
+	count, err := x.objectCount(ctx)
+	if err != nil {
+		return err
+	}
+	n := max(uint(count)*filterHeadroom, filterMinEntries)
+	bf := bloom.NewWithEstimates(n, filterFalsePositive)
+	rows, err := x.db.QueryContext(ctx, `SELECT digest, manifest FROM objects`)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	var added uint
+	var key [33]byte
+	for rows.Next() {
+		var d []byte
+		var m bool
+		if err := rows.Scan(&d, &m); err != nil {
+			return err
+		}
+		copy(key[:32], d)
+		key[32] = 0
+		if m {
+			key[32] = 1
+		}
+		bf.Add(key[:])
+		added++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	x.fmu.Lock()
+	x.bf, x.capN, x.added = bf, n, added
+	x.fmu.Unlock()
+	return nil
+}

@@ -1,0 +1,285 @@
+package payloadref
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// blockPacker writes a v2 pack (see pack.go) to w: objects are added in order, gathered into
+// blocks of about blockSize original bytes, each block compressed as one zstd frame and written
+// when it is full; finish writes the last block and the trailer. Its size bound (size) is exact
+// for the written blocks and counts the open block at its original length (a zstd frame of
+// incompressible bytes is a few bytes longer: blockSlack). The first write error is kept and
+// returned by finish.
+type blockPacker struct {
+	enc       *zstd.Encoder
+	blockSize int
+	w         io.Writer
+	n         int64  // bytes of finished blocks
+	err       error  // first write error
+	cur       []byte // the open block's original bytes
+	entries   []packEntry
+	open      int // index of the first entry of the open block
+}
+
+// blockSlack bounds what a zstd frame adds to incompressible input (frame header, block
+// headers of 128 KiB blocks, checksum), per started block.
+const blockSlack = 64
+
+func newBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *blockPacker {
+	if blockSize <= 0 {
+		blockSize = DefaultPackBlockSize
+	}
+	return &blockPacker{enc: enc, blockSize: blockSize, w: w}
+}
+
+// add appends object k's original bytes.
+func (p *blockPacker) add(k objKey, raw []byte) {
+	if len(p.cur) > 0 && len(p.cur)+len(raw) > p.blockSize {
+		p.flushBlock()
+	}
+	p.entries = append(p.entries, packEntry{objKey: k, inOff: int64(len(p.cur)), raw: int64(len(raw))})
+	p.cur = append(p.cur, raw...)
+	if len(p.cur) >= p.blockSize {
+		p.flushBlock()
+	}
+}
+
+// flushBlock compresses the open block.
+func (p *blockPacker) flushBlock() {
+	if len(p.cur) == 0 {
+		return
+	}
+	off := p.n
+	z := p.enc.EncodeAll(p.cur, make([]byte, 0, len(p.cur)/2+blockSlack))
+	if p.err == nil {
+		_, p.err = p.w.Write(z)
+	}
+	p.n += int64(len(z))
+	for i := p.open; i < len(p.entries); i++ {
+		p.entries[i].off, p.entries[i].zlen = off, uint32(len(z))
+	}
+	p.open = len(p.entries)
+	p.cur = p.cur[:0]
+}
+
+// size bounds the pack's size if it were finished now with n more original bytes in m more objects.
+func (p *blockPacker) size(n, m int) int64 {
+	open := len(p.cur) + n
+	blocks := 1 + open/p.blockSize
+	return p.n + int64(open+blocks*blockSlack) + int64(len(p.entries)+m)*entrySizeV2 + fanoutSize + footerSize
+}
+
+// finish writes the open block and the trailer and returns the entries (in block order).
+func (p *blockPacker) finish() ([]packEntry, error) {
+	p.flushBlock()
+	if p.err == nil {
+		_, p.err = p.w.Write(encodeTrailerV2(p.entries))
+	}
+	return p.entries, p.err
+}
+
+// packBytes builds a whole v2 pack in memory: fill adds the objects.
+func packBytes(enc *zstd.Encoder, blockSize int, fill func(bp *blockPacker) error) ([]byte, []packEntry, error) {
+	var buf bytes.Buffer
+	bp := newBlockPacker(enc, blockSize, &buf)
+	if err := fill(bp); err != nil {
+		return nil, nil, err
+	}
+	es, err := bp.finish()
+	return buf.Bytes(), es, err
+}
+
+// encodeTrailerV2 returns the v2 trailer and footer for entries (their offsets final), the
+// trailer starting where the blocks end: at max(entry block end).
+func encodeTrailerV2(entries []packEntry) []byte {
+	var off int64
+	for _, e := range entries {
+		off = max(off, e.off+int64(e.zlen))
+	}
+	sorted := slices.Clone(entries)
+	slices.SortFunc(sorted, func(a, b packEntry) int {
+		if c := bytes.Compare(a.sum[:], b.sum[:]); c != 0 {
+			return c
+		}
+		return boolCmp(a.manifest, b.manifest)
+	})
+	t := make([]byte, 0, len(sorted)*entrySizeV2+fanoutSize+footerSize)
+	var fanout [256]uint32
+	for _, e := range sorted {
+		var b [entrySizeV2]byte
+		copy(b[:32], e.sum[:])
+		b[32] = kindByte(e.manifest, false)
+		binary.BigEndian.PutUint64(b[33:41], uint64(e.off))
+		binary.BigEndian.PutUint32(b[41:45], e.zlen)
+		binary.BigEndian.PutUint32(b[45:49], uint32(e.inOff))
+		binary.BigEndian.PutUint32(b[49:53], uint32(e.raw))
+		t = append(t, b[:]...)
+		fanout[e.sum[0]]++
+	}
+	var n uint32
+	for i := range fanout {
+		n += fanout[i]
+		t = binary.BigEndian.AppendUint32(t, n)
+	}
+	return appendFooter(t, off, packMagicV2)
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// fanoutRange returns the entries (first, end) of a v2 trailer whose digest starts with b, from
+// the trailer's fanout (its last fanoutSize bytes).
+func fanoutRange(fanout []byte, b byte) (lo, hi int) {
+	if b > 0 {
+		lo = int(binary.BigEndian.Uint32(fanout[4*(int(b)-1):]))
+	}
+	return lo, int(binary.BigEndian.Uint32(fanout[4*int(b):]))
+}
+
+// decodeEntriesV2 parses v2 entries (a run of entrySizeV2 records) and checks that each block
+// lies before the trailer at trailerOff.
+func decodeEntriesV2(t []byte, trailerOff int64) ([]packEntry, error) {
+	if len(t)%entrySizeV2 != 0 {
+		return nil, fmt.Errorf("pack trailer: %d bytes of entries", len(t))
+	}
+	out := make([]packEntry, len(t)/entrySizeV2)
+	for i := range out {
+		b := t[i*entrySizeV2:]
+		e := &out[i]
+		copy(e.sum[:], b[:32])
+		if b[32] > kindManifest {
+			return nil, fmt.Errorf("pack trailer: entry %d: kind %d", i, b[32])
+		}
+		e.manifest = b[32] == kindManifest
+		e.off = int64(binary.BigEndian.Uint64(b[33:41]))
+		e.zlen = binary.BigEndian.Uint32(b[41:45])
+		e.inOff = int64(binary.BigEndian.Uint32(b[45:49]))
+		e.raw = int64(binary.BigEndian.Uint32(b[49:53]))
+		if e.off < 0 || e.off+int64(e.zlen) > trailerOff {
+			return nil, fmt.Errorf("pack trailer: entry %d: block at %d+%d outside the blocks", i, e.off, e.zlen)
+		}
+	}
+	return out, nil
+}
+
+// decodeTrailerV2 parses a whole v2 trailer (checked against crc) into its entries, in block order.
+func decodeTrailerV2(t []byte, crc uint32, trailerOff int64) ([]packEntry, error) {
+	if crc32.Checksum(t, castagnoli) != crc {
+		return nil, errors.New("pack trailer: checksum mismatch")
+	}
+	if len(t) < fanoutSize {
+		return nil, fmt.Errorf("pack trailer: %d bytes", len(t))
+	}
+	n := int(binary.BigEndian.Uint32(t[len(t)-4:]))
+	if len(t) != n*entrySizeV2+fanoutSize {
+		return nil, fmt.Errorf("pack trailer: %d bytes for %d entries", len(t), n)
+	}
+	out, err := decodeEntriesV2(t[:n*entrySizeV2], trailerOff)
+	if err != nil {
+		return nil, err
+	}
+	sortBlockOrder(out)
+	return out, nil
+}
+
+// sortBlockOrder sorts entries as they lie in the pack (block, then offset in the block).
+func sortBlockOrder(es []packEntry) {
+	slices.SortStableFunc(es, func(a, b packEntry) int {
+		if a.off != b.off {
+			return cmpInt(a.off, b.off)
+		}
+		return cmpInt(a.inOff, b.inOff)
+	})
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// objectBytes returns the original bytes of every entry of a whole pack of either version (data
+// holds it whole), in pack order, to yield; dec decodes frames and blocks. Entries of a v1 pack
+// are frames (or raw staging records); entries of a v2 pack share blocks, each decoded once.
+func objectBytes(r io.ReaderAt, entries []packEntry, dec *zstd.Decoder, yield func(e packEntry, raw []byte) error) error {
+	var blockOff int64 = -1
+	var block []byte
+	for _, e := range entries {
+		var z []byte
+		if e.inOff < 0 || e.off != blockOff {
+			z = make([]byte, e.zlen)
+			if _, err := r.ReadAt(z, e.off); err != nil {
+				return fmt.Errorf("reading %s at %d: %w", e.name(), e.off, err)
+			}
+		}
+		var raw []byte
+		switch {
+		case e.inOff < 0 && e.rawRec:
+			raw = z
+		case e.inOff < 0:
+			var err error
+			if raw, err = dec.DecodeAll(z, nil); err != nil {
+				return fmt.Errorf("decompressing %s: %w", e.name(), err)
+			}
+		default:
+			if e.off != blockOff {
+				var err error
+				if block, err = dec.DecodeAll(z, block[:0]); err != nil {
+					return fmt.Errorf("decompressing the block at %d: %w", e.off, err)
+				}
+				blockOff = e.off
+			}
+			if e.inOff+e.raw > int64(len(block)) {
+				return fmt.Errorf("%s: [%d, +%d) outside its %d byte block", e.name(), e.inOff, e.raw, len(block))
+			}
+			raw = block[e.inOff : e.inOff+e.raw]
+		}
+		if err := yield(e, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repack returns a whole pack (old, either version) rewritten in the v2 layout without the
+// objects in skip, and its entries.
+func repack(old []byte, skip map[objKey]bool, enc *zstd.Encoder, dec *zstd.Decoder, blockSize int) ([]byte, []packEntry, error) {
+	if len(old) < footerSize {
+		return nil, nil, errNoFooter
+	}
+	off, n, crc, version, err := decodeFooter(old[len(old)-footerSize:], int64(len(old)))
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := decodeAnyTrailer(old[off:off+int64(n)], crc, off, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	return packBytes(enc, blockSize, func(bp *blockPacker) error {
+		return objectBytes(bytes.NewReader(old), entries, dec, func(e packEntry, raw []byte) error {
+			if !skip[e.objKey] {
+				bp.add(e.objKey, raw)
+			}
+			return nil
+		})
+	})
+}
