@@ -172,7 +172,7 @@ func group(data []byte, parts []node, fanout, level int) []node {
 		avg = 2
 	}
 	threshold := 256 / avg
-	var out []node
+	out := make([]node, 0, len(parts)/avg+1)
 	start := 0
 	flush := func(end int) {
 		g := parts[start:end]
@@ -185,7 +185,8 @@ func group(data []byte, parts []node, fanout, level int) []node {
 			return
 		}
 		s := span{g[0].span.start, g[len(g)-1].span.end}
-		out = append(out, node{isRef: true, manifest: true, span: s, sum: sha256.Sum256(data[s.start:s.end]), children: append([]node(nil), g...)})
+		// g is not changed after grouping (the caller keeps only out): the group aliases it
+		out = append(out, node{isRef: true, manifest: true, span: s, sum: sha256.Sum256(data[s.start:s.end]), children: g[:len(g):len(g)]})
 	}
 	for i, p := range parts {
 		if (p.isRef && int(p.sum[(level+1)%32]) < threshold) || i+1-start >= 4*avg {

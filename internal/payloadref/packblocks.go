@@ -12,15 +12,19 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// blockPacker builds a v2 pack (see pack.go) in memory: objects are added in order, gathered into
-// blocks of about blockSize original bytes, each block compressed as one zstd frame when it is
-// full. Its size bound (size) is exact for the finished blocks and counts the open block at its
-// original length (a zstd frame of incompressible bytes is a few bytes longer: blockSlack).
+// blockPacker writes a v2 pack (see pack.go) to w: objects are added in order, gathered into
+// blocks of about blockSize original bytes, each block compressed as one zstd frame and written
+// when it is full; finish writes the last block and the trailer. Its size bound (size) is exact
+// for the written blocks and counts the open block at its original length (a zstd frame of
+// incompressible bytes is a few bytes longer: blockSlack). The first write error is kept and
+// returned by finish.
 type blockPacker struct {
 	enc       *zstd.Encoder
 	blockSize int
-	body      bytes.Buffer // finished blocks
-	cur       []byte       // the open block's original bytes
+	w         io.Writer
+	n         int64  // bytes of finished blocks
+	err       error  // first write error
+	cur       []byte // the open block's original bytes
 	entries   []packEntry
 	open      int // index of the first entry of the open block
 }
@@ -29,11 +33,11 @@ type blockPacker struct {
 // headers of 128 KiB blocks, checksum), per started block.
 const blockSlack = 64
 
-func newBlockPacker(enc *zstd.Encoder, blockSize int) *blockPacker {
+func newBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *blockPacker {
 	if blockSize <= 0 {
 		blockSize = DefaultPackBlockSize
 	}
-	return &blockPacker{enc: enc, blockSize: blockSize}
+	return &blockPacker{enc: enc, blockSize: blockSize, w: w}
 }
 
 // add appends object k's original bytes.
@@ -53,9 +57,12 @@ func (p *blockPacker) flushBlock() {
 	if len(p.cur) == 0 {
 		return
 	}
-	off := int64(p.body.Len())
+	off := p.n
 	z := p.enc.EncodeAll(p.cur, make([]byte, 0, len(p.cur)/2+blockSlack))
-	p.body.Write(z)
+	if p.err == nil {
+		_, p.err = p.w.Write(z)
+	}
+	p.n += int64(len(z))
 	for i := p.open; i < len(p.entries); i++ {
 		p.entries[i].off, p.entries[i].zlen = off, uint32(len(z))
 	}
@@ -67,14 +74,27 @@ func (p *blockPacker) flushBlock() {
 func (p *blockPacker) size(n, m int) int64 {
 	open := len(p.cur) + n
 	blocks := 1 + open/p.blockSize
-	return int64(p.body.Len()+open+blocks*blockSlack) + int64(len(p.entries)+m)*entrySizeV2 + fanoutSize + footerSize
+	return p.n + int64(open+blocks*blockSlack) + int64(len(p.entries)+m)*entrySizeV2 + fanoutSize + footerSize
 }
 
-// finish compresses the open block and returns the whole pack and its entries (in block order).
-func (p *blockPacker) finish() ([]byte, []packEntry) {
+// finish writes the open block and the trailer and returns the entries (in block order).
+func (p *blockPacker) finish() ([]packEntry, error) {
 	p.flushBlock()
-	out := append(p.body.Bytes(), encodeTrailerV2(p.entries)...)
-	return out, p.entries
+	if p.err == nil {
+		_, p.err = p.w.Write(encodeTrailerV2(p.entries))
+	}
+	return p.entries, p.err
+}
+
+// packBytes builds a whole v2 pack in memory: fill adds the objects.
+func packBytes(enc *zstd.Encoder, blockSize int, fill func(bp *blockPacker) error) ([]byte, []packEntry, error) {
+	var buf bytes.Buffer
+	bp := newBlockPacker(enc, blockSize, &buf)
+	if err := fill(bp); err != nil {
+		return nil, nil, err
+	}
+	es, err := bp.finish()
+	return buf.Bytes(), es, err
 }
 
 // encodeTrailerV2 returns the v2 trailer and footer for entries (their offsets final), the
@@ -254,16 +274,12 @@ func repack(old []byte, skip map[objKey]bool, enc *zstd.Encoder, dec *zstd.Decod
 	if err != nil {
 		return nil, nil, err
 	}
-	bp := newBlockPacker(enc, blockSize)
-	err = objectBytes(bytes.NewReader(old), entries, dec, func(e packEntry, raw []byte) error {
-		if !skip[e.objKey] {
-			bp.add(e.objKey, raw)
-		}
-		return nil
+	return packBytes(enc, blockSize, func(bp *blockPacker) error {
+		return objectBytes(bytes.NewReader(old), entries, dec, func(e packEntry, raw []byte) error {
+			if !skip[e.objKey] {
+				bp.add(e.objKey, raw)
+			}
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	data, es := bp.finish()
-	return data, es, nil
 }

@@ -478,3 +478,38 @@ func TestSealStaged(t *testing.T) {
 		t.Fatalf("no writer: %d, %v", left, err)
 	}
 }
+
+// TestPackBlocksFileLost: the blocks file beside the open segment (derived, not fsynced) is lost:
+// the pack is built again from the staging file at upload, and nothing is left staged.
+func TestPackBlocksFileLost(t *testing.T) {
+	ctx := context.Background()
+	url, bdir := fileURL(t)
+	dir := t.TempDir()
+	s := newPackStore(t, url, dir, StoreOptions{PackMaxAge: time.Hour})
+	v := conversation("lost-blocks", 20)
+	res, err := s.Put(ctx, v, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, _ := filepath.Glob(filepath.Join(dir, StagingDir, "*"+BlocksSuffix))
+	if len(blocks) != 1 {
+		t.Fatalf("blocks files: %v", blocks)
+	}
+	if err := os.Remove(blocks[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, StagingDir)); len(left) != 1 || left[0].Name() != "LOCK" {
+		t.Fatalf("staging after flush: %v", left)
+	}
+	for _, p := range packFiles(t, bdir) {
+		if string(p[len(p)-8:]) != packMagicV2 {
+			t.Fatal("not a v2 pack")
+		}
+	}
+	if got, err := newResolver(t).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
+		t.Fatalf("fetch: %v", err)
+	}
+}

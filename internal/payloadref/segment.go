@@ -32,7 +32,8 @@ type segment struct {
 	f       *os.File
 	size    int64
 	entries []packEntry
-	bp      *blockPacker // the pack as it will be uploaded: objects compressed in blocks
+	bp      *blockPacker // writes the pack as it will be uploaded (objects compressed in blocks) to bf
+	bf      *os.File     // <id>.blocks beside the staging file; nil when it could not be made
 	opened  time.Time
 	sealed  bool // guarded by packWriter.mu; the file is then closed (and was fsynced whole)
 
@@ -54,8 +55,7 @@ type packWriter struct {
 	pending map[objKey]packEntryAt // appended, not yet in the index
 	closed  bool
 
-	built   map[string][]byte // sealed packs built in memory (at most maxBuilt), by id
-	uploads chan string       // sealed pack ids
+	uploads chan string // sealed pack ids
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	waitMu  sync.Mutex
@@ -84,7 +84,7 @@ func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, err
 		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
 	}
 	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
-		pending: map[objKey]packEntryAt{}, built: map[string][]byte{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		pending: map[objKey]packEntryAt{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
 		waiting: map[string]chan struct{}{}}
 	ids, err := w.recover(ctx)
 	if err != nil {
@@ -114,7 +114,8 @@ func (w *packWriter) recover(ctx context.Context) ([]string, error) {
 	var ids []string
 	for _, de := range des {
 		name := de.Name()
-		if strings.HasSuffix(name, ".tmp") {
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, BlocksSuffix) {
+			// Temporary, or derived: the blocks of a staged pack are built again from it.
 			_ = os.Remove(filepath.Join(w.dir, name))
 			continue
 		}
@@ -274,7 +275,15 @@ func (w *packWriter) openLocked() error {
 		_ = d.Sync()
 		_ = d.Close()
 	}
-	w.cur = &segment{id: id, path: path, f: f, opened: now, bp: newBlockPacker(w.s.benc, w.s.opts.PackBlockSize)}
+	c := &segment{id: id, path: path, f: f, opened: now}
+	// The blocks go to a file as they fill (not fsynced: derived from the staging file, which is
+	// the durable copy; rebuilt from it when missing), so memory holds only the open block.
+	sink := io.Discard
+	if bf, err := os.OpenFile(filepath.Join(w.dir, id+BlocksSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
+		c.bf, sink = bf, bf
+	}
+	c.bp = newBlockPacker(w.s.benc, w.s.opts.PackBlockSize, sink)
+	w.cur = c
 	return nil
 }
 
@@ -287,6 +296,10 @@ func (w *packWriter) sealLocked() error {
 	if len(c.entries) == 0 {
 		_ = c.f.Close()
 		_ = os.Remove(c.path)
+		if c.bf != nil {
+			_ = c.bf.Close()
+			_ = os.Remove(c.bf.Name())
+		}
 		w.cur = nil
 		return nil
 	}
@@ -300,8 +313,12 @@ func (w *packWriter) sealLocked() error {
 	c.sealed = true
 	_ = c.f.Close()
 	w.cur = nil
-	if len(w.built) < maxBuilt {
-		w.built[c.id], _ = c.bp.finish()
+	if c.bf != nil {
+		_, err := c.bp.finish()
+		if cerr := c.bf.Close(); err != nil || cerr != nil {
+			w.s.logger("payloadref: blocks of pack %s (built again at upload): %v", c.id, errors.Join(err, cerr))
+			_ = os.Remove(c.bf.Name())
+		}
 	}
 	w.waitMu.Lock()
 	w.waiting[c.id] = make(chan struct{})
@@ -489,47 +506,48 @@ func (w *packWriter) uploader() {
 	}
 }
 
-// maxBuilt bounds the sealed packs kept built in memory for their upload (each at most maxSize);
-// the others (a long outage, or packs left by a previous process) are built again from their
-// staging file when their turn comes.
-const maxBuilt = 2
+// BlocksSuffix ends the file beside a staged pack holding it in the layout to upload (v2), written
+// as its blocks fill; derived from the staging file (removed and built again after a restart).
+const BlocksSuffix = ".blocks"
 
-// upload writes staged pack id to the bucket (in the v2 layout: built when it was sealed, or now
-// from the staging file), records it as uploaded and removes the staged file. Every object
-// appended so far (this pack's among them) is indexed first.
+// upload writes staged pack id to the bucket in the v2 layout (its blocks file, or, when there is
+// none, built now from the staging file), records it as uploaded and removes the staged files.
+// Every object appended so far (this pack's among them) is indexed first.
 func (w *packWriter) upload(ctx context.Context, id string) error {
 	if err := w.s.ix.flush(ctx, w); err != nil {
 		return err
 	}
 	path := filepath.Join(w.dir, id+PackSuffix)
-	w.mu.Lock()
-	data, ok := w.built[id]
-	w.mu.Unlock()
-	if !ok {
-		var err error
-		data, err = w.build(path)
-		if errors.Is(err, os.ErrNotExist) {
-			w.done(id)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	blocks := filepath.Join(w.dir, id+BlocksSuffix)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		_ = os.Remove(blocks)
+		w.done(id)
+		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, w.s.opts.UploadTimeout)
 	defer cancel()
-	if err := writePack(actx, w.s.bucket, w.s.prefix+packKey(id), data); err != nil {
+	key := w.s.prefix + packKey(id)
+	size, err := writePackFile(actx, w.s.bucket, key, blocks)
+	if errors.Is(err, os.ErrNotExist) {
+		var data []byte
+		if data, err = w.build(path); err != nil {
+			return err
+		}
+		size = int64(len(data))
+		err = writePack(actx, w.s.bucket, key, data)
+	}
+	if err != nil {
 		return err
 	}
-	if err := w.s.idx.setPack(ctx, id, true, int64(len(data)), w.s.now()); err != nil {
+	if err := w.s.idx.setPack(ctx, id, true, size, w.s.now()); err != nil {
 		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return err
 	}
+	_ = os.Remove(blocks)
 	w.mu.Lock()
 	w.puts++
-	delete(w.built, id)
 	w.mu.Unlock()
 	w.done(id)
 	return nil
@@ -554,23 +572,62 @@ func (w *packWriter) build(path string) ([]byte, error) {
 		// Already in the v2 layout: uploaded as it is.
 		return os.ReadFile(path)
 	}
-	bp := newBlockPacker(w.s.benc, w.s.opts.PackBlockSize)
-	err = objectBytes(f, entries, w.s.dec, func(e packEntry, raw []byte) error {
-		bp.add(e.objKey, raw)
-		return nil
+	data, _, err := packBytes(w.s.benc, w.s.opts.PackBlockSize, func(bp *blockPacker) error {
+		return objectBytes(f, entries, w.s.dec, func(e packEntry, raw []byte) error {
+			bp.add(e.objKey, raw)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("staged pack %s: %w", path, err)
 	}
-	data, _ := bp.finish()
 	return data, nil
 }
+
+// writePackFile writes the pack file at path (a whole v2 pack: its footer is checked first) at key,
+// streamed, with one request where the driver allows (see writePack). os.ErrNotExist (wrapped)
+// when there is no such file or it is not a whole pack.
+func writePackFile(ctx context.Context, b *blob.Bucket, key, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	var ft [footerSize]byte
+	if st.Size() < footerSize {
+		return 0, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	if _, err := f.ReadAt(ft[:], st.Size()-footerSize); err != nil {
+		return 0, err
+	}
+	if _, _, _, v, err := decodeFooter(ft[:], st.Size()); err != nil || v != 2 {
+		return 0, fmt.Errorf("%s: not a whole pack: %w", path, os.ErrNotExist)
+	}
+	bw, err := b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: packContentType, BufferSize: bufferFor(st.Size())})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := io.Copy(bw, f); err != nil {
+		_ = bw.Close()
+		return 0, err
+	}
+	return st.Size(), bw.Close()
+}
+
+const packContentType = "application/vnd.runagain.pack"
+
+// bufferFor is the writer buffer for a pack of n bytes: the whole pack (see writePack).
+func bufferFor(n int64) int { return int(max(n+1, 5<<20)) }
 
 // writePack writes a whole pack at key with one request where the driver allows: the buffer
 // covers the whole pack, so gocloud's s3blob (the AWS transfer manager) sends one PutObject for a
 // pack below its 16 MiB multipart threshold, and a single part above it.
 func writePack(ctx context.Context, b *blob.Bucket, key string, data []byte) error {
-	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/vnd.runagain.pack", BufferSize: max(len(data)+1, 5<<20)})
+	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: packContentType, BufferSize: bufferFor(int64(len(data)))})
 }
 
 func (w *packWriter) done(id string) {

@@ -143,7 +143,10 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	benc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level))
+	// Blocks are compressed one at a time (under the append lock): one encoder, its window just
+	// covering a block (a larger window only allocates more history per encoder).
+	benc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(blockWindow(opts.PackBlockSize)))
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +203,16 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 }
 
 func (s *Store) now() time.Time { return s.opts.Now() }
+
+// blockWindow is the zstd window for blocks of n bytes: the power of two at least 2n (at least
+// 64 KiB, at most 8 MiB).
+func blockWindow(n int) int {
+	w := 64 << 10
+	for w < 2*n && w < 8<<20 {
+		w <<= 1
+	}
+	return w
+}
 
 func (s *Store) logger(format string, args ...any) {
 	if s.opts.Logger != nil {
