@@ -46,9 +46,12 @@
 // An upload that fails is retried with backoff until it succeeds, never dropped; after a crash
 // the next Store on the same Dir cuts a torn segment at its last whole record, seals, indexes
 // and uploads it (building its blocks from the staging file). A persistent digest index (SQLite, WAL: Dir/payload-index.db, shared by the
-// collector and the CLI), with a bounded LRU of locations in front (StoreOptions.KnownObjects),
-// finds an object already in any pack, so it is never written again; every dedup hit updates
-// the object's last-referenced time, which Collect (collect.go) honours.
+// collector and the CLI), with a bounded LRU of locations in front (StoreOptions.KnownObjects)
+// and a Bloom filter of every indexed digest (filter.go: a new object costs no SQLite lookup),
+// finds an object already in any pack, so it is never written again. Its rows are inserted in
+// the background (indexer.go), before the pack is uploaded; dedup hits update an object's
+// last-referenced time at most once per TouchWindow, and at once after a Collect began, which
+// keeps Collect's (collect.go) guarantees (see Batch).
 //
 // Single objects (NewStore without Dir; the layout before packs, still resolved everywhere):
 //

@@ -288,3 +288,18 @@ func TestCleanCacheLeafEdits(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkerKeyMemoNested: keys of JSON documents held in strings live in reused buffers; the
+// walker's memo of which keys are credential keys must not answer for a key whose bytes a later
+// document wrote where an earlier key was ("content" then "api_key" at the same place).
+func TestWalkerKeyMemoNested(t *testing.T) {
+	r := newTest(t, Config{})
+	secret := "Zq8vR2mN5xW1kT7pL3sF9hJ4dG6bC0yA"
+	inner1, _ := json.Marshal(map[string]string{"content": "hello there"})
+	inner2, _ := json.Marshal(map[string]string{"api_key": secret})
+	doc, _ := json.Marshal([]map[string]string{{"arguments": string(inner1)}, {"arguments": string(inner2)}})
+	out, fs, _ := r.RedactValue("gen_ai.input.messages", string(doc))
+	if strings.Contains(out, secret) || len(fs) != 1 {
+		t.Fatalf("the api_key of the second nested document was not redacted: %d findings, %s", len(fs), out)
+	}
+}

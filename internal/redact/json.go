@@ -91,21 +91,30 @@ type walker struct {
 }
 
 // keyMemo remembers keyApplies of the last object keys seen by a walker (documents repeat a few
-// keys: role, parts, type, content).
+// keys: role, parts, type, content). It holds a copy of the key: keys of JSON held in a string
+// point into the walker's unescape buffers, which later leaves overwrite.
 type keyMemo struct {
-	key string
+	key [maxMemoKey]byte
+	n   uint8 // len of the key; 0: empty entry
 	ok  bool
 }
 
+// maxMemoKey is the longest key a walker memoises (longer keys go to the Redactor's memo).
+const maxMemoKey = 32
+
 // keyApplies is r.keyApplies(key), memoised in w.
 func (w *walker) keyApplies(r *Redactor, key string) bool {
+	if key == "" || len(key) > maxMemoKey {
+		return r.keyApplies(key)
+	}
 	for i := range w.keys {
-		if e := &w.keys[i]; e.key == key { // a zero entry is right for "": keyApplies("") is false
+		if e := &w.keys[i]; int(e.n) == len(key) && string(e.key[:e.n]) == key {
 			return e.ok
 		}
 	}
 	ok := r.keyApplies(key)
-	w.keys[w.nextKey%len(w.keys)] = keyMemo{key, ok}
+	e := &w.keys[w.nextKey%len(w.keys)]
+	e.n, e.ok = uint8(copy(e.key[:], key)), ok
 	w.nextKey++
 	return ok
 }
@@ -115,7 +124,7 @@ var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
 	w.edits, w.hot, w.ms, w.toks = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0]
-	w.keys, w.nextKey = [16]keyMemo{}, 0 // the keys point into the caller's document
+	w.keys, w.nextKey = [16]keyMemo{}, 0
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
 	}

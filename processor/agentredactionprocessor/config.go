@@ -58,7 +58,7 @@ type Config struct {
 	// acknowledges a span and then drops it.
 	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
 	// CleanCacheMiB bounds the memory of the redaction cache (redact.CleanCache), in MiB (default
-	// 16, about 100,000 strings); 0 turns it off. It remembers whole attribute values and JSON
+	// 8, about 50,000 strings); 0 turns it off. It remembers whole attribute values and JSON
 	// string leaves of at least 64 bytes found clean, and the edits of leaves with findings
 	// (offsets and replacement tokens), as 128-bit hashes, never the values. Agents resend the
 	// conversation with every LLM call, so most message strings have been examined before: with
@@ -81,9 +81,9 @@ type SealConfig struct {
 	KeeperURL string `mapstructure:"keeper_url"`
 }
 
-// DefaultCleanCacheMiB is the default of clean_cache_mib: 16 MiB hold about 100,000 verdicts
+// DefaultCleanCacheMiB is the default of clean_cache_mib: 8 MiB hold about 50,000 verdicts
 // (redact.CleanCacheEntryBytes each), the message strings of some thousands of live conversations.
-const DefaultCleanCacheMiB = 16
+const DefaultCleanCacheMiB = 8
 
 // MaxCleanCacheMiB is the largest clean_cache_mib accepted.
 const MaxCleanCacheMiB = 4096
