@@ -18,8 +18,9 @@ type Rows interface {
 }
 
 // AttrDecoder turns a stored attributes column into the JSON object text of
-// SpanSummary.Attributes (a backend that stores the JSON as is passes nil).
-type AttrDecoder func(stored []byte) (string, error)
+// SpanSummary.Attributes; s holds the row's other columns (a backend that stores the JSON as is
+// passes nil).
+type AttrDecoder func(s *SpanSummary, stored []byte) (string, error)
 
 // ScanSpanSummaries reads every row of rows and closes it. The columns are, in order: trace_id,
 // span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
@@ -51,7 +52,7 @@ func ScanSpanSummaries(rows Rows, decode AttrDecoder) ([]SpanSummary, error) {
 		if decode == nil {
 			s.Attributes = string(stored)
 		} else {
-			a, err := decode(stored)
+			a, err := decode(&s, stored)
 			if err != nil {
 				return nil, fmt.Errorf("span %s attributes: %w", s.SpanID, err)
 			}

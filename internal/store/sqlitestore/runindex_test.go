@@ -427,3 +427,34 @@ func TestRunIndexIncrementalCountsEachSpanOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 }
+
+// TestRunIndexAlertsCountedOnce: an alert record retried is counted once; an alert that arrives
+// before its run's spans is counted when the run's index row is made; one after, added to it.
+func TestRunIndexAlertsCountedOnce(t *testing.T) {
+	ctx := context.Background()
+	hot, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	require.NoError(t, err)
+	defer hot.Close()
+	alerts := func(seed string) int {
+		var n int
+		require.NoError(t, hot.db.QueryRow(`SELECT alerts FROM runs WHERE trace_id = ?`, storetest.TraceID(seed).String()).Scan(&n))
+		return n
+	}
+	early := storetest.Run{Seed: "al-early", Service: "svc", Model: "gpt-4.1", Start: indexT0, LLMCalls: 1}
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(early, "loop")))
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(early, "loop")), "the same record retried")
+	_, err = hot.WriteTraces(ctx, storetest.Traces(early))
+	require.NoError(t, err)
+	assert.Equal(t, 1, alerts("al-early"), "counted when the run's row was made, once")
+
+	late := storetest.Run{Seed: "al-late", Service: "svc", Model: "gpt-4.1", Start: indexT0 + 1, LLMCalls: 1}
+	_, err = hot.WriteTraces(ctx, storetest.Traces(late))
+	require.NoError(t, err)
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(late, "loop")))
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(late, "loop")))
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(late, "cost spike")))
+	assert.Equal(t, 2, alerts("al-late"), "two distinct records, the first one retried")
+	var records int
+	require.NoError(t, hot.db.QueryRow(`SELECT COUNT(*) FROM logs`).Scan(&records))
+	assert.Equal(t, 3, records)
+}

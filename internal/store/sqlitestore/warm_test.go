@@ -1,9 +1,9 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,7 +30,7 @@ func TestWarmWriteReadExpire(t *testing.T) {
 	require.NoError(t, w.WriteTraces(ctx, td), "a retried batch replaces its rows")
 	require.NoError(t, w.WriteLogs(ctx, storetest.Alert(run, "loop detected")))
 
-	attrs := storedAttrs(t, w.SQL())
+	attrs := storedAttrs(t, w)
 	require.Len(t, attrs, run.Spans())
 	for _, a := range attrs {
 		assert.NotContains(t, a, "PAYLOAD-SECRET")
@@ -89,27 +89,25 @@ func TestHotExpireByIngestion(t *testing.T) {
 }
 
 // storedAttrs returns every span summary's attributes column decoded.
-func storedAttrs(t *testing.T, db *sql.DB) []string {
+func storedAttrs(t *testing.T, w *WarmDB) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT attributes FROM span_summaries`)
+	rows, err := w.SQL().Query(`SELECT trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano,
+	  end_time_unix_nano, status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens,
+	  cost_usd, unpriced, tool_name, agent_name, error_type, attributes FROM span_summaries`)
 	require.NoError(t, err)
-	defer rows.Close()
+	sums, err := store.ScanSpanSummaries(rows, decodeAttrs)
+	require.NoError(t, err)
 	var out []string
-	for rows.Next() {
-		var b []byte
-		require.NoError(t, rows.Scan(&b))
-		js, err := decodeAttrs(b)
-		require.NoError(t, err)
-		out = append(out, js)
+	for _, s := range sums {
+		out = append(out, s.Attributes)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 
-// TestWarmAttributesStoredCompressed: the attributes of version 3 rows are a zstd frame (short
-// objects stay text), smaller than their JSON, and a run read back carries exactly the
-// attributes the summaries had.
-func TestWarmAttributesStoredCompressed(t *testing.T) {
+// TestWarmAttributesStoredCompact: version 4 rows hold the compact form of their attributes,
+// smaller than the JSON, using the row's columns for the values they repeat, and a run read back
+// carries exactly the attributes the summaries had.
+func TestWarmAttributesStoredCompact(t *testing.T) {
 	ctx := context.Background()
 	w, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{})
 	require.NoError(t, err)
@@ -119,7 +117,7 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 	require.NoError(t, w.WriteTraces(ctx, td))
 	want, _ := store.Summarize(td, nil, nil)
 
-	var blobs, texts, stored, plain int
+	var stored, plain, compact int
 	rows, err := w.SQL().Query(`SELECT typeof(attributes), length(attributes), attributes FROM span_summaries`)
 	require.NoError(t, err)
 	for rows.Next() {
@@ -127,24 +125,19 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 		var n int
 		var b []byte
 		require.NoError(t, rows.Scan(&typ, &n, &b))
-		js, err := decodeAttrs(b)
-		require.NoError(t, err)
 		stored += n
-		plain += len(js)
-		switch typ {
-		case "blob":
-			blobs++
-			assert.True(t, bytes.HasPrefix(b, zstdMagic))
-		case "text":
-			texts++
-			assert.Less(t, len(js), attrsMinCompress)
+		if typ == "blob" && b[0] == attrsCompact {
+			compact++
 		}
 	}
 	require.NoError(t, rows.Err())
 	rows.Close()
-	assert.Positive(t, blobs)
-	assert.Equal(t, len(want), blobs+texts)
-	assert.Less(t, stored, plain, "compressed in total")
+	for _, s := range want {
+		plain += len(s.Attributes)
+	}
+	assert.Equal(t, len(want), compact, "every row in the compact form")
+	assert.Less(t, stored, plain/2, "less than half the JSON's bytes")
+	t.Logf("attributes: %d bytes stored for %d bytes of JSON", stored, plain)
 
 	got, err := w.Run(ctx, storetest.TraceID("z").String())
 	require.NoError(t, err)
@@ -156,8 +149,67 @@ func TestWarmAttributesStoredCompressed(t *testing.T) {
 	for _, s := range want {
 		assert.JSONEq(t, s.Attributes, byID[s.SpanID], s.Name)
 	}
-	_, err = decodeAttrs(append(append([]byte{}, zstdMagic...), 1, 2, 3))
-	assert.Error(t, err, "a damaged frame is an error")
+	assert.ElementsMatch(t, func() []string {
+		var out []string
+		for _, s := range want {
+			out = append(out, s.Attributes)
+		}
+		return out
+	}(), storedAttrs(t, w), "byte for byte")
+}
+
+// TestCompactAttrsRoundTrip: the compact form rebuilds json.Marshal's text byte for byte, keys
+// outside the table and values with escapes included, replaces values equal to the row's columns
+// by a tag, keeps a text it would not rebuild as it is, and refuses damaged input.
+func TestCompactAttrsRoundTrip(t *testing.T) {
+	row := store.SpanSummary{SessionID: "conv-<1>", Model: "gpt-4.1", ToolName: "get_weather", AgentName: "a",
+		ErrorType: "Timeout", InputTokens: 120, OutputTokens: 0}
+	for _, attrs := range []map[string]any{
+		{},
+		{"gen_ai.conversation.id": "conv-<1>", "gen_ai.request.model": "gpt-4.1", "gen_ai.usage.input_tokens": 120,
+			"gen_ai.usage.output_tokens": 0, "gen_ai.tool.name": "get_weather", "error.type": "Timeout", "gen_ai.agent.name": "a"},
+		{"x.custom": "é \"quoted\" & <b>", "gen_ai.response.finish_reasons": []any{"stop", "length"}, "n": 1.5,
+			"flag": true, "nested": map[string]any{"k": "v"}, "": "empty key", "session.id": "conv-<1>"},
+		{"gen_ai.usage.input_tokens": 121, "gen_ai.request.model": "gpt-4o"},
+	} {
+		js, err := json.Marshal(attrs)
+		require.NoError(t, err)
+		s := row
+		s.Attributes = string(js)
+		stored, _ := encodeAttrs(nil, &s)
+		if len(attrs) == 0 {
+			assert.Equal(t, "{}", stored, "an empty object stays text")
+			continue
+		}
+		b, ok := stored.([]byte)
+		require.True(t, ok, "compact for %s", js)
+		assert.Less(t, len(b), len(js), "%s", js)
+		got, err := decodeAttrs(&s, b)
+		require.NoError(t, err)
+		assert.Equal(t, string(js), got)
+	}
+	s := row
+	s.SessionID = "conv-1"
+	s.Attributes = `{"gen_ai.conversation.id":"conv-1","gen_ai.usage.input_tokens":120}`
+	stored, _ := encodeAttrs(nil, &s)
+	b := stored.([]byte)
+	assert.Equal(t, []byte{attrsCompact, attrKeyIndex[`"gen_ai.conversation.id"`], attrSameSession,
+		attrKeyIndex[`"gen_ai.usage.input_tokens"`], attrSameInput}, b, "values equal to the row's columns are tags")
+
+	for _, text := range []string{`{"b":1, "a":2}`, `{ "a":2}`, `{"a":[1, 2]}`, `not json`, `[1,2]`, `{"a":1}}`, `{"a":"x"`} {
+		s.Attributes = text
+		stored, _ := encodeAttrs(nil, &s)
+		assert.Equal(t, text, stored, "kept as it is: %s", text)
+	}
+	s.Attributes = `{"b":1,"a":{"c":[true,null,"]"]},"d":-1.5e3}` // members as written, any order
+	stored, _ = encodeAttrs(nil, &s)
+	back, err := decodeAttrs(&s, stored.([]byte))
+	require.NoError(t, err)
+	assert.Equal(t, s.Attributes, back)
+	for _, bad := range [][]byte{{attrsCompact, 200, 0}, {attrsCompact, 1}, {attrsCompact, 1, 0, 9}, {attrsCompact, 1, 99}, {0x7f}} {
+		_, err := decodeAttrs(&s, bad)
+		assert.Error(t, err, "%v", bad)
+	}
 }
 
 // warmV2DDL is the warm schema of version 2: attributes as TEXT, indexes on start time and
@@ -263,4 +315,52 @@ func TestWarmVersion2FileReadAndMigrated(t *testing.T) {
 	removed, err := w.Erase(ctx, store.Erasure{Session: "conv-old", TraceIDs: []string{oldID}})
 	require.NoError(t, err)
 	assert.EqualValues(t, old.Spans(), removed.Counts["span_summaries"], "an erasure by session works without the session index")
+}
+
+// TestWarmVersion3FileMigrated: a version 3 file (no orphans table) holding a
+// run whose children arrived before their root is migrated when opened for writing: its orphans
+// table is built from its rows, so the root arriving afterwards completes the run, and the
+// index lists what aggregating the rows lists.
+func TestWarmVersion3FileMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "warm.db")
+	runs := indexRuns()
+	children, root := splitChildrenFirst(runs[6])
+	w, err := OpenWarm(path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, w.WriteTraces(ctx, storetest.Traces(runs[:6]...)))
+	require.NoError(t, w.WriteTraces(ctx, children))
+	require.NoError(t, w.Close())
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = raw.Exec(`DROP TABLE summary_orphans; PRAGMA user_version = 3;`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	r, err := OpenWarm(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	rows, err := r.Runs(ctx, store.RunFilter{SessionID: runs[6].Session})
+	require.NoError(t, err)
+	require.NotEmpty(t, rows)
+	assert.True(t, rows[0].Incomplete, "read-only: the version 3 index as it is")
+	require.NoError(t, r.Close())
+
+	w, err = OpenWarm(path, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	var orphans int
+	require.NoError(t, w.SQL().QueryRow(`SELECT COALESCE(SUM(spans), 0) FROM summary_orphans`).Scan(&orphans))
+	assert.Positive(t, orphans, "the migration built the orphans table from the rows")
+	require.NoError(t, w.WriteTraces(ctx, root))
+	for _, f := range filters(runs) {
+		want, err := listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", "warm")
+		require.NoError(t, err)
+		got, err := w.Runs(ctx, f)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "filter %+v", f)
+	}
+	rows, err = w.Runs(ctx, store.RunFilter{Limit: 1, Since: time.Unix(0, runs[6].Start), Until: time.Unix(0, runs[6].Start+1)})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.False(t, rows[0].Incomplete, "the root completed the run")
 }

@@ -1,0 +1,79 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+// BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
+// (2048 summaries of 50 runs a batch, each run continued by the next batches) in two ways in the
+// same run: "apply", the incremental run index (RunBatch), and "recompute", each touched run
+// recomputed from all its stored rows (the maintenance before version 4). It reports the
+// attributes' stored bytes per row and the file's bytes per summary at the end.
+//
+//	go test ./internal/store/sqlitestore/ -run '^$' -bench WarmWrite -benchmem -benchtime 40x
+func BenchmarkWarmWrite(b *testing.B) {
+	for _, mode := range []string{"apply", "recompute"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			w, err := OpenWarm(filepath.Join(b.TempDir(), "warm.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			w.recomputeIndex = mode == "recompute"
+			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
+			// (with their tool calls), the run of iteration i continued at i+1 under the same trace.
+			batches := make([][]store.SpanSummary, b.N)
+			for it := range batches {
+				var all []store.SpanSummary
+				for r := 0; len(all) < 2048; r++ {
+					run := storetest.Run{Seed: fmt.Sprintf("bench-%d-%d", it/4, r), Session: fmt.Sprintf("conv-%d", r), Service: "svc",
+						Agent: "a", Model: "gpt-4.1", Start: int64(it+1) * 1e12, LLMCalls: 8, ToolFail: r%7 == 0}
+					spans, _ := store.Summarize(storetest.Traces(run), nil, nil)
+					ids := map[string]string{} // later iterations add spans (a copy of the run) to the run
+					for i := range spans {
+						ids[spans[i].SpanID] = fmt.Sprintf("%08x%08x", it%4, i)
+					}
+					for i := range spans {
+						spans[i].SpanID = ids[spans[i].SpanID]
+						if p, ok := ids[spans[i].ParentSpanID]; ok {
+							spans[i].ParentSpanID = p
+						}
+					}
+					all = append(all, spans...)
+				}
+				batches[it] = all
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			rows := 0
+			for it := 0; it < b.N; it++ {
+				if err := w.write(ctx, batches[it], nil); err != nil {
+					b.Fatal(err)
+				}
+				rows += len(batches[it])
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "summaries/s")
+			var attrs, pages float64
+			if err := w.db.QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries`).Scan(&attrs); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.db.QueryRow(`SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&pages); err != nil {
+				b.Fatal(err)
+			}
+			var n float64
+			if err := w.db.QueryRow(`SELECT COUNT(*) FROM span_summaries`).Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(attrs, "attr-B/row")
+			b.ReportMetric(pages/n, "file-B/row")
+		})
+	}
+}
