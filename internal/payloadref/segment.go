@@ -31,7 +31,7 @@ type segment struct {
 	path    string
 	f       *os.File
 	size    int64
-	entries []packEntry
+	objects int          // appended so far (their entries are bp's; stagingEntries derives the records')
 	bp      *blockPacker // writes the pack as it will be uploaded (objects compressed in blocks) to bf
 	bf      *os.File     // <id>.blocks beside the staging file; nil when it could not be made
 	opened  time.Time
@@ -236,7 +236,7 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 		return e.pack, nil
 	}
 	rec := int64(recordHeaderSize + len(content))
-	if w.cur != nil && len(w.cur.entries) > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
+	if w.cur != nil && w.cur.objects > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
 		if err := w.sealLocked(); err != nil {
 			return "", err
 		}
@@ -257,7 +257,7 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	}
 	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(content)), raw: int64(len(content)), inOff: -1, rawRec: true}
 	c.size += rec
-	c.entries = append(c.entries, e)
+	c.objects++
 	c.bp.add(k, content)
 	w.pending[k] = packEntryAt{e, c.id}
 	return c.id, nil
@@ -287,13 +287,26 @@ func (w *packWriter) openLocked() error {
 	return nil
 }
 
+// stagingEntries returns the staging file's entries (raw records, one after the other from
+// offset 0, in append order) of the objects a segment's block packer holds.
+func stagingEntries(bes []packEntry) []packEntry {
+	out := make([]packEntry, len(bes))
+	var off int64
+	for i, e := range bes {
+		off += recordHeaderSize
+		out[i] = packEntry{objKey: e.objKey, off: off, zlen: uint32(e.raw), raw: e.raw, inOff: -1, rawRec: true}
+		off += e.raw
+	}
+	return out
+}
+
 // sealLocked writes the open segment's trailer, fsyncs and closes it and queues its upload.
 func (w *packWriter) sealLocked() error {
 	c := w.cur
 	if c == nil {
 		return nil
 	}
-	if len(c.entries) == 0 {
+	if c.objects == 0 {
 		_ = c.f.Close()
 		_ = os.Remove(c.path)
 		if c.bf != nil {
@@ -303,7 +316,7 @@ func (w *packWriter) sealLocked() error {
 		w.cur = nil
 		return nil
 	}
-	t := encodeTrailer(c.entries, c.size)
+	t := encodeTrailer(stagingEntries(c.bp.entries), c.size)
 	if _, err := c.f.WriteAt(t, c.size); err != nil {
 		return fmt.Errorf("payloadref: sealing %s: %w", c.path, err)
 	}
@@ -468,7 +481,7 @@ func (w *packWriter) ager() {
 				asked = os.Remove(req) == nil
 			}
 			w.mu.Lock()
-			if c := w.cur; c != nil && len(c.entries) > 0 && (asked || w.s.now().Sub(c.opened) >= w.maxAge) {
+			if c := w.cur; c != nil && c.objects > 0 && (asked || w.s.now().Sub(c.opened) >= w.maxAge) {
 				if err := w.sealLocked(); err != nil {
 					w.s.logger("payloadref: %v", err)
 				}
