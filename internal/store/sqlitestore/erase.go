@@ -70,7 +70,7 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 	}
 	err := eraseTx(ctx, d.db, e.TraceIDs, func(tx *sql.Tx, ids string) error {
 		if d.hasRefs {
-			refs, err := tx.QueryContext(ctx, `SELECT DISTINCT uri FROM payload_refs WHERE trace_id IN (SELECT value FROM json_each(?))
+			refs, err := tx.QueryContext(ctx, `SELECT DISTINCT uri FROM payload_ref_uris WHERE trace_id IN (SELECT value FROM json_each(?))
 			  OR row_id IN (SELECT 'log:' || record_sha256 FROM logs WHERE session_id = ? AND ? != '')`, ids, e.Session, e.Session)
 			if err != nil {
 				return err

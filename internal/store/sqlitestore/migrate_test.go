@@ -131,7 +131,7 @@ func downgradeToV3(t *testing.T, path string) {
 	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
 	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE zstd_dicts;
 	  DROP TRIGGER spans_orphans_delete; DROP TABLE span_orphans;
-	  CREATE INDEX spans_start ON spans (start_time_unix_nano); CREATE INDEX IF NOT EXISTS payload_refs_uri ON payload_refs (uri);
+	  CREATE INDEX spans_start ON spans (start_time_unix_nano);`+refsBeforeV6+`
 	  PRAGMA user_version = 3;`)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
@@ -154,7 +154,7 @@ func TestVersion4FileMigrated(t *testing.T) {
 	raw, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
 	_, err = raw.Exec(`DROP TRIGGER spans_orphans_delete; DROP TABLE span_orphans;
-	  CREATE INDEX spans_start ON spans (start_time_unix_nano); CREATE INDEX payload_refs_uri ON payload_refs (uri);
+	  CREATE INDEX spans_start ON spans (start_time_unix_nano);` + refsBeforeV6 + `
 	  PRAGMA user_version = 4;`)
 	require.NoError(t, err)
 	require.NoError(t, raw.Close())
@@ -187,3 +187,13 @@ func TestVersion4FileMigrated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, rows)
 }
+
+// refsBeforeV6 turns payload_refs into its shape before version 6 (trace_id, row_id, uri, with
+// the uri index versions 2 to 4 had), keeping every reference.
+const refsBeforeV6 = `
+DROP TRIGGER spans_payload_refs_delete; DROP TRIGGER logs_payload_refs_delete; DROP VIEW payload_ref_uris;
+CREATE TABLE payload_refs_old (trace_id TEXT NOT NULL, row_id TEXT NOT NULL, uri TEXT NOT NULL,
+  PRIMARY KEY (trace_id, row_id, uri)) WITHOUT ROWID;
+INSERT INTO payload_refs_old SELECT r.trace_id, r.row_id, p.prefix || r.name FROM payload_refs r JOIN payload_prefixes p ON p.id = r.prefix_id;
+DROP TABLE payload_refs; DROP TABLE payload_prefixes; ALTER TABLE payload_refs_old RENAME TO payload_refs;
+CREATE INDEX payload_refs_uri ON payload_refs (uri);` + refsTriggers

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -16,23 +17,42 @@ import (
 // # Payload references (hot file, added beside schema version 2; created on open for writing)
 //
 //	payload_refs: one row per payload reference URI of a stored span or log record
-//	  trace_id   TEXT  as the row's trace_id ('' for a log record without one)
-//	  row_id     TEXT  the span's span_id, or "log:" + the record's record_sha256
-//	  uri        TEXT  the K_ref value (store.SpanPayloadRefs, store.LogPayloadRefs)
-//	  primary key (trace_id, row_id, uri); no index on uri (version 5 dropped it: the payload
-//	  sweep's listing of distinct URIs, once per retention pass, sorts them instead)
+//	  trace_id   TEXT     as the row's trace_id ('' for a log record without one)
+//	  row_id     TEXT     the span's span_id, or "log:" + the record's record_sha256
+//	  prefix_id  INTEGER  payload_prefixes.id: the URI up to and including its last '/'
+//	  name       TEXT     the rest of the URI
+//	  primary key (trace_id, row_id, prefix_id, name)
+//	payload_prefixes: id INTEGER primary key, prefix TEXT unique
+//	payload_ref_uris (view): trace_id, row_id, uri = prefix || name: the K_ref value
+//	  (store.SpanPayloadRefs, store.LogPayloadRefs)
+//
+// Version 6 splits the URI (183 characters on the bench, of which 106 name the bucket and the
+// pack every reference of a pack shares); before it the table held trace_id, row_id and uri,
+// and a file of that shape is converted (in one transaction, from its rows) when opened for
+// writing, read as it is read-only. There is no index on the URI (version 5 dropped it: the
+// payload sweep's listing of distinct URIs, once per retention pass, sorts them instead).
 //
 // Triggers delete a span's or record's references with it (retention, erasure), so the
 // distinct URIs of payload_refs are exactly the payloads the hot tier still references: the
 // live set of payload garbage collection (store.LiveRefs). A file written before the table
 // existed is backfilled from the stored OTLP once, when first opened for writing.
 const refsDDL = `
+CREATE TABLE IF NOT EXISTS payload_prefixes (
+  id     INTEGER NOT NULL PRIMARY KEY,
+  prefix TEXT    NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS payload_refs (
-  trace_id TEXT NOT NULL,
-  row_id   TEXT NOT NULL,
-  uri      TEXT NOT NULL,
-  PRIMARY KEY (trace_id, row_id, uri)
+  trace_id  TEXT    NOT NULL,
+  row_id    TEXT    NOT NULL,
+  prefix_id INTEGER NOT NULL,
+  name      TEXT    NOT NULL,
+  PRIMARY KEY (trace_id, row_id, prefix_id, name)
 ) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS payload_ref_uris AS
+  SELECT r.trace_id, r.row_id, p.prefix || r.name AS uri FROM payload_refs r JOIN payload_prefixes p ON p.id = r.prefix_id;
+` + refsTriggers
+
+const refsTriggers = `
 CREATE TRIGGER IF NOT EXISTS spans_payload_refs_delete AFTER DELETE ON spans BEGIN
   DELETE FROM payload_refs WHERE trace_id = old.trace_id AND row_id = old.span_id;
 END;
@@ -41,7 +61,76 @@ CREATE TRIGGER IF NOT EXISTS logs_payload_refs_delete AFTER DELETE ON logs BEGIN
 END;
 `
 
-const insertRef = `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, uri) VALUES (?,?,?)`
+// convertRefs turns a payload_refs table of the shape before version 6 (trace_id, row_id, uri)
+// into the split one, keeping every reference. The prefix is the URI up to its last '/' (rtrim
+// of every character that is not '/').
+const convertRefs = `
+DROP TRIGGER IF EXISTS spans_payload_refs_delete;
+DROP TRIGGER IF EXISTS logs_payload_refs_delete;
+DROP INDEX IF EXISTS payload_refs_uri;
+ALTER TABLE payload_refs RENAME TO payload_refs_v5;
+CREATE TABLE payload_prefixes (
+  id     INTEGER NOT NULL PRIMARY KEY,
+  prefix TEXT    NOT NULL UNIQUE
+);
+INSERT INTO payload_prefixes (prefix) SELECT DISTINCT rtrim(uri, replace(uri, '/', '')) FROM payload_refs_v5;
+CREATE TABLE payload_refs (
+  trace_id  TEXT    NOT NULL,
+  row_id    TEXT    NOT NULL,
+  prefix_id INTEGER NOT NULL,
+  name      TEXT    NOT NULL,
+  PRIMARY KEY (trace_id, row_id, prefix_id, name)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name)
+  SELECT r.trace_id, r.row_id, p.id, substr(r.uri, length(p.prefix) + 1)
+  FROM payload_refs_v5 r JOIN payload_prefixes p ON p.prefix = rtrim(r.uri, replace(r.uri, '/', ''));
+DROP TABLE payload_refs_v5;
+`
+
+// splitURI returns the prefix of uri (up to and including its last '/') and the rest.
+func splitURI(uri string) (prefix, name string) {
+	i := strings.LastIndexByte(uri, '/') + 1
+	return uri[:i], uri[i:]
+}
+
+// refWriter adds payload references in one transaction, resolving each prefix once per
+// transaction (a prefix id learnt in a transaction that rolls back is never used again).
+type refWriter struct {
+	ins, prefix *sql.Stmt
+	ids         map[string]int64
+}
+
+func newRefWriter(ctx context.Context, tx *sql.Tx) (*refWriter, error) {
+	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name) VALUES (?,?,?,?)`)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := tx.PrepareContext(ctx, `INSERT INTO payload_prefixes (prefix) VALUES (?)
+	  ON CONFLICT (prefix) DO UPDATE SET prefix = excluded.prefix RETURNING id`)
+	if err != nil {
+		ins.Close()
+		return nil, err
+	}
+	return &refWriter{ins: ins, prefix: prefix, ids: map[string]int64{}}, nil
+}
+
+func (w *refWriter) add(ctx context.Context, trace, row, uri string) error {
+	p, name := splitURI(uri)
+	id, ok := w.ids[p]
+	if !ok {
+		if err := w.prefix.QueryRowContext(ctx, p).Scan(&id); err != nil {
+			return err
+		}
+		w.ids[p] = id
+	}
+	_, err := w.ins.ExecContext(ctx, trace, row, id, name)
+	return err
+}
+
+func (w *refWriter) close() {
+	w.ins.Close()
+	w.prefix.Close()
+}
 
 // logRowID is the payload_refs row_id of a log record.
 func logRowID(recordSHA256 string) string { return "log:" + recordSHA256 }
@@ -52,12 +141,27 @@ func tableExists(db *sql.DB, name string) bool {
 	return err == nil && n > 0
 }
 
-// ensurePayloadRefs creates payload_refs and its triggers, backfilling it from the stored rows
-// when the table did not exist (a file written by an older build), in one transaction.
+// refsShape reports the payload_refs table of db: "" (none), "uri" (before version 6) or
+// "split".
+func refsShape(db *sql.DB) string {
+	if !tableExists(db, "payload_refs") {
+		return ""
+	}
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('payload_refs') WHERE name = 'uri'`).Scan(&n); err == nil && n > 0 {
+		return "uri"
+	}
+	return "split"
+}
+
+// ensurePayloadRefs creates payload_refs, its prefixes, view and triggers: converting a table of
+// the shape before version 6, or backfilling it from the stored rows when it did not exist (a
+// file written by an older build), in one transaction.
 func (d *DB) ensurePayloadRefs(ctx context.Context) error {
-	d.hasRefs = true
-	if tableExists(d.db, "payload_refs") {
-		_, err := d.db.ExecContext(ctx, refsDDL) // the triggers, if an older build created only the table
+	d.hasRefs, d.refsShape = true, "split"
+	shape := refsShape(d.db)
+	if shape == "split" {
+		_, err := d.db.ExecContext(ctx, refsDDL) // the view and triggers, if missing
 		return err
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -65,17 +169,22 @@ func (d *DB) ensurePayloadRefs(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if shape == "uri" {
+		if _, err := tx.ExecContext(ctx, convertRefs+refsDDL); err != nil {
+			return fmt.Errorf("convert payload_refs: %w", err)
+		}
+		return tx.Commit()
+	}
 	if _, err := tx.ExecContext(ctx, refsDDL); err != nil {
 		return fmt.Errorf("create payload_refs: %w", err)
 	}
-	ins, err := tx.PrepareContext(ctx, insertRef)
+	w, err := newRefWriter(ctx, tx)
 	if err != nil {
 		return err
 	}
-	defer ins.Close()
+	defer w.close()
 	if err := d.eachStoredRef(ctx, tx, func(trace, row, uri string) error {
-		_, err := ins.ExecContext(ctx, trace, row, uri)
-		return err
+		return w.add(ctx, trace, row, uri)
 	}); err != nil {
 		return fmt.Errorf("backfill payload_refs: %w", err)
 	}
@@ -177,7 +286,11 @@ func (d *DB) EachPayloadRef(ctx context.Context, yield func(uri string) bool) er
 			return nil
 		})
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT uri FROM payload_refs ORDER BY uri`)
+	q := `SELECT DISTINCT uri FROM payload_ref_uris ORDER BY uri`
+	if d.refsShape == "uri" { // a file before version 6, read-only
+		q = `SELECT DISTINCT uri FROM payload_refs ORDER BY uri`
+	}
+	rows, err := d.db.QueryContext(ctx, q)
 	if err != nil {
 		return fmt.Errorf("sqlite hot tier: list payload references: %w", err)
 	}

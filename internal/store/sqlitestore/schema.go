@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 5)
+// # Schema (a contract for the CLI and any other reader; version 6)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -46,7 +46,8 @@
 //	  ingested_unix_nano    INTEGER
 //	  otlp_codec, otlp_dict INTEGER  as for spans (version 4)
 //
-//	zstd_dicts (codec.go), runs and span_orphans (runindex.go), payload_refs (refs.go)
+//	zstd_dicts (codec.go), runs and span_orphans (runindex.go), payload_refs, payload_prefixes and
+//	the payload_ref_uris view (refs.go)
 //
 // The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
 // idempotent: a batch retried after a crash or timeout replaces rows with identical content
@@ -70,7 +71,11 @@ package sqlitestore
 // from the span rows by the migration) and drops two indexes no query uses since the run index:
 // spans_start and payload_refs_uri (the payload sweep's one listing of distinct URIs sorts them).
 // Read-only, a version 4 file is read as it is.
-const SchemaVersion = 5
+//
+// Version 6 stores payload references split into a shared prefix and a name (refs.go:
+// payload_prefixes, the payload_ref_uris view); the payload_refs table of an older file is
+// converted from its rows when the file is opened for writing, read as it is read-only.
+const SchemaVersion = 6
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -133,4 +138,5 @@ DROP INDEX IF EXISTS spans_start;
 DROP INDEX IF EXISTS payload_refs_uri;
 PRAGMA user_version = 5;
 COMMIT;`,
+	5: `SELECT 1;`, // payload_refs is converted by ensurePayloadRefs, which checks its shape
 }

@@ -26,8 +26,9 @@ type DB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int  // the file's schema version (1: no cost columns, read-only)
-	hasRefs     bool // the payload_refs table exists (always when opened for writing)
+	version     int    // the file's schema version (1: no cost columns, read-only)
+	hasRefs     bool   // the payload_refs table exists (always when opened for writing)
+	refsShape   string // its shape (refsShape): "split" when opened for writing
 	codec       *otlpCodec
 	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
 	// maintenance before version 5): the same-run baseline of the write benchmarks.
@@ -85,7 +86,8 @@ func Open(path string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
 		}
 	} else {
-		d.hasRefs = tableExists(db, "payload_refs")
+		d.refsShape = refsShape(db)
+		d.hasRefs = d.refsShape != ""
 	}
 	if d.prices == nil {
 		d.prices = pricing.DefaultPrices()
@@ -135,11 +137,11 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 			replace.Close()
 		}
 	}()
-	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	refs, err := newRefWriter(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	defer refStmt.Close()
+	defer refs.close()
 	now := d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
 	batch := RunBatch{Ingested: now}
@@ -201,7 +203,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 					batch.Replaced(f.TraceID)
 				}
 				for _, uri := range store.SpanPayloadRefs(span) {
-					if _, err := refStmt.ExecContext(ctx, f.TraceID, f.SpanID, uri); err != nil {
+					if err := refs.add(ctx, f.TraceID, f.SpanID, uri); err != nil {
 						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
 					}
 				}
@@ -247,11 +249,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	defer again.Close()
-	refStmt, err := tx.PrepareContext(ctx, insertRef)
+	refs, err := newRefWriter(ctx, tx)
 	if err != nil {
 		return err
 	}
-	defer refStmt.Close()
+	defer refs.close()
 	now := d.now().UnixNano()
 	var m plog.ProtoMarshaler
 	batch := RunBatch{Ingested: now}
@@ -298,7 +300,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					batch.Alert(hexOrEmpty(lr.TraceID()))
 				}
 				for _, uri := range store.LogPayloadRefs(lr) {
-					if _, err := refStmt.ExecContext(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
+					if err := refs.add(ctx, hexOrEmpty(lr.TraceID()), logRowID(hex.EncodeToString(sum[:])), uri); err != nil {
 						return fmt.Errorf("insert payload reference of log record: %w", err)
 					}
 				}
