@@ -15,6 +15,11 @@ import (
 // the index CollectOnly, so it runs beside the collector that writes the packs; packs the
 // collector has not uploaded yet are not swept: an erasure first asks the collector to seal and
 // upload its open pack now and waits for the upload (payloadref.SealStaged, at most sealWait).
+//
+// Without Dir (a bucket in the single-object layout, sha256/<hex>.zst and .manifest.zst) there
+// is no index and no staging area: Collect then sweeps the single objects only, by their
+// modification time against Grace, and leaves any pack untouched (it cannot know when their
+// objects were last referenced).
 type Packs struct {
 	URL string // payloads::url
 	Dir string // payloads::dir
@@ -37,7 +42,7 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		return PayloadStats{}, err
 	}
 	defer func() { _ = s.Close() }()
-	if len(o.Erased) > 0 {
+	if len(o.Erased) > 0 && p.Dir != "" {
 		// The collector's open pack may hold erased objects: have it sealed and uploaded now
 		// (bounded: with the bucket down they stay staged, and a later pass removes them).
 		sctx, cancel := context.WithTimeout(ctx, sealWait)
@@ -65,4 +70,14 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		KeptShared:     st.KeptShared,
 		KeptRecent:     st.KeptRecent,
 	}, err
+}
+
+var _ PayloadSweeper = (*Packs)(nil)
+
+// NewSweeper returns the sweeper of the payload bucket at url, payloadref Collect (Packs) with
+// the digest index of dir (runagain_storage payloads::dir; "" for a bucket of single objects):
+// grace spares unreferenced objects referenced or written less than grace before the sweep (now
+// is the clock; nil for time.Now).
+func NewSweeper(url, dir string, grace time.Duration, now func() time.Time) PayloadSweeper {
+	return &Packs{URL: url, Dir: dir, Grace: grace, Now: now}
 }

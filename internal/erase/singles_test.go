@@ -10,7 +10,8 @@ import (
 	"github.com/runagain/runagain/internal/payloadref"
 )
 
-// TestSingleObjectsUnreadableLiveManifest: a live reference to a manifest that cannot be decoded
+// TestSingleObjectsUnreadableLiveManifest: in a bucket of single objects swept without a digest
+// index (NewSweeper with no dir), a live reference to a manifest that cannot be decoded
 // stops the sweep with an error naming it, and deletes nothing (the objects it may reach stay).
 func TestSingleObjectsUnreadableLiveManifest(t *testing.T) {
 	ctx := context.Background()
@@ -31,7 +32,7 @@ func TestSingleObjectsUnreadableLiveManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &SingleObjects{URL: bucketURL, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	s := NewSweeper(bucketURL, "", 0, func() time.Time { return time.Now().Add(time.Hour) })
 	live := func(yield func(string) bool) error { yield(uri); return nil }
 	_, err = s.Sweep(ctx, live, SweepOptions{})
 	if err == nil || !strings.Contains(err.Error(), manifestKey) {
