@@ -194,9 +194,10 @@ type strTok struct {
 //
 // A first pass records the string tokens (and, with a CleanCache, looks up every string of at
 // least MinCleanCacheLen bytes that is not under a credential key); the prefilter then runs over
-// the bytes between the known-clean strings only (no trigger crosses a '"', see prefilter), and
-// a second pass examines the other strings. A string examined and found clean is added to the
-// cache.
+// the strings not known and on the stretches between long strings not known to hold no trigger
+// (no trigger crosses a '"', see prefilter), and a second pass examines the strings not known
+// (a known string with findings gets its cached edits). What a string's examination gave (clean,
+// or its edits) is added to the cache.
 func (r *Redactor) jsonEdits(w *walker, s string, depth int) bool {
 	editsMark, hotMark, msMark, toksMark := len(w.edits), len(w.hot), len(w.ms), len(w.toks)
 	defer func() { w.hot, w.ms, w.toks = w.hot[:hotMark], w.ms[:msMark], w.toks[:toksMark] }()
