@@ -50,7 +50,8 @@ type CollectStats struct {
 	// they reach (manifests followed).
 	LiveRefs, LiveObjects int
 	// PacksScanned, PacksDeleted, PacksRewritten count packs; ObjectsDeleted the objects (in
-	// packs and single ones) removed; BytesFreed their compressed bytes.
+	// packs and single ones) removed; BytesFreed the bytes the bucket no longer holds (deleted
+	// packs and single objects, and what rewriting a pack saved).
 	PacksScanned, PacksDeleted, PacksRewritten int
 	ObjectsDeleted                             int
 	BytesFreed                                 int64
@@ -320,10 +321,7 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 	if len(drop) == 0 {
 		return nil
 	}
-	var dropBytes int64
-	for _, k := range drop {
-		dropBytes += size[k]
-	}
+	dropBytes := obj.Size // what the bucket no longer holds: the pack, or what its rewrite saved
 	s.locsForget(id, drop)
 	if len(drop) == len(entries) {
 		if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
@@ -336,9 +334,11 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 		}
 		st.PacksDeleted++
 	} else {
-		if err := s.rewritePack(ctx, id, key, drop); err != nil {
+		n, err := s.rewritePack(ctx, id, key, drop)
+		if err != nil {
 			return err
 		}
+		dropBytes -= n
 		st.PacksRewritten++
 	}
 	st.ObjectsDeleted += len(drop)
@@ -346,7 +346,7 @@ func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, 
 	return nil
 }
 
-// droppable returns the dead objects of pack id that may be removed, and their compressed bytes,
+// droppable returns the dead objects of pack id that may be removed, and their bytes (e.size()),
 // from what the index said of them: not kept (referenced since their cutoff), and, when the
 // index does not list them (unindexed), only in a pack uploaded well before the cutoff. Without
 // an index nothing is droppable.
@@ -369,10 +369,10 @@ func (s *Store) droppable(id string, obj *blob.ListObject, dead []objKey, size m
 // rewritePack writes the pack at key again, under the same key, without the objects in drop, in
 // the v2 layout (blocks compressed anew: no byte of a dropped object remains) whatever the layout
 // it had.
-func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) error {
+func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) (int64, error) {
 	old, err := s.bucket.ReadAll(ctx, key)
 	if err != nil {
-		return fmt.Errorf("payloadref: reading %s: %w", key, err)
+		return 0, fmt.Errorf("payloadref: reading %s: %w", key, err)
 	}
 	skip := map[objKey]bool{}
 	for _, k := range drop {
@@ -380,17 +380,17 @@ func (s *Store) rewritePack(ctx context.Context, id, key string, drop []objKey) 
 	}
 	data, _, err := repack(old, skip, s.benc, s.dec, s.opts.PackBlockSize)
 	if err != nil {
-		return fmt.Errorf("payloadref: %s: %w", key, err)
+		return 0, fmt.Errorf("payloadref: %s: %w", key, err)
 	}
 	if err := writePack(ctx, s.bucket, key, data); err != nil {
-		return fmt.Errorf("payloadref: rewriting %s: %w", key, err)
+		return 0, fmt.Errorf("payloadref: rewriting %s: %w", key, err)
 	}
 	if s.idx != nil {
 		if err := s.idx.moved(ctx, id, nil, false, int64(len(data))); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return int64(len(data)), nil
 }
 
 // locsForget drops collected objects from the in-memory location cache.

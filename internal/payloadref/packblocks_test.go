@@ -149,6 +149,7 @@ func TestV1PackResolvesAndIsRewrittenAsV2(t *testing.T) {
 			t.Fatalf("v1 fetch %d: %v", i, err)
 		}
 	}
+	oldSize := len(packFiles(t, bdir)["0123-abcd.pack"])
 	s := newPackStore(t, url, t.TempDir(), StoreOptions{})
 	st, err := s.Collect(ctx, liveOf(uris[0], uris[2]), CollectOptions{Erase: true})
 	if err != nil || st.PacksRewritten != 1 || st.ObjectsDeleted != 1 {
@@ -157,6 +158,9 @@ func TestV1PackResolvesAndIsRewrittenAsV2(t *testing.T) {
 	p := packFiles(t, bdir)["0123-abcd.pack"]
 	if string(p[len(p)-8:]) != packMagicV2 {
 		t.Fatalf("rewritten pack ends %q", p[len(p)-8:])
+	}
+	if st.BytesFreed != int64(oldSize-len(p)) {
+		t.Fatalf("BytesFreed %d, the pack went from %d to %d bytes", st.BytesFreed, oldSize, len(p))
 	}
 	if raw := decodedBucket(t, url); bytes.Contains(raw, []byte("V1-DEAD")) || !bytes.Contains(raw, []byte("V1-KEEP two")) {
 		t.Fatal("after the rewrite: the dead value remains or a live one is gone")
