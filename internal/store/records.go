@@ -139,7 +139,8 @@ func (r Records) Split(limit int, bytes bool) []Records {
 // requests) into one partial per session under one batch id: the SHA-256 hex of the sorted
 // distinct batch ids, so the same set of batches always yields the same id (a retried write
 // replaces the same Parquet object; ClickHouse drops the same insert token). Partials that
-// already share one batch id are returned unchanged. Sessions are sorted by id.
+// already share one batch id are returned unchanged. Sessions are sorted by id. The sums are
+// MergePartials's (a partial repeated with the same batch id counts once).
 func CombinePartials(ps []SessionPartial) []SessionPartial {
 	batches := map[string]bool{}
 	for _, p := range ps {
@@ -155,46 +156,19 @@ func CombinePartials(ps []SessionPartial) []SessionPartial {
 		h.Write([]byte{'\n'})
 	}
 	batch := hex.EncodeToString(h.Sum(nil))
-	by := map[string]*SessionPartial{}
-	models := map[string]map[string]bool{}
-	traces := map[string]map[string]bool{}
+	ingested := map[string]int64{}
 	for _, p := range ps {
-		c := by[p.SessionID]
-		if c == nil {
-			c = &SessionPartial{SessionID: p.SessionID, BatchID: batch, FirstSeen: p.FirstSeen, Ingested: p.Ingested}
-			by[p.SessionID] = c
-			models[p.SessionID], traces[p.SessionID] = map[string]bool{}, map[string]bool{}
-		}
-		if p.FirstSeen != 0 && (c.FirstSeen == 0 || p.FirstSeen < c.FirstSeen) {
-			c.FirstSeen = p.FirstSeen
-		}
-		if p.LastSeen > c.LastSeen {
-			c.LastSeen = p.LastSeen
-		}
-		if p.Ingested > c.Ingested {
-			c.Ingested = p.Ingested
-		}
-		c.Agent = maxStr(c.Agent, p.Agent)
-		c.Service = maxStr(c.Service, p.Service)
-		for _, m := range p.Models {
-			models[p.SessionID][m] = true
-		}
-		for _, t := range p.TraceIDs {
-			traces[p.SessionID][t] = true
-		}
-		c.Spans += p.Spans
-		c.InputTokens += p.InputTokens
-		c.OutputTokens += p.OutputTokens
-		c.CostUSD += p.CostUSD
-		c.Unpriced += p.Unpriced
-		c.Errors += p.Errors
-		c.Alerts += p.Alerts
+		ingested[p.SessionID] = max(ingested[p.SessionID], p.Ingested)
 	}
-	out := make([]SessionPartial, 0, len(by))
-	for s, c := range by {
-		c.Models = sortedKeys(models[s])
-		c.TraceIDs = sortedKeys(traces[s])
-		out = append(out, *c)
+	merged := MergePartials(ps) // the same sums and sets the readers compute; a repeated (session, batch) counts once
+	out := make([]SessionPartial, 0, len(merged))
+	for _, m := range merged {
+		out = append(out, SessionPartial{
+			SessionID: m.SessionID, BatchID: batch, FirstSeen: m.FirstSeen, LastSeen: m.LastSeen,
+			Agent: m.Agent, Service: m.Service, Models: m.Models, TraceIDs: m.TraceIDs,
+			Spans: m.Spans, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD,
+			Unpriced: m.Unpriced, Errors: m.Errors, Alerts: m.Alerts, Ingested: ingested[m.SessionID],
+		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
 	return out
