@@ -87,4 +87,9 @@ func TestCombinePartialsMergesLikeTheReaders(t *testing.T) {
 		want[i].Partials = 1
 		assert.Equal(t, want[i], got[i])
 	}
+
+	// A queue is at-least-once: a request merged with a redelivered copy of itself must count once,
+	// as the readers count a repeated batch id; once combined, the copy could no longer be told apart.
+	redelivered := append(append([]store.SessionPartial{}, all...), one...)
+	assert.Equal(t, c, store.CombinePartials(redelivered), "a repeated batch counts once")
 }
