@@ -160,8 +160,12 @@ func (r *Redactor) editsAdd(h xxh3.Uint128, es []edit, cs int) {
 		le.size += 96 + int64(len(e.repl))
 	}
 	c := r.cache
+	// Counted only when added: golang-lru's Add replaces an existing key without its eviction
+	// callback, so two walks missing on the same leaf at once would count its bytes twice forever.
+	if found, _ := c.lru.ContainsOrAdd(h, le); found {
+		return
+	}
 	c.editBytes.Add(le.size)
-	c.lru.Add(h, le)
 	for c.editBytes.Load()+int64(c.lru.Len())*CleanCacheEntryBytes > c.maxBytes {
 		if _, _, ok := c.lru.RemoveOldest(); !ok {
 			break

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/zeebo/xxh3"
 	"os"
 	"runtime"
 	"strings"
@@ -301,5 +302,25 @@ func TestWalkerKeyMemoNested(t *testing.T) {
 	out, fs, _ := r.RedactValue("gen_ai.input.messages", string(doc))
 	if strings.Contains(out, secret) || len(fs) != 1 {
 		t.Fatalf("the api_key of the second nested document was not redacted: %d findings, %s", len(fs), out)
+	}
+}
+
+// TestCleanCacheEditsCountedOnce: two walks that miss on the same leaf at once both add its edits;
+// the bytes are counted once (golang-lru replaces an existing key without its eviction callback,
+// so a second count would never be subtracted and would slowly turn the cache off).
+func TestCleanCacheEditsCountedOnce(t *testing.T) {
+	cache := NewCleanCache(64 * CleanCacheEntryBytes)
+	r := newTest(t, Config{CleanCache: cache})
+	h := xxh3.Hash128([]byte("a leaf with findings"))
+	es := []edit{{start: 10, end: 30, repl: "<EMAIL:0123abcd>", f: Finding{Rule: "email"}}}
+	r.editsAdd(h, es, 0)
+	once := cache.editBytes.Load()
+	r.editsAdd(h, es, 0)
+	if got := cache.editBytes.Load(); got != once || once == 0 {
+		t.Fatalf("edit bytes after adding the same leaf twice: %d, after once: %d", got, once)
+	}
+	cache.lru.Purge()
+	if got := cache.editBytes.Load(); got != 0 {
+		t.Fatalf("edit bytes after purging the cache: %d, want 0", got)
 	}
 }
