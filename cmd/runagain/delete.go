@@ -234,6 +234,9 @@ func printErasure(w io.Writer, session, trace string, rep *erase.Report) {
 		if p.PacksDeleted+p.PacksRewritten > 0 {
 			fmt.Fprintf(w, ", %d packs deleted, %d rewritten", p.PacksDeleted, p.PacksRewritten)
 		}
+		if p.StillStaged > 0 {
+			fmt.Fprintf(w, "; %d of the collector's staged packs were not uploaded in time (bucket down or slow): erased objects in them remain under payloads::dir until delete runs again", p.StillStaged)
+		}
 		if p.KeptShared > 0 {
 			fmt.Fprintf(w, "; kept %d objects other live runs reference too (same content)", p.KeptShared)
 		}

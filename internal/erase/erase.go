@@ -43,6 +43,9 @@ type PayloadStats struct {
 	// KeptRecent: unreferenced objects kept because they were referenced or written after the
 	// sweep began (values on their way to the hot tier).
 	KeptRecent int
+	// StillStaged is how many of the collector's staged packs it did not upload within the wait
+	// (its bucket down or slow): erased objects they hold remain on its disk until a later pass.
+	StillStaged int
 }
 
 // PayloadSweeper deletes the payload objects no live reference reaches and that were last

@@ -2,6 +2,7 @@ package erase
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/runagain/runagain/internal/payloadref"
@@ -37,6 +38,7 @@ func (p *Packs) Where() string { return p.URL }
 
 // Sweep implements PayloadSweeper.
 func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) (PayloadStats, error) {
+	var left int
 	s, err := payloadref.NewStore(ctx, p.URL, payloadref.StoreOptions{Dir: p.Dir, CollectOnly: true, Now: p.Now})
 	if err != nil {
 		return PayloadStats{}, err
@@ -46,8 +48,11 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		// The collector's open pack may hold erased objects: have it sealed and uploaded now
 		// (bounded: with the bucket down they stay staged, and a later pass removes them).
 		sctx, cancel := context.WithTimeout(ctx, sealWait)
-		_, _ = payloadref.SealStaged(sctx, p.Dir)
+		left, err = payloadref.SealStaged(sctx, p.Dir)
 		cancel()
+		if err != nil && left == 0 {
+			return PayloadStats{}, fmt.Errorf("sealing the collector's staged packs: %w", err)
+		}
 	}
 	erased := func(yield func(string) bool) error {
 		for _, u := range o.Erased {
@@ -69,6 +74,7 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		PacksRewritten: st.PacksRewritten,
 		KeptShared:     st.KeptShared,
 		KeptRecent:     st.KeptRecent,
+		StillStaged:    left,
 	}, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/runagain/runagain/internal/testutil/miniotest"
@@ -515,5 +517,30 @@ func TestPackBlocksFileLost(t *testing.T) {
 	}
 	if got, err := newResolver(t).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
 		t.Fatalf("fetch: %v", err)
+	}
+}
+
+// TestSealStagedNotUploadedInTime: a writer holds the staging area but never uploads its pack (a
+// bucket down): SealStaged does not report success when its context ends; it names how many
+// packs are still staged, so an erasure can say that erased objects remain.
+func TestSealStagedNotUploadedInTime(t *testing.T) {
+	dir := t.TempDir()
+	staging := filepath.Join(dir, StagingDir)
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lk := flock.New(filepath.Join(staging, "LOCK"))
+	if ok, err := lk.TryLock(); err != nil || !ok {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	defer func() { _ = lk.Unlock() }()
+	if err := os.WriteFile(filepath.Join(staging, "stuck"+PackSuffix), []byte("staged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	left, err := SealStaged(ctx, dir)
+	if left != 1 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SealStaged with a pack never uploaded: %d left, %v; want 1 and the deadline", left, err)
 	}
 }

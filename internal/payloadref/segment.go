@@ -415,7 +415,8 @@ func RequestSeal(dir string) error {
 // returns: when a running process writes the staging area (it holds its lock), it sends a seal
 // request (RequestSeal) and waits until every pack staged when it was called has left the
 // staging area (uploaded), or ctx ends. It returns how many of them are still staged (0 when
-// every one was uploaded, or when no process writes dir: they are uploaded at its next start).
+// every one was uploaded, or when no process writes dir: they are uploaded at its next start);
+// when ctx ends first, also an error naming that count and ctx's error.
 func SealStaged(ctx context.Context, dir string) (int, error) {
 	staging := filepath.Join(dir, StagingDir)
 	lk := flock.New(filepath.Join(staging, "LOCK"))
@@ -455,7 +456,7 @@ func SealStaged(ctx context.Context, dir string) (int, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return left, nil
+			return left, fmt.Errorf("payloadref: %d staged packs not uploaded yet: %w", left, ctx.Err())
 		case <-t.C:
 		}
 	}
