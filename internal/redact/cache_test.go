@@ -3,11 +3,12 @@ package redact
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/zeebo/xxh3"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/runagain/runagain/internal/corpus"
 )
