@@ -2,6 +2,7 @@ package payloadref
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -91,18 +92,17 @@ func (x *index) buildFilter(ctx context.Context) error {
 	}
 	defer func() { _ = rows.Close() }()
 	var added uint
-	var key [33]byte
 	for rows.Next() {
 		var d []byte
-		var m bool
-		if err := rows.Scan(&d, &m); err != nil {
+		var k objKey
+		if err := rows.Scan(&d, &k.manifest); err != nil {
 			return err
 		}
-		copy(key[:32], d)
-		key[32] = 0
-		if m {
-			key[32] = 1
+		if len(d) != len(k.sum) {
+			return fmt.Errorf("payload index: an objects row has a %d-byte digest, want %d", len(d), len(k.sum))
 		}
+		copy(k.sum[:], d)
+		key := filterKey(k)
 		bf.Add(key[:])
 		added++
 	}
