@@ -115,11 +115,10 @@ func (c *CleanCache) Purge() {
 // kinds of examination, mixed into the seed: the same bytes examined another way may have
 // another verdict
 const (
-	kindValue    = 1 // a whole value under an attribute key (RedactValue)
-	kindLeaf     = 2 // a JSON string leaf that may itself be walked as JSON
-	kindLeafText = 3 // a JSON string leaf at maxJSONDepth: text only
-	kindName     = 4 // a JSON object key: text only
-	kindBetween  = 5 // the JSON between two long strings: the prefilter finds no trigger in it
+	kindValue   = 1 // a whole value under an attribute key (RedactValue)
+	kindLeaf    = 2 // a JSON string leaf that may itself be walked as JSON
+	kindName    = 4 // a JSON object key: text only
+	kindBetween = 5 // the JSON between two long strings: the prefilter finds no trigger in it
 )
 
 // cleanKey is the seed of the hashes of one Redactor for one kind of examination.
