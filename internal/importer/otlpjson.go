@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -71,6 +72,9 @@ func (OTLPJSON) Parse(data []byte) (ptrace.Traces, error) {
 				}
 			}
 		}
+		if err := zeroIDSpan(td); err != nil {
+			return ptrace.Traces{}, errorAt(data, start, nil, "OTLP/JSON document %d: %v (the collector refuses such spans; OTLP requires non-zero trace and span ids)", docs, err)
+		}
 		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
 	}
 	if docs == 0 {
@@ -102,4 +106,21 @@ func iterErrorOffset(raw []byte, msg string) (int64, bool) {
 		n = len(w)
 	}
 	return int64(i + n), true
+}
+
+// zeroIDSpan names the first span of td whose trace or span id is missing or all zero.
+func zeroIDSpan(td ptrace.Traces) error {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				if sp := spans.At(k); sp.TraceID().IsEmpty() || sp.SpanID().IsEmpty() {
+					return fmt.Errorf("span %q (resourceSpans[%d].scopeSpans[%d].spans[%d]) has no trace or span id", sp.Name(), i, j, k)
+				}
+			}
+		}
+	}
+	return nil
 }
