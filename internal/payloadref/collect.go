@@ -254,10 +254,18 @@ func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, sc *readS
 // sweepPacks deletes or rewrites the packs under this store's prefix.
 func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
 	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
+	restarts := 0
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		if gcerrors.Code(err) == gcerrors.NotFound && restarts < 3 {
+			// An entry vanished while listed (file:// lists an upload's temporary file, renamed
+			// a moment later): list again. Sweeping a pack twice is a no-op the second time.
+			restarts++
+			it = s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("payloadref: listing packs: %w", err)
