@@ -80,16 +80,16 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
 // walked (outer documents first), and one unescape buffer per level of JSON held in a string.
 type walker struct {
-	edits   []edit
-	hot     []hotRange
-	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
-	leafMs  []ahocorasick.Match
-	escs    []int
-	toks    []strTok   // string tokens of the documents being walked (outer documents first)
-	elems   []elemSpan // array elements of the documents being walked (arrayEdits)
-	hasher  xxh3.Hasher
-	dec     [maxJSONDepth + 1][]byte
-	lower   []byte
+	edits  []edit
+	hot    []hotRange
+	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs []ahocorasick.Match
+	escs   []int
+	toks   []strTok   // string tokens of the documents being walked (outer documents first)
+	elems  []elemSpan // array elements of the documents being walked (arrayEdits)
+	hasher xxh3.Hasher
+	dec    [maxJSONDepth + 1][]byte
+	lower  []byte
 }
 
 var walkerPool = sync.Pool{New: func() any { return new(walker) }}
