@@ -543,24 +543,40 @@ func (x runIndex) applyOrphans(ctx context.Context, tx *sql.Tx, b *RunBatch) err
 		return nil
 	}
 	// Stored children waiting for a span of this batch are orphans no more (their rows predate
-	// the batch: the batch's own orphans are added after).
-	rows, err := tx.QueryContext(ctx, `DELETE FROM `+x.orphans+` WHERE (trace_id, parent_span_id) IN
-	  (SELECT value->>0, value->>1 FROM json_each(?)) RETURNING trace_id, spans`, jsonArg(ids))
+	// the batch: the batch's own orphans are added after). The orphans rows of the batch's runs
+	// are read (a run has few: its missing parents) and those naming an inserted span deleted,
+	// rather than probing the table once per inserted span.
+	var traces traceSet
+	for _, k := range ids {
+		traces.add(k[0])
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT trace_id, parent_span_id, spans FROM `+x.orphans+`
+	  WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(traces.ids))
 	if err != nil {
 		return err
 	}
+	var found [][2]string
 	for rows.Next() {
-		var id string
+		var k [2]string
 		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
+		if err := rows.Scan(&k[0], &k[1], &n); err != nil {
 			rows.Close()
 			return err
 		}
-		b.runs[id].orphans -= n
+		if b.ids[k] {
+			found = append(found, k)
+			b.runs[k[0]].orphans -= n
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if len(found) > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+x.orphans+` WHERE (trace_id, parent_span_id) IN
+		  (SELECT value->>0, value->>1 FROM json_each(?))`, jsonArg(found)); err != nil {
+			return err
+		}
 	}
 	if len(withParent) == 0 {
 		return nil
