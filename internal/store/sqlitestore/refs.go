@@ -204,16 +204,28 @@ func (d *DB) eachStoredRef(ctx context.Context, q querier, f func(trace, row, ur
 	if err != nil {
 		return err
 	}
-	var um ptrace.ProtoUnmarshaler
+	type spanRow struct {
+		trace, span   string
+		codec, dictID int64
+		buf           []byte
+	}
+	var spans []spanRow // read before decoding: a span frame is read with q
 	for rows.Next() {
-		var trace, span string
-		var codec, dictID int64
-		var buf []byte
-		if err := rows.Scan(&trace, &span, &codec, &dictID, &buf); err != nil {
+		var r spanRow
+		if err := rows.Scan(&r.trace, &r.span, &r.codec, &r.dictID, &r.buf); err != nil {
 			rows.Close()
 			return err
 		}
-		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		spans = append(spans, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var um ptrace.ProtoUnmarshaler
+	fr := frameReader{c: d.codec, q: q}
+	for _, r := range spans {
+		raw, err := fr.span(ctx, r.codec, r.dictID, r.buf)
 		if err != nil {
 			continue // an undecodable row references nothing we can name
 		}
@@ -223,13 +235,9 @@ func (d *DB) eachStoredRef(ctx context.Context, q querier, f func(trace, row, ur
 		}
 		store.EachSpan(td, func(s ptrace.Span) {
 			for _, u := range store.SpanPayloadRefs(s) {
-				refs = append(refs, ref{trace, span, u})
+				refs = append(refs, ref{r.trace, r.span, u})
 			}
 		})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	lrows, err := q.QueryContext(ctx, `SELECT trace_id, `+d.otlpCols()+` FROM logs`)
 	if err != nil {

@@ -33,6 +33,9 @@ type DB struct {
 	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
 	// maintenance before version 5): the same-run baseline of the write benchmarks.
 	recomputeIndex bool
+	// rowFrames makes the writer compress every span row alone (before version 7): the same-run
+	// baseline of the write benchmarks.
+	rowFrames bool
 }
 
 // otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
@@ -121,95 +124,25 @@ const spanColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind,
 // empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
 // the reason, and the rest of the batch is stored. A span already stored (same trace and span
 // id: an at-least-once retry) is replaced; the run index counts each span once (RunBatch).
+// The spans of one trace in td are compressed together as one frame (frames.go).
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
+	w := getTraceWrite()
+	defer putTraceWrite(w)
+	rejected, err = d.collectSpans(w, td)
+	if err != nil || len(w.spans) == 0 {
+		return rejected, nil
+	}
+	if err := d.encodeFrames(w); err != nil {
+		return rejected, err
+	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return rejected, err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	var replace *sql.Stmt // prepared for the first span that is already stored
-	defer func() {
-		if replace != nil {
-			replace.Close()
-		}
-	}()
-	refs, err := newRefWriter(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	defer refs.close()
-	now := d.now().UnixNano()
-	var m ptrace.ProtoMarshaler
-	batch := RunBatch{Ingested: now}
-	var stored []byte // the encoded otlp column, reused
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		service := stringAttr(rs.Resource().Attributes(), genai.AttrServiceName)
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			ss := rs.ScopeSpans().At(j)
-			for k := 0; k < ss.Spans().Len(); k++ {
-				span := ss.Spans().At(k)
-				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
-					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
-					continue
-				}
-				buf, err := m.MarshalTraces(store.SpanTraces(rs, ss, span))
-				if err != nil {
-					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
-				}
-				var codec, dictID int64
-				stored, codec, dictID = d.codec.encode(stored[:0], buf, true)
-				attrs := span.Attributes()
-				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
-				usage := genai.TokenUsage(attrs)
-				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
-				unpriced := 0
-				if cost.Unpriced {
-					unpriced = 1
-				}
-				parent := ""
-				if !span.ParentSpanID().IsEmpty() {
-					parent = span.ParentSpanID().String()
-				}
-				f := SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
-					SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
-					End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
-					Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}
-				args := []any{f.TraceID, f.SpanID, parent, session, span.Name(), int64(span.Kind()), f.Start, f.End,
-					int64(span.Status().Code()), service, string(genai.Classify(attrs)), f.Model,
-					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID}
-				res, err := stmt.ExecContext(ctx, args...)
-				if err != nil {
-					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
-				}
-				if n, err := res.RowsAffected(); err != nil {
-					return rejected, err
-				} else if n == 1 {
-					batch.Inserted(f)
-				} else {
-					if replace == nil {
-						if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans `+spanColumns); err != nil {
-							return rejected, err
-						}
-					}
-					if _, err := replace.ExecContext(ctx, args...); err != nil {
-						return rejected, fmt.Errorf("replace span %s: %w", span.SpanID(), err)
-					}
-					batch.Replaced(f.TraceID)
-				}
-				for _, uri := range store.SpanPayloadRefs(span) {
-					if err := refs.add(ctx, f.TraceID, f.SpanID, uri); err != nil {
-						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
-					}
-				}
-			}
-		}
+	batch := RunBatch{Ingested: w.now}
+	if err := d.insertSpans(ctx, tx, w, &batch); err != nil {
+		return rejected, err
 	}
 	if d.recomputeIndex {
 		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
@@ -403,8 +336,9 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		return nil, store.ErrNotFound
 	}
 	var um ptrace.ProtoUnmarshaler
+	fr := frameReader{c: d.codec, q: d.db}
 	for _, r := range spans {
-		raw, err := d.codec.decode(ctx, r.codec, r.dict, r.buf)
+		raw, err := fr.span(ctx, r.codec, r.dict, r.buf)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
 		}
