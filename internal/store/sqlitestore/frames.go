@@ -77,9 +77,11 @@ func parseFrameRef(b []byte) (off, n uint64, err error) {
 	return off, n, nil
 }
 
-// frameReader decodes span frames for one read, each frame once.
+// frameReader decodes span frames for one read, each frame once: from stored (the frames read
+// with the rows, DB.spanRows) or else read with q.
 type frameReader struct {
 	c      *otlpCodec
+	stored map[int64]storedRow
 	q      querier
 	frames map[int64][]byte
 }
@@ -98,24 +100,15 @@ func (r *frameReader) span(ctx context.Context, codec, dictID int64, buf []byte)
 	if !ok {
 		var fcodec, fdict int64
 		var data []byte
-		rows, err := r.q.QueryContext(ctx, `SELECT codec, dict, data FROM span_frames WHERE id = ?`, dictID)
-		if err != nil {
-			return nil, fmt.Errorf("span frame %d: %w", dictID, err)
+		if f, ok := r.stored[dictID]; ok || r.q == nil {
+			if !ok {
+				return nil, fmt.Errorf("span frame %d: %w", dictID, sql.ErrNoRows)
+			}
+			fcodec, fdict, data = f.codec, f.dict, f.buf
+		} else if err := r.query(ctx, dictID, &fcodec, &fdict, &data); err != nil {
+			return nil, err
 		}
-		found := rows.Next()
-		if found {
-			err = rows.Scan(&fcodec, &fdict, &data)
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("span frame %d: %w", dictID, err)
-		}
-		if !found {
-			return nil, fmt.Errorf("span frame %d: %w", dictID, sql.ErrNoRows)
-		}
+		var err error
 		if raw, err = r.c.decode(ctx, fcodec, fdict, data); err != nil {
 			return nil, fmt.Errorf("span frame %d: %w", dictID, err)
 		}
@@ -128,4 +121,23 @@ func (r *frameReader) span(ctx context.Context, codec, dictID int64, buf []byte)
 		return nil, fmt.Errorf("span frame %d: span at %d+%d beyond its %d bytes", dictID, off, n, len(raw))
 	}
 	return raw[off : off+n : off+n], nil
+}
+
+// query reads the span frame id with r.q.
+func (r *frameReader) query(ctx context.Context, id int64, fcodec, fdict *int64, data *[]byte) error {
+	rows, err := r.q.QueryContext(ctx, `SELECT codec, dict, data FROM span_frames WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("span frame %d: %w", id, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("span frame %d: %w", id, err)
+		}
+		return fmt.Errorf("span frame %d: %w", id, sql.ErrNoRows)
+	}
+	if err := rows.Scan(fcodec, fdict, data); err != nil {
+		return fmt.Errorf("span frame %d: %w", id, err)
+	}
+	return nil
 }

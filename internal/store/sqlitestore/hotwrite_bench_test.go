@@ -122,25 +122,27 @@ func addBenchSpan(ss ptrace.ScopeSpans, tid pcommon.TraceID, i int, sp loadgen.S
 // BenchmarkHotWrite writes the bench's requests (benchRequests: 256 agent spans each) to a hot
 // file whose dictionary is trained, one request per op, from 1 writer (serial) or 4 concurrent
 // writers (parallel4: the bench's 4 clients, each waiting for its request's commit), in the ways
-// the writer can, measured in the same run: "rows" compresses every span row alone (before
-// schema version 7), "frames" the spans of a trace in a request together (frames.go). It reports
-// ns/span (wall time per span over all writers) and the file's bytes per span at the end
-// (file-B/span, after a checkpoint); -benchmem's B/op and allocs/op are per request.
+// the writer can, measured in the same run: "rows" compresses every span row alone and commits
+// every call alone (before schema version 7), "frames" compresses the spans of a trace in a
+// request together (frames.go), "group" adds the shared transactions of concurrent calls
+// (groupcommit.go). It reports ns/span (wall time per span over all writers), cpu-ns/span (the
+// process's CPU time per span) and the file's bytes per span at the end (file-B/span, after a
+// checkpoint); -benchmem's B/op and allocs/op are per request.
 //
 //	go test ./internal/store/sqlitestore/ -run '^$' -bench HotWrite$ -benchmem -benchtime 200x -count 5
 func BenchmarkHotWrite(b *testing.B) {
-	for _, mode := range []string{"rows", "frames"} {
+	for _, mode := range []string{"rows", "frames", "group"} {
 		for _, writers := range []int{1, 4} {
 			name := mode + "/serial"
 			if writers > 1 {
 				name = mode + "/parallel4"
 			}
-			b.Run(name, func(b *testing.B) { benchHotWrite(b, writers, mode == "rows") })
+			b.Run(name, func(b *testing.B) { benchHotWrite(b, writers, mode) })
 		}
 	}
 }
 
-func benchHotWrite(b *testing.B, writers int, rowFrames bool) {
+func benchHotWrite(b *testing.B, writers int, mode string) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "hot.db")
 	db, err := Open(path, Options{})
@@ -148,7 +150,8 @@ func benchHotWrite(b *testing.B, writers int, rowFrames bool) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.rowFrames = rowFrames
+	db.rowFrames = mode == "rows"
+	db.group.off = mode != "group"
 	// Train the dictionary first (trainSpans spans), as on a file in use.
 	for _, td := range benchRequests(trainSpans/256+2, 99) {
 		if _, err := db.WriteTraces(ctx, td); err != nil {

@@ -36,6 +36,7 @@ type DB struct {
 	// rowFrames makes the writer compress every span row alone (before version 7): the same-run
 	// baseline of the write benchmarks.
 	rowFrames bool
+	group     groupCommit
 }
 
 // otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
@@ -120,29 +121,39 @@ const spanColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind,
 	   cost_usd, unpriced, otlp_codec, otlp_dict)
 	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
-// WriteTraces stores every span of td in one transaction. Spans whose trace id or span id is
-// empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
-// the reason, and the rest of the batch is stored. A span already stored (same trace and span
-// id: an at-least-once retry) is replaced; the run index counts each span once (RunBatch).
-// The spans of one trace in td are compressed together as one frame (frames.go).
+// WriteTraces stores every span of td. Spans whose trace id or span id is empty (all zero
+// bytes, which OTLP forbids) are not stored; they are returned as rejected with the reason, and
+// the rest of the batch is stored. A span already stored (same trace and span id: an
+// at-least-once retry) is replaced; the run index counts each span once (RunBatch). The spans of
+// one trace in td are compressed together as one frame (frames.go). Concurrent calls share a
+// transaction (groupcommit.go); each returns once the commit holding its spans is durable, or
+// with the error of its own transaction.
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
 	w := getTraceWrite()
 	defer putTraceWrite(w)
 	rejected, err = d.collectSpans(w, td)
 	if err != nil || len(w.spans) == 0 {
-		return rejected, nil
+		return rejected, err
 	}
 	if err := d.encodeFrames(w); err != nil {
 		return rejected, err
 	}
+	return rejected, d.group.write(ctx, w, d.commitTraces)
+}
+
+// commitTraces stores the spans of ws in one transaction.
+func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return rejected, err
+		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	batch := RunBatch{Ingested: w.now}
-	if err := d.insertSpans(ctx, tx, w, &batch); err != nil {
-		return rejected, err
+	batch := RunBatch{}
+	for _, w := range ws {
+		batch.Ingested = max(batch.Ingested, w.now)
+		if err := d.insertSpans(ctx, tx, w, &batch); err != nil {
+			return err
+		}
 	}
 	if d.recomputeIndex {
 		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
@@ -150,15 +161,15 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 		err = hotIndex.apply(ctx, tx, &batch)
 	}
 	if err != nil {
-		return rejected, err
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return rejected, err
+		return err
 	}
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
 	// a later batch (maybeTrain), and must not make the caller retry stored spans.
 	_ = d.codec.maybeTrain(ctx)
-	return rejected, nil
+	return nil
 }
 
 // WriteLogs stores every log record of ld in one transaction.
@@ -328,7 +339,7 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
-	spans, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	spans, frames, err := d.spanRows(ctx, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
 	}
@@ -336,7 +347,7 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		return nil, store.ErrNotFound
 	}
 	var um ptrace.ProtoUnmarshaler
-	fr := frameReader{c: d.codec, q: d.db}
+	fr := frameReader{c: d.codec, stored: frames}
 	for _, r := range spans {
 		raw, err := fr.span(ctx, r.codec, r.dict, r.buf)
 		if err != nil {
@@ -367,6 +378,45 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		one.ResourceLogs().MoveAndAppendTo(run.Logs.ResourceLogs())
 	}
 	return run, nil
+}
+
+// spanRows reads the span rows of traceID (start time, then span id) and the span frames they
+// point into, in one statement: one snapshot, so a frame a concurrent retry releases is read
+// with the rows that pointed into it.
+func (d *DB) spanRows(ctx context.Context, traceID string) ([]storedRow, map[int64]storedRow, error) {
+	if d.version < 7 {
+		rows, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+		return rows, nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT 0 AS frame, otlp_codec, otlp_dict, otlp, start_time_unix_nano AS t, span_id AS k
+	    FROM spans WHERE trace_id = ?1
+	  UNION ALL SELECT 1, codec, dict, data, id, '' FROM span_frames
+	    WHERE id IN (SELECT otlp_dict FROM spans WHERE trace_id = ?1 AND otlp_codec = 3)
+	  ORDER BY 1, 5, 6`, traceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var spans []storedRow
+	var frames map[int64]storedRow
+	for rows.Next() {
+		var frame bool
+		var r storedRow
+		var t int64
+		var k string
+		if err := rows.Scan(&frame, &r.codec, &r.dict, &r.buf, &t, &k); err != nil {
+			return nil, nil, err
+		}
+		if !frame {
+			spans = append(spans, r)
+			continue
+		}
+		if frames == nil {
+			frames = map[int64]storedRow{}
+		}
+		frames[t] = r
+	}
+	return spans, frames, rows.Err()
 }
 
 // storedRow is an otlp column as stored, with its codec and dictionary id.
