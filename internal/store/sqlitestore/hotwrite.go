@@ -22,8 +22,7 @@ type spanRow struct {
 	unpriced              int64
 	group, off, n         int   // its frame group and its protobuf's place in the group's bytes
 	codec, dict           int64 // its otlp column's codec and dictionary (or frame) id
-	stored                []byte
-	storedFrom, storedEnd int // its otlp column in traceWrite.stored (a row of its own)
+	storedFrom, storedEnd int   // its otlp column in traceWrite.stored (a row of its own)
 }
 
 // frameGroup is the spans of one trace in a WriteTraces call that are compressed together.

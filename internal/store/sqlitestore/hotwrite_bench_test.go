@@ -107,7 +107,7 @@ func addBenchSpan(ss ptrace.ScopeSpans, tid pcommon.TraceID, i int, sp loadgen.S
 		case attribute.BOOL:
 			s.Attributes().PutBool(k, kv.Value.AsBool())
 		default:
-			s.Attributes().PutStr(k, kv.Value.Emit())
+			s.Attributes().PutStr(k, kv.Value.String())
 		}
 	}
 	if sp.ExceptionType != "" {
