@@ -162,11 +162,7 @@ func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *
 			}
 		}
 	}()
-	refs, err := newRefWriter(ctx, tx)
-	if err != nil {
-		return err
-	}
-	defer refs.close()
+	var refs refBatch
 	for g := range w.groups {
 		grp := &w.groups[g]
 		if len(grp.spans) < 2 {
@@ -213,6 +209,10 @@ func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *
 		} else {
 			// A retry: the stored row is deleted (its triggers drop its payload references and
 			// release its frame) and the row inserted again; its run is recomputed (Replaced).
+			// The references collected so far go in first: the row's DELETE removes its own.
+			if err := refs.flush(ctx, tx); err != nil {
+				return fmt.Errorf("insert payload references: %w", err)
+			}
 			if remove == nil {
 				if remove, err = tx.PrepareContext(ctx, `DELETE FROM spans WHERE trace_id = ? AND span_id = ?`); err != nil {
 					return err
@@ -230,10 +230,11 @@ func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *
 			batch.Replaced(f.TraceID)
 		}
 		for _, uri := range store.SpanPayloadRefs(r.span) {
-			if err := refs.add(ctx, f.TraceID, f.SpanID, uri); err != nil {
-				return fmt.Errorf("insert payload reference of span %s: %w", f.SpanID, err)
-			}
+			refs.add(f.TraceID, f.SpanID, uri)
 		}
+	}
+	if err := refs.flush(ctx, tx); err != nil {
+		return fmt.Errorf("insert payload references: %w", err)
 	}
 	return nil
 }

@@ -529,38 +529,57 @@ func jsonArg(v any) string {
 
 // applyOrphans updates the orphans rows and each run delta's orphans count for the inserted rows.
 func (x runIndex) applyOrphans(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
-	var ids, withParent [][2]string
+	var withParent [][2]string
+	var traces []string
+	none := true
 	for _, f := range b.spans {
 		if b.full.seen[f.TraceID] {
 			continue
 		}
-		ids = append(ids, [2]string{f.TraceID, f.SpanID})
+		none = false
 		if f.ParentSpanID != "" && !b.ids[[2]string{f.TraceID, f.ParentSpanID}] {
 			withParent = append(withParent, [2]string{f.TraceID, f.ParentSpanID})
 		}
 	}
-	if len(ids) == 0 {
+	if none {
 		return nil
 	}
+	for _, id := range b.order {
+		if !b.full.seen[id] {
+			traces = append(traces, id)
+		}
+	}
 	// Stored children waiting for a span of this batch are orphans no more (their rows predate
-	// the batch: the batch's own orphans are added after).
-	rows, err := tx.QueryContext(ctx, `DELETE FROM `+x.orphans+` WHERE (trace_id, parent_span_id) IN
-	  (SELECT value->>0, value->>1 FROM json_each(?)) RETURNING trace_id, spans`, jsonArg(ids))
+	// the batch: the batch's own orphans are added after). The orphans rows of the batch's runs
+	// are read (usually none) and matched with the inserted spans here, rather than looking up
+	// every inserted span in the table.
+	rows, err := tx.QueryContext(ctx, `SELECT trace_id, parent_span_id, spans FROM `+x.orphans+`
+	  WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(traces))
 	if err != nil {
 		return err
 	}
+	var found [][2]string
 	for rows.Next() {
-		var id string
+		var k [2]string
 		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
+		if err := rows.Scan(&k[0], &k[1], &n); err != nil {
 			rows.Close()
 			return err
 		}
-		b.runs[id].orphans -= n
+		if b.ids[k] {
+			found = append(found, k)
+			b.runs[k[0]].orphans -= n
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if len(found) > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+x.orphans+` WHERE (trace_id, parent_span_id) IN
+		  (SELECT value->>0, value->>1 FROM json_each(?))`, jsonArg(found)); err != nil {
+			return err
+		}
 	}
 	if len(withParent) == 0 {
 		return nil
