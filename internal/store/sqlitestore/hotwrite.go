@@ -43,6 +43,8 @@ type traceWrite struct {
 	stored []byte                  // the otlp columns of rows encoded alone, back to back
 	args   []any
 	ref    []byte
+	wire   []wireSpan // the request's spans (spanRequests)
+	one    []byte     // one span's request
 }
 
 var traceWrites = sync.Pool{New: func() any { return &traceWrite{open: map[pcommon.TraceID]int{}} }}
@@ -59,7 +61,8 @@ func putTraceWrite(w *traceWrite) {
 	for i := range w.groups {
 		w.groups[i].raw, w.groups[i].spans, w.groups[i].frame = w.groups[i].raw[:0], w.groups[i].spans[:0], w.groups[i].frame[:0]
 	}
-	w.spans, w.groups, w.stored = w.spans[:0], w.groups[:0], w.stored[:0]
+	clear(w.wire)
+	w.spans, w.groups, w.stored, w.wire = w.spans[:0], w.groups[:0], w.stored[:0], w.wire[:0]
 	clear(w.open)
 	clear(w.args)
 	traceWrites.Put(w)
@@ -70,6 +73,15 @@ func putTraceWrite(w *traceWrite) {
 func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, err error) {
 	w.now = d.now().UnixNano()
 	var m ptrace.ProtoMarshaler
+	// Each span's request is cut from the whole request's bytes (spanwire.go); a request whose
+	// bytes do not split into its spans (never expected) marshals each span alone.
+	w.wire = w.wire[:0]
+	if req, err := m.MarshalTraces(td); err == nil {
+		if err := spanRequests(req, func(s wireSpan) { w.wire = append(w.wire, s) }); err != nil || len(w.wire) != td.SpanCount() {
+			w.wire = w.wire[:0]
+		}
+	}
+	next := 0 // the span's index in w.wire
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -78,12 +90,16 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 			ss := rs.ScopeSpans().At(j)
 			for k := 0; k < ss.Spans().Len(); k++ {
 				span := ss.Spans().At(k)
+				next++
 				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
 					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
 					continue
 				}
-				buf, err := m.MarshalTraces(store.SpanTraces(rs, ss, span))
-				if err != nil {
+				var buf []byte
+				if len(w.wire) > 0 {
+					w.one = appendRequest(w.one[:0], w.wire[next-1])
+					buf = w.one
+				} else if buf, err = m.MarshalTraces(store.SpanTraces(rs, ss, span)); err != nil {
 					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
 				}
 				attrs := span.Attributes()
