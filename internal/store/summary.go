@@ -3,7 +3,6 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -103,6 +102,8 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 	}
 	var spans []SpanSummary
 	var events []KeyEvent
+	var aj attrJSON
+	var buf []byte
 	eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 		if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
 			return
@@ -127,14 +128,14 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		if !s.ParentSpanID().IsEmpty() {
 			sum.ParentSpanID = s.ParentSpanID().String()
 		}
-		keep := map[string]any{}
+		aj.reset()
 		attrs.Range(func(k string, v pcommon.Value) bool {
 			if SummaryAttribute(k) {
-				keep[k] = v.AsRaw()
+				aj.add(k, v)
 			}
 			return true
 		})
-		sum.Attributes = mustJSON(keep)
+		sum.Attributes, buf = aj.text(buf, false)
 		for i := 0; i < s.Events().Len(); i++ {
 			ev := s.Events().At(i)
 			if ev.Name() != "exception" {
@@ -144,16 +145,17 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			if sum.ErrorType == "" {
 				sum.ErrorType = typ
 			}
-			ea := map[string]any{}
+			aj.reset()
 			ev.Attributes().Range(func(k string, v pcommon.Value) bool {
 				if k != "exception.stacktrace" && !strings.HasSuffix(k, genai.RefSuffix) {
-					ea[k] = bounded(v.AsRaw())
+					aj.add(k, v)
 				}
 				return true
 			})
 			ke := KeyEvent{TraceID: sum.TraceID, SpanID: sum.SpanID, SessionID: session, Time: int64(ev.Timestamp()),
 				Kind: "exception", Name: typ, Service: sum.Service,
-				Message: bounded(str(ev.Attributes(), "exception.message")).(string), Attributes: mustJSON(ea)}
+				Message: bounded(str(ev.Attributes(), "exception.message")).(string)}
+			ke.Attributes, buf = aj.text(buf, true)
 			ke.EventID = eventID(ke, i)
 			events = append(events, ke)
 		}
@@ -168,6 +170,8 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 		sessionKeys = genai.DefaultSessionKeys
 	}
 	var out []KeyEvent
+	var aj attrJSON
+	var buf []byte
 	eachLog(ld, func(res pcommon.Resource, lr plog.LogRecord) {
 		if lr.EventName() != AlertEventName {
 			return
@@ -177,16 +181,17 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 		if ts == 0 {
 			ts = lr.ObservedTimestamp()
 		}
-		ea := map[string]any{}
+		aj.reset()
 		lr.Attributes().Range(func(k string, v pcommon.Value) bool {
 			if !strings.HasSuffix(k, genai.RefSuffix) {
-				ea[k] = bounded(v.AsRaw())
+				aj.add(k, v)
 			}
 			return true
 		})
 		ke := KeyEvent{SessionID: session, Time: int64(ts), Kind: "alert", Name: lr.EventName(),
 			Severity: int32(lr.SeverityNumber()), Service: str(res.Attributes(), genai.AttrServiceName),
-			Message: bounded(lr.Body().AsString()).(string), Attributes: mustJSON(ea)}
+			Message: bounded(lr.Body().AsString()).(string)}
+		ke.Attributes, buf = aj.text(buf, true)
 		if !lr.TraceID().IsEmpty() {
 			ke.TraceID = lr.TraceID().String()
 		}
@@ -258,6 +263,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	// A run's session is named by any of its spans (often only the root carries the key): the
 	// first span of a trace in this batch that names one names it for all its spans here.
 	runSession := map[string]string{}
+	var line []byte
 	if td != (ptrace.Traces{}) {
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
@@ -277,6 +283,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			}
 			attrs := s.Attributes()
 			trace := s.TraceID().String()
+			sid := s.SpanID()
 			session, ok := runSession[trace]
 			if !ok {
 				session = trace
@@ -300,7 +307,12 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			}
 			p.Agent = maxStr(p.Agent, str(attrs, genai.AttrAgentName))
 			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
-			fmt.Fprintf(h, "s%s%s\n", trace, s.SpanID())
+			// "s" trace span "\n", the hex ids (as fmt wrote them before: batch ids stay the same)
+			line = append(line[:0], 's')
+			line = append(line, trace...)
+			line = hex.AppendEncode(line, sid[:])
+			line = append(line, '\n')
+			h.Write(line)
 		})
 	}
 	if ld != (plog.Logs{}) {
@@ -479,14 +491,6 @@ func bounded(v any) any {
 		return s[:MaxEventValueBytes] + fmt.Sprintf("…[cut: %d bytes]", len(s))
 	}
 	return v
-}
-
-func mustJSON(m map[string]any) string {
-	b, err := json.Marshal(m)
-	if err != nil { // AsRaw values always marshal; keep the record rather than fail the batch
-		return "{}"
-	}
-	return string(b)
 }
 
 func eventID(e KeyEvent, i int) string {
