@@ -27,11 +27,13 @@ const MinCleanCacheLen = 64
 // traffic resends the whole conversation with every LLM call) is not scanned again, and, for
 // JSON string leaves with findings, the edits their examination gave (offsets and replacement
 // tokens: "[REDACTED:rule]" or "rule:<HMAC digits>", never the values they replace), so that a
-// resent message holding a planted phone number is not scanned again either. It holds no value: an entry is a 128-bit xxh3 hash of the string's bytes, seeded with
+// resent message holding a planted phone number is not scanned again either; the same for the
+// elements of JSON arrays and runs of consecutive elements (arrayEdits: a resent history is
+// looked up as one run). It holds no value: an entry is a 128-bit xxh3 hash of the string's bytes, seeded with
 // a random per-cache secret and the fingerprint of the Redactor's rule set (rules, their
 // regexes, keywords and actions, the hash key), the way the string was examined (a whole value
 // under its attribute key, a JSON string leaf, an object key, the JSON between two long string
-// leaves) and, for whole values, the attribute key. A Redactor built from another configuration therefore never reuses a verdict,
+// leaves, array elements and runs) and, for whole values, the attribute key. A Redactor built from another configuration therefore never reuses a verdict,
 // even from a shared cache. Whole values are cached only when clean; a value or leaf that looked
 // like JSON and did not parse is examined every time. Entries are evicted least recently used (hashicorp/golang-lru). Safe for
 // concurrent use.
@@ -119,6 +121,7 @@ const (
 	kindLeaf    = 2 // a JSON string leaf that may itself be walked as JSON
 	kindName    = 4 // a JSON object key: text only
 	kindBetween = 5 // the JSON between two long strings: the prefilter finds no trigger in it
+	kindElem    = 6 // one or more consecutive elements of a JSON array (arrayEdits)
 )
 
 // cleanKey is the seed of the hashes of one Redactor for one kind of examination.
@@ -136,16 +139,32 @@ func (r *Redactor) cleanLookup(s string, seed uint64) (xxh3.Uint128, bool) {
 // the leaf s.
 func (r *Redactor) cacheLookup(s string, seed uint64) (h xxh3.Uint128, known bool, e *leafEdits) {
 	h = xxh3.HashString128Seed(s, seed)
+	known, e = r.cacheGet(h)
+	return h, known, e
+}
+
+// cacheGet is cacheLookup for a hash already computed.
+func (r *Redactor) cacheGet(h xxh3.Uint128) (known bool, e *leafEdits) {
 	e, known = r.cache.lru.Get(h)
 	if known {
 		r.cache.hits.Add(1)
 	} else {
 		r.cache.misses.Add(1)
 	}
-	return h, known, e
+	return known, e
 }
 
 func (r *Redactor) cleanAdd(h xxh3.Uint128) { r.cache.lru.Add(h, nil) }
+
+// verdictAdd adds what the examination of a string or run starting at cs gave: clean when es is
+// empty, else its edits (see editsAdd).
+func (r *Redactor) verdictAdd(h xxh3.Uint128, es []edit, cs int) {
+	if len(es) == 0 {
+		r.cleanAdd(h)
+		return
+	}
+	r.editsAdd(h, es, cs)
+}
 
 // editsAdd remembers the edits es of the leaf whose body starts at cs (at most maxCachedEdits;
 // the least recently used entries go while the edits take the cache past its byte bound).

@@ -83,7 +83,9 @@ type walker struct {
 	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
 	leafMs  []ahocorasick.Match
 	escs    []int
-	toks    []strTok // string tokens of the documents being walked (outer documents first)
+	toks    []strTok   // string tokens of the documents being walked (outer documents first)
+	elems   []elemSpan // array elements of the documents being walked (arrayEdits)
+	hasher  xxh3.Hasher
 	keys    [16]keyMemo
 	nextKey int
 	dec     [maxJSONDepth + 1][]byte
@@ -123,7 +125,7 @@ var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
-	w.edits, w.hot, w.ms, w.toks = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0]
+	w.edits, w.hot, w.ms, w.toks, w.elems = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0], w.elems[:0]
 	w.keys, w.nextKey = [16]keyMemo{}, 0
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
@@ -152,7 +154,7 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	}
 	w := walkerPool.Get().(*walker)
 	defer w.release()
-	if !r.jsonEdits(w, s, 0) {
+	if !r.docEdits(w, s, 0) {
 		return s, nil, false
 	}
 	if len(w.edits) == 0 {
@@ -174,6 +176,16 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	}
 	sb.WriteString(s[prev:])
 	return sb.String(), fs, true
+}
+
+// docEdits appends to w.edits the edits for the JSON document s (see jsonEdits): an array
+// through arrayEdits when there is a CleanCache, anything else (or an array arrayEdits leaves)
+// through jsonEdits.
+func (r *Redactor) docEdits(w *walker, s string, depth int) bool {
+	if r.cache != nil && !r.legacyScan && r.arrayEdits(w, s, depth) {
+		return true
+	}
+	return r.jsonEdits(w, s, depth)
 }
 
 // strTok is one string token of a JSON document, recorded by jsonEdits' first pass: its body
@@ -335,7 +347,7 @@ func (r *Redactor) tokenEdits(w *walker, s string, depth int, t strTok, lastKey 
 		dec := w.unescape(depth, raw, esc)
 		if LooksJSON(dec) {
 			mark := len(w.edits)
-			if r.jsonEdits(w, dec, depth+1) {
+			if r.docEdits(w, dec, depth+1) {
 				m := offsetMap{raw: raw}
 				for i := mark; i < len(w.edits); i++ {
 					e := &w.edits[i]
@@ -536,6 +548,12 @@ func jsonEscape(s string) string {
 	return string(b[1 : len(b)-1])
 }
 
+// looksArray reports whether s, after leading white space, begins with [.
+func looksArray(s string) bool {
+	i := skipWS(s, 0)
+	return i < len(s) && s[i] == '['
+}
+
 // LooksJSON reports whether s, after leading white space, begins with { or [.
 func LooksJSON(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n")
@@ -543,9 +561,12 @@ func LooksJSON(s string) bool {
 }
 
 // RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
-// not parse; such a value is redacted as text. With a CleanCache, a value of at least
-// MinCleanCacheLen bytes found clean under key is remembered, and returned unchanged without a
-// scan when it comes again under the same key (values under credential keys are always examined).
+// not parse; such a value is redacted as text. With a CleanCache, a value found clean under key
+// is remembered, and returned unchanged without a scan when it comes again under the same key
+// (values under credential keys are always examined), when it is at least MinCleanCacheLen bytes
+// long or holds a digit cluster that a digit rule would examine with its regex (digitGated: ids
+// and model names such as "gpt-4o-2024-08-06", sent on every span, would otherwise run the phone
+// and IBAN regexes and phone-number parsing every time).
 func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malformedJSON bool) {
 	applies := r.keyApplies(key)
 	if applies {
@@ -555,7 +576,10 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		}
 	}
 	var h xxh3.Uint128
-	cacheable := r.cache != nil && len(s) >= MinCleanCacheLen && !applies
+	// An array is not looked up whole: arrayEdits looks up each of its elements, and a
+	// conversation's history, resent with each call, is a new array of mostly known elements.
+	cacheable := r.cache != nil && !applies && (len(s) >= MinCleanCacheLen || r.digitGated(s)) &&
+		(r.legacyScan || !looksArray(s))
 	if cacheable {
 		var clean bool
 		if h, clean = r.cleanLookup(s, r.valueSeed(key)); clean {
@@ -577,6 +601,24 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		r.cleanAdd(h)
 	}
 	return out, fs, false
+}
+
+// digitGated reports whether s holds a digit cluster that passes the gate of a digit rule (see
+// scanDigitClusters and prefilter): the scan of s then runs that rule's regex on it.
+func (r *Redactor) digitGated(s string) bool {
+	if r.legacyScan || len(s) < r.minGateDigits {
+		return false
+	}
+	gated := false
+	scanDigitClusters(s, func(_, _, digits int, dot bool) {
+		for _, ri := range r.digitIdx {
+			if ru := r.rules[ri]; digits >= ru.minDigits && (!ru.needDot || dot) {
+				gated = true
+				return
+			}
+		}
+	})
+	return gated
 }
 
 // CleanCacheStats returns the statistics of the Redactor's CleanCache (zero without one).

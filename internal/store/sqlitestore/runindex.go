@@ -529,29 +529,32 @@ func jsonArg(v any) string {
 
 // applyOrphans updates the orphans rows and each run delta's orphans count for the inserted rows.
 func (x runIndex) applyOrphans(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
-	var ids, withParent [][2]string
+	var withParent [][2]string
+	var traces []string
+	none := true
 	for _, f := range b.spans {
 		if b.full.seen[f.TraceID] {
 			continue
 		}
-		ids = append(ids, [2]string{f.TraceID, f.SpanID})
+		none = false
 		if f.ParentSpanID != "" && !b.ids[[2]string{f.TraceID, f.ParentSpanID}] {
 			withParent = append(withParent, [2]string{f.TraceID, f.ParentSpanID})
 		}
 	}
-	if len(ids) == 0 {
+	if none {
 		return nil
+	}
+	for _, id := range b.order {
+		if !b.full.seen[id] {
+			traces = append(traces, id)
+		}
 	}
 	// Stored children waiting for a span of this batch are orphans no more (their rows predate
 	// the batch: the batch's own orphans are added after). The orphans rows of the batch's runs
-	// are read (a run has few: its missing parents) and those naming an inserted span deleted,
-	// rather than probing the table once per inserted span.
-	var traces traceSet
-	for _, k := range ids {
-		traces.add(k[0])
-	}
+	// are read (usually none) and matched with the inserted spans here, rather than looking up
+	// every inserted span in the table.
 	rows, err := tx.QueryContext(ctx, `SELECT trace_id, parent_span_id, spans FROM `+x.orphans+`
-	  WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(traces.ids))
+	  WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(traces))
 	if err != nil {
 		return err
 	}

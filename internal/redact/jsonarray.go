@@ -1,0 +1,219 @@
+package redact
+
+import (
+	"strings"
+
+	"github.com/zeebo/xxh3"
+)
+
+// maxElemDepth bounds the nesting skipValue follows inside one array element; a deeper element
+// sends the document to the token walk (jsonEdits), which applies jsontext's limit of 10,000.
+const maxElemDepth = 512
+
+// elemSpan is the byte range [lo, hi) of one element of a JSON array.
+type elemSpan struct{ lo, hi int }
+
+// arrayEdits is jsonEdits for a document that is a JSON array, with a CleanCache. Agent traffic
+// resends the conversation with every LLM call (gen_ai.input.messages holds every earlier message
+// again), so verdicts are kept for runs of elements: the bytes from the start of one element to
+// the end of a later one (or of the same one), hashed whole. First the longest runs from the
+// first element are looked up (maxRunProbe of them: the whole array, then without its last
+// element, ...), so a history seen in the call before costs one pass of hashing; then each
+// element after the known run is looked up alone (a message seen in another attribute, such as
+// the output messages of the call before) or, when not known, walked by jsonEdits on its own
+// bytes, which also validates it. The verdicts found (clean, or the edits relative to the run's
+// start: offsets and replacement tokens, never values) are added for each element walked and
+// for the whole array.
+//
+// An element walked on its own gives the edits it gives inside the array: the walk's state does
+// not cross an array element (credential keys apply to the member value after the key, in the
+// same object; prefilter ranges are sound per string; the depth of JSON held in strings is the
+// same). The array's framing (brackets, commas, white space) is checked here; each element's own
+// grammar is checked by its walk when it is not known, and a known element is bytes that passed
+// that walk before, under the same Redactor fingerprint and depth. handled is false, with w as it
+// was, when s is not an array or anything here is in doubt (an empty array, an element nested
+// deeper than maxElemDepth, framing or an element that does not parse): the caller then walks s
+// as a whole, which decides validity as before.
+func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return false
+	}
+	elemsMark, editsMark := len(w.elems), len(w.edits)
+	defer func() { w.elems = w.elems[:elemsMark] }()
+	i = skipWS(s, i+1)
+	if i >= len(s) || s[i] == ']' {
+		return false
+	}
+	for {
+		end, ok := skipValue(s, i)
+		if !ok {
+			return false
+		}
+		w.elems = append(w.elems, elemSpan{i, end})
+		j := skipWS(s, end)
+		if j >= len(s) {
+			return false
+		}
+		if s[j] == ']' {
+			if skipWS(s, j+1) != len(s) {
+				return false
+			}
+			break
+		}
+		if s[j] != ',' {
+			return false
+		}
+		if i = skipWS(s, j+1); i >= len(s) {
+			return false
+		}
+	}
+	seed := r.cleanSeed(uint64(kindElem) | uint64(depth)<<8)
+	first, last := elemsMark, len(w.elems)-1
+	lo := w.elems[first].lo
+	// The longest run of elements from the first that is known: the history of the call
+	// before, whose new elements are at the end. Runs of two or more are hashed in one pass.
+	next := first
+	var runHash xxh3.Uint128
+	if probe := max(first+1, last+1-maxRunProbe); last > first {
+		hs := &w.hasher
+		hs.ResetSeed(seed)
+		_, _ = hs.WriteString(s[lo:w.elems[probe-1].hi])
+		var sums [maxRunProbe]xxh3.Uint128
+		for k := probe; k <= last; k++ {
+			_, _ = hs.WriteString(s[w.elems[k-1].hi:w.elems[k].hi])
+			sums[k-probe] = hs.Sum128()
+		}
+		runHash = sums[last-probe]
+		for k := last; k >= probe; k-- {
+			if known, le := r.cacheGet(sums[k-probe]); known {
+				if le != nil {
+					w.appendCached(le, lo)
+				}
+				next = k + 1
+				break
+			}
+		}
+	}
+	for k := next; k <= last; k++ {
+		el := w.elems[k] // a copy: the walk below may append to w.elems (JSON arrays held in strings)
+		raw := s[el.lo:el.hi]
+		cacheable := len(raw) >= MinCleanCacheLen
+		var h xxh3.Uint128
+		if cacheable {
+			var known bool
+			var le *leafEdits
+			if h, known, le = r.cacheLookup(raw, seed); known {
+				if le != nil {
+					w.appendCached(le, el.lo)
+				}
+				continue
+			}
+		}
+		mark := len(w.edits)
+		if !r.jsonEdits(w, raw, depth) {
+			w.edits = w.edits[:editsMark]
+			return false
+		}
+		for e := mark; e < len(w.edits); e++ {
+			ed := &w.edits[e]
+			ed.start += el.lo
+			ed.end += el.lo
+			ed.f.Start, ed.f.End = ed.start, ed.end
+		}
+		if cacheable {
+			r.verdictAdd(h, w.edits[mark:], el.lo)
+		}
+	}
+	if last > first && next <= last {
+		r.verdictAdd(runHash, w.edits[editsMark:], lo)
+	}
+	return true
+}
+
+// maxRunProbe is how many runs of elements arrayEdits looks up, longest first: a call's history
+// is the history of the call before plus its new messages (one or two in an agent loop: the
+// tool call and its result).
+const maxRunProbe = 3
+
+// skipWS returns the index of the first byte at or after i that is not JSON white space.
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value that starts at s[i]: after the bracket that closes
+// an object or array, after the quote that closes a string, or at the first delimiter after a
+// scalar. It follows strings (escapes included) and brackets only, and does not check the
+// grammar inside the value: for valid JSON the end is exact, and a value that does not parse is
+// found by the walk that examines it. ok is false when no end is found, when a closing bracket
+// comes first, or past maxElemDepth.
+func skipValue(s string, i int) (end int, ok bool) {
+	depth := 0
+	for i < len(s) {
+		switch s[i] {
+		case '"':
+			j, ok := skipString(s, i)
+			if !ok {
+				return 0, false
+			}
+			if depth == 0 {
+				return j, true
+			}
+			i = j
+			continue
+		case '{', '[':
+			if depth++; depth > maxElemDepth {
+				return 0, false
+			}
+		case '}', ']':
+			if depth--; depth < 0 {
+				return 0, false
+			}
+			if depth == 0 {
+				return i + 1, true
+			}
+		default:
+			if depth == 0 {
+				j := i
+				for j < len(s) && !isJSONDelim(s[j]) {
+					j++
+				}
+				return j, j > i
+			}
+		}
+		i++
+	}
+	return 0, false
+}
+
+// skipString returns the index after the quote that closes the string whose opening quote is
+// s[i] (a quote preceded by an odd number of backslashes is escaped).
+func skipString(s string, i int) (int, bool) {
+	j := i + 1
+	for {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && s[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, true
+		}
+		j = q + 1
+	}
+}
+
+func isJSONDelim(c byte) bool {
+	switch c {
+	case ',', ']', '}', '[', '{', '"', ':', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
