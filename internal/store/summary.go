@@ -100,7 +100,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
-	var spans []SpanSummary
+	spans := make([]SpanSummary, 0, td.SpanCount())
 	var events []KeyEvent
 	var aj attrJSON
 	var buf []byte
