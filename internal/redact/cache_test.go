@@ -292,7 +292,7 @@ func TestCleanCacheLeafEdits(t *testing.T) {
 }
 
 // TestWalkerKeyMemoNested: keys of JSON documents held in strings live in reused buffers; the
-// walker's memo of which keys are credential keys must not answer for a key whose bytes a later
+// memo of which keys are credential keys must not answer for a key whose bytes a later
 // document wrote where an earlier key was ("content" then "api_key" at the same place).
 func TestWalkerKeyMemoNested(t *testing.T) {
 	r := newTest(t, Config{})

@@ -44,7 +44,9 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 }
 
 // keyApplies reports whether values under key may be credential findings (keyFinding's test on
-// the key alone, so that the value is decoded only when it may be one).
+// the key alone, so that the value is decoded only when it may be one). It is memoised once, in
+// the Redactor, for attribute keys and JSON object keys alike (a key of JSON held in a string is
+// in a reused buffer: the memo keeps a copy).
 func (r *Redactor) keyApplies(key string) bool {
 	if v, ok := r.keyMemo.Load(key); ok {
 		return v.(bool)
@@ -78,47 +80,16 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
 // walked (outer documents first), and one unescape buffer per level of JSON held in a string.
 type walker struct {
-	edits   []edit
-	hot     []hotRange
-	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
-	leafMs  []ahocorasick.Match
-	escs    []int
-	toks    []strTok   // string tokens of the documents being walked (outer documents first)
-	elems   []elemSpan // array elements of the documents being walked (arrayEdits)
-	hasher  xxh3.Hasher
-	keys    [16]keyMemo
-	nextKey int
-	dec     [maxJSONDepth + 1][]byte
-	lower   []byte
-}
-
-// keyMemo remembers keyApplies of the last object keys seen by a walker (documents repeat a few
-// keys: role, parts, type, content). It holds a copy of the key: keys of JSON held in a string
-// point into the walker's unescape buffers, which later leaves overwrite.
-type keyMemo struct {
-	key [maxMemoKey]byte
-	n   uint8 // len of the key; 0: empty entry
-	ok  bool
-}
-
-// maxMemoKey is the longest key a walker memoises (longer keys go to the Redactor's memo).
-const maxMemoKey = 32
-
-// keyApplies is r.keyApplies(key), memoised in w.
-func (w *walker) keyApplies(r *Redactor, key string) bool {
-	if key == "" || len(key) > maxMemoKey {
-		return r.keyApplies(key)
-	}
-	for i := range w.keys {
-		if e := &w.keys[i]; int(e.n) == len(key) && string(e.key[:e.n]) == key {
-			return e.ok
-		}
-	}
-	ok := r.keyApplies(key)
-	e := &w.keys[w.nextKey%len(w.keys)]
-	e.n, e.ok = uint8(copy(e.key[:], key)), ok
-	w.nextKey++
-	return ok
+	edits  []edit
+	hot    []hotRange
+	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs []ahocorasick.Match
+	escs   []int
+	toks   []strTok   // string tokens of the documents being walked (outer documents first)
+	elems  []elemSpan // array elements of the documents being walked (arrayEdits)
+	hasher xxh3.Hasher
+	dec    [maxJSONDepth + 1][]byte
+	lower  []byte
 }
 
 var walkerPool = sync.Pool{New: func() any { return new(walker) }}
@@ -126,7 +97,6 @@ var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
 	w.edits, w.hot, w.ms, w.toks, w.elems = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0], w.elems[:0]
-	w.keys, w.nextKey = [16]keyMemo{}, 0
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
 	}
@@ -314,7 +284,7 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 			if t.esc {
 				key = string(appendUnescaped(nil, raw))
 			}
-			keyApplies = w.keyApplies(r, key)
+			keyApplies = r.keyApplies(key)
 		}
 		t.keyApplies = t.member && keyApplies
 		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies {
