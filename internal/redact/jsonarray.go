@@ -73,6 +73,13 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 		return r.undo(w, editsMark)
 	}
 	first, last := elemsMark, len(w.elems)-1
+	// the hash of the whole array as a run (added below, for the next call), taken before the
+	// walks below, which reuse w.hasher for arrays held in strings
+	var whole xxh3.Uint128
+	if known > 0 {
+		_, _ = w.hasher.WriteString(s[known:w.elems[last].hi])
+		whole = w.hasher.Sum128()
+	}
 	// Without a head entry: the longest run from the first element that is known, among the
 	// maxRunProbe longest (the history of the call before, whose new elements are at the end).
 	// Runs of two or more are hashed in one pass.
@@ -87,6 +94,7 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 			_, _ = hs.WriteString(s[w.elems[k-1].hi:w.elems[k].hi])
 			sums[k-p] = hs.Sum128()
 		}
+		whole = sums[last-p]
 		for k := last; k >= p; k-- {
 			if known, le := r.cacheGet(sums[k-p]); known {
 				if le != nil {
@@ -129,7 +137,7 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 	if hi := w.elems[last].hi; hi > firstEnd && next <= last {
 		// the whole array is a run from the first element: the next call's history
 		if len(w.edits)-editsMark <= maxCachedEdits {
-			r.verdictAdd(xxh3.HashString128Seed(s[lo:hi], seed), w.edits[editsMark:], lo)
+			r.verdictAdd(whole, w.edits[editsMark:], lo)
 			r.headAdd(head, hi-lo)
 		}
 	}
@@ -162,7 +170,10 @@ func (r *Redactor) knownRun(w *walker, s string, lo, firstEnd int, head xxh3.Uin
 		if tries++; tries > maxRunTries {
 			break
 		}
-		if known, le := r.cacheGet(xxh3.HashString128Seed(s[lo:end], seed)); known {
+		hs := &w.hasher // left holding s[lo:end] for the hash of the whole array
+		hs.ResetSeed(seed)
+		_, _ = hs.WriteString(s[lo:end])
+		if known, le := r.cacheGet(hs.Sum128()); known {
 			if le != nil {
 				w.appendCached(le, lo)
 			}
