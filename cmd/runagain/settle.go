@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -142,36 +143,34 @@ var errNoConfirmation = errors.New("cannot watch the collector's sending queues"
 // waitQueuesDelivered returns once every sending queue of the tiered exporter has read empty at
 // least once since it was called: then every record queued before the call has reached its tier
 // (an empty queue holds nothing waiting, batching or being written). It polls the collector's
-// metrics at url every settlePoll, for at most limit. When the metrics cannot be read, or hold
-// no tiered queue, it waits limit out and returns errNoConfirmation (wrapped, with the reason);
-// when limit passes first, it returns the queues still not seen empty.
+// metrics at url every settlePoll, for at most limit; a scrape that fails is tried again at the
+// next poll. When no scrape showed a tiered queue within limit (no collector there, or its
+// metrics hold none), it returns errNoConfirmation (wrapped, with the reason), having waited limit
+// out; when limit passes with queues not yet seen empty, it returns those.
 func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (pending []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	wholeBound := func(why error) ([]string, error) {
+	if url == "" {
 		<-ctx.Done()
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %w", errNoConfirmation, why)
-	}
-	if url == "" {
-		return wholeBound(errors.New("--config has no Prometheus reader under service::telemetry::metrics (give --collector-metrics)"))
+		return nil, fmt.Errorf("%w: --config has no Prometheus reader under service::telemetry::metrics (give --collector-metrics)", errNoConfirmation)
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
 	seenEmpty := map[string]bool{}
+	var lastErr error
 	t := time.NewTicker(settlePoll)
 	defer t.Stop()
 	for {
 		sizes, err := tieredQueueSizes(ctx, client, url)
 		switch {
-		case err != nil && len(seenEmpty) == 0:
-			if ctx.Err() != nil {
-				return wholeBound(err)
+		case err != nil:
+			if ctx.Err() == nil {
+				lastErr = fmt.Errorf("collector metrics: %w", err)
 			}
-			return wholeBound(fmt.Errorf("collector metrics: %w", err))
-		case err == nil && len(sizes) == 0 && len(seenEmpty) == 0:
-			return wholeBound(fmt.Errorf("no tiered exporter queue in %s", url))
+		case len(sizes) == 0:
+			lastErr = fmt.Errorf("no tiered exporter queue in %s", url)
 		}
 		for k, v := range sizes {
 			if !seenEmpty[k] {
@@ -189,9 +188,13 @@ func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (
 		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.Canceled) {
+			switch {
+			case errors.Is(ctx.Err(), context.Canceled):
 				return pending, ctx.Err()
+			case len(seenEmpty) == 0:
+				return nil, fmt.Errorf("%w: %w", errNoConfirmation, lastErr)
 			}
+			sort.Strings(pending)
 			return pending, nil
 		case <-t.C:
 		}

@@ -101,3 +101,27 @@ func TestCollectorMetricsURL(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, gw == "" || strings.HasPrefix(gw, "http://"), gw)
 }
+
+// A scrape that fails (the collector busy, a connection reset) is tried again: the queues are
+// still watched, not waited out.
+func TestWaitQueuesDeliveredRetriesAFailedScrape(t *testing.T) {
+	q := &queueMetrics{scrapes: [][4]int{{1, 1, 0, 0}, {0, 0, 0, 0}}}
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		q.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	pending, err := waitQueuesDelivered(context.Background(), srv.URL, time.Minute)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+	assert.Equal(t, 2, q.count(), "one failed scrape, then the two served ones")
+}
