@@ -408,13 +408,13 @@ func (b *Batch) Commit(ctx context.Context) error {
 		return nil
 	}
 	var due []location
+	var held []location
 	pick := func(gen int64) []location {
 		now := s.now().UnixNano()
 		due = due[:0]
-		for l, r := range b.refs {
-			if r.pending && s.pw.stillPending(l) {
-				continue
-			}
+		held = s.pw.notPending(b.refs, held[:0]) // one pass under the writer's lock, not one per reference
+		for _, l := range held {
+			r := b.refs[l]
 			c := r.c
 			if lc, ok := s.locs.Peek(l.objKey); ok && lc.pack == l.pack {
 				c = lc // written since the Put: by the indexer, or by another batch's touch
