@@ -218,7 +218,7 @@ func arrange(run *store.Run) *cachedRun {
 				c.detail.TestVersion = v.AsString()
 			}
 		}
-		if a := genai.AgentName(s.Attributes(), n.Resource.Attributes()); a != "" {
+		if a := genai.SpanAgent(s, n.Resource.Attributes()); a != "" {
 			agents[a] = true
 		}
 		cost, unpriced := store.SpanCost(s.Attributes(), s.StartTimestamp())

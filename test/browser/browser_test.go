@@ -234,6 +234,9 @@ func TestSessionsRunAndStepInBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(ui.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#runs tbody tr`)))
 	traces := eval[[]string](t, ctx, `[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.trace)`)
 	assert.Equal(t, []string{openAIAgentsRun, beeAIRun}, traces, "newest first")
+	agents := eval[string](t, ctx, `[...document.querySelectorAll('#runs thead th')].findIndex(th => th.textContent == 'Agents')`+
+		` >= 0 ? document.querySelector('#runs tr[data-trace="`+openAIAgentsRun+`"]').cells[[...document.querySelectorAll('#runs thead th')].findIndex(th => th.textContent == 'Agents')].textContent : 'no Agents column'`)
+	assert.Contains(t, agents, "Hello world", "the agent of a Langfuse export (an AGENT observation, no gen_ai.agent.name)")
 	shot(t, ctx, "sessions")
 
 	// Run: follow the link; the timeline draws every span of the run.

@@ -1,19 +1,15 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -23,59 +19,6 @@ import (
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
-
-// zstdMagic starts every zstd frame (RFC 8878 section 3.1.1).
-var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
-
-// fileContents returns what a file of the data directory holds: its raw bytes, and the output
-// of every zstd frame found in it (payload objects and packs, Parquet pages compressed with
-// zstd), each decoded from its magic number on until the stream stops decoding.
-func fileContents(t *testing.T, raw []byte) [][]byte {
-	out := [][]byte{raw}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
-	require.NoError(t, err)
-	defer dec.Close()
-	for i := 0; i+4 <= len(raw); {
-		j := bytes.Index(raw[i:], zstdMagic)
-		if j < 0 {
-			break
-		}
-		i += j
-		if err := dec.Reset(bytes.NewReader(raw[i:])); err == nil {
-			plain, _ := io.ReadAll(io.LimitReader(dec, 256<<20)) // what decoded before any error
-			if len(plain) > 0 {
-				out = append(out, plain)
-			}
-		}
-		i += 4
-	}
-	return out
-}
-
-// scanDir reports, for each value, the files of dir holding it (raw or zstd-decoded).
-func scanDir(t *testing.T, dir string, values []string) (hits map[string][]string, files int) {
-	hits = map[string][]string{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
-		if err != nil || de.IsDir() {
-			return err
-		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, c := range fileContents(t, raw) {
-			for _, v := range values {
-				if bytes.Contains(c, []byte(v)) {
-					rel, _ := filepath.Rel(dir, p)
-					hits[v] = append(hits[v], rel)
-				}
-			}
-		}
-		return nil
-	}))
-	return hits, files
-}
 
 // waitCold waits until the cold tier's Parquet files hold sessions sessions.
 func waitCold(t *testing.T, dataDir string, sessions int) {
@@ -92,6 +35,23 @@ func waitCold(t *testing.T, dataDir string, sessions int) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("the cold tier did not get %d sessions in 60 s", sessions)
+}
+
+// warmUpDictionaries sends 5 runs of 220 small chat spans (more than the hot writer samples
+// before training its zstd dictionary) and waits until the hot tier holds them.
+func warmUpDictionaries(t *testing.T, c *collectortest.Collector) {
+	t.Helper()
+	for r := 0; r < 5; r++ {
+		b := newRun(byte(r), "warmup-svc")
+		b.trace[8] = 0xd1 // apart from the runs below and the concurrent agent's
+		for i := 1; i <= 220; i++ {
+			attrs := chatAttrs(10+i, 5, "stop")
+			attrs["gen_ai.conversation.id"] = "conv-warmup"
+			b.span(byte(i), 0, "chat gpt-4o-mini", i, 5, attrs)
+		}
+		sendOTLP(t, c, b.td, b.ld)
+		waitShow(t, c, b.id(), 220, 0)
+	}
 }
 
 // plantedRun is one run of a session with unique values in a payload large enough to be
@@ -138,6 +98,9 @@ func (r plantedRun) values() []string { return []string{r.small, r.agent, r.inPa
 func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 	dataDir := t.TempDir()
 	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir})
+	// More spans than a writer samples before it trains its zstd dictionary: the planted rows
+	// below are compressed with it, as on any collector that has run for a while.
+	warmUpDictionaries(t, c)
 	prompt := "You are the support agent of a shop. " + strings.Repeat("Be precise, be polite, never guess an order status. ", 40)
 	a1 := newPlantedRun(0xe1, "conv-erase-me", "a1", prompt)
 	a2 := newPlantedRun(0xe2, "conv-erase-me", "a2", prompt)
@@ -156,9 +119,14 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 
 	// the scanner finds what is there: every planted value is stored before the erasure, the
 	// payload ones offloaded (in zstd blocks of an uploaded pack, or raw in the open pack)
-	hits, _ := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
+	hits, _, dicts := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
+	assert.Positive(t, dicts, "the hot tier compresses rows with a trained dictionary")
 	for _, v := range append(append([]string(nil), erased...), kept...) {
 		assert.NotEmpty(t, hits[v], "%q not found before the erasure: the scan would prove nothing", v)
+	}
+	for _, v := range []string{a1.small, a1.agent, b.small} {
+		// small attributes stay on the span, in the hot tier's dictionary-compressed rows
+		assert.Contains(t, hits[v], "hot.db", "%q: the scan reads the hot tier's rows", v)
 	}
 	for _, f := range hits[a1.inPay] {
 		// in an uploaded pack (blobs/), or still in the collector's open pack (payloads/staging/)
@@ -233,7 +201,7 @@ func TestDeleteSessionLeavesNoTrace(t *testing.T) {
 	// file is at rest, then scan.
 	c.Restart()
 	c.Stop()
-	hits, files := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
+	hits, files, _ := scanDir(t, dataDir, append(append([]string(nil), erased...), kept...))
 	for _, v := range erased {
 		assert.Empty(t, hits[v], "%q of the erased session still in %v", v, hits[v])
 	}

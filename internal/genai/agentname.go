@@ -1,0 +1,62 @@
+package genai
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Attributes that mark a span as an agent invocation when gen_ai.operation.name does not, and
+// that name its agent when gen_ai.agent.name does not.
+const (
+	AttrLangfuseObservationType = "langfuse.observation.type" // the importer's copy of a Langfuse observation's type
+	attrAgentNameLegacy         = "agent_name"                // Pydantic AI before gen_ai.agent.name
+)
+
+// SpanAgent names the agent a span belongs to or runs, for a run's agent list: gen_ai.agent.name
+// on the span, then on the resource (AgentName). Failing that, when the span is an agent
+// invocation — gen_ai.operation.name invoke_agent or create_agent, openinference.span.kind
+// AGENT, traceloop.span.kind agent, or langfuse.observation.type AGENT (Langfuse's export of
+// OpenAI Agents, Google ADK, Koog, Agno and others, whose spans carry no gen_ai.agent.name) —
+// it is the attribute agent_name (Pydantic AI), else the span name without the operation the
+// instrumentation put in front of the agent's name: "invoke_agent X" and "create_agent X" (the
+// GenAI semantic conventions' span name, "{gen_ai.operation.name} {gen_ai.agent.name}") and
+// "agent_run [X]" (Google ADK) give X; any other name is the agent's as it is ("Agent workflow").
+// "" for a span that is neither.
+func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map) string {
+	attrs := span.Attributes()
+	if a := AgentName(attrs, resourceAttrs); a != "" {
+		return a
+	}
+	if !isAgentInvocation(attrs) {
+		return ""
+	}
+	if v, ok := attrs.Get(attrAgentNameLegacy); ok && v.AsString() != "" {
+		return v.AsString()
+	}
+	name := strings.TrimSpace(span.Name())
+	for _, op := range []string{"invoke_agent ", "create_agent "} {
+		if rest, ok := strings.CutPrefix(name, op); ok && strings.TrimSpace(rest) != "" {
+			return strings.TrimSpace(rest)
+		}
+	}
+	if rest, ok := strings.CutPrefix(name, "agent_run ["); ok && strings.HasSuffix(rest, "]") && len(rest) > 1 {
+		return strings.TrimSuffix(rest, "]")
+	}
+	return name
+}
+
+// isAgentInvocation tells whether attrs mark an agent's run (not a chain or a workflow: their
+// names are steps, not agents).
+func isAgentInvocation(attrs pcommon.Map) bool {
+	for _, kv := range [][2]string{
+		{AttrOperationName, "invoke_agent"}, {AttrOperationName, "create_agent"},
+		{AttrOpenInferenceKind, "AGENT"}, {AttrTraceloopSpanKind, "agent"}, {AttrLangfuseObservationType, "AGENT"},
+	} {
+		if v, ok := attrs.Get(kv[0]); ok && v.AsString() == kv[1] {
+			return true
+		}
+	}
+	return false
+}
