@@ -85,8 +85,20 @@ func (p *blockPacker) compressLoop() {
 	var z []byte
 	for b := range p.bg {
 		z = p.enc.EncodeAll(b.raw, z[:0])
+		// This goroutine is w's only writer: the write runs without p.mu, so that size (on the
+		// request path) never waits for the disk.
 		p.mu.Lock()
-		p.writeLocked(z)
+		failed := p.err != nil
+		p.mu.Unlock()
+		var err error
+		if !failed {
+			_, err = p.w.Write(z)
+		}
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = err
+		}
+		p.written += int64(len(z))
 		p.n += int64(len(z)) - int64(len(b.raw)+blockSlack)
 		p.located = append(p.located, blockLoc{first: b.first, end: b.end, off: p.written - int64(len(z)), zlen: uint32(len(z))})
 		p.mu.Unlock()
