@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,9 +54,11 @@ busy timeout (the collector's writes wait during VACUUM and are retried by their
 Parquet objects are replaced whole, ClickHouse mutations are synchronous. Spans of the session that
 are still on their way are stored after it: summaries in the collector's warm and cold sending
 queues (flushed within 1 s and 10 s by config/default.yaml) and packs not yet uploaded (5 s) are
-caught by a second pass --settle later (15 s by default); spans sent after delete started, or a
-queue held back by a store that is down, are not: stop the agents of that session first, and run
-delete again once every store is back.
+caught by a second pass, run as soon as the collector's own metrics show each of its tiered
+sending queues empty once (otelcol_exporter_queue_size; at most --settle, 15 s by default, and the
+whole of it when those metrics cannot be read: --collector-metrics); spans sent after delete
+started, or a queue held back by a store that is down, are not: stop the agents of that session
+first, and run delete again once every store is back.
 
 What it cannot reach: backups and snapshots of the data directory or buckets, copies already
 exported (runagain dataset export directories, files you wrote with --json), other systems the
@@ -71,6 +74,7 @@ func init() {
 	var session, trace string
 	var removeFromDatasets, noCompact, sealedOnly, dryRun bool
 	var settle time.Duration
+	var collectorMetrics string
 	cmd := &cobra.Command{
 		Use:   "delete --session ID | --trace ID",
 		Short: "Erase a session or run from every tier, datasets, sealed originals and payload storage (data-subject erasure)",
@@ -102,7 +106,11 @@ func init() {
 			if err != nil || settle <= 0 {
 				return err
 			}
-			return settlePass(ctx, cmd.OutOrStdout(), e, req, settle)
+			murl, err := collectorMetricsURL(ctx, collectorMetrics, configFlag)
+			if err != nil {
+				return err
+			}
+			return settlePass(ctx, cmd.OutOrStdout(), e, req, settle, murl)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
@@ -112,8 +120,12 @@ func init() {
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false,
 		"skip rebuilding the SQLite files after deleting (faster on large files; stale copies of erased rows may then stay in free pages)")
 	cmd.Flags().DurationVar(&settle, "settle", 15*time.Second,
-		"then wait this long and erase again what a running collector delivered meanwhile from its sending queues "+
-			"(config/default.yaml flushes warm within 1s and cold within 10s); 0: one pass only")
+		"then wait, at most this long, until a running collector's sending queues delivered what they held "+
+			"(its otelcol_exporter_queue_size of each tiered queue read 0; config/default.yaml flushes warm within 1s and "+
+			"cold within 10s) and erase again what arrived; without the collector's metrics it waits this long; 0: one pass only")
+	cmd.Flags().StringVar(&collectorMetrics, "collector-metrics", os.Getenv("RUNAGAIN_COLLECTOR_METRICS"),
+		"the running collector's own metrics (Prometheus text), watched by --settle; default: the Prometheus reader of "+
+			"--config's service::telemetry, else http://127.0.0.1:$RUNAGAIN_TELEMETRY_PORT/metrics (8888) (env RUNAGAIN_COLLECTOR_METRICS)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs and dataset versions the erasure would touch; remove nothing")
 	cmd.Flags().BoolVar(&sealedOnly, "sealed-only", false,
 		"only destroy the session's data key (crypto-shredding of the sealed originals); the redacted runs stay")
@@ -125,15 +137,24 @@ func init() {
 
 // settlePass is the second pass of an erasure: records of the runs that were still in a running
 // collector's warm and cold sending queues (summaries batched for up to cold's flush_timeout) reach
-// their tiers after the first pass; after settle it erases again and reports what arrived. A
-// queue held back longer (a tier's store down) delivers later still: the output says to run
-// delete again then.
-func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Request, settle time.Duration) error {
-	fmt.Fprintf(w, "waiting %s for records still in the collector's sending queues (--settle)...\n", settle)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(settle):
+// their tiers after the first pass. It waits until the collector's metrics at metricsURL show
+// every tiered queue empty once (waitQueuesDelivered), at most settle (the whole of settle when
+// the metrics cannot be read), then erases again and reports what arrived. A queue held back
+// longer (a tier's store down) delivers later still: the output says to run delete again then.
+func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Request, settle time.Duration, metricsURL string) error {
+	fmt.Fprintf(w, "waiting at most %s for records still in the collector's sending queues (--settle)...\n", settle)
+	start := time.Now()
+	pending, werr := waitQueuesDelivered(ctx, metricsURL, settle)
+	waited := time.Since(start).Round(10 * time.Millisecond)
+	switch {
+	case errors.Is(werr, errNoConfirmation):
+		fmt.Fprintf(w, "waited %s: %v\n", waited, werr)
+	case werr != nil:
+		return werr
+	case len(pending) > 0:
+		fmt.Fprintf(w, "waited %s: queues not seen empty (new traffic keeps them busy, or a store is down): %s\n", waited, strings.Join(pending, ", "))
+	default:
+		fmt.Fprintf(w, "the collector's sending queues delivered what they held (after %s)\n", waited)
 	}
 	rep, err := e.Run(ctx, req)
 	var n int64
@@ -149,10 +170,10 @@ func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Req
 		}
 		return fmt.Errorf("second pass: %w", err)
 	case n > 0:
-		fmt.Fprintf(w, "second pass, after %s: records that were still queued\n", settle)
+		fmt.Fprintf(w, "second pass, after %s: records that were still queued\n", waited)
 		printErasure(w, req.Session, req.TraceID, rep)
 	default:
-		fmt.Fprintf(w, "second pass, after %s: nothing more arrived (a tier whose store is down delivers its queue later: run delete again once it is back)\n", settle)
+		fmt.Fprintf(w, "second pass, after %s: nothing more arrived (a tier whose store is down delivers its queue later: run delete again once it is back)\n", waited)
 	}
 	return nil
 }

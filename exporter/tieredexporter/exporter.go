@@ -129,16 +129,17 @@ func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainsto
 	tset := e.set
 	// A distinct id per tier keeps persistent-queue keys apart in a shared storage extension.
 	tset.ID = component.NewIDWithName(e.set.ID.Type(), joinName(e.set.ID.Name(), name))
+	// The options every tier shares; the queue's differs: records tiers persist records.
 	opts := []exporterhelper.Option{
 		exporterhelper.WithTimeout(s.TimeoutConfig),
 		exporterhelper.WithRetry(s.BackOff),
-		exporterhelper.WithQueue(s.Queue),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	}
 	p := tierPipe{name: name, trim: name != store.TierHot}
 	if rb, ok := b.(runagainstorageextension.RecordBackend); ok && p.trim && !e.noRecords {
-		return e.addRecordsTier(ctx, tset, name, rb, s)
+		return e.addRecordsTier(ctx, tset, name, rb, s, opts)
 	}
+	opts = append(opts, exporterhelper.WithQueue(s.Queue))
 	switch e.sig {
 	case signalTraces:
 		te, err := exporterhelper.NewTraces(ctx, tset, e.cfg, b.WriteTraces, opts...)
@@ -158,16 +159,12 @@ func (e *tieredExporter) addTier(ctx context.Context, name string, b runagainsto
 }
 
 // addRecordsTier creates a warm or cold tier's pipeline whose sending queue holds the records
-// of each request (records.go), built by rb in ConsumeTraces/ConsumeLogs.
+// of each request (records.go), built by rb in ConsumeTraces/ConsumeLogs. opts are addTier's
+// options of every tier (timeout, retry, capabilities); the queue is added here.
 func (e *tieredExporter) addRecordsTier(ctx context.Context, tset exporter.Settings, name string,
-	rb runagainstorageextension.RecordBackend, s TierSending,
+	rb runagainstorageextension.RecordBackend, s TierSending, opts []exporterhelper.Option,
 ) error {
-	opts := []exporterhelper.Option{
-		exporterhelper.WithTimeout(s.TimeoutConfig),
-		exporterhelper.WithRetry(s.BackOff),
-		xexporterhelper.WithQueueBatch(s.Queue, xexporterhelper.QueueBatchSettings{Encoding: recordsEncoding{b: rb, sig: e.sig}}),
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-	}
+	opts = append(opts, xexporterhelper.WithQueueBatch(s.Queue, xexporterhelper.QueueBatchSettings{Encoding: recordsEncoding{b: rb, sig: e.sig}}))
 	p := tierPipe{name: name, trim: true, records: true}
 	switch e.sig {
 	case signalTraces:

@@ -72,7 +72,7 @@ func (e recordsEncoding) Marshal(_ context.Context, req xexporterhelper.Request)
 	if !ok {
 		return nil, fmt.Errorf("tiered exporter: cannot persist %T", req)
 	}
-	return store.MarshalRecords(q.r), nil
+	return store.MarshalRecords(q.r)
 }
 
 func (e recordsEncoding) Unmarshal(b []byte) (context.Context, xexporterhelper.Request, error) {

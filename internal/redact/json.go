@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -44,22 +45,54 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 }
 
 // keyApplies reports whether values under key may be credential findings (keyFinding's test on
-// the key alone, so that the value is decoded only when it may be one).
+// the key alone, so that the value is decoded only when it may be one). It is memoised once, in
+// the Redactor, for attribute keys and JSON object keys alike (a key of JSON held in a string is
+// in a reused buffer: the memo keeps a copy).
 func (r *Redactor) keyApplies(key string) bool {
-	if v, ok := r.keyMemo.Load(key); ok {
-		return v.(bool)
+	if m := r.keyMemo.Load(); m != nil {
+		if v, ok := (*m)[key]; ok {
+			return v
+		}
 	}
 	name, _, ok := sensitiveKey(key)
 	ok = ok && r.keyRuleOn[name]
-	if r.keyMemoN.Load() < maxKeyMemo && r.keyMemoN.Add(1) <= maxKeyMemo {
-		r.keyMemo.Store(strings.Clone(key), ok)
-	}
+	r.keyMemoAdd(key, ok)
 	return ok
+}
+
+// keyMemoAdd records keyApplies(key) = ok. Lookups read an immutable map snapshot (keyMemo, no
+// lock); keys are added to keyAll under keyMu, and the snapshot is republished from it when a
+// key comes a second time without being in it, or when a quarter of keyAll is not in it, so
+// that republishing costs O(1) per key amortised for new keys.
+func (r *Redactor) keyMemoAdd(key string, ok bool) {
+	r.keyMu.Lock()
+	defer r.keyMu.Unlock()
+	snap := 0
+	if m := r.keyMemo.Load(); m != nil {
+		if _, in := (*m)[key]; in {
+			return // published meanwhile
+		}
+		snap = len(*m)
+	}
+	_, seen := r.keyAll[key]
+	if !seen {
+		if len(r.keyAll) >= maxKeyMemo {
+			return
+		}
+		if r.keyAll == nil {
+			r.keyAll = map[string]bool{}
+		}
+		r.keyAll[strings.Clone(key)] = ok
+	}
+	if seen || len(r.keyAll)-snap > snap/4 {
+		m := maps.Clone(r.keyAll)
+		r.keyMemo.Store(&m)
+	}
 }
 
 // maxKeyMemo bounds the keys whose keyApplies a Redactor remembers (attribute and JSON object
 // keys: a small vocabulary in practice; keys past the bound are classified every time).
-const maxKeyMemo = 4096
+const maxKeyMemo = 1024
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)
@@ -78,53 +111,23 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
 // walked (outer documents first), and one unescape buffer per level of JSON held in a string.
 type walker struct {
-	edits   []edit
-	hot     []hotRange
-	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
-	leafMs  []ahocorasick.Match
-	escs    []int
-	toks    []strTok // string tokens of the documents being walked (outer documents first)
-	keys    [16]keyMemo
-	nextKey int
-	dec     [maxJSONDepth + 1][]byte
-	lower   []byte
-}
-
-// keyMemo remembers keyApplies of the last object keys seen by a walker (documents repeat a few
-// keys: role, parts, type, content). It holds a copy of the key: keys of JSON held in a string
-// point into the walker's unescape buffers, which later leaves overwrite.
-type keyMemo struct {
-	key [maxMemoKey]byte
-	n   uint8 // len of the key; 0: empty entry
-	ok  bool
-}
-
-// maxMemoKey is the longest key a walker memoises (longer keys go to the Redactor's memo).
-const maxMemoKey = 32
-
-// keyApplies is r.keyApplies(key), memoised in w.
-func (w *walker) keyApplies(r *Redactor, key string) bool {
-	if key == "" || len(key) > maxMemoKey {
-		return r.keyApplies(key)
-	}
-	for i := range w.keys {
-		if e := &w.keys[i]; int(e.n) == len(key) && string(e.key[:e.n]) == key {
-			return e.ok
-		}
-	}
-	ok := r.keyApplies(key)
-	e := &w.keys[w.nextKey%len(w.keys)]
-	e.n, e.ok = uint8(copy(e.key[:], key)), ok
-	w.nextKey++
-	return ok
+	edits  []edit
+	hot    []hotRange
+	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs []ahocorasick.Match
+	escs   []int
+	toks   []strTok   // string tokens of the documents being walked (outer documents first)
+	elems  []elemSpan // array elements of the documents being walked (arrayEdits)
+	hasher xxh3.Hasher
+	dec    [maxJSONDepth + 1][]byte
+	lower  []byte
 }
 
 var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
-	w.edits, w.hot, w.ms, w.toks = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0]
-	w.keys, w.nextKey = [16]keyMemo{}, 0
+	w.edits, w.hot, w.ms, w.toks, w.elems = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0], w.elems[:0]
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
 	}
@@ -152,7 +155,7 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	}
 	w := walkerPool.Get().(*walker)
 	defer w.release()
-	if !r.jsonEdits(w, s, 0) {
+	if !r.docEdits(w, s, 0) {
 		return s, nil, false
 	}
 	if len(w.edits) == 0 {
@@ -174,6 +177,16 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	}
 	sb.WriteString(s[prev:])
 	return sb.String(), fs, true
+}
+
+// docEdits appends to w.edits the edits for the JSON document s (see jsonEdits): an array
+// through arrayEdits when there is a CleanCache, anything else (or an array arrayEdits leaves)
+// through jsonEdits.
+func (r *Redactor) docEdits(w *walker, s string, depth int) bool {
+	if r.cache != nil && !r.legacyScan && r.arrayEdits(w, s, depth) {
+		return true
+	}
+	return r.jsonEdits(w, s, depth)
 }
 
 // strTok is one string token of a JSON document, recorded by jsonEdits' first pass: its body
@@ -302,7 +315,7 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 			if t.esc {
 				key = string(appendUnescaped(nil, raw))
 			}
-			keyApplies = w.keyApplies(r, key)
+			keyApplies = r.keyApplies(key)
 		}
 		t.keyApplies = t.member && keyApplies
 		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies {
@@ -335,7 +348,7 @@ func (r *Redactor) tokenEdits(w *walker, s string, depth int, t strTok, lastKey 
 		dec := w.unescape(depth, raw, esc)
 		if LooksJSON(dec) {
 			mark := len(w.edits)
-			if r.jsonEdits(w, dec, depth+1) {
+			if r.docEdits(w, dec, depth+1) {
 				m := offsetMap{raw: raw}
 				for i := mark; i < len(w.edits); i++ {
 					e := &w.edits[i]
@@ -536,6 +549,12 @@ func jsonEscape(s string) string {
 	return string(b[1 : len(b)-1])
 }
 
+// looksArray reports whether s, after leading white space, begins with [.
+func looksArray(s string) bool {
+	i := skipWS(s, 0)
+	return i < len(s) && s[i] == '['
+}
+
 // LooksJSON reports whether s, after leading white space, begins with { or [.
 func LooksJSON(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n")
@@ -543,9 +562,12 @@ func LooksJSON(s string) bool {
 }
 
 // RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
-// not parse; such a value is redacted as text. With a CleanCache, a value of at least
-// MinCleanCacheLen bytes found clean under key is remembered, and returned unchanged without a
-// scan when it comes again under the same key (values under credential keys are always examined).
+// not parse; such a value is redacted as text. With a CleanCache, a value found clean under key
+// is remembered, and returned unchanged without a scan when it comes again under the same key
+// (values under credential keys are always examined), when it is at least MinCleanCacheLen bytes
+// long or holds a digit cluster that a digit rule would examine with its regex (digitGated: ids
+// and model names such as "gpt-4o-2024-08-06", sent on every span, would otherwise run the phone
+// and IBAN regexes and phone-number parsing every time).
 func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malformedJSON bool) {
 	applies := r.keyApplies(key)
 	if applies {
@@ -555,7 +577,10 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		}
 	}
 	var h xxh3.Uint128
-	cacheable := r.cache != nil && len(s) >= MinCleanCacheLen && !applies
+	// An array is not looked up whole: arrayEdits looks up each of its elements, and a
+	// conversation's history, resent with each call, is a new array of mostly known elements.
+	cacheable := r.cache != nil && !applies && (len(s) >= MinCleanCacheLen || r.digitGated(s)) &&
+		(r.legacyScan || !looksArray(s))
 	if cacheable {
 		var clean bool
 		if h, clean = r.cleanLookup(s, r.valueSeed(key)); clean {
@@ -577,6 +602,24 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		r.cleanAdd(h)
 	}
 	return out, fs, false
+}
+
+// digitGated reports whether s holds a digit cluster that passes the gate of a digit rule (see
+// scanDigitClusters and prefilter): the scan of s then runs that rule's regex on it.
+func (r *Redactor) digitGated(s string) bool {
+	if r.legacyScan || len(s) < r.minGateDigits {
+		return false
+	}
+	gated := false
+	scanDigitClusters(s, func(_, _, digits int, dot bool) {
+		for _, ri := range r.digitIdx {
+			if ru := r.rules[ri]; digits >= ru.minDigits && (!ru.needDot || dot) {
+				gated = true
+				return
+			}
+		}
+	})
+	return gated
 }
 
 // CleanCacheStats returns the statistics of the Redactor's CleanCache (zero without one).

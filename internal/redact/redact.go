@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -49,9 +50,17 @@ type Redactor struct {
 	// and this Redactor's fingerprint
 	cache     *CleanCache
 	cleanBase uint64
-	// keyMemo: key -> keyApplies(key), at most maxKeyMemo keys (keyMemoN counts them)
-	keyMemo  sync.Map
-	keyMemoN atomic.Int64
+	// legacyScan turns off what came after the leaf cache (array elements looked up whole, short
+	// values with digit clusters cached): set only by tests and benchmarks, to measure the
+	// earlier path in the same run
+	legacyScan bool
+	// minGateDigits is the fewest digits a digit rule's gate accepts (MaxInt without digit rules)
+	minGateDigits int
+	// keyMemo: an immutable snapshot of keyAll (key -> keyApplies(key), at most maxKeyMemo
+	// keys), read without a lock; keyAll is written under keyMu (see keyMemoAdd)
+	keyMemo atomic.Pointer[map[string]bool]
+	keyMu   sync.Mutex
+	keyAll  map[string]bool
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).
@@ -152,6 +161,10 @@ func New(cfg Config) (*Redactor, error) {
 			return nil, fmt.Errorf("building keyword automaton: %w", err)
 		}
 		r.ac = ac
+	}
+	r.minGateDigits = math.MaxInt
+	for _, ri := range r.digitIdx {
+		r.minGateDigits = min(r.minGateDigits, r.rules[ri].minDigits)
 	}
 	r.hashKey = cfg.HashKey
 	if len(r.hashKey) == 0 {

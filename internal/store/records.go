@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -186,14 +187,57 @@ func CombinePartials(ps []SessionPartial) []SessionPartial {
 // OTLP request, queued by a build that persisted requests).
 var RecordsMagic = []byte("RAR1")
 
-var (
-	recordsEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
-	recordsDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
-)
+// recordsMaxDecoded bounds the memory the decoder may allocate for one encoded Records (the
+// size a frame header claims is allocated before decoding): 128 MiB. An entry holds the records
+// of one request; the OTLP gRPC receiver takes requests of at most 4 MiB unless configured
+// otherwise (configgrpc max_recv_msg_size_mib), and a request's records are at most about 3 times
+// its bytes (hex ids, fixed fields per record), so this admits receivers configured up to about
+// 40 MiB, while a corrupt header cannot make one entry take more than a third of the collector's
+// memory budget (peak RSS 346 MB, issue 17).
+const recordsMaxDecoded = 128 << 20
 
-// MarshalRecords encodes r (RecordsMagic, then the zstd-compressed fields).
-func MarshalRecords(r Records) []byte {
-	b := make([]byte, 0, 256*(len(r.Spans)+len(r.Events)+len(r.Partials))+16)
+// recordsZstd is the records' encoder and decoder (shared, safe for concurrent use), made on
+// first use; its error is any option's.
+var recordsZstd = sync.OnceValues(func() (*zstdPair, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		return nil, fmt.Errorf("records: zstd encoder: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(recordsMaxDecoded))
+	if err != nil {
+		return nil, fmt.Errorf("records: zstd decoder: %w", err)
+	}
+	return &zstdPair{enc: enc, dec: dec}, nil
+})
+
+type zstdPair struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+// recordsBufs holds the uncompressed encodings between MarshalRecords calls.
+var recordsBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// MarshalRecords encodes r (RecordsMagic, then the zstd-compressed fields). Its error is the zstd
+// encoder's construction (never for valid options).
+func MarshalRecords(r Records) ([]byte, error) {
+	z, err := recordsZstd()
+	if err != nil {
+		return nil, err
+	}
+	bp := recordsBufs.Get().(*[]byte)
+	b := appendRecords((*bp)[:0], &r)
+	out := append(make([]byte, 0, len(b)/3+len(RecordsMagic)+32), RecordsMagic...)
+	out = z.enc.EncodeAll(b, out)
+	if cap(b) <= 4<<20 { // keep a request's buffer, not an outlier's
+		*bp = b
+		recordsBufs.Put(bp)
+	}
+	return out, nil
+}
+
+// appendRecords appends the uncompressed fields of r to b.
+func appendRecords(b []byte, r *Records) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.Spans)))
 	for i := range r.Spans {
 		s := &r.Spans[i]
@@ -235,8 +279,7 @@ func MarshalRecords(r Records) []byte {
 			b = binary.AppendVarint(b, v)
 		}
 	}
-	out := append(make([]byte, 0, len(b)/3+len(RecordsMagic)+32), RecordsMagic...)
-	return recordsEncoder.EncodeAll(b, out)
+	return b
 }
 
 // IsRecords reports whether b starts with RecordsMagic.
@@ -253,11 +296,17 @@ func UnmarshalRecords(enc []byte) (Records, error) {
 	if !IsRecords(enc) {
 		return r, fmt.Errorf("records: missing %q header", RecordsMagic)
 	}
-	body, err := recordsDecoder.DecodeAll(enc[len(RecordsMagic):], nil)
+	z, err := recordsZstd()
+	if err != nil {
+		return r, err
+	}
+	body, err := z.dec.DecodeAll(enc[len(RecordsMagic):], nil)
 	if err != nil {
 		return r, fmt.Errorf("records: %w", err)
 	}
-	d := decoder{b: body}
+	// One string of the whole body: every string field is a slice of it (one copy, not one
+	// allocation per field; the body lives as long as the records).
+	d := decoder{b: body, s: string(body)}
 	n := d.count()
 	if n > 0 {
 		r.Spans = make([]SpanSummary, n)
@@ -321,8 +370,10 @@ func appendList(b []byte, ss []string) []byte {
 }
 
 // decoder reads the fields MarshalRecords wrote; the first error sticks and zeroes what follows.
+// s is b as a string (b is what is left of it to read): string fields are slices of s.
 type decoder struct {
 	b   []byte
+	s   string
 	err error
 }
 
@@ -381,7 +432,8 @@ func (d *decoder) strs(ps ...*string) {
 		if d.err != nil {
 			return
 		}
-		*p = string(d.b[:n])
+		at := len(d.s) - len(d.b)
+		*p = d.s[at : at+n]
 		d.b = d.b[n:]
 	}
 }

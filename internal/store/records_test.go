@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"encoding/binary"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,14 +21,17 @@ func TestRecordsRoundTrip(t *testing.T) {
 	in := store.Records{Spans: spans, Events: events,
 		Partials: store.Partials(storetest.Traces(runA, runC), storetest.Alert(runA, "x"), nil, t0, nil)}
 	require.NotEmpty(t, in.Partials)
-	enc := store.MarshalRecords(in)
+	enc, err := store.MarshalRecords(in)
+	require.NoError(t, err)
 	assert.True(t, store.IsRecords(enc))
 	out, err := store.UnmarshalRecords(enc)
 	require.NoError(t, err)
 	assert.Equal(t, in, out)
 	assert.Equal(t, runA.Spans()+runB.Spans()+runC.Spans()+len(events)+runA.Spans()+runC.Spans()+1, out.Items())
 
-	empty, err := store.UnmarshalRecords(store.MarshalRecords(store.Records{}))
+	encEmpty, err := store.MarshalRecords(store.Records{})
+	require.NoError(t, err)
+	empty, err := store.UnmarshalRecords(encEmpty)
 	require.NoError(t, err)
 	assert.True(t, empty.Empty())
 
@@ -37,6 +42,19 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	_, err = store.UnmarshalRecords(append([]byte("RAR1"), []byte("not zstd")...))
 	assert.Error(t, err)
+}
+
+// TestRecordsRefuseHugeFrame: a queue entry whose zstd frame header claims more than the decoder
+// cap (a corrupt entry) is refused before anything that size is allocated.
+func TestRecordsRefuseHugeFrame(t *testing.T) {
+	// RFC 8878: magic, frame header descriptor 0xA0 (single segment, 4-byte content size), the
+	// content size (200 MiB), then one last RLE block of 16 bytes of 'x'.
+	enc := append([]byte("RAR1"), 0x28, 0xb5, 0x2f, 0xfd, 0xa0)
+	enc = binary.LittleEndian.AppendUint32(enc, 200<<20)
+	enc = append(enc, byte(1|1<<1|16<<3), 0, 0, 'x')
+	_, err := store.UnmarshalRecords(enc)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, zstd.ErrDecoderSizeExceeded)
 }
 
 func TestRecordsSplitKeepsOrderAndBound(t *testing.T) {

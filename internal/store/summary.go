@@ -3,7 +3,6 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -101,8 +100,11 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
-	var spans []SpanSummary
+	spans := make([]SpanSummary, 0, td.SpanCount())
 	var events []KeyEvent
+	var aj attrJSON
+	var th traceHex
+	var buf []byte
 	eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 		if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
 			return
@@ -111,7 +113,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		session, _ := genai.SessionID(attrs, res.Attributes(), sessionKeys)
 		usage := genai.TokenUsage(attrs)
 		sum := SpanSummary{
-			TraceID: s.TraceID().String(), SpanID: s.SpanID().String(), SessionID: session,
+			TraceID: th.str(s.TraceID()), SpanID: s.SpanID().String(), SessionID: session,
 			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())),
 			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
@@ -127,14 +129,14 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		if !s.ParentSpanID().IsEmpty() {
 			sum.ParentSpanID = s.ParentSpanID().String()
 		}
-		keep := map[string]any{}
+		aj.reset()
 		attrs.Range(func(k string, v pcommon.Value) bool {
 			if SummaryAttribute(k) {
-				keep[k] = v.AsRaw()
+				aj.add(k, v)
 			}
 			return true
 		})
-		sum.Attributes = mustJSON(keep)
+		sum.Attributes, buf = aj.text(buf, false)
 		for i := 0; i < s.Events().Len(); i++ {
 			ev := s.Events().At(i)
 			if ev.Name() != "exception" {
@@ -144,16 +146,17 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			if sum.ErrorType == "" {
 				sum.ErrorType = typ
 			}
-			ea := map[string]any{}
+			aj.reset()
 			ev.Attributes().Range(func(k string, v pcommon.Value) bool {
 				if k != "exception.stacktrace" && !strings.HasSuffix(k, genai.RefSuffix) {
-					ea[k] = bounded(v.AsRaw())
+					aj.add(k, v)
 				}
 				return true
 			})
 			ke := KeyEvent{TraceID: sum.TraceID, SpanID: sum.SpanID, SessionID: session, Time: int64(ev.Timestamp()),
 				Kind: "exception", Name: typ, Service: sum.Service,
-				Message: bounded(str(ev.Attributes(), "exception.message")).(string), Attributes: mustJSON(ea)}
+				Message: bounded(str(ev.Attributes(), "exception.message")).(string)}
+			ke.Attributes, buf = aj.text(buf, true)
 			ke.EventID = eventID(ke, i)
 			events = append(events, ke)
 		}
@@ -168,6 +171,8 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 		sessionKeys = genai.DefaultSessionKeys
 	}
 	var out []KeyEvent
+	var aj attrJSON
+	var buf []byte
 	eachLog(ld, func(res pcommon.Resource, lr plog.LogRecord) {
 		if lr.EventName() != AlertEventName {
 			return
@@ -177,16 +182,17 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 		if ts == 0 {
 			ts = lr.ObservedTimestamp()
 		}
-		ea := map[string]any{}
+		aj.reset()
 		lr.Attributes().Range(func(k string, v pcommon.Value) bool {
 			if !strings.HasSuffix(k, genai.RefSuffix) {
-				ea[k] = bounded(v.AsRaw())
+				aj.add(k, v)
 			}
 			return true
 		})
 		ke := KeyEvent{SessionID: session, Time: int64(ts), Kind: "alert", Name: lr.EventName(),
 			Severity: int32(lr.SeverityNumber()), Service: str(res.Attributes(), genai.AttrServiceName),
-			Message: bounded(lr.Body().AsString()).(string), Attributes: mustJSON(ea)}
+			Message: bounded(lr.Body().AsString()).(string)}
+		ke.Attributes, buf = aj.text(buf, true)
 		if !lr.TraceID().IsEmpty() {
 			ke.TraceID = lr.TraceID().String()
 		}
@@ -258,12 +264,14 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	// A run's session is named by any of its spans (often only the root carries the key): the
 	// first span of a trace in this batch that names one names it for all its spans here.
 	runSession := map[string]string{}
+	var line []byte
+	var th traceHex
 	if td != (ptrace.Traces{}) {
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
 				return
 			}
-			trace := s.TraceID().String()
+			trace := th.str(s.TraceID())
 			if _, done := runSession[trace]; done {
 				return
 			}
@@ -276,7 +284,8 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 				return
 			}
 			attrs := s.Attributes()
-			trace := s.TraceID().String()
+			trace := th.str(s.TraceID())
+			sid := s.SpanID()
 			session, ok := runSession[trace]
 			if !ok {
 				session = trace
@@ -300,7 +309,12 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			}
 			p.Agent = maxStr(p.Agent, str(attrs, genai.AttrAgentName))
 			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
-			fmt.Fprintf(h, "s%s%s\n", trace, s.SpanID())
+			// "s" trace span "\n", the hex ids (as fmt wrote them before: batch ids stay the same)
+			line = append(line[:0], 's')
+			line = append(line, trace...)
+			line = hex.AppendEncode(line, sid[:])
+			line = append(line, '\n')
+			h.Write(line)
 		})
 	}
 	if ld != (plog.Logs{}) {
@@ -425,6 +439,20 @@ func SortSessions(ss []Session) {
 	})
 }
 
+// traceHex is the hex text of the last trace id asked for: the spans of a trace are mostly
+// adjacent, so they share one string instead of encoding the id per span.
+type traceHex struct {
+	id pcommon.TraceID
+	s  string
+}
+
+func (t *traceHex) str(id pcommon.TraceID) string {
+	if t.s == "" || id != t.id {
+		t.id, t.s = id, id.String()
+	}
+	return t.s
+}
+
 func eachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -479,14 +507,6 @@ func bounded(v any) any {
 		return s[:MaxEventValueBytes] + fmt.Sprintf("…[cut: %d bytes]", len(s))
 	}
 	return v
-}
-
-func mustJSON(m map[string]any) string {
-	b, err := json.Marshal(m)
-	if err != nil { // AsRaw values always marshal; keep the record rather than fail the batch
-		return "{}"
-	}
-	return string(b)
 }
 
 func eventID(e KeyEvent, i int) string {

@@ -380,8 +380,8 @@ func resendBatches(convs, turns, tools, msgBytes int) (batches []ptrace.Traces, 
 
 // BenchmarkAgentRedactionResendHistory is the processor on agent traffic that resends its
 // history (resendBatches: 20 conversations, 5 turns of 3 tool calls, 512-byte messages, make
-// bench's loadgen shape), one batch per operation, in call order; the clean-value cache is purged
-// when the traffic starts over. "cache" is the default configuration, "nocache" clean_cache_mib:
+// bench's loadgen shape), one batch per operation, in call order; a new processor (an empty
+// clean-value cache) is built, untimed, when the traffic starts over. "cache" is the default configuration, "nocache" clean_cache_mib:
 // 0, and "copy" only copies the batch (CopyTo, which every row also pays untimed): the same-run
 // baseline. Reported per span: ns/span, allocs/span, B/span, and MB/s of attribute bytes.
 //

@@ -58,9 +58,11 @@ type Config struct {
 	// acknowledges a span and then drops it.
 	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
 	// CleanCacheMiB bounds the memory of the redaction cache (redact.CleanCache), in MiB (default
-	// 8, about 50,000 strings); 0 turns it off. It remembers whole attribute values and JSON
-	// string leaves of at least 64 bytes found clean, and the edits of leaves with findings
-	// (offsets and replacement tokens), as 128-bit hashes, never the values. Agents resend the
+	// 8, about 50,000 strings); 0 turns it off. It remembers whole attribute values found clean
+	// (of at least 64 bytes, or with digits that make the digit rules run), JSON array elements
+	// and runs of elements (a resent history is one run), and JSON string leaves of at least 64
+	// bytes, and the edits of those with findings (offsets and replacement tokens), as 128-bit
+	// hashes, never the values. Agents resend the
 	// conversation with every LLM call, so most message strings have been examined before: with
 	// the cache they are hashed and looked up instead of scanned again.
 	CleanCacheMiB int `mapstructure:"clean_cache_mib"`

@@ -26,7 +26,6 @@ import (
 
 type redactionProcessor struct {
 	r                               *redact.Redactor
-	cache                           *redact.CleanCache // nil when clean_cache_mib is 0
 	ignored                         map[string]bool
 	telemetry                       *metadata.TelemetryBuilder
 	ruleAttrs                       map[string]metric.MeasurementOption
@@ -40,8 +39,7 @@ type redactionProcessor struct {
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
 	rc := cfg.redactConfig()
-	cache := redact.NewCleanCache(int64(cfg.CleanCacheMiB) << 20) // nil (off) for 0
-	rc.CleanCache = cache
+	rc.CleanCache = redact.NewCleanCache(int64(cfg.CleanCacheMiB) << 20) // nil (off) for 0
 	switch {
 	case cfg.HashKey != "":
 		rc.HashKey = []byte(cfg.HashKey)
@@ -66,7 +64,7 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 	if err != nil {
 		return nil, err
 	}
-	p := &redactionProcessor{r: r, cache: cache, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
+	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
 		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger, refuse: cfg.RefuseInvalidSpans,
 		reasonZeroTrace: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_trace_id"))),
 		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id")))}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
@@ -169,4 +170,26 @@ func TestReadersOnEmptyChDB(t *testing.T) {
 	assert.Empty(t, runs)
 	_, err = r.Run(ctx, strings.Repeat("ab", 16))
 	assert.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestColdRecordsKeepTheirIngestionOnChDB: a partial built before the cold queue is inserted with
+// the ingestion time it was built with (the cold TTL counts from it), not the time the queue
+// delivered it; a combined batch takes its latest partial's.
+func TestColdRecordsKeepTheirIngestionOnChDB(t *testing.T) {
+	ctx := context.Background()
+	srv := chdbtest.Start(t)
+	db, err := OpenDB(srv.Endpoint, "", "", nil)
+	require.NoError(t, err)
+	defer db.Close()
+	schema := Schema{Database: "runagain"}
+	built := time.Unix(0, t0)
+	early := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built }}
+	later := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built.Add(time.Hour) }}
+	require.NoError(t, early.CreateCold(ctx))
+	r := early.ColdRecords(storetest.Traces(runA), plog.Logs{})
+	r.Append(early.ColdRecords(storetest.Traces(runB), plog.Logs{}))
+	require.NoError(t, later.WriteColdRecords(ctx, r), "written an hour after it was built")
+	out, err := srv.Query("SELECT session_id, ingested_unix_nano, partials FROM runagain.runagain_sessions", "TSV")
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("conv-1\t%d\t1\n", t0), out)
 }

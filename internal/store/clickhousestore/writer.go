@@ -182,8 +182,13 @@ func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) 
 	return w.insertPartials(ctx, store.Partials(td, ld, w.keys(), w.now(), w.Prices))
 }
 
-// insertPartials inserts the partials of one batch (one BatchID), stamped with the ingestion
-// clock now, with the batch id as the insert's deduplication token.
+// insertPartials inserts the partials of one batch (one BatchID), with the batch id as the
+// insert's deduplication token. Each row is stamped with its partial's Ingested (the ingestion
+// clock when its records were built, before the cold queue; the latest of the batches a
+// combined partial stands for), or with the clock now when it has none; the cold TTL counts
+// from it. Its partials column is 1: each row is one partial record (one batch of its session,
+// combined batches included, as the Parquet backend stores and store.MergePartials counts them),
+// and the reader sums the column.
 func (w *Writer) insertPartials(ctx context.Context, ps []store.SessionPartial) error {
 	if len(ps) == 0 {
 		return nil
@@ -191,8 +196,12 @@ func (w *Writer) insertPartials(ctx context.Context, ps []store.SessionPartial) 
 	now := w.now()
 	rows := make([][]any, len(ps))
 	for i, p := range ps {
+		ingested := p.Ingested
+		if ingested == 0 {
+			ingested = now
+		}
 		rows[i] = []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service, p.Models, p.TraceIDs, p.Spans,
-			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), now}
+			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), ingested}
 	}
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": ps[0].BatchID}))
 	return w.insert(ctx, TableSessions, SessionColumns, rows)

@@ -92,14 +92,26 @@ type codecSource struct {
 
 // hotSource trains on the hot file's spans (their OTLP protobuf, values blanked: dictSample).
 var hotSource = codecSource{
-	samplesQuery: `SELECT otlp_codec, otlp_dict, otlp FROM spans ORDER BY rowid LIMIT ?`,
+	samplesQuery: `SELECT s.otlp_codec, s.otlp_dict, s.otlp, COALESCE(f.codec, 0), COALESCE(f.dict, 0), f.data
+	  FROM spans s LEFT JOIN span_frames f ON s.otlp_codec = 3 AND f.id = s.otlp_dict ORDER BY s.rowid LIMIT ?`,
 	decodeRow: func(ctx context.Context, c *otlpCodec, rows *sql.Rows) ([]byte, error) {
-		var codec, dictID int64
-		var buf []byte
-		if err := rows.Scan(&codec, &dictID, &buf); err != nil {
+		var codec, dictID, fcodec, fdict int64
+		var buf, frame []byte
+		if err := rows.Scan(&codec, &dictID, &buf, &fcodec, &fdict, &frame); err != nil {
 			return nil, err
 		}
-		return c.decode(ctx, codec, dictID, buf)
+		if codec != CodecFrame {
+			return c.decode(ctx, codec, dictID, buf)
+		}
+		off, n, err := parseFrameRef(buf)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := c.decode(ctx, fcodec, fdict, frame)
+		if err != nil || off+n > uint64(len(raw)) {
+			return nil, fmt.Errorf("span frame %d: %w", dictID, err)
+		}
+		return raw[off : off+n], nil
 	},
 	sample: dictSample,
 }
@@ -189,6 +201,20 @@ func (c *otlpCodec) addSample(raw []byte) {
 	if s := c.src.sample(raw); len(s) > 0 {
 		c.samples = append(c.samples, s[:min(len(s), sampleMaxBytes)])
 	}
+}
+
+// hasDict reports whether new rows are encoded with a dictionary.
+func (c *otlpCodec) hasDict() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.enc != nil
+}
+
+// sampleRaw keeps raw (a span's protobuf) as a training sample while there is no dictionary.
+func (c *otlpCodec) sampleRaw(raw []byte) {
+	c.mu.Lock()
+	c.addSample(raw)
+	c.mu.Unlock()
 }
 
 // encode returns the stored form of the protobuf raw, appended to dst, with its codec and

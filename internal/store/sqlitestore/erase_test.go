@@ -56,7 +56,7 @@ func TestEraseSessionHotAndWarm(t *testing.T) {
 	td := storetest.Traces(eraseA, eraseB, eraseC)
 	valA, refA := plant(td, eraseA)
 	valB, refB := plant(td, eraseB)
-	valC, refC := plant(td, eraseC)
+	_, refC := plant(td, eraseC)
 	_, err = hot.WriteTraces(ctx, td)
 	require.NoError(t, err)
 	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(eraseA, "loop in "+valA)))
@@ -74,6 +74,10 @@ func TestEraseSessionHotAndWarm(t *testing.T) {
 	ids, err := hot.SessionTraces(ctx, storetest.TraceID("ec").String())
 	require.NoError(t, err)
 	assert.Equal(t, []string{storetest.TraceID("ec").String()}, ids, "a trace id names its own run")
+
+	// The spans of a run written together are compressed as one frame (frames.go), so their
+	// values are not in the file as they are: a slice of each run's frames stands for them.
+	frameA, frameB, frameC := frameBytes(t, hot, eraseA), frameBytes(t, hot, eraseB), frameBytes(t, hot, eraseC)
 
 	e := store.Erasure{Session: "conv-erase", TraceIDs: want}
 	r, err := hot.Erase(ctx, e)
@@ -133,7 +137,23 @@ func TestEraseSessionHotAndWarm(t *testing.T) {
 	for _, v := range []string{valA, valB, "conv-erase", refA} {
 		assert.False(t, found(v), "%q still in the data directory", v)
 	}
-	assert.True(t, found(valC), "the other session's rows are kept")
+	for _, f := range [][]byte{frameA, frameB} {
+		assert.False(t, found(string(f)), "a frame of an erased run is still in the data directory")
+	}
+	assert.True(t, found(string(frameC)), "the other session's rows are kept")
+	var frames int
+	require.NoError(t, hot.SQL().QueryRow(`SELECT COUNT(*) FROM span_frames`).Scan(&frames))
+	assert.Equal(t, 1, frames, "the erased runs' frames are deleted with their rows")
+}
+
+// frameBytes returns 32 bytes from the middle of the span frame holding the spans of run r.
+func frameBytes(t *testing.T, d *DB, r storetest.Run) []byte {
+	t.Helper()
+	var data []byte
+	require.NoError(t, d.SQL().QueryRow(`SELECT data FROM span_frames WHERE id = (SELECT otlp_dict FROM spans
+	  WHERE trace_id = ? AND otlp_codec = 3 LIMIT 1)`, storetest.TraceID(r.Seed).String()).Scan(&data))
+	require.Greater(t, len(data), 64)
+	return data[len(data)/2-16 : len(data)/2+16]
 }
 
 // TestPayloadRefsBackfilled: a hot file written before payload_refs existed gains the table,

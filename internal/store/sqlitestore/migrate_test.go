@@ -20,7 +20,7 @@ var v1DDL = strings.NewReplacer("  cost_usd             REAL    NOT NULL DEFAULT
 	"  unpriced             INTEGER NOT NULL DEFAULT 0,\n", "").Replace(v3DDL)
 
 // v3DDL is the hot schema of version 3 (before the otlp codec columns of version 4).
-var v3DDL = strings.NewReplacer(dictsDDL, "",
+var v3DDL = strings.NewReplacer(dictsDDL, "", framesDDL, "",
 	"  otlp_codec           INTEGER NOT NULL DEFAULT 0,\n  otlp_dict            INTEGER NOT NULL DEFAULT 0,\n", "",
 	",\n  otlp_codec           INTEGER NOT NULL DEFAULT 0,\n  otlp_dict            INTEGER NOT NULL DEFAULT 0\n", "\n").Replace(ddl)
 
@@ -110,25 +110,34 @@ func downgradeToV3(t *testing.T, path string) {
 		raw   []byte
 	}
 	var out []row
+	type stored struct {
+		id, codec, dict int64
+		buf             []byte
+	}
 	for _, table := range []string{"spans", "logs"} {
 		rows, err := db.SQL().QueryContext(ctx, `SELECT rowid, otlp_codec, otlp_dict, otlp FROM `+table)
 		require.NoError(t, err)
+		var all []stored
 		for rows.Next() {
-			var id, codec, dict int64
-			var buf []byte
-			require.NoError(t, rows.Scan(&id, &codec, &dict, &buf))
-			raw, err := db.codec.decode(ctx, codec, dict, buf)
-			require.NoError(t, err)
-			out = append(out, row{table, id, raw})
+			var s stored
+			require.NoError(t, rows.Scan(&s.id, &s.codec, &s.dict, &s.buf))
+			all = append(all, s)
 		}
 		require.NoError(t, rows.Err())
 		rows.Close()
+		fr := frameReader{c: db.codec, q: db.SQL()}
+		for _, s := range all {
+			raw, err := fr.span(ctx, s.codec, s.dict, s.buf)
+			require.NoError(t, err)
+			out = append(out, row{table, s.id, raw})
+		}
 	}
 	for _, r := range out {
 		_, err := db.SQL().ExecContext(ctx, `UPDATE `+r.table+` SET otlp = ? WHERE rowid = ?`, r.raw, r.id)
 		require.NoError(t, err)
 	}
-	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
+	_, err = db.SQL().ExecContext(ctx, `DROP TRIGGER spans_frames_delete; DROP TABLE span_frames;
+	  ALTER TABLE spans DROP COLUMN otlp_codec; ALTER TABLE spans DROP COLUMN otlp_dict;
 	  ALTER TABLE logs DROP COLUMN otlp_codec; ALTER TABLE logs DROP COLUMN otlp_dict; DROP TABLE zstd_dicts;
 	  DROP TRIGGER spans_orphans_delete; DROP TABLE span_orphans;
 	  CREATE INDEX spans_start ON spans (start_time_unix_nano);`+refsBeforeV6+`

@@ -204,16 +204,28 @@ func (d *DB) eachStoredRef(ctx context.Context, q querier, f func(trace, row, ur
 	if err != nil {
 		return err
 	}
-	var um ptrace.ProtoUnmarshaler
+	type spanRow struct {
+		trace, span   string
+		codec, dictID int64
+		buf           []byte
+	}
+	var spans []spanRow // read before decoding: a span frame is read with q
 	for rows.Next() {
-		var trace, span string
-		var codec, dictID int64
-		var buf []byte
-		if err := rows.Scan(&trace, &span, &codec, &dictID, &buf); err != nil {
+		var r spanRow
+		if err := rows.Scan(&r.trace, &r.span, &r.codec, &r.dictID, &r.buf); err != nil {
 			rows.Close()
 			return err
 		}
-		raw, err := d.codec.decode(ctx, codec, dictID, buf)
+		spans = append(spans, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var um ptrace.ProtoUnmarshaler
+	fr := frameReader{c: d.codec, q: q}
+	for _, r := range spans {
+		raw, err := fr.span(ctx, r.codec, r.dictID, r.buf)
 		if err != nil {
 			continue // an undecodable row references nothing we can name
 		}
@@ -223,13 +235,9 @@ func (d *DB) eachStoredRef(ctx context.Context, q querier, f func(trace, row, ur
 		}
 		store.EachSpan(td, func(s ptrace.Span) {
 			for _, u := range store.SpanPayloadRefs(s) {
-				refs = append(refs, ref{trace, span, u})
+				refs = append(refs, ref{r.trace, r.span, u})
 			}
 		})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	lrows, err := q.QueryContext(ctx, `SELECT trace_id, `+d.otlpCols()+` FROM logs`)
 	if err != nil {
@@ -308,3 +316,43 @@ func (d *DB) EachPayloadRef(ctx context.Context, yield func(uri string) bool) er
 }
 
 var _ store.RefLister = (*DB)(nil)
+
+// refBatch collects the payload references of a transaction's span rows and inserts them with
+// two statements (flush) instead of one per reference: the prefixes missing from
+// payload_prefixes, then every reference joined to its prefix's id.
+type refBatch struct {
+	rows     [][4]string // trace, row, prefix, name
+	prefixes []string
+	seen     map[string]bool
+}
+
+func (b *refBatch) add(trace, row, uri string) {
+	p, name := splitURI(uri)
+	if !b.seen[p] {
+		if b.seen == nil {
+			b.seen = map[string]bool{}
+		}
+		b.seen[p] = true
+		b.prefixes = append(b.prefixes, p)
+	}
+	b.rows = append(b.rows, [4]string{trace, row, p, name})
+}
+
+// flush inserts the collected references in tx and empties b.
+func (b *refBatch) flush(ctx context.Context, tx *sql.Tx) error {
+	if len(b.rows) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO payload_prefixes (prefix) SELECT value FROM json_each(?) WHERE true
+	  ON CONFLICT (prefix) DO NOTHING`, jsonArg(b.prefixes)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name)
+	  SELECT j.value->>0, j.value->>1, p.id, j.value->>3 FROM json_each(?) AS j JOIN payload_prefixes AS p ON p.prefix = j.value->>2`,
+		jsonArg(b.rows)); err != nil {
+		return err
+	}
+	b.rows, b.prefixes = b.rows[:0], b.prefixes[:0]
+	clear(b.seen)
+	return nil
+}

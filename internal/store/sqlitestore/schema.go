@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 6)
+// # Schema (a contract for the CLI and any other reader; version 7)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -29,7 +29,8 @@
 //	                                 the complete record: attributes with their types, events,
 //	                                 links, status, trace state, flags, dropped counts, bytes as
 //	                                 received (invalid UTF-8 included). Encoded as otlp_codec says
-//	                                 (version 4: zstd, with the dictionary otlp_dict; codec.go)
+//	                                 (version 4: zstd, with the dictionary otlp_dict; codec.go;
+//	                                 version 7: otlp_codec 3, a slice of a span_frames row, frames.go)
 //	  ingested_unix_nano    INTEGER  when the row was written (retention clock)
 //	  otlp_codec, otlp_dict INTEGER  how otlp is encoded (version 4; codec.go)
 //
@@ -46,7 +47,7 @@
 //	  ingested_unix_nano    INTEGER
 //	  otlp_codec, otlp_dict INTEGER  as for spans (version 4)
 //
-//	zstd_dicts (codec.go), runs and span_orphans (runindex.go), payload_refs, payload_prefixes and
+//	zstd_dicts (codec.go), span_frames (frames.go), runs and span_orphans (runindex.go), payload_refs, payload_prefixes and
 //	the payload_ref_uris view (refs.go)
 //
 // The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
@@ -75,7 +76,11 @@ package sqlitestore
 // Version 6 stores payload references split into a shared prefix and a name (refs.go:
 // payload_prefixes, the payload_ref_uris view); the payload_refs table of an older file is
 // converted from its rows when the file is opened for writing, read as it is read-only.
-const SchemaVersion = 6
+//
+// Version 7 compresses the spans of one trace in one request together (frames.go: span_frames,
+// otlp_codec 3); rows written before it stay as they are and read as before. A version 6 file
+// opened for writing gains the table; read-only it is read as it is.
+const SchemaVersion = 7
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -119,7 +124,7 @@ CREATE TABLE IF NOT EXISTS logs (
 );
 CREATE INDEX IF NOT EXISTS logs_trace ON logs (trace_id);
 CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
-`
+` + framesDDL
 
 // migrations bring an older hot file up to SchemaVersion (openFile).
 var migrations = map[int]string{
@@ -139,4 +144,5 @@ DROP INDEX IF EXISTS payload_refs_uri;
 PRAGMA user_version = 5;
 COMMIT;`,
 	5: `SELECT 1;`, // payload_refs is converted by ensurePayloadRefs, which checks its shape
+	6: `SELECT 1;`, // span_frames and its trigger are created by the schema (ddl)
 }

@@ -33,6 +33,10 @@ type DB struct {
 	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
 	// maintenance before version 5): the same-run baseline of the write benchmarks.
 	recomputeIndex bool
+	// rowFrames makes the writer compress every span row alone (before version 7): the same-run
+	// baseline of the write benchmarks.
+	rowFrames bool
+	group     groupCommit
 }
 
 // otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
@@ -117,98 +121,38 @@ const spanColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind,
 	   cost_usd, unpriced, otlp_codec, otlp_dict)
 	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
-// WriteTraces stores every span of td in one transaction. Spans whose trace id or span id is
-// empty (all zero bytes, which OTLP forbids) are not stored; they are returned as rejected with
-// the reason, and the rest of the batch is stored. A span already stored (same trace and span
-// id: an at-least-once retry) is replaced; the run index counts each span once (RunBatch).
+// WriteTraces stores every span of td. Spans whose trace id or span id is empty (all zero
+// bytes, which OTLP forbids) are not stored; they are returned as rejected with the reason, and
+// the rest of the batch is stored. A span already stored (same trace and span id: an
+// at-least-once retry) is replaced; the run index counts each span once (RunBatch). The spans of
+// one trace in td are compressed together as one frame (frames.go). Concurrent calls share a
+// transaction (groupcommit.go); each returns once the commit holding its spans is durable, or
+// with the error of its own transaction.
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
+	w := getTraceWrite()
+	defer putTraceWrite(w)
+	rejected, err = d.collectSpans(w, td)
+	if err != nil || len(w.spans) == 0 {
+		return rejected, err
+	}
+	if err := d.encodeFrames(w); err != nil {
+		return rejected, err
+	}
+	return rejected, d.group.write(ctx, w, d.commitTraces)
+}
+
+// commitTraces stores the spans of ws in one transaction.
+func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	var replace *sql.Stmt // prepared for the first span that is already stored
-	defer func() {
-		if replace != nil {
-			replace.Close()
-		}
-	}()
-	refs, err := newRefWriter(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	defer refs.close()
-	now := d.now().UnixNano()
-	var m ptrace.ProtoMarshaler
-	batch := RunBatch{Ingested: now}
-	var stored []byte // the encoded otlp column, reused
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		service := stringAttr(rs.Resource().Attributes(), genai.AttrServiceName)
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			ss := rs.ScopeSpans().At(j)
-			for k := 0; k < ss.Spans().Len(); k++ {
-				span := ss.Spans().At(k)
-				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
-					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
-					continue
-				}
-				buf, err := m.MarshalTraces(store.SpanTraces(rs, ss, span))
-				if err != nil {
-					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
-				}
-				var codec, dictID int64
-				stored, codec, dictID = d.codec.encode(stored[:0], buf, true)
-				attrs := span.Attributes()
-				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
-				usage := genai.TokenUsage(attrs)
-				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
-				unpriced := 0
-				if cost.Unpriced {
-					unpriced = 1
-				}
-				parent := ""
-				if !span.ParentSpanID().IsEmpty() {
-					parent = span.ParentSpanID().String()
-				}
-				f := SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
-					SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
-					End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
-					Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}
-				args := []any{f.TraceID, f.SpanID, parent, session, span.Name(), int64(span.Kind()), f.Start, f.End,
-					int64(span.Status().Code()), service, string(genai.Classify(attrs)), f.Model,
-					usage.Input, usage.Output, stored, now, cost.USD, unpriced, codec, dictID}
-				res, err := stmt.ExecContext(ctx, args...)
-				if err != nil {
-					return rejected, fmt.Errorf("insert span %s: %w", span.SpanID(), err)
-				}
-				if n, err := res.RowsAffected(); err != nil {
-					return rejected, err
-				} else if n == 1 {
-					batch.Inserted(f)
-				} else {
-					if replace == nil {
-						if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO spans `+spanColumns); err != nil {
-							return rejected, err
-						}
-					}
-					if _, err := replace.ExecContext(ctx, args...); err != nil {
-						return rejected, fmt.Errorf("replace span %s: %w", span.SpanID(), err)
-					}
-					batch.Replaced(f.TraceID)
-				}
-				for _, uri := range store.SpanPayloadRefs(span) {
-					if err := refs.add(ctx, f.TraceID, f.SpanID, uri); err != nil {
-						return rejected, fmt.Errorf("insert payload reference of span %s: %w", span.SpanID(), err)
-					}
-				}
-			}
+	batch := RunBatch{}
+	for _, w := range ws {
+		batch.Ingested = max(batch.Ingested, w.now)
+		if err := d.insertSpans(ctx, tx, w, &batch); err != nil {
+			return err
 		}
 	}
 	if d.recomputeIndex {
@@ -217,15 +161,15 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 		err = hotIndex.apply(ctx, tx, &batch)
 	}
 	if err != nil {
-		return rejected, err
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return rejected, err
+		return err
 	}
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
 	// a later batch (maybeTrain), and must not make the caller retry stored spans.
 	_ = d.codec.maybeTrain(ctx)
-	return rejected, nil
+	return nil
 }
 
 // WriteLogs stores every log record of ld in one transaction.
@@ -395,7 +339,7 @@ func listRuns(ctx context.Context, db *sql.DB, f store.RunFilter, table, costCol
 func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 	traceID = strings.ToLower(traceID)
 	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: "hot"}
-	spans, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+	spans, frames, err := d.spanRows(ctx, traceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite hot tier: read run %s: %w", traceID, err)
 	}
@@ -403,8 +347,9 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		return nil, store.ErrNotFound
 	}
 	var um ptrace.ProtoUnmarshaler
+	fr := frameReader{c: d.codec, stored: frames}
 	for _, r := range spans {
-		raw, err := d.codec.decode(ctx, r.codec, r.dict, r.buf)
+		raw, err := fr.span(ctx, r.codec, r.dict, r.buf)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite hot tier: decode span of %s: %w", traceID, err)
 		}
@@ -433,6 +378,45 @@ func (d *DB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 		one.ResourceLogs().MoveAndAppendTo(run.Logs.ResourceLogs())
 	}
 	return run, nil
+}
+
+// spanRows reads the span rows of traceID (start time, then span id) and the span frames they
+// point into, in one statement: one snapshot, so a frame a concurrent retry releases is read
+// with the rows that pointed into it.
+func (d *DB) spanRows(ctx context.Context, traceID string) ([]storedRow, map[int64]storedRow, error) {
+	if d.version < 7 {
+		rows, err := d.storedRows(ctx, `SELECT `+d.otlpCols()+` FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id`, traceID)
+		return rows, nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT 0 AS frame, otlp_codec, otlp_dict, otlp, start_time_unix_nano AS t, span_id AS k
+	    FROM spans WHERE trace_id = ?1
+	  UNION ALL SELECT 1, codec, dict, data, id, '' FROM span_frames
+	    WHERE id IN (SELECT otlp_dict FROM spans WHERE trace_id = ?1 AND otlp_codec = 3)
+	  ORDER BY 1, 5, 6`, traceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var spans []storedRow
+	var frames map[int64]storedRow
+	for rows.Next() {
+		var frame bool
+		var r storedRow
+		var t int64
+		var k string
+		if err := rows.Scan(&frame, &r.codec, &r.dict, &r.buf, &t, &k); err != nil {
+			return nil, nil, err
+		}
+		if !frame {
+			spans = append(spans, r)
+			continue
+		}
+		if frames == nil {
+			frames = map[int64]storedRow{}
+		}
+		frames[t] = r
+	}
+	return spans, frames, rows.Err()
 }
 
 // storedRow is an otlp column as stored, with its codec and dictionary id.

@@ -35,11 +35,13 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -122,11 +124,20 @@ type WarmDB struct {
 	// recomputeIndex recomputes each touched run from its rows instead of applying the batch
 	// (the benchmark's baseline).
 	recomputeIndex bool
+	// rowByRow writes each summary with its own INSERT (the benchmark's baseline; the path a
+	// batch with an already stored summary takes).
+	rowByRow bool
+
+	stmtMu  sync.Mutex
+	inserts []*sql.Stmt // the multi-row INSERTs (insertStmts), nil until the first write
 }
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
-	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations)
+	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations,
+		// A multi-row INSERT keeps a statement journal (the pages it changed, to undo a statement
+		// that fails half way): in memory rather than in a temporary file (write).
+		"temp_store(MEMORY)")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +156,7 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 // this schema version or an older one listed in migrations. migrations[v] is the SQL that brings
 // a version v file to version v+1. It returns the file's schema version (version when opened for
 // writing). Errors name the tier and the path.
-func openFile(path string, o Options, tier, ddl string, version int, migrations map[int]string) (*sql.DB, int, error) {
+func openFile(path string, o Options, tier, ddl string, version int, migrations map[int]string, pragmas ...string) (*sql.DB, int, error) {
 	if !o.ReadOnly {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, 0, fmt.Errorf("sqlite %s tier: create directory for %s: %w", tier, path, err)
@@ -161,6 +172,9 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_txlock", "immediate")
+		for _, p := range pragmas {
+			q.Add("_pragma", p)
+		}
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -204,7 +218,15 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 }
 
 // Close closes the database.
-func (w *WarmDB) Close() error { return w.db.Close() }
+func (w *WarmDB) Close() error {
+	w.stmtMu.Lock()
+	for _, st := range w.inserts {
+		st.Close()
+	}
+	w.inserts = nil
+	w.stmtMu.Unlock()
+	return w.db.Close()
+}
 
 // SQL exposes the handle for tests.
 func (w *WarmDB) SQL() *sql.DB { return w.db }
@@ -249,18 +271,139 @@ func (w *WarmDB) WriteRecords(ctx context.Context, r store.Records) error {
 	return w.write(ctx, r.Spans, r.Events)
 }
 
-const summaryColumns = `(trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
+const (
+	summaryColumnList = `(trace_id, span_id, parent_span_id, session_id, name, kind, start_time_unix_nano, end_time_unix_nano,
 	   status_code, status_message, service_name, genai_kind, model, input_tokens, output_tokens, cost_usd,
-	   unpriced, tool_name, agent_name, error_type, attributes, ingested_unix_nano)
-	  VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	   unpriced, tool_name, agent_name, error_type, attributes, ingested_unix_nano)`
+	summaryPlaceholders = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	summaryColumns      = summaryColumnList + ` VALUES ` + summaryPlaceholders
+)
 
 // write stores spans and events in one transaction. A summary already stored (same trace and
 // span id: an at-least-once retry) is replaced, a key event already stored (its id is the hash of
 // its content) has its retention clock moved; the run index counts each row once (RunBatch, the
 // incremental maintenance of runindex.go).
+//
+// The summaries go in multi-row INSERTs (warmInsertSizes rows a statement, prepared once per
+// file): a batch whose rows are all new (the usual case) costs one statement per 64 rows instead
+// of one per row. When a statement inserts fewer rows than it carries, some summary was already
+// stored (a retry, or the same span twice in the batch): the transaction is rolled back and the
+// batch written again row by row, which tells each stored row from a new one.
 func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	if len(spans) == 0 && len(events) == 0 {
 		return nil
+	}
+	if !w.rowByRow {
+		err := w.writeTx(ctx, spans, events, true)
+		if !errors.Is(err, errAlreadyStored) {
+			return err
+		}
+	}
+	return w.writeTx(ctx, spans, events, false)
+}
+
+// errAlreadyStored ends a multi-row write that met a summary already stored.
+var errAlreadyStored = errors.New("sqlite warm tier: a summary of the batch is already stored")
+
+// warmInsertSizes are the row counts of the multi-row summary INSERTs, largest first: a batch is
+// written in statements of 64 rows, its remainder in at most one of each smaller size. 64 rows
+// bind 1408 parameters (SQLite's limit is 32766 since 3.32).
+var warmInsertSizes = [...]int{warmInsertRows, 32, 16, 8, 4, 2, 1}
+
+// warmInsertRows is the largest multi-row INSERT's row count.
+const warmInsertRows = 64
+
+// summaryArgs is the number of parameters of one summary row.
+const summaryArgs = 22
+
+// insertStmts returns the prepared multi-row INSERTs (warmInsertSizes), preparing them on the
+// first call. They are prepared on the database, outside any transaction (its one connection is
+// the transaction's), and used in a transaction through Tx.StmtContext, which reuses them.
+func (w *WarmDB) insertStmts(ctx context.Context) ([]*sql.Stmt, error) {
+	w.stmtMu.Lock()
+	defer w.stmtMu.Unlock()
+	if w.inserts != nil {
+		return w.inserts, nil
+	}
+	out := make([]*sql.Stmt, len(warmInsertSizes))
+	for i, n := range warmInsertSizes {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO span_summaries ` + summaryColumnList + ` VALUES `)
+		for r := 0; r < n; r++ {
+			if r > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(summaryPlaceholders)
+		}
+		q.WriteString(` ON CONFLICT (trace_id, span_id) DO NOTHING`)
+		st, err := w.db.PrepareContext(ctx, q.String())
+		if err != nil {
+			for _, p := range out[:i] {
+				p.Close()
+			}
+			return nil, fmt.Errorf("sqlite warm tier: prepare insert: %w", err)
+		}
+		out[i] = st
+	}
+	w.inserts = out
+	return out, nil
+}
+
+// insertSpans inserts spans with the multi-row statements; errAlreadyStored when one was stored.
+func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, spans []store.SpanSummary, now int64) error {
+	args := make([]any, 0, summaryArgs*min(len(spans), warmInsertRows))
+	var attrs [warmInsertRows][]byte // each row's encoded attributes, reused by the next statement
+	for k, n := range warmInsertSizes {
+		for len(spans) >= n {
+			chunk := spans[:n]
+			spans = spans[n:]
+			args = args[:0]
+			for i := range chunk {
+				var stored any
+				stored, attrs[i] = encodeAttrs(attrs[i], &chunk[i])
+				args = appendSummaryArgs(args, &chunk[i], stored, now)
+			}
+			st := tx.StmtContext(ctx, stmts[k])
+			res, err := st.ExecContext(ctx, args...)
+			st.Close()
+			if err != nil {
+				return fmt.Errorf("sqlite warm tier: insert spans %s..%s: %w", chunk[0].SpanID, chunk[n-1].SpanID, err)
+			}
+			if got, err := res.RowsAffected(); err != nil {
+				return err
+			} else if got != int64(n) {
+				return errAlreadyStored
+			}
+		}
+	}
+	return nil
+}
+
+// appendSummaryArgs appends the parameters of s's row (summaryColumnList order); integers as
+// int64, which database/sql passes on without reflection.
+func appendSummaryArgs(args []any, s *store.SpanSummary, attrs any, now int64) []any {
+	return append(args, s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, int64(s.Kind), s.Start, s.End,
+		int64(s.StatusCode), s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD,
+		int64(s.Unpriced), s.ToolName, s.AgentName, s.ErrorType, attrs, now)
+}
+
+// spanFacts is what s's row contributes to its run's index row.
+func spanFacts(s *store.SpanSummary) SpanFacts {
+	return SpanFacts{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
+		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
+		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
+		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0}
+}
+
+// writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or row by
+// row, telling a stored row from a new one.
+func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent, multi bool) error {
+	var stmts []*sql.Stmt
+	if multi && len(spans) > 0 {
+		var err error
+		if stmts, err = w.insertStmts(ctx); err != nil {
+			return err
+		}
 	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -269,7 +412,14 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	now := w.now().UnixNano()
 	batch := RunBatch{Ingested: now}
-	if len(spans) > 0 {
+	if len(spans) > 0 && multi {
+		if err := w.insertSpans(ctx, tx, stmts, spans, now); err != nil {
+			return err
+		}
+		for i := range spans {
+			batch.Inserted(spanFacts(&spans[i]))
+		}
+	} else if len(spans) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO span_summaries `+summaryColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
 		if err != nil {
 			return err
@@ -282,12 +432,12 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 			}
 		}()
 		var attrs []byte // the encoded attributes, reused
-		for _, s := range spans {
+		var args []any
+		for i := range spans {
+			s := &spans[i]
 			var stored any
-			stored, attrs = encodeAttrs(attrs, &s)
-			args := []any{s.TraceID, s.SpanID, s.ParentSpanID, s.SessionID, s.Name, s.Kind, s.Start, s.End, s.StatusCode,
-				s.StatusMessage, s.Service, s.GenAIKind, s.Model, s.InputTokens, s.OutputTokens, s.CostUSD, s.Unpriced,
-				s.ToolName, s.AgentName, s.ErrorType, stored, now}
+			stored, attrs = encodeAttrs(attrs, s)
+			args = appendSummaryArgs(args[:0], s, stored, now)
 			res, err := stmt.ExecContext(ctx, args...)
 			if err != nil {
 				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
@@ -295,10 +445,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 1 {
-				batch.Inserted(SpanFacts{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
-					SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
-					InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
-					CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0})
+				batch.Inserted(spanFacts(s))
 				continue
 			}
 			if replace == nil {

@@ -8,17 +8,20 @@ import (
 
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
 // (2048 summaries of 50 runs a batch, each run continued by the next batches) in two ways in the
-// same run: "apply", the incremental run index (RunBatch), and "recompute", each touched run
-// recomputed from all its stored rows (the maintenance before version 4). It reports the
-// attributes' stored bytes per row and the file's bytes per summary at the end.
+// same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs,
+// "rowbyrow", the same with one INSERT per summary (the writer before them), and "recompute",
+// each touched run recomputed from all its stored rows (the maintenance before version 4). It
+// reports ns per summary, the attributes' stored bytes per row and the file's bytes per summary
+// at the end.
 //
 //	go test ./internal/store/sqlitestore/ -run '^$' -bench WarmWrite -benchmem -benchtime 40x
 func BenchmarkWarmWrite(b *testing.B) {
-	for _, mode := range []string{"apply", "recompute"} {
+	for _, mode := range []string{"apply", "rowbyrow", "recompute"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
 			w, err := OpenWarm(filepath.Join(b.TempDir(), "warm.db"), Options{})
@@ -27,6 +30,7 @@ func BenchmarkWarmWrite(b *testing.B) {
 			}
 			defer w.Close()
 			w.recomputeIndex = mode == "recompute"
+			w.rowByRow = mode != "apply"
 			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
 			// (with their tool calls), the run of iteration i continued at i+1 under the same trace.
 			batches := make([][]store.SpanSummary, b.N)
@@ -52,6 +56,7 @@ func BenchmarkWarmWrite(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := benchtest.CPUTime()
 			rows := 0
 			for it := 0; it < b.N; it++ {
 				if err := w.write(ctx, batches[it], nil); err != nil {
@@ -60,7 +65,10 @@ func BenchmarkWarmWrite(b *testing.B) {
 				rows += len(batches[it])
 			}
 			b.StopTimer()
+			cpu = benchtest.CPUTime() - cpu
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(rows), "cpu-ns/summary")
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "summaries/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows), "ns/summary")
 			var attrs, pages float64
 			if err := w.db.QueryRow(`SELECT AVG(length(attributes)) FROM span_summaries`).Scan(&attrs); err != nil {
 				b.Fatal(err)

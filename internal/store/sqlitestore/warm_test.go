@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -363,4 +364,79 @@ func TestWarmVersion3FileMigrated(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	assert.False(t, rows[0].Incomplete, "the root completed the run")
+}
+
+// TestWarmMultiRowInsertsMatchRowByRow: the same batches written with the multi-row INSERTs
+// (new rows, rows already stored, a span twice in one batch, more rows than one statement takes)
+// and row by row leave the same summaries and the same run index; a batch with a stored row takes
+// the row-by-row path and replaces it.
+func TestWarmMultiRowInsertsMatchRowByRow(t *testing.T) {
+	ctx := context.Background()
+	now := func() time.Time { return time.Unix(0, indexT0) }
+	open := func(rowByRow bool) *WarmDB {
+		w, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{Now: now})
+		require.NoError(t, err)
+		t.Cleanup(func() { w.Close() })
+		w.rowByRow = rowByRow
+		return w
+	}
+	multi, single := open(false), open(true)
+	var runs []storetest.Run
+	for i := 0; i < 9; i++ { // 9 runs of 12 LLM calls: more than 64 rows, a remainder of each size
+		runs = append(runs, storetest.Run{Seed: fmt.Sprintf("mr-%d", i), Session: "conv-mr", Service: "svc", Agent: "a",
+			Model: "gpt-4.1", Start: indexT0 + int64(i), LLMCalls: 12, ToolFail: i%3 == 0})
+	}
+	all, _ := store.Summarize(storetest.Traces(runs[:8]...), nil, nil)
+	var first []store.SpanSummary // without the root of run 0: its children are orphans
+	for _, s := range all {
+		if s.ParentSpanID != "" || s.TraceID != storetest.TraceID("mr-0").String() {
+			first = append(first, s)
+		}
+	}
+	require.Greater(t, len(first), warmInsertRows)
+	retry := append([]store.SpanSummary{}, first[3:5]...) // stored rows, one with other content
+	retry[0].InputTokens, retry[0].Attributes = 7, `{"gen_ai.usage.input_tokens":7}`
+	last, _ := store.Summarize(storetest.Traces(runs[8]), nil, nil)
+	twice := append(append([]store.SpanSummary{}, last...), last[1]) // a span twice in one batch
+	twice[len(twice)-1].OutputTokens = 99
+	for _, w := range []*WarmDB{multi, single} {
+		require.NoError(t, w.write(ctx, first, nil))
+		require.NoError(t, w.write(ctx, retry, nil))
+		require.NoError(t, w.write(ctx, twice, nil))
+	}
+	dump := func(w *WarmDB, q string) []string {
+		rows, err := w.db.QueryContext(ctx, q)
+		require.NoError(t, err)
+		defer rows.Close()
+		cols, err := rows.Columns()
+		require.NoError(t, err)
+		var out []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			out = append(out, fmt.Sprint(vals...))
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	for _, q := range []string{`SELECT * FROM span_summaries ORDER BY trace_id, span_id`,
+		`SELECT * FROM runs ORDER BY trace_id`, `SELECT * FROM summary_orphans ORDER BY trace_id, parent_span_id`} {
+		want := dump(single, q)
+		require.NotEmpty(t, want, q)
+		require.Equal(t, want, dump(multi, q), q)
+	}
+	var tokens, out int64
+	require.NoError(t, multi.db.QueryRow(`SELECT input_tokens FROM span_summaries WHERE span_id = ?`, first[3].SpanID).Scan(&tokens))
+	assert.EqualValues(t, 7, tokens, "the retried row with other content replaced the stored one")
+	require.NoError(t, multi.db.QueryRow(`SELECT output_tokens FROM span_summaries WHERE span_id = ?`, last[1].SpanID).Scan(&out))
+	assert.EqualValues(t, 99, out, "the later copy of a span in one batch wins")
+	want, err := listRuns(ctx, multi.db, store.RunFilter{}, "span_summaries", "SUM(cost_usd), SUM(unpriced)", "warm")
+	require.NoError(t, err)
+	got, err := multi.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+)
+
+// queueSizeMetric is the collector's own gauge of an exporterhelper sending queue: how many
+// requests it holds, those being batched or written included (the persistent queue counts an
+// item until its batch is delivered). Core exporterhelper, otelcol_exporter_queue_size.
+const queueSizeMetric = "otelcol_exporter_queue_size"
+
+// settlePoll is how often the collector's metrics are read while waiting for its queues.
+const settlePoll = 50 * time.Millisecond
+
+// defaultTelemetryPort is config/default.yaml's service::telemetry port (RUNAGAIN_TELEMETRY_PORT).
+const defaultTelemetryPort = "8888"
+
+// collectorMetricsURL is where the running collector publishes its own metrics: --collector-metrics,
+// else the Prometheus pull reader of --config's service::telemetry (resolved as the collector
+// resolves it), else config/default.yaml's (127.0.0.1, $RUNAGAIN_TELEMETRY_PORT or 8888). "" when
+// --config has no such reader.
+func collectorMetricsURL(ctx context.Context, flag, configPath string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if configPath == "" {
+		port := os.Getenv("RUNAGAIN_TELEMETRY_PORT")
+		if port == "" {
+			port = defaultTelemetryPort
+		}
+		return "http://" + net.JoinHostPort("127.0.0.1", port) + "/metrics", nil
+	}
+	r, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:              []string{"file:" + configPath},
+		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory(), yamlprovider.NewFactory()},
+		DefaultScheme:     "env",
+	})
+	if err != nil {
+		return "", fmt.Errorf("--config %s: %w", configPath, err)
+	}
+	conf, err := r.Resolve(ctx)
+	if err != nil {
+		return "", fmt.Errorf("--config %s: %w", configPath, err)
+	}
+	var tel struct {
+		Metrics struct {
+			Readers []struct {
+				Pull *struct {
+					Exporter struct {
+						Prometheus *struct {
+							Host string `mapstructure:"host"`
+							Port any    `mapstructure:"port"`
+						} `mapstructure:"prometheus"`
+					} `mapstructure:"exporter"`
+				} `mapstructure:"pull"`
+			} `mapstructure:"readers"`
+		} `mapstructure:"metrics"`
+	}
+	sub, err := conf.Sub("service::telemetry")
+	if err != nil {
+		return "", nil
+	}
+	if err := sub.Unmarshal(&tel, confmap.WithIgnoreUnused()); err != nil {
+		return "", fmt.Errorf("--config %s: service::telemetry: %w", configPath, err)
+	}
+	for _, rd := range tel.Metrics.Readers {
+		if rd.Pull == nil || rd.Pull.Exporter.Prometheus == nil {
+			continue
+		}
+		p := rd.Pull.Exporter.Prometheus
+		host := p.Host
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		return "http://" + net.JoinHostPort(host, fmt.Sprint(p.Port)) + "/metrics", nil
+	}
+	return "", nil
+}
+
+// tieredQueueSizes reads the collector's metrics at url and returns the size of each sending
+// queue of the tiered exporter (exporter label tiered/..., or the contrib ClickHouse hot tier's
+// clickhouse/tiered_...), keyed by exporter and signal. An empty map: the collector has none.
+func tieredQueueSizes(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	sizes := map[string]float64{}
+	fam := fams[queueSizeMetric]
+	if fam == nil {
+		return sizes, nil
+	}
+	for _, m := range fam.GetMetric() {
+		var exp, sig string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "exporter":
+				exp = l.GetValue()
+			case "data_type":
+				sig = l.GetValue()
+			}
+		}
+		if !strings.HasPrefix(exp, "tiered/") && !strings.HasPrefix(exp, "clickhouse/tiered_") {
+			continue
+		}
+		sizes[exp+" "+sig] = m.GetGauge().GetValue()
+	}
+	return sizes, nil
+}
+
+// errNoConfirmation: the collector's queues could not be watched (no metrics, or no tiered queue
+// in them); the caller waits its whole bound instead.
+var errNoConfirmation = errors.New("cannot watch the collector's sending queues")
+
+// waitQueuesDelivered returns once every sending queue of the tiered exporter has read empty at
+// least once since it was called: then every record queued before the call has reached its tier
+// (an empty queue holds nothing waiting, batching or being written). It polls the collector's
+// metrics at url every settlePoll, for at most limit. When the metrics cannot be read, or hold
+// no tiered queue, it waits limit out and returns errNoConfirmation (wrapped, with the reason);
+// when limit passes first, it returns the queues still not seen empty.
+func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (pending []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	wholeBound := func(why error) ([]string, error) {
+		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", errNoConfirmation, why)
+	}
+	if url == "" {
+		return wholeBound(errors.New("--config has no Prometheus reader under service::telemetry::metrics (give --collector-metrics)"))
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	seenEmpty := map[string]bool{}
+	t := time.NewTicker(settlePoll)
+	defer t.Stop()
+	for {
+		sizes, err := tieredQueueSizes(ctx, client, url)
+		switch {
+		case err != nil && len(seenEmpty) == 0:
+			if ctx.Err() != nil {
+				return wholeBound(err)
+			}
+			return wholeBound(fmt.Errorf("collector metrics: %w", err))
+		case err == nil && len(sizes) == 0 && len(seenEmpty) == 0:
+			return wholeBound(fmt.Errorf("no tiered exporter queue in %s", url))
+		}
+		for k, v := range sizes {
+			if !seenEmpty[k] {
+				seenEmpty[k] = v == 0
+			}
+		}
+		pending = pending[:0]
+		for k, ok := range seenEmpty {
+			if !ok {
+				pending = append(pending, k)
+			}
+		}
+		if len(pending) == 0 && len(seenEmpty) > 0 {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return pending, ctx.Err()
+			}
+			return pending, nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// spanRow is one span of a WriteTraces call on its way to its row.
+type spanRow struct {
+	f                     SpanFacts
+	span                  ptrace.Span // for its payload references
+	name, genaiKind       string
+	kind, status          int64
+	unpriced              int64
+	group, off, n         int   // its frame group and its protobuf's place in the group's bytes
+	codec, dict           int64 // its otlp column's codec and dictionary (or frame) id
+	storedFrom, storedEnd int   // its otlp column in traceWrite.stored (a row of its own)
+}
+
+// frameGroup is the spans of one trace in a WriteTraces call that are compressed together.
+type frameGroup struct {
+	raw   []byte // the spans' protobuf, concatenated
+	spans []int  // indexes into traceWrite.spans
+	// the stored frame (when spans > 1)
+	codec, dict int64
+	frame       []byte
+}
+
+// traceWrite is the state of one WriteTraces call, reused across calls (traceWrites).
+type traceWrite struct {
+	now    int64
+	spans  []spanRow
+	groups []frameGroup
+	open   map[pcommon.TraceID]int // the group a trace's next span joins
+	stored []byte                  // the otlp columns of rows encoded alone, back to back
+	args   []any
+	ref    []byte
+	wire   []wireSpan // the request's spans (spanRequests)
+	one    []byte     // one span's request
+}
+
+var traceWrites = sync.Pool{New: func() any { return &traceWrite{open: map[pcommon.TraceID]int{}} }}
+
+func getTraceWrite() *traceWrite { return traceWrites.Get().(*traceWrite) }
+
+func putTraceWrite(w *traceWrite) {
+	if cap(w.stored) > 4<<20 { // keep the pool's memory bounded after an outsized request
+		return
+	}
+	for i := range w.spans {
+		w.spans[i] = spanRow{}
+	}
+	for i := range w.groups {
+		w.groups[i].raw, w.groups[i].spans, w.groups[i].frame = w.groups[i].raw[:0], w.groups[i].spans[:0], w.groups[i].frame[:0]
+	}
+	clear(w.wire)
+	w.spans, w.groups, w.stored, w.wire = w.spans[:0], w.groups[:0], w.stored[:0], w.wire[:0]
+	clear(w.open)
+	clear(w.args)
+	traceWrites.Put(w)
+}
+
+// collectSpans reads the spans of td into w (facts, protobuf grouped by trace) and returns the
+// spans it refuses; an error is a span that does not encode.
+func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, err error) {
+	w.now = d.now().UnixNano()
+	var m ptrace.ProtoMarshaler
+	// Each span's request is cut from the whole request's bytes (spanwire.go); a request whose
+	// bytes do not split into its spans (never expected) marshals each span alone.
+	w.wire = w.wire[:0]
+	if req, err := m.MarshalTraces(td); err == nil {
+		if err := spanRequests(req, func(s wireSpan) { w.wire = append(w.wire, s) }); err != nil || len(w.wire) != td.SpanCount() {
+			w.wire = w.wire[:0]
+		}
+	}
+	next := 0 // the span's index in w.wire
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := stringAttr(rs.Resource().Attributes(), genai.AttrServiceName)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			ss := rs.ScopeSpans().At(j)
+			for k := 0; k < ss.Spans().Len(); k++ {
+				span := ss.Spans().At(k)
+				next++
+				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
+					rejected = append(rejected, fmt.Errorf("%w %q: empty trace_id or span_id (OTLP requires non-zero ids)", ErrInvalidSpan, span.Name()))
+					continue
+				}
+				var buf []byte
+				if len(w.wire) > 0 {
+					w.one = appendRequest(w.one[:0], w.wire[next-1])
+					buf = w.one
+				} else if buf, err = m.MarshalTraces(store.SpanTraces(rs, ss, span)); err != nil {
+					return rejected, fmt.Errorf("encode span %s: %w", span.SpanID(), err)
+				}
+				attrs := span.Attributes()
+				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
+				usage := genai.TokenUsage(attrs)
+				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
+				parent := ""
+				if !span.ParentSpanID().IsEmpty() {
+					parent = span.ParentSpanID().String()
+				}
+				r := spanRow{span: span, name: span.Name(), kind: int64(span.Kind()), status: int64(span.Status().Code()),
+					genaiKind: string(genai.Classify(attrs)),
+					f: SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
+						SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
+						End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
+						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}}
+				if cost.Unpriced {
+					r.unpriced = 1
+				}
+				g, ok := w.open[span.TraceID()]
+				if !ok || d.rowFrames || len(w.groups[g].raw)+len(buf) > frameMaxRaw && len(w.groups[g].spans) > 0 {
+					g = len(w.groups)
+					if g < cap(w.groups) {
+						w.groups = w.groups[:g+1]
+					} else {
+						w.groups = append(w.groups, frameGroup{})
+					}
+					w.open[span.TraceID()] = g
+				}
+				grp := &w.groups[g]
+				r.group, r.off, r.n = g, len(grp.raw), len(buf)
+				grp.raw = append(grp.raw, buf...)
+				grp.spans = append(grp.spans, len(w.spans))
+				w.spans = append(w.spans, r)
+			}
+		}
+	}
+	return rejected, nil
+}
+
+// encodeFrames compresses each group: a group of one span is its row's own frame, a larger
+// group one span frame. Before the file has a dictionary every span is a training sample.
+func (d *DB) encodeFrames(w *traceWrite) error {
+	for g := range w.groups {
+		grp := &w.groups[g]
+		if !d.codec.hasDict() {
+			for _, i := range grp.spans {
+				r := &w.spans[i]
+				d.codec.sampleRaw(grp.raw[r.off : r.off+r.n])
+			}
+		}
+		if len(grp.spans) == 1 {
+			r := &w.spans[grp.spans[0]]
+			r.storedFrom = len(w.stored)
+			w.stored, r.codec, r.dict = d.codec.encode(w.stored, grp.raw, false)
+			r.storedEnd = len(w.stored)
+			continue
+		}
+		grp.frame, grp.codec, grp.dict = d.codec.encode(grp.frame[:0], grp.raw, false)
+	}
+	return nil
+}
+
+// insertSpans writes w's frames and span rows in tx and records them in batch.
+func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *RunBatch) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var frames, again, remove *sql.Stmt // prepared when first needed
+	defer func() {
+		for _, s := range []*sql.Stmt{frames, again, remove} {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	var refs refBatch
+	for g := range w.groups {
+		grp := &w.groups[g]
+		if len(grp.spans) < 2 {
+			continue
+		}
+		if frames == nil {
+			if frames, err = tx.PrepareContext(ctx, `INSERT INTO span_frames (codec, dict, spans, data) VALUES (?,?,?,?)`); err != nil {
+				return err
+			}
+		}
+		res, err := frames.ExecContext(ctx, grp.codec, grp.dict, len(grp.spans), grp.frame)
+		if err != nil {
+			return fmt.Errorf("insert span frame: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for _, i := range grp.spans {
+			w.spans[i].codec, w.spans[i].dict = CodecFrame, id
+		}
+	}
+	for i := range w.spans {
+		r := &w.spans[i]
+		var otlp []byte
+		if r.codec == CodecFrame {
+			w.ref = frameRef(w.ref[:0], r.off, r.n)
+			otlp = w.ref
+		} else {
+			otlp = w.stored[r.storedFrom:r.storedEnd]
+		}
+		f := &r.f
+		w.args = append(w.args[:0], f.TraceID, f.SpanID, f.ParentSpanID, f.SessionID, r.name, r.kind, f.Start, f.End,
+			r.status, f.Service, r.genaiKind, f.Model, f.InputTokens, f.OutputTokens, otlp, w.now, f.CostUSD, r.unpriced,
+			r.codec, r.dict)
+		res, err := stmt.ExecContext(ctx, w.args...)
+		if err != nil {
+			return fmt.Errorf("insert span %s: %w", f.SpanID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			batch.Inserted(*f)
+		} else {
+			// A retry: the stored row is deleted (its triggers drop its payload references and
+			// release its frame) and the row inserted again; its run is recomputed (Replaced).
+			// The references collected so far go in first: the row's DELETE removes its own.
+			if err := refs.flush(ctx, tx); err != nil {
+				return fmt.Errorf("insert payload references: %w", err)
+			}
+			if remove == nil {
+				if remove, err = tx.PrepareContext(ctx, `DELETE FROM spans WHERE trace_id = ? AND span_id = ?`); err != nil {
+					return err
+				}
+				if again, err = tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns); err != nil {
+					return err
+				}
+			}
+			if _, err := remove.ExecContext(ctx, f.TraceID, f.SpanID); err != nil {
+				return fmt.Errorf("replace span %s: %w", f.SpanID, err)
+			}
+			if _, err := again.ExecContext(ctx, w.args...); err != nil {
+				return fmt.Errorf("replace span %s: %w", f.SpanID, err)
+			}
+			batch.Replaced(f.TraceID)
+		}
+		for _, uri := range store.SpanPayloadRefs(r.span) {
+			refs.add(f.TraceID, f.SpanID, uri)
+		}
+	}
+	if err := refs.flush(ctx, tx); err != nil {
+		return fmt.Errorf("insert payload references: %w", err)
+	}
+	return nil
+}
