@@ -16,11 +16,11 @@ import (
 )
 
 // loadgenTraffic makes batches of 256 spans of `runagain loadgen`'s default traffic (resent
-// history, 512-byte messages, 5 turns of 3 tool calls per session), sessions interleaved as
-// concurrent agents export them: 64 sessions in progress, one turn each in turn.
+// history, 512-byte messages, 5 turns of 3 tool calls per session) as one of loadgen's agents
+// exports them: its own SDK batch of its sessions' turns, one session after the other.
 type loadgenTraffic struct {
 	cfg      loadgen.Config
-	sessions [64]*loadgen.Session
+	sessions [1]*loadgen.Session
 	next     int64
 	i        int
 	trace    uint64
@@ -87,7 +87,7 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkOffloadLoadgen measures the processor on `runagain loadgen`'s default traffic (what
-// make bench sends: resent history, 512-byte messages, 256-span batches of 64 interleaved
+// make bench sends: resent history, 512-byte messages, 256-span batches of one agent's
 // sessions) in the pack layout (the default config: file:// bucket, staging directory on the same
 // disk), one ConsumeTraces per batch; b.N counts batches. Each batch is generated with the clock
 // stopped and the CPU the generation took is left out. Reported: cpu-us/span (process CPU,

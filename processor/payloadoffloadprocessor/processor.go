@@ -401,6 +401,30 @@ func (b *batch) run(ctx context.Context) error {
 	return nil
 }
 
+// chains groups jobs for storing: with packed, the jobs of one stream (job.stream) form one
+// chain, in batch order, stored one after the other, so that each value finds its
+// predecessor's plan memo (payloadref.Batch.PutStream: a resent conversation's next value hashes
+// and parses only its new messages; when they were stored at once, most did everything again).
+// Other jobs, and every job without packed (each Put waits on the bucket), are chains of one.
+func chains(order []*job, packed bool) [][]*job {
+	out := make([][]*job, 0, len(order))
+	var at map[string]int
+	for _, j := range order {
+		if packed && j.stream != "" {
+			if at == nil {
+				at = map[string]int{}
+			}
+			if i, ok := at[j.stream]; ok {
+				out[i] = append(out[i], j)
+				continue
+			}
+			at[j.stream] = len(out)
+		}
+		out = append(out, []*job{j})
+	}
+	return out
+}
+
 // batchOutcome is what a batch tells the storage circuit breaker: the first failure, nil, or
 // errCallerGone when the caller's context ended (then failures say nothing about storage).
 func batchOutcome(ctx context.Context, jobs []*job) error {
@@ -431,24 +455,32 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 		var gaveUp atomic.Pointer[error]
 		sem := make(chan struct{}, b.o.cfg.Concurrency)
 		var wg sync.WaitGroup
-		for _, j := range b.order {
+		for _, chain := range chains(b.order, store.Packed()) {
 			sem <- struct{}{}
 			if e := gaveUp.Load(); e != nil {
 				<-sem
-				j.res, j.err = payloadref.PutResult{}, *e
+				for _, j := range chain {
+					j.res, j.err = payloadref.PutResult{}, *e
+				}
 				continue
 			}
 			wg.Add(1)
-			go func(j *job) {
+			go func(chain []*job) {
 				defer func() { <-sem; wg.Done() }()
-				start := time.Now()
-				j.res, j.err = b.o.put(ctx, pb, j)
-				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
-				if j.err != nil {
-					e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
-					gaveUp.CompareAndSwap(nil, &e)
+				for i, j := range chain {
+					if e := gaveUp.Load(); e != nil && i > 0 {
+						j.res, j.err = payloadref.PutResult{}, *e
+						continue
+					}
+					start := time.Now()
+					j.res, j.err = b.o.put(ctx, pb, j)
+					b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+					if j.err != nil {
+						e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
+						gaveUp.CompareAndSwap(nil, &e)
+					}
 				}
-			}(j)
+			}(chain)
 		}
 		wg.Wait()
 		err := pb.Commit(ctx)

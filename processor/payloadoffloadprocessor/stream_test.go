@@ -30,3 +30,19 @@ func TestStreamOf(t *testing.T) {
 		t.Fatalf("non-string conversation id: %q", got)
 	}
 }
+
+// TestChains: in the pack layout the jobs of one stream are stored one after the other in batch
+// order (each finds its predecessor's plan memo); jobs without a stream, and every job in the
+// single-object layout, are stored on their own.
+func TestChains(t *testing.T) {
+	a1, b1, a2, n, a3 := &job{stream: "a"}, &job{stream: "b"}, &job{stream: "a"}, &job{}, &job{stream: "a"}
+	order := []*job{a1, b1, a2, n, a3}
+	got := chains(order, true)
+	if len(got) != 3 || len(got[0]) != 3 || got[0][0] != a1 || got[0][1] != a2 || got[0][2] != a3 ||
+		len(got[1]) != 1 || got[1][0] != b1 || len(got[2]) != 1 || got[2][0] != n {
+		t.Fatalf("packed chains: %v", got)
+	}
+	if got := chains(order, false); len(got) != len(order) {
+		t.Fatalf("single-object chains: %d, want %d", len(got), len(order))
+	}
+}
