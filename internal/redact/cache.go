@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -52,11 +53,20 @@ type CleanCache struct {
 	editBytes    atomic.Int64 // bytes of the edits held (beyond CleanCacheEntryBytes per entry)
 }
 
-// leafEdits are the edits of a JSON string leaf with findings, relative to the leaf's body.
+// leafEdits are the edits of a JSON string leaf (or array elements) with findings, relative to
+// the leaf's body; or, for a head entry (kindRunHead), the byte lengths of the runs of elements
+// from an array's first element that were added, most recent first (lengths, never values).
 type leafEdits struct {
-	edits []cachedEdit
-	size  int64 // bytes held, for the bound
+	edits   []cachedEdit
+	size    int64 // bytes held, for the bound
+	runLens [maxRunLens]int32
 }
+
+// maxRunLens is how many run lengths a head entry keeps.
+const maxRunLens = 4
+
+// headEntryBytes is what a head entry takes beyond CleanCacheEntryBytes (the leafEdits).
+const headEntryBytes = 64
 
 type cachedEdit struct {
 	start, end int // in the leaf's raw body
@@ -122,6 +132,7 @@ const (
 	kindName    = 4 // a JSON object key: text only
 	kindBetween = 5 // the JSON between two long strings: the prefilter finds no trigger in it
 	kindElem    = 6 // one or more consecutive elements of a JSON array (arrayEdits)
+	kindRunHead = 7 // the first element of an array: the lengths of the known runs from it
 )
 
 // cleanKey is the seed of the hashes of one Redactor for one kind of examination.
@@ -177,6 +188,12 @@ func (r *Redactor) editsAdd(h xxh3.Uint128, es []edit, cs int) {
 		le.edits[i] = cachedEdit{start: e.start - cs, end: e.end - cs, repl: e.repl, rule: e.f.Rule, cat: e.f.Category, action: e.f.Action}
 		le.size += 96 + int64(len(e.repl))
 	}
+	r.entryAdd(h, le)
+}
+
+// entryAdd adds le under h, counting its bytes once, and evicts the least recently used entries
+// while the cache is past its byte bound.
+func (r *Redactor) entryAdd(h xxh3.Uint128, le *leafEdits) {
 	c := r.cache
 	// Counted only when added: golang-lru's Add replaces an existing key without its eviction
 	// callback, so two walks missing on the same leaf at once would count its bytes twice forever.
@@ -189,6 +206,31 @@ func (r *Redactor) editsAdd(h xxh3.Uint128, es []edit, cs int) {
 			break
 		}
 	}
+}
+
+// headAdd records n as the length of a known run from the first element whose head hash is h:
+// the head entry is replaced by one with n first, then the lengths it held.
+func (r *Redactor) headAdd(h xxh3.Uint128, n int) {
+	if n <= 0 || n > math.MaxInt32 {
+		return
+	}
+	c := r.cache
+	ne := &leafEdits{size: headEntryBytes}
+	ne.runLens[0] = int32(n)
+	if old, ok := c.lru.Peek(h); ok && old != nil {
+		if old.runLens[0] == int32(n) {
+			return
+		}
+		k := 1
+		for _, m := range old.runLens {
+			if m != 0 && m != int32(n) && k < maxRunLens {
+				ne.runLens[k] = m
+				k++
+			}
+		}
+		c.lru.Remove(h) // its bytes are subtracted by the eviction callback
+	}
+	r.entryAdd(h, ne)
 }
 
 // appendCached appends the cached edits of the leaf whose body starts at cs.

@@ -232,12 +232,16 @@ func TestCleanCacheMatchesUncached(t *testing.T) {
 }
 
 // FuzzCleanCacheMatchesUncached is TestCleanCacheMatchesUncached on fuzzed input: the value, then
-// the value with its middle byte changed, redacted with a warm cache as without one.
+// the value with its middle byte changed, and (for an array) the array resent with more elements,
+// redacted with a warm cache as without one.
 func FuzzCleanCacheMatchesUncached(f *testing.F) {
 	for _, s := range jsonWalkSeeds {
 		f.Add(s)
 	}
 	f.Add(messagesJSON(cleanProse+"write to jane.doe example.com", cleanProse+"card 4111 1111 1111 111"))
+	for _, c := range historyCalls(6) {
+		f.Add(c)
+	}
 	uncached, err := New(Config{HashKey: []byte("k")})
 	if err != nil {
 		f.Fatal(err)
@@ -252,6 +256,12 @@ func FuzzCleanCacheMatchesUncached(f *testing.F) {
 			b := []byte(s)
 			b[len(b)/2] ^= 0x21
 			sameResults(t, uncached, cached, "fuzz, one byte changed", "gen_ai.input.messages", string(b), 2)
+		}
+		// an array resent with one more element (the next call's history): runs and head entries
+		if tr := strings.TrimRight(s, " \t\r\n"); strings.HasSuffix(tr, "]") {
+			next := tr[:len(tr)-1] + `,{"role":"user","content":"` + cleanProse + `mail jane.doe@example.com"}]`
+			sameResults(t, uncached, cached, "fuzz, resent with one more element", "gen_ai.input.messages", next, 2)
+			sameResults(t, uncached, cached, "fuzz, resent again", "gen_ai.input.messages", next[:len(next)-1]+`,"x"]`, 2)
 		}
 	})
 }
@@ -292,7 +302,7 @@ func TestCleanCacheLeafEdits(t *testing.T) {
 }
 
 // TestWalkerKeyMemoNested: keys of JSON documents held in strings live in reused buffers; the
-// walker's memo of which keys are credential keys must not answer for a key whose bytes a later
+// memo of which keys are credential keys must not answer for a key whose bytes a later
 // document wrote where an earlier key was ("content" then "api_key" at the same place).
 func TestWalkerKeyMemoNested(t *testing.T) {
 	r := newTest(t, Config{})

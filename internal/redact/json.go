@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -44,22 +45,54 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 }
 
 // keyApplies reports whether values under key may be credential findings (keyFinding's test on
-// the key alone, so that the value is decoded only when it may be one).
+// the key alone, so that the value is decoded only when it may be one). It is memoised once, in
+// the Redactor, for attribute keys and JSON object keys alike (a key of JSON held in a string is
+// in a reused buffer: the memo keeps a copy).
 func (r *Redactor) keyApplies(key string) bool {
-	if v, ok := r.keyMemo.Load(key); ok {
-		return v.(bool)
+	if m := r.keyMemo.Load(); m != nil {
+		if v, ok := (*m)[key]; ok {
+			return v
+		}
 	}
 	name, _, ok := sensitiveKey(key)
 	ok = ok && r.keyRuleOn[name]
-	if r.keyMemoN.Load() < maxKeyMemo && r.keyMemoN.Add(1) <= maxKeyMemo {
-		r.keyMemo.Store(strings.Clone(key), ok)
-	}
+	r.keyMemoAdd(key, ok)
 	return ok
+}
+
+// keyMemoAdd records keyApplies(key) = ok. Lookups read an immutable map snapshot (keyMemo, no
+// lock); keys are added to keyAll under keyMu, and the snapshot is republished from it when a
+// key comes a second time without being in it, or when a quarter of keyAll is not in it, so
+// that republishing costs O(1) per key amortised for new keys.
+func (r *Redactor) keyMemoAdd(key string, ok bool) {
+	r.keyMu.Lock()
+	defer r.keyMu.Unlock()
+	snap := 0
+	if m := r.keyMemo.Load(); m != nil {
+		if _, in := (*m)[key]; in {
+			return // published meanwhile
+		}
+		snap = len(*m)
+	}
+	_, seen := r.keyAll[key]
+	if !seen {
+		if len(r.keyAll) >= maxKeyMemo {
+			return
+		}
+		if r.keyAll == nil {
+			r.keyAll = map[string]bool{}
+		}
+		r.keyAll[strings.Clone(key)] = ok
+	}
+	if seen || len(r.keyAll)-snap > snap/4 {
+		m := maps.Clone(r.keyAll)
+		r.keyMemo.Store(&m)
+	}
 }
 
 // maxKeyMemo bounds the keys whose keyApplies a Redactor remembers (attribute and JSON object
 // keys: a small vocabulary in practice; keys past the bound are classified every time).
-const maxKeyMemo = 4096
+const maxKeyMemo = 1024
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)
@@ -78,47 +111,16 @@ func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 // allocates nothing: the edits found so far, the prefilter's hot ranges of every document being
 // walked (outer documents first), and one unescape buffer per level of JSON held in a string.
 type walker struct {
-	edits   []edit
-	hot     []hotRange
-	ms      []ahocorasick.Match // keyword matches of the documents being walked, by match end
-	leafMs  []ahocorasick.Match
-	escs    []int
-	toks    []strTok   // string tokens of the documents being walked (outer documents first)
-	elems   []elemSpan // array elements of the documents being walked (arrayEdits)
-	hasher  xxh3.Hasher
-	keys    [16]keyMemo
-	nextKey int
-	dec     [maxJSONDepth + 1][]byte
-	lower   []byte
-}
-
-// keyMemo remembers keyApplies of the last object keys seen by a walker (documents repeat a few
-// keys: role, parts, type, content). It holds a copy of the key: keys of JSON held in a string
-// point into the walker's unescape buffers, which later leaves overwrite.
-type keyMemo struct {
-	key [maxMemoKey]byte
-	n   uint8 // len of the key; 0: empty entry
-	ok  bool
-}
-
-// maxMemoKey is the longest key a walker memoises (longer keys go to the Redactor's memo).
-const maxMemoKey = 32
-
-// keyApplies is r.keyApplies(key), memoised in w.
-func (w *walker) keyApplies(r *Redactor, key string) bool {
-	if key == "" || len(key) > maxMemoKey {
-		return r.keyApplies(key)
-	}
-	for i := range w.keys {
-		if e := &w.keys[i]; int(e.n) == len(key) && string(e.key[:e.n]) == key {
-			return e.ok
-		}
-	}
-	ok := r.keyApplies(key)
-	e := &w.keys[w.nextKey%len(w.keys)]
-	e.n, e.ok = uint8(copy(e.key[:], key)), ok
-	w.nextKey++
-	return ok
+	edits  []edit
+	hot    []hotRange
+	ms     []ahocorasick.Match // keyword matches of the documents being walked, by match end
+	leafMs []ahocorasick.Match
+	escs   []int
+	toks   []strTok   // string tokens of the documents being walked (outer documents first)
+	elems  []elemSpan // array elements of the documents being walked (arrayEdits)
+	hasher xxh3.Hasher
+	dec    [maxJSONDepth + 1][]byte
+	lower  []byte
 }
 
 var walkerPool = sync.Pool{New: func() any { return new(walker) }}
@@ -126,7 +128,6 @@ var walkerPool = sync.Pool{New: func() any { return new(walker) }}
 func (w *walker) release() {
 	clear(w.edits) // drop the replacement strings
 	w.edits, w.hot, w.ms, w.toks, w.elems = w.edits[:0], w.hot[:0], w.ms[:0], w.toks[:0], w.elems[:0]
-	w.keys, w.nextKey = [16]keyMemo{}, 0
 	if cap(w.lower) > 1<<20 {
 		w.lower = nil // do not pin a huge buffer
 	}
@@ -314,7 +315,7 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 			if t.esc {
 				key = string(appendUnescaped(nil, raw))
 			}
-			keyApplies = w.keyApplies(r, key)
+			keyApplies = r.keyApplies(key)
 		}
 		t.keyApplies = t.member && keyApplies
 		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies {

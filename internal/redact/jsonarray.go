@@ -41,52 +41,62 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 	}
 	elemsMark, editsMark := len(w.elems), len(w.edits)
 	defer func() { w.elems = w.elems[:elemsMark] }()
-	i = skipWS(s, i+1)
-	if i >= len(s) || s[i] == ']' {
+	lo := skipWS(s, i+1)
+	if lo >= len(s) || s[lo] == ']' {
 		return false
 	}
-	for {
-		end, ok := skipValue(s, i)
-		if !ok {
-			return false
-		}
-		w.elems = append(w.elems, elemSpan{i, end})
-		j := skipWS(s, end)
-		if j >= len(s) {
-			return false
-		}
-		if s[j] == ']' {
-			if skipWS(s, j+1) != len(s) {
-				return false
-			}
-			break
-		}
-		if s[j] != ',' {
-			return false
-		}
-		if i = skipWS(s, j+1); i >= len(s) {
-			return false
-		}
-	}
 	seed := r.cleanSeed(uint64(kindElem) | uint64(depth)<<8)
+	firstEnd, ok := skipValue(s, lo)
+	if !ok {
+		return false
+	}
+	// The head entry of the first element: the lengths of runs from it that were added, so that
+	// a known history is found without framing it element by element.
+	var head xxh3.Uint128
+	known := 0
+	if j := skipWS(s, firstEnd); j < len(s) && s[j] == ',' { // more than one element
+		head = xxh3.HashString128Seed(s[lo:firstEnd], r.cleanSeed(uint64(kindRunHead)|uint64(depth)<<8))
+		known = r.knownRun(w, s, lo, firstEnd, head, seed)
+	}
+	from, probe := lo, true
+	if known > 0 {
+		j := skipWS(s, known)
+		if j < len(s) && s[j] == ']' {
+			return skipWS(s, j+1) == len(s) || r.undo(w, editsMark)
+		}
+		if j >= len(s) || s[j] != ',' {
+			return r.undo(w, editsMark)
+		}
+		from, probe = skipWS(s, j+1), false
+	}
+	if !frameElems(w, s, from) {
+		return r.undo(w, editsMark)
+	}
 	first, last := elemsMark, len(w.elems)-1
-	lo := w.elems[first].lo
-	// The longest run of elements from the first that is known: the history of the call
-	// before, whose new elements are at the end. Runs of two or more are hashed in one pass.
+	// the hash of the whole array as a run (added below, for the next call), taken before the
+	// walks below, which reuse w.hasher for arrays held in strings
+	var whole xxh3.Uint128
+	if known > 0 {
+		_, _ = w.hasher.WriteString(s[known:w.elems[last].hi])
+		whole = w.hasher.Sum128()
+	}
+	// Without a head entry: the longest run from the first element that is known, among the
+	// maxRunProbe longest (the history of the call before, whose new elements are at the end).
+	// Runs of two or more are hashed in one pass.
 	next := first
-	var runHash xxh3.Uint128
-	if probe := max(first+1, last+1-maxRunProbe); last > first {
+	if probe && last > first {
+		p := max(first+1, last+1-maxRunProbe)
 		hs := &w.hasher
 		hs.ResetSeed(seed)
-		_, _ = hs.WriteString(s[lo:w.elems[probe-1].hi])
+		_, _ = hs.WriteString(s[lo:w.elems[p-1].hi])
 		var sums [maxRunProbe]xxh3.Uint128
-		for k := probe; k <= last; k++ {
+		for k := p; k <= last; k++ {
 			_, _ = hs.WriteString(s[w.elems[k-1].hi:w.elems[k].hi])
-			sums[k-probe] = hs.Sum128()
+			sums[k-p] = hs.Sum128()
 		}
-		runHash = sums[last-probe]
-		for k := last; k >= probe; k-- {
-			if known, le := r.cacheGet(sums[k-probe]); known {
+		whole = sums[last-p]
+		for k := last; k >= p; k-- {
+			if known, le := r.cacheGet(sums[k-p]); known {
 				if le != nil {
 					w.appendCached(le, lo)
 				}
@@ -112,8 +122,7 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 		}
 		mark := len(w.edits)
 		if !r.jsonEdits(w, raw, depth) {
-			w.edits = w.edits[:editsMark]
-			return false
+			return r.undo(w, editsMark)
 		}
 		for e := mark; e < len(w.edits); e++ {
 			ed := &w.edits[e]
@@ -125,11 +134,92 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 			r.verdictAdd(h, w.edits[mark:], el.lo)
 		}
 	}
-	if last > first && next <= last {
-		r.verdictAdd(runHash, w.edits[editsMark:], lo)
+	if hi := w.elems[last].hi; hi > firstEnd && next <= last {
+		// the whole array is a run from the first element: the next call's history
+		if len(w.edits)-editsMark <= maxCachedEdits {
+			r.verdictAdd(whole, w.edits[editsMark:], lo)
+			r.headAdd(head, hi-lo)
+		}
 	}
 	return true
 }
+
+// undo drops the edits appended since mark and returns false (handled: false).
+func (r *Redactor) undo(w *walker, mark int) bool {
+	w.edits = w.edits[:mark]
+	return false
+}
+
+// knownRun looks up the runs from the element at s[lo:firstEnd] that its head entry names
+// (longest first, at most maxRunTries of them hashed): for the first known one it appends its
+// cached edits and returns its end; 0 when none is known.
+func (r *Redactor) knownRun(w *walker, s string, lo, firstEnd int, head xxh3.Uint128, seed uint64) int {
+	ok, he := r.cacheGet(head)
+	if !ok || he == nil {
+		return 0
+	}
+	tries := 0
+	for _, n := range he.runLens {
+		end := lo + int(n)
+		if n == 0 || end <= firstEnd || end > len(s) || !isJSONValueEnd(s[end-1]) {
+			continue
+		}
+		if j := skipWS(s, end); j >= len(s) || (s[j] != ',' && s[j] != ']') {
+			continue
+		}
+		if tries++; tries > maxRunTries {
+			break
+		}
+		hs := &w.hasher // left holding s[lo:end] for the hash of the whole array
+		hs.ResetSeed(seed)
+		_, _ = hs.WriteString(s[lo:end])
+		if known, le := r.cacheGet(hs.Sum128()); known {
+			if le != nil {
+				w.appendCached(le, lo)
+			}
+			return end
+		}
+	}
+	return 0
+}
+
+// frameElems appends to w.elems the elements of the array s from i (the start of an element) to
+// its closing bracket, which must end s (white space aside); false when the framing does not
+// parse.
+func frameElems(w *walker, s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	for {
+		end, ok := skipValue(s, i)
+		if !ok {
+			return false
+		}
+		w.elems = append(w.elems, elemSpan{i, end})
+		j := skipWS(s, end)
+		if j >= len(s) {
+			return false
+		}
+		if s[j] == ']' {
+			return skipWS(s, j+1) == len(s)
+		}
+		if s[j] != ',' {
+			return false
+		}
+		if i = skipWS(s, j+1); i >= len(s) {
+			return false
+		}
+	}
+}
+
+// isJSONValueEnd reports whether c may be the last byte of a JSON value.
+func isJSONValueEnd(c byte) bool {
+	return c == '}' || c == ']' || c == '"' || c == 'e' || c == 'l' || (c >= '0' && c <= '9')
+}
+
+// maxRunTries bounds the runs of a head entry hashed for one array (the first element may be
+// shared by conversations, a system prompt sent as the first message: their runs then differ).
+const maxRunTries = 2
 
 // maxRunProbe is how many runs of elements arrayEdits looks up, longest first: a call's history
 // is the history of the call before plus its new messages (one or two in an agent loop: the

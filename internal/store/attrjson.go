@@ -92,12 +92,20 @@ func appendJSONValue(b []byte, v pcommon.Value, bound bool) ([]byte, bool) {
 	return append(b, t...), true
 }
 
+// jsonPlain marks the bytes json.Marshal writes as they are in a string: printable ASCII other
+// than '"', '\\', '<', '>', '&'.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString appends s as encoding/json quotes it: s as it is when it holds nothing
-// json.Marshal escapes (printable ASCII other than '"', '\\', '<', '>', '&'), else
-// json.Marshal's text.
+// json.Marshal escapes (jsonPlain), else json.Marshal's text.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			t, _ := json.Marshal(s) // a string always marshals
 			return append(b, t...)
 		}

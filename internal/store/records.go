@@ -304,7 +304,9 @@ func UnmarshalRecords(enc []byte) (Records, error) {
 	if err != nil {
 		return r, fmt.Errorf("records: %w", err)
 	}
-	d := decoder{b: body}
+	// One string of the whole body: every string field is a slice of it (one copy, not one
+	// allocation per field; the body lives as long as the records).
+	d := decoder{b: body, s: string(body)}
 	n := d.count()
 	if n > 0 {
 		r.Spans = make([]SpanSummary, n)
@@ -368,8 +370,10 @@ func appendList(b []byte, ss []string) []byte {
 }
 
 // decoder reads the fields MarshalRecords wrote; the first error sticks and zeroes what follows.
+// s is b as a string (b is what is left of it to read): string fields are slices of s.
 type decoder struct {
 	b   []byte
+	s   string
 	err error
 }
 
@@ -428,7 +432,8 @@ func (d *decoder) strs(ps ...*string) {
 		if d.err != nil {
 			return
 		}
-		*p = string(d.b[:n])
+		at := len(d.s) - len(d.b)
+		*p = d.s[at : at+n]
 		d.b = d.b[n:]
 	}
 }

@@ -100,9 +100,10 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
-	var spans []SpanSummary
+	spans := make([]SpanSummary, 0, td.SpanCount())
 	var events []KeyEvent
 	var aj attrJSON
+	var th traceHex
 	var buf []byte
 	eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 		if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
@@ -112,7 +113,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		session, _ := genai.SessionID(attrs, res.Attributes(), sessionKeys)
 		usage := genai.TokenUsage(attrs)
 		sum := SpanSummary{
-			TraceID: s.TraceID().String(), SpanID: s.SpanID().String(), SessionID: session,
+			TraceID: th.str(s.TraceID()), SpanID: s.SpanID().String(), SessionID: session,
 			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())),
 			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
@@ -264,12 +265,13 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	// first span of a trace in this batch that names one names it for all its spans here.
 	runSession := map[string]string{}
 	var line []byte
+	var th traceHex
 	if td != (ptrace.Traces{}) {
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
 				return
 			}
-			trace := s.TraceID().String()
+			trace := th.str(s.TraceID())
 			if _, done := runSession[trace]; done {
 				return
 			}
@@ -282,7 +284,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 				return
 			}
 			attrs := s.Attributes()
-			trace := s.TraceID().String()
+			trace := th.str(s.TraceID())
 			sid := s.SpanID()
 			session, ok := runSession[trace]
 			if !ok {
@@ -435,6 +437,20 @@ func SortSessions(ss []Session) {
 		}
 		return ss[i].SessionID < ss[j].SessionID
 	})
+}
+
+// traceHex is the hex text of the last trace id asked for: the spans of a trace are mostly
+// adjacent, so they share one string instead of encoding the id per span.
+type traceHex struct {
+	id pcommon.TraceID
+	s  string
+}
+
+func (t *traceHex) str(id pcommon.TraceID) string {
+	if t.s == "" || id != t.id {
+		t.id, t.s = id, id.String()
+	}
+	return t.s
 }
 
 func eachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {

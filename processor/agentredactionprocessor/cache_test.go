@@ -68,16 +68,18 @@ func TestCleanCacheResendHistory(t *testing.T) {
 	assert.NotContains(t, last, "jane.doe@example.com")
 	assert.Contains(t, last, "jane.doe example.com", "the cached clean message is kept as it was")
 
-	// Lookups: array elements, and runs of two or more elements from the first (the history of
-	// the call before, longest first); in an element not known, JSON string leaves of 64 bytes or
-	// more and the JSON between them (arrays are not looked up as whole values). Call 1 misses 8:
-	// the system instructions' one element, its leaf, the JSON before and after it, and the same
-	// four of the input messages. Call 2: the system instructions' element hits; the run [m1 m2]
-	// misses, the element m1 hits, the element m2 misses and in it the leaf m2 misses, the JSON
-	// before and after it hit (4 hits, 3 misses). Call 3: the system instructions hit, the run
-	// [m1 m2 m3] misses, the run [m1 m2] hits, the element m3 misses, in it the leaf m3 misses and
-	// the JSON before and after it hit (4 hits, 3 misses). 8 hits, 14 misses.
-	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheHits(t, tt, []metricdata.DataPoint[int64]{{Value: 8}}, metricdatatest.IgnoreTimestamp())
+	// Lookups: array elements; for an array of two or more, the head entry of its first element
+	// (the lengths of the runs from it seen before) and then such a run (the history of the call
+	// before); in an element not known, JSON string leaves of 64 bytes or more and the JSON
+	// between them (arrays are not looked up as whole values). Call 1 misses 8: the system
+	// instructions' one element, its leaf, the JSON before and after it, and the same four of the
+	// input messages. Call 2: the system instructions' element hits; m1's head entry misses, the
+	// run [m1 m2] misses, the element m1 hits, the element m2 misses and in it the leaf m2
+	// misses, the JSON before and after it hit (4 hits, 4 misses). Call 3: the system
+	// instructions hit, m1's head entry hits and names the run [m1 m2], which hits, the element
+	// m3 misses, in it the leaf m3 misses and the JSON before and after it hit (5 hits, 2
+	// misses). 9 hits, 14 misses.
+	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheHits(t, tt, []metricdata.DataPoint[int64]{{Value: 9}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorAgentRedactionCleanCacheMisses(t, tt, []metricdata.DataPoint[int64]{{Value: 14}}, metricdatatest.IgnoreTimestamp())
 	require.NoError(t, p.Shutdown(context.Background()))
 	require.NoError(t, q.Shutdown(context.Background()))

@@ -490,8 +490,8 @@ func (b *RunBatch) Alert(traceID string) {
 }
 
 // apply brings the index rows of the batch's runs up to date in tx (the batch's transaction). It
-// issues a fixed number of statements per batch, each over all of the batch's rows (JSON arrays
-// through json_each), not one per span or run.
+// issues a fixed number of statements per batch over the batch's spans (JSON arrays through
+// json_each), not one per span, and one prepared statement per run it writes (applyRuns).
 func (x runIndex) apply(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
 	if err := x.applyOrphans(ctx, tx, b); err != nil {
 		return fmt.Errorf("run index: %w", err)
@@ -693,7 +693,17 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 			return err
 		}
 	}
-	out := make([][]any, 0, len(ids))
+	// A run whose row exists and keeps its session and start (the usual continuation) is updated
+	// in place: its two indexes (start; session, start) are not touched. New rows and rows whose
+	// session or start changes are (re)written whole.
+	var whole, same [][]any
+	existed := map[string]bool{}
+	for id := range cur {
+		existed[id] = true
+	}
+	for _, id := range fresh {
+		existed[id] = false
+	}
 	for _, id := range ids {
 		r, d := cur[id], b.runs[id]
 		if r == nil || b.full.seen[id] {
@@ -708,20 +718,50 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 				models += m
 			}
 		}
-		out = append(out, []any{id, max(r.session, d.session), min(r.start, d.start), max(r.end, d.end), r.spans + d.spans,
+		session, start := max(r.session, d.session), min(r.start, d.start)
+		if existed[id] && session == r.session && start == r.start {
+			same = append(same, []any{id, max(r.end, d.end), r.spans + d.spans, models, max(r.service, d.service),
+				max(r.agent, d.agent), r.input + d.input, r.output + d.output, r.errors + d.errors, r.cost + d.cost,
+				r.unpriced + d.unpriced, r.roots + d.roots, r.orphans + d.orphans, b.Ingested})
+			continue
+		}
+		whole = append(whole, []any{id, session, start, max(r.end, d.end), r.spans + d.spans,
 			models, max(r.service, d.service), max(r.agent, d.agent), r.input + d.input, r.output + d.output,
 			r.errors + d.errors, r.cost + d.cost, r.unpriced + d.unpriced, r.roots + d.roots, r.orphans + d.orphans,
 			r.alerts, b.Ingested})
 	}
-	if len(out) == 0 {
+	if len(same) > 0 {
+		// One prepared UPDATE per run: cheaper than one statement over a JSON array of them,
+		// whose members SQLite parses again for every column it reads.
+		st, err := tx.PrepareContext(ctx, `UPDATE runs SET end_time_unix_nano = ?2, spans = ?3, models = ?4,
+		    service_name = ?5, agent_name = ?6, input_tokens = ?7, output_tokens = ?8, errors = ?9, cost_usd = ?10,
+		    unpriced = ?11, roots = ?12, orphans = ?13, ingested_unix_nano = ?14 WHERE trace_id = ?1`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, args := range same {
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+		}
+	}
+	if len(whole) == 0 {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano,
+	st, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano,
 	  end_time_unix_nano, spans, models, service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced,
-	  roots, orphans, alerts, ingested_unix_nano)
-	  SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9,
-	    value->>10, value->>11, value->>12, value->>13, value->>14, value->>15, value->>16 FROM json_each(?)`, jsonArg(out))
-	return err
+	  roots, orphans, alerts, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, args := range whole {
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // containsModel reports whether the comma-joined list holds m.
