@@ -1,6 +1,7 @@
 package payloadref
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -165,9 +166,13 @@ func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMe
 			return
 		}
 		var d [32]byte
-		if elem >= 0 && elem < reused {
+		switch {
+		case elem >= 0 && elem < reused:
 			d = prev.sums[elem]
-		} else {
+		case elem >= 0 && prev != nil && elem < len(prev.elems) && prev.sums[elem] != [32]byte{} &&
+			bytes.Equal(data[s.start:s.end], prev.data[prev.elems[elem].start:prev.elems[elem].end]):
+			d = prev.sums[elem] // the same bytes as the previous value's element at this index
+		default:
 			d = sha256.Sum256(data[s.start:s.end])
 		}
 		if next != nil && elem >= 0 {

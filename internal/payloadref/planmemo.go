@@ -105,7 +105,9 @@ func (p *planMemos) match(key uint64, data []byte) (*planMemo, int) {
 	}
 	common := len(m.data) - 1
 	if common <= 0 || len(data) <= common || !bytes.Equal(data[:common], m.data[:common]) {
-		return nil, 0
+		// Not an extension (an earlier message differs, say): no shared prefix, but elements
+		// equal to the memo's at the same index still reuse their digests (see planSplitMemo).
+		return m, 0
 	}
 	return m, common
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,13 @@ func TestPlanSplitMemo(t *testing.T) {
 	}
 	if n := planChain(t, conv, 256, 64); n < 100 {
 		t.Fatalf("memo reused for %d of %d values (fanout 64)", n, len(conv))
+	}
+	// A history whose third message changed (re-sealed, say) after the previous call: nothing
+	// is a shared prefix, later elements still match the memo's at their index.
+	edited := slices.Clone(msgs[:60])
+	edited[2] = msg("user", "edited "+strings.Repeat("words ", 60))
+	if n := planChain(t, [][]byte{conv[58], []byte("[" + strings.Join(edited, ",") + "]")}, 256, 64); n != 1 {
+		t.Fatalf("memo found for %d of 2 values", n)
 	}
 	big := strings.Repeat("x", 300)
 	edge := [][]byte{
