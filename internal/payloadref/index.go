@@ -1,6 +1,7 @@
 package payloadref
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -273,18 +276,62 @@ func (x *index) insert(ctx context.Context, added []packEntryAt, now func() time
 		}
 		packs[a.pack] = n
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO objects (digest, manifest, pack, last_ref) VALUES (?, ?, ?, ?)
-		ON CONFLICT (digest, manifest) DO UPDATE SET pack = excluded.pack, last_ref = max(last_ref, excluded.last_ref)`)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() { _ = st.Close() }()
-	for _, a := range added {
-		if _, err := st.ExecContext(ctx, a.sum[:], a.manifest, packs[a.pack], ts); err != nil {
+	// In key order (the B-tree's: neighbouring rows share pages) and insertRows rows per
+	// statement: one statement per row was most of the indexer's CPU.
+	rows := slices.Clone(added)
+	slices.SortStableFunc(rows, func(a, b packEntryAt) int { // stable: of two rows of one object, the later wins as before
+		if c := bytes.Compare(a.sum[:], b.sum[:]); c != 0 {
+			return c
+		}
+		return boolCmp(a.manifest, b.manifest)
+	})
+	var full *sql.Stmt
+	args := make([]any, 0, 4*insertRows)
+	for len(rows) > 0 {
+		n := min(len(rows), insertRows)
+		st := full
+		if n < insertRows || full == nil {
+			if st, err = tx.PrepareContext(ctx, insertObjectsSQL(n)); err != nil {
+				return 0, 0, err
+			}
+			if n == insertRows {
+				full = st
+				defer func() { _ = full.Close() }()
+			}
+		}
+		args = args[:0]
+		for _, a := range rows[:n] {
+			args = append(args, a.sum[:], a.manifest, packs[a.pack], ts)
+		}
+		_, err := st.ExecContext(ctx, args...)
+		if st != full {
+			_ = st.Close()
+		}
+		if err != nil {
 			return 0, 0, err
 		}
+		rows = rows[n:]
 	}
 	return gen, ts, tx.Commit()
+}
+
+// insertRows is how many objects rows one INSERT statement of index.insert writes (4 parameters
+// each, within SQLite's default limit of 32766).
+const insertRows = 128
+
+// insertObjectsSQL is the INSERT of n objects rows (digest, manifest, pack, last_ref); a row
+// already present takes the new pack and the later last_ref.
+func insertObjectsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO objects (digest, manifest, pack, last_ref) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`(?, ?, ?, ?)`)
+	}
+	b.WriteString(` ON CONFLICT (digest, manifest) DO UPDATE SET pack = excluded.pack, last_ref = max(last_ref, excluded.last_ref)`)
+	return b.String()
 }
 
 // touchDue runs one writer Commit's index step: it reads the collect generation and the latest

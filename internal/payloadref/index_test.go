@@ -414,3 +414,46 @@ func TestIndexMigratedFromV1(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIndexInsertMultiRow: insert writes rows in statements of insertRows rows; every row of a
+// batch spanning several statements (and a partial last one) is indexed, an object given twice
+// ends in its last pack, and a second insert keeps the later last_ref.
+func TestIndexInsertMultiRow(t *testing.T) {
+	ctx := context.Background()
+	x, err := openIndex(ctx, filepath.Join(t.TempDir(), IndexFile), "file:///bucket", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = x.close() }()
+	var added []packEntryAt
+	for i := 0; i < 2*insertRows+17; i++ {
+		k := objKey{sum: sha256.Sum256([]byte(fmt.Sprint("row", i))), manifest: i%3 == 0}
+		added = append(added, packEntryAt{packEntry{objKey: k}, fmt.Sprintf("18c%013x-000000000001", i%4)})
+	}
+	dup := added[5]
+	dup.pack = "18c0000000000099-000000000001"
+	added = append(added, dup)
+	at := time.Unix(1000, 0)
+	if _, _, err := x.insert(ctx, added, func() time.Time { return at }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := x.objectCount(ctx); err != nil || n != int64(len(added)-1) {
+		t.Fatalf("%d rows (%v), want %d", n, err, len(added)-1)
+	}
+	for i, a := range added[:len(added)-1] {
+		want := a.pack
+		if i == 5 {
+			want = dup.pack
+		}
+		if p, err := x.lookup(ctx, a.objKey); err != nil || p != want {
+			t.Fatalf("row %d: pack %q (%v), want %q", i, p, err, want)
+		}
+	}
+	if _, _, err := x.insert(ctx, added[:1], func() time.Time { return at.Add(time.Hour) }); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if err := x.db.QueryRowContext(ctx, `SELECT last_ref FROM objects WHERE digest = ?`, added[0].sum[:]).Scan(&last); err != nil || last != at.Add(time.Hour).UnixNano() {
+		t.Fatalf("last_ref after a second insert: %d %v", last, err)
+	}
+}

@@ -134,12 +134,21 @@ func (ix *indexer) halt() {
 	<-ix.done
 }
 
-// stillPending tells whether object l is appended and not yet indexed.
-func (w *packWriter) stillPending(l location) bool {
+// notPending appends to dst the references of refs except those a Put found pending (appended,
+// not yet indexed) that still are (same object, same pack), and returns it: the pending set is
+// read in one pass under one lock (Commit took the lock once per pending reference).
+func (w *packWriter) notPending(refs map[location]batchRef, dst []location) []location {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e, ok := w.pending[l.objKey]
-	return ok && e.pack == l.pack
+	for l, r := range refs {
+		if r.pending {
+			if e, ok := w.pending[l.objKey]; ok && e.pack == l.pack {
+				continue
+			}
+		}
+		dst = append(dst, l)
+	}
+	return dst
 }
 
 // pendingSnapshot returns the objects appended and not yet indexed.

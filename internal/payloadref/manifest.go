@@ -1,12 +1,15 @@
 package payloadref
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/runagain/runagain/internal/jsonkit"
 )
@@ -111,15 +114,37 @@ type node struct {
 // planSplit builds the object tree for data, or returns nil when splitting does not pay
 // (not JSON, or fewer than two elements of at least chunkMin bytes).
 func planSplit(data []byte, chunkMin, fanout int) *node {
-	return planSplitSum(data, nil, chunkMin, fanout)
+	return planSplitSum(data, sha256.Sum256(data), chunkMin, fanout)
 }
 
 // planSplitSum is planSplit for a caller that already has sum, the SHA-256 of data (the root
-// manifest's digest): data is then not hashed a second time. A nil sum is computed.
-func planSplitSum(data []byte, sum *[32]byte, chunkMin, fanout int) *node {
-	elems, ok := jsonSegments(data)
-	if !ok {
+// manifest's digest): data is not hashed a second time. (It took a *[32]byte that could be nil.)
+func planSplitSum(data []byte, sum [32]byte, chunkMin, fanout int) *node {
+	return planSplitMemo(data, sum, chunkMin, fanout, nil, 0, nil)
+}
+
+// planSplitMemo is planSplitSum reusing what planning prev (the previous value of the same
+// stream, see planMemo) found for the bytes data shares with it: data[:common] equals
+// prev.data[:common]. Elements that end before common are not scanned nor hashed again, and
+// sub-manifests within it are not hashed again. With next, it records in next what planning data
+// found (for the value after it). The tree is the one planSplitSum plans (TestPlanSplitMemo).
+func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMemo, common int, next *planMemo) *node {
+	var elems []span
+	reused := 0
+	if prev != nil {
+		elems, reused = prev.segmentsAfter(data, common)
+	} else {
+		var ok bool
+		if elems, ok = jsonSegments(data); !ok {
+			elems = nil
+		}
+	}
+	if elems == nil {
 		return nil
+	}
+	if next != nil {
+		next.elems = elems
+		next.sums = make([][32]byte, len(elems))
 	}
 	var parts []node
 	refs := 0
@@ -135,38 +160,74 @@ func planSplitSum(data []byte, sum *[32]byte, chunkMin, fanout int) *node {
 		}
 		parts = append(parts, node{lit: data[s.start:s.end], span: s})
 	}
-	addRange := func(s span) {
-		if s.end-s.start >= chunkMin {
-			parts = append(parts, node{isRef: true, span: s, sum: sha256.Sum256(data[s.start:s.end])})
-			refs++
+	addRange := func(s span, elem int) {
+		if s.end-s.start < chunkMin {
+			addLit(s)
 			return
 		}
-		addLit(s)
+		var d [32]byte
+		switch {
+		case elem >= 0 && elem < reused:
+			d = prev.sums[elem]
+		case elem >= 0 && prev != nil && elem < len(prev.elems) && prev.sums[elem] != [32]byte{} &&
+			bytes.Equal(data[s.start:s.end], prev.data[prev.elems[elem].start:prev.elems[elem].end]):
+			d = prev.sums[elem] // the same bytes as the previous value's element at this index
+		default:
+			d = sha256.Sum256(data[s.start:s.end])
+		}
+		if next != nil && elem >= 0 {
+			next.sums[elem] = d
+		}
+		parts = append(parts, node{isRef: true, span: s, sum: d})
+		refs++
 	}
-	for _, e := range elems {
-		addRange(span{pos, e.start}) // separator (large ones are chunks too)
-		addRange(e)
+	for i, e := range elems {
+		addRange(span{pos, e.start}, -1) // separator (large ones are chunks too)
+		addRange(e, i)
 		pos = e.end
 	}
-	addRange(span{pos, len(data)})
+	addRange(span{pos, len(data)}, -1)
 	if refs < 2 {
 		return nil
 	}
+	var gs groupSums
+	if prev != nil {
+		gs.prev, gs.common = prev.groups, common
+	}
+	if next != nil {
+		gs.next = map[span][32]byte{}
+		next.groups = gs.next
+	}
 	for level := 0; len(parts) > fanout; level++ {
-		parts = group(data, parts, fanout, level)
+		parts = group(data, parts, fanout, level, &gs)
 	}
-	if sum == nil {
-		sum = new([32]byte)
-		*sum = sha256.Sum256(data)
+	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: sum, children: parts}
+}
+
+// groupSums carries sub-manifest digests between the plans of a stream's values: prev holds the
+// previous value's (by span), valid for spans ending at or before common; next collects this
+// value's. Either may be nil.
+type groupSums struct {
+	prev, next map[span][32]byte
+	common     int
+}
+
+func (g *groupSums) sum(data []byte, s span) [32]byte {
+	d, ok := g.prev[s]
+	if !ok || s.end > g.common {
+		d = sha256.Sum256(data[s.start:s.end])
 	}
-	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: *sum, children: parts}
+	if g.next != nil {
+		g.next[s] = d
+	}
+	return d
 }
 
 // group cuts a part list into sub-manifests at content-defined boundaries: after a reference whose
 // digest byte (chosen by level) falls below 256/avg, or when a group reaches 4*avg parts. Parts
 // before the last boundary depend only on the content before them, so two values that share a
 // prefix (a conversation and its next turn) share those sub-manifests.
-func group(data []byte, parts []node, fanout, level int) []node {
+func group(data []byte, parts []node, fanout, level int, gs *groupSums) []node {
 	avg := fanout / 4
 	if avg < 2 {
 		avg = 2
@@ -186,7 +247,7 @@ func group(data []byte, parts []node, fanout, level int) []node {
 		}
 		s := span{g[0].span.start, g[len(g)-1].span.end}
 		// g is not changed after grouping (the caller keeps only out): the group aliases it
-		out = append(out, node{isRef: true, manifest: true, span: s, sum: sha256.Sum256(data[s.start:s.end]), children: g[:len(g):len(g)]})
+		out = append(out, node{isRef: true, manifest: true, span: s, sum: gs.sum(data, s), children: g[:len(g):len(g)]})
 	}
 	for i, p := range parts {
 		if (p.isRef && int(p.sum[(level+1)%32]) < threshold) || i+1-start >= 4*avg {
@@ -197,17 +258,63 @@ func group(data []byte, parts []node, fanout, level int) []node {
 	return out
 }
 
-// manifestOf encodes the manifest of a planned node.
+// manifestOf encodes the manifest of a planned node: the JSON encoding/json gives a Manifest
+// (same field order and names, Lit in standard base64), appended by hand: encoding/json's
+// reflection was a tenth of Put's CPU on resent conversations (a manifest per call).
+// appendManifestJSON writes it; TestManifestEncoding checks the bytes against json.Marshal.
 func manifestOf(n *node) ([]byte, error) {
-	m := Manifest{V: ManifestVersion, Size: int64(n.span.end - n.span.start), Parts: make([]Part, 0, len(n.children))}
-	for _, c := range n.children {
-		if c.isRef {
-			m.Parts = append(m.Parts, Part{Ref: hex.EncodeToString(c.sum[:]), Size: int64(c.span.end - c.span.start), M: c.manifest, P: c.pack})
+	size := 32
+	for i := range n.children {
+		if c := &n.children[i]; c.isRef {
+			size += 112 + len(c.pack)
 		} else {
-			m.Parts = append(m.Parts, Part{Lit: c.lit})
+			size += 16 + base64.StdEncoding.EncodedLen(len(c.lit))
 		}
 	}
-	return json.Marshal(m)
+	return appendManifestJSON(make([]byte, 0, size), n), nil
+}
+
+// appendManifestJSON appends n's manifest document to dst.
+func appendManifestJSON(dst []byte, n *node) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, ManifestVersion, 10)
+	dst = append(dst, `,"size":`...)
+	dst = strconv.AppendInt(dst, int64(n.span.end-n.span.start), 10)
+	dst = append(dst, `,"parts":[`...)
+	for i := range n.children {
+		c := &n.children[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if !c.isRef {
+			if len(c.lit) == 0 { // omitempty: an empty part (never planned; as encoding/json writes it)
+				dst = append(dst, `{}`...)
+				continue
+			}
+			dst = append(dst, `{"lit":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, c.lit)
+			dst = append(dst, `"}`...)
+			continue
+		}
+		dst = append(dst, `{"ref":"`...)
+		dst = hex.AppendEncode(dst, c.sum[:])
+		dst = append(dst, '"')
+		if sz := c.span.end - c.span.start; sz != 0 {
+			dst = append(dst, `,"n":`...)
+			dst = strconv.AppendInt(dst, int64(sz), 10)
+		}
+		if c.manifest {
+			dst = append(dst, `,"m":true`...)
+		}
+		if c.pack != "" {
+			// Pack ids are hex digits and '-' (validPackID): nothing to escape.
+			dst = append(dst, `,"p":"`...)
+			dst = append(dst, c.pack...)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
 }
 
 // decodeManifest parses and checks a manifest document.

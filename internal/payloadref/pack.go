@@ -107,13 +107,17 @@ func (e packEntry) size() int64 {
 
 // encodeRecordHeader is the header of a staging record of zlen stored bytes, raw or a zstd frame.
 func encodeRecordHeader(k objKey, zlen int, raw bool) []byte {
-	h := make([]byte, recordHeaderSize)
-	copy(h, recordMagic)
-	copy(h[4:36], k.sum[:])
-	h[36] = kindByte(k.manifest, raw)
-	binary.BigEndian.PutUint32(h[40:44], uint32(zlen))
-	binary.BigEndian.PutUint32(h[44:48], crc32.Checksum(h[:44], castagnoli))
-	return h
+	return appendRecordHeader(make([]byte, 0, recordHeaderSize), k, zlen, raw)
+}
+
+// appendRecordHeader appends the header of a staging record (see encodeRecordHeader) to dst.
+func appendRecordHeader(dst []byte, k objKey, zlen int, raw bool) []byte {
+	n := len(dst)
+	dst = append(dst, recordMagic...)
+	dst = append(dst, k.sum[:]...)
+	dst = append(dst, kindByte(k.manifest, raw), 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(zlen))
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[n:n+44], castagnoli))
 }
 
 // decodeRecordHeader reads a record header; ok is false when h is not one (torn or foreign bytes).

@@ -14,7 +14,7 @@ func TestPlanSplitSum(t *testing.T) {
 		data := conversation("c", n)
 		sum := sha256.Sum256(data)
 		want := planSplit(data, 256, 64)
-		got := planSplitSum(data, &sum, 256, 64)
+		got := planSplitSum(data, sum, 256, 64)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%d messages: planSplitSum differs from planSplit", n)
 		}
@@ -47,7 +47,7 @@ func BenchmarkPutHashing(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				sum := sha256.Sum256(data)
-				if planSplitSum(data, &sum, 256, 64) == nil {
+				if planSplitSum(data, sum, 256, 64) == nil {
 					b.Fatal("not split")
 				}
 			}

@@ -30,7 +30,9 @@ type segment struct {
 	id      string
 	path    string
 	f       *os.File
-	size    int64
+	size    int64        // bytes appended: written (written) plus buffered (buf)
+	written int64        // bytes written to f
+	buf     []byte       // records appended since the last write, written by sync or seal (guarded by packWriter.mu)
 	objects int          // appended so far (their entries are bp's; stagingEntries derives the records')
 	bp      *blockPacker // writes the pack as it will be uploaded (objects compressed in blocks) to bf
 	bf      *os.File     // <id>.blocks beside the staging file; nil when it could not be made
@@ -247,14 +249,10 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 		}
 	}
 	c := w.cur
-	buf := make([]byte, 0, rec)
-	buf = append(buf, encodeRecordHeader(k, len(content), true)...)
-	buf = append(buf, content...)
-	if _, err := c.f.WriteAt(buf, c.size); err != nil {
-		// Leave no torn record behind for the next append: cut back.
-		_ = c.f.Truncate(c.size)
-		return "", fmt.Errorf("payloadref: staging %s: %w", c.path, err)
-	}
+	// Buffered: the batch's records reach the file in one write at its Commit (sync), which
+	// fsyncs them; nothing refers to them durably before (see sync).
+	c.buf = appendRecordHeader(c.buf, k, len(content), true)
+	c.buf = append(c.buf, content...)
 	e := packEntry{objKey: k, off: c.size + recordHeaderSize, zlen: uint32(len(content)), raw: int64(len(content)), inOff: -1, rawRec: true}
 	c.size += rec
 	c.objects++
@@ -282,8 +280,28 @@ func (w *packWriter) openLocked() error {
 	if bf, err := os.OpenFile(filepath.Join(w.dir, id+BlocksSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err == nil {
 		c.bf, sink = bf, bf
 	}
-	c.bp = newBlockPacker(w.s.benc, w.s.opts.PackBlockSize, sink)
+	c.bp = newAsyncBlockPacker(w.s.benc, w.s.opts.PackBlockSize, sink)
 	w.cur = c
+	return nil
+}
+
+// writeBufLocked writes the records buffered in c to its file (w.mu held). After a failed write
+// the file is cut back to what was written before and the records stay buffered (the next sync
+// or seal writes them again): the bytes a pending object names are either written or still held.
+func (w *packWriter) writeBufLocked(c *segment) error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	if _, err := c.f.WriteAt(c.buf, c.written); err != nil {
+		_ = c.f.Truncate(c.written)
+		return fmt.Errorf("payloadref: staging %s: %w", c.path, err)
+	}
+	c.written += int64(len(c.buf))
+	if cap(c.buf) > 4<<20 {
+		c.buf = nil // a large value passed: do not keep its buffer
+	} else {
+		c.buf = c.buf[:0]
+	}
 	return nil
 }
 
@@ -307,6 +325,7 @@ func (w *packWriter) sealLocked() error {
 		return nil
 	}
 	if c.objects == 0 {
+		_, _ = c.bp.finish()
 		_ = c.f.Close()
 		_ = os.Remove(c.path)
 		if c.bf != nil {
@@ -315,6 +334,9 @@ func (w *packWriter) sealLocked() error {
 		}
 		w.cur = nil
 		return nil
+	}
+	if err := w.writeBufLocked(c); err != nil {
+		return fmt.Errorf("payloadref: sealing: %w", err)
 	}
 	t := encodeTrailer(stagingEntries(c.bp.entries), c.size)
 	if _, err := c.f.WriteAt(t, c.size); err != nil {
@@ -326,22 +348,27 @@ func (w *packWriter) sealLocked() error {
 	c.sealed = true
 	_ = c.f.Close()
 	w.cur = nil
-	if c.bf != nil {
-		_, err := c.bp.finish()
-		if cerr := c.bf.Close(); err != nil || cerr != nil {
-			w.s.logger("payloadref: blocks of pack %s (built again at upload): %v", c.id, errors.Join(err, cerr))
-			_ = os.Remove(c.bf.Name())
-		}
-	}
 	w.waitMu.Lock()
 	w.waiting[c.id] = make(chan struct{})
 	w.waitMu.Unlock()
-	select {
-	case w.uploads <- c.id:
-	default:
-		// The queue is full (a very long outage): the pack stays staged and is uploaded at the next start.
-		w.s.logger("payloadref: upload queue full, pack %s stays staged until restart", c.id)
-	}
+	// The pack's last blocks are compressed off the append lock; its upload is queued after.
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		_, err := c.bp.finish()
+		if c.bf != nil {
+			if cerr := c.bf.Close(); err != nil || cerr != nil {
+				w.s.logger("payloadref: blocks of pack %s (built again at upload): %v", c.id, errors.Join(err, cerr))
+				_ = os.Remove(c.bf.Name())
+			}
+		}
+		select {
+		case w.uploads <- c.id:
+		default:
+			// The queue is full (a very long outage): the pack stays staged and is uploaded at the next start.
+			w.s.logger("payloadref: upload queue full, pack %s stays staged until restart", c.id)
+		}
+	}()
 	return nil
 }
 
@@ -368,7 +395,14 @@ func (w *packWriter) sync() (int, error) {
 	}
 	w.mu.Lock()
 	size, sealed := c.size, c.sealed
+	var werr error
+	if !sealed {
+		werr = w.writeBufLocked(c) // every record appended so far, in one write
+	}
 	w.mu.Unlock()
+	if werr != nil {
+		return 0, werr
+	}
 	if !sealed {
 		if err := c.f.Sync(); err != nil {
 			w.mu.Lock()

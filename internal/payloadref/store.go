@@ -1,6 +1,7 @@
 package payloadref
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -82,6 +83,7 @@ type Store struct {
 	closeFn   func() error
 	known     *lru.Cache[string, struct{}]  // single-object layout
 	locs      *lru.Cache[objKey, cachedLoc] // pack layout: object -> pack id, in front of idx
+	plans     *planMemos                    // pack layout: the last plan of each stream
 	enc       *zstd.Encoder                 // single objects (one frame each)
 	benc      *zstd.Encoder                 // pack blocks
 	dec       *zstd.Decoder
@@ -169,7 +171,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, benc: benc, dec: dec, opts: opts}
+	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, benc: benc, dec: dec, opts: opts, plans: newPlanMemos()}
 	if opts.Dir == "" {
 		return s, nil
 	}
@@ -384,7 +386,17 @@ func (b *Batch) ref(k objKey, c cachedLoc, pending bool) {
 
 // Put stores data in the batch (see Store.Put).
 func (b *Batch) Put(ctx context.Context, data []byte, split bool) (PutResult, error) {
-	return b.s.put(ctx, data, split, b)
+	return b.s.put(ctx, data, split, b, "")
+}
+
+// PutStream is Put for a value of a stream: successive values that usually extend one another,
+// such as the gen_ai.input.messages of one conversation's chat calls (an agent resends its
+// history), named by stream (for example the conversation id and the attribute key; "" matches
+// values by their first bytes instead). When data starts with all of the stream's previous value
+// but its closing bracket (checked, never assumed), only the bytes after it are hashed and parsed
+// (see planMemo); the result is the same as Put's.
+func (b *Batch) PutStream(ctx context.Context, data []byte, split bool, stream string) (PutResult, error) {
+	return b.s.put(ctx, data, split, b, stream)
 }
 
 // Commit makes the batch durable (see Batch). After ErrStale the stale locations are forgotten,
@@ -408,13 +420,13 @@ func (b *Batch) Commit(ctx context.Context) error {
 		return nil
 	}
 	var due []location
+	var held []location
 	pick := func(gen int64) []location {
 		now := s.now().UnixNano()
 		due = due[:0]
-		for l, r := range b.refs {
-			if r.pending && s.pw.stillPending(l) {
-				continue
-			}
+		held = s.pw.notPending(b.refs, held[:0]) // one pass under the writer's lock, not one per reference
+		for _, l := range held {
+			r := b.refs[l]
 			c := r.c
 			if lc, ok := s.locs.Peek(l.objKey); ok && lc.pack == l.pack {
 				c = lc // written since the Put: by the indexer, or by another batch's touch
@@ -479,9 +491,9 @@ func (s *Store) Put(ctx context.Context, data []byte, split bool) (PutResult, er
 	}
 }
 
-func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch) (PutResult, error) {
+func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch, stream string) (PutResult, error) {
 	if s.idx != nil {
-		return s.putPacked(ctx, data, split, b)
+		return s.putPacked(ctx, data, split, b, stream)
 	}
 	sum := sha256.Sum256(data)
 	var res PutResult
@@ -496,7 +508,7 @@ func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch) (Put
 	}
 	var plan *node
 	if split {
-		plan = planSplitSum(data, &sum, s.opts.ChunkMin, s.opts.Fanout) // data is hashed once
+		plan = planSplitSum(data, sum, s.opts.ChunkMin, s.opts.Fanout) // data is hashed once
 	}
 	if plan == nil {
 		if err := s.writeOnce(ctx, vk, data, false, &res); err != nil {
@@ -514,11 +526,20 @@ func (s *Store) put(ctx context.Context, data []byte, split bool, b *Batch) (Put
 }
 
 // putPacked is Put in the pack layout.
-func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch) (PutResult, error) {
+func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch, stream string) (PutResult, error) {
 	if s.pw == nil {
 		return PutResult{}, errors.New("payloadref: store opened with CollectOnly")
 	}
-	sum := sha256.Sum256(data)
+	// A JSON array may extend its stream's previous value (see planMemo).
+	var prev, next *planMemo
+	var common int
+	var memoKey uint64
+	if split && len(data) > 1 && data[0] == '[' && len(data) <= planMemoMaxValue {
+		memoKey = s.plans.key(stream, data)
+		prev, common = s.plans.match(memoKey, data)
+		next = &planMemo{}
+	}
+	sum := hashValue(data, prev, common, next)
 	var res PutResult
 	if split {
 		k := objKey{sum, true}
@@ -532,7 +553,11 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 	}
 	var plan *node
 	if split {
-		plan = planSplitSum(data, &sum, s.opts.ChunkMin, s.opts.Fanout) // data is hashed once
+		plan = planSplitMemo(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next) // data is hashed once
+		if plan != nil && next != nil {
+			next.data = bytes.Clone(data)
+			s.plans.keep(memoKey, next)
+		}
 	}
 	if plan == nil {
 		pack, err := s.appendOnce(ctx, vk, data, b, &res)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -48,20 +49,50 @@ func (r *Redactor) RedactKeyed(key, s string) (string, []Finding) {
 // the Redactor, for attribute keys and JSON object keys alike (a key of JSON held in a string is
 // in a reused buffer: the memo keeps a copy).
 func (r *Redactor) keyApplies(key string) bool {
-	if v, ok := r.keyMemo.Load(key); ok {
-		return v.(bool)
+	if m := r.keyMemo.Load(); m != nil {
+		if v, ok := (*m)[key]; ok {
+			return v
+		}
 	}
 	name, _, ok := sensitiveKey(key)
 	ok = ok && r.keyRuleOn[name]
-	if r.keyMemoN.Load() < maxKeyMemo && r.keyMemoN.Add(1) <= maxKeyMemo {
-		r.keyMemo.Store(strings.Clone(key), ok)
-	}
+	r.keyMemoAdd(key, ok)
 	return ok
+}
+
+// keyMemoAdd records keyApplies(key) = ok. Lookups read an immutable map snapshot (keyMemo, no
+// lock); keys are added to keyAll under keyMu, and the snapshot is republished from it when a
+// key comes a second time without being in it, or when a quarter of keyAll is not in it, so
+// that republishing costs O(1) per key amortised for new keys.
+func (r *Redactor) keyMemoAdd(key string, ok bool) {
+	r.keyMu.Lock()
+	defer r.keyMu.Unlock()
+	snap := 0
+	if m := r.keyMemo.Load(); m != nil {
+		if _, in := (*m)[key]; in {
+			return // published meanwhile
+		}
+		snap = len(*m)
+	}
+	_, seen := r.keyAll[key]
+	if !seen {
+		if len(r.keyAll) >= maxKeyMemo {
+			return
+		}
+		if r.keyAll == nil {
+			r.keyAll = map[string]bool{}
+		}
+		r.keyAll[strings.Clone(key)] = ok
+	}
+	if seen || len(r.keyAll)-snap > snap/4 {
+		m := maps.Clone(r.keyAll)
+		r.keyMemo.Store(&m)
+	}
 }
 
 // maxKeyMemo bounds the keys whose keyApplies a Redactor remembers (attribute and JSON object
 // keys: a small vocabulary in practice; keys past the bound are classified every time).
-const maxKeyMemo = 4096
+const maxKeyMemo = 1024
 
 func (r *Redactor) keyFinding(key, v string) (Finding, bool) {
 	name, weak, ok := sensitiveKey(key)

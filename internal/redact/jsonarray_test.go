@@ -145,3 +145,30 @@ func TestShortDigitValuesCached(t *testing.T) {
 		t.Fatalf("one digit changed: %+v", fs)
 	}
 }
+
+// TestKeyAppliesMemo: the one memo of keyApplies answers as sensitiveKey does, for keys seen
+// once, twice and past its bound, and stays bounded.
+func TestKeyAppliesMemo(t *testing.T) {
+	r := newTest(t, Config{})
+	want := func(k string) bool { name, _, ok := sensitiveKey(k); return ok && r.keyRuleOn[name] }
+	keys := []string{"api_key", "content", "Authorization", "role", "x-api-key", "parts", "password", "token"}
+	for i := range 3 * maxKeyMemo {
+		keys = append(keys, fmt.Sprintf("field_%d", i), fmt.Sprintf("secret_token_%d", i))
+	}
+	for round := range 2 {
+		for _, k := range keys {
+			if got := r.keyApplies(k); got != want(k) {
+				t.Fatalf("round %d: keyApplies(%q) = %v, sensitiveKey says %v", round, k, got, want(k))
+			}
+		}
+	}
+	if !r.keyApplies("api_key") || r.keyApplies("content") {
+		t.Fatal("api_key must apply and content must not")
+	}
+	if m := r.keyMemo.Load(); m == nil || len(*m) > maxKeyMemo || len(r.keyAll) > maxKeyMemo {
+		t.Fatalf("memo not bounded: snapshot %v, all %d", m != nil, len(r.keyAll))
+	}
+	if _, ok := (*r.keyMemo.Load())["api_key"]; !ok {
+		t.Fatal("a key seen twice is not in the snapshot")
+	}
+}

@@ -56,9 +56,11 @@ type Redactor struct {
 	legacyScan bool
 	// minGateDigits is the fewest digits a digit rule's gate accepts (MaxInt without digit rules)
 	minGateDigits int
-	// keyMemo: key -> keyApplies(key), at most maxKeyMemo keys (keyMemoN counts them)
-	keyMemo  sync.Map
-	keyMemoN atomic.Int64
+	// keyMemo: an immutable snapshot of keyAll (key -> keyApplies(key), at most maxKeyMemo
+	// keys), read without a lock; keyAll is written under keyMu (see keyMemoAdd)
+	keyMemo atomic.Pointer[map[string]bool]
+	keyMu   sync.Mutex
+	keyAll  map[string]bool
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).

@@ -172,9 +172,10 @@ type jobKey struct {
 // job stores one distinct value of a batch (identical values share one job).
 type job struct {
 	jobKey
-	n   int // candidates sharing it
-	res payloadref.PutResult
-	err error
+	stream string // the value's stream (see streamOf), of its first candidate
+	n      int    // candidates sharing it
+	res    payloadref.PutResult
+	err    error
 }
 
 // batch collects the candidates of one ConsumeTraces/ConsumeLogs call.
@@ -185,11 +186,14 @@ type batch struct {
 	order []*job
 }
 
-func (b *batch) add(attrs pcommon.Map, key string, value string, body pcommon.Value, mark pcommon.Map, split bool) {
+func (b *batch) add(attrs pcommon.Map, key string, value string, body pcommon.Value, mark pcommon.Map, split bool, stream string) {
 	k := jobKey{value: value, split: split}
 	j, ok := b.jobs[k]
 	if !ok {
 		j = &job{jobKey: k}
+		if split && stream != "" {
+			j.stream = stream + "\x00" + key
+		}
 		b.jobs[k] = j
 		b.order = append(b.order, j)
 	}
@@ -197,8 +201,30 @@ func (b *batch) add(attrs pcommon.Map, key string, value string, body pcommon.Va
 	b.cands = append(b.cands, &candidate{attrs: attrs, key: key, body: body, mark: mark, job: j})
 }
 
-// scanAttrs adds the offloadable attributes of attrs; mark is where failures are recorded.
-func (b *batch) scanAttrs(attrs, mark pcommon.Map) {
+// streamKeys are the attributes naming the conversation a span or log record belongs to (the
+// session keys of DESIGN.md's contract); streamOf uses the first present.
+var streamKeys = [...]string{"gen_ai.conversation.id", "session.id"}
+
+// streamOf names the stream of the values of a span or log record (attrs): its conversation, or
+// without one its trace. A chat call resends its conversation's history, so the value of an
+// attribute usually extends the one of the conversation's previous call, which
+// payloadref.Batch.PutStream then does not hash and parse again. Only a hint: a value that does
+// not extend its stream's previous one is stored the same way.
+func streamOf(attrs pcommon.Map, trace pcommon.TraceID) string {
+	for _, k := range streamKeys {
+		if v, ok := attrs.Get(k); ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" {
+			return v.Str()
+		}
+	}
+	if trace.IsEmpty() {
+		return ""
+	}
+	return string(trace[:])
+}
+
+// scanAttrs adds the offloadable attributes of attrs; mark is where failures are recorded and
+// stream names the values' stream (streamOf).
+func (b *batch) scanAttrs(attrs, mark pcommon.Map, stream string) {
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) || !b.o.keys.Match(k) {
 			return true
@@ -206,7 +232,7 @@ func (b *batch) scanAttrs(attrs, mark pcommon.Map) {
 		if _, exists := attrs.Get(k + payloadref.RefSuffix); exists {
 			return true // an SDK upload hook (or we) already stored it: leave both untouched
 		}
-		b.add(attrs, k, v.Str(), pcommon.Value{}, mark, b.o.split.Match(k))
+		b.add(attrs, k, v.Str(), pcommon.Value{}, mark, b.o.split.Match(k), stream)
 		return true
 	})
 }
@@ -230,7 +256,7 @@ func (b *batch) scanBodyMap(m, mark pcommon.Map, depth int) {
 			if _, exists := m.Get(k + payloadref.RefSuffix); exists {
 				return true
 			}
-			b.add(m, k, v.Str(), pcommon.Value{}, mark, false)
+			b.add(m, k, v.Str(), pcommon.Value{}, mark, false, "")
 		case pcommon.ValueTypeMap:
 			b.scanBodyMap(v.Map(), mark, depth+1)
 		case pcommon.ValueTypeSlice:
@@ -256,9 +282,10 @@ func (o *offloader) processTraces(ctx context.Context, td ptrace.Traces) (ptrace
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				s := spans.At(k)
-				b.scanAttrs(s.Attributes(), s.Attributes())
+				stream := streamOf(s.Attributes(), s.TraceID())
+				b.scanAttrs(s.Attributes(), s.Attributes(), stream)
 				for e := 0; e < s.Events().Len(); e++ {
-					b.scanAttrs(s.Events().At(e).Attributes(), s.Attributes())
+					b.scanAttrs(s.Events().At(e).Attributes(), s.Attributes(), stream)
 				}
 			}
 		}
@@ -275,7 +302,7 @@ func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, e
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
-				b.scanAttrs(lr.Attributes(), lr.Attributes())
+				b.scanAttrs(lr.Attributes(), lr.Attributes(), streamOf(lr.Attributes(), lr.TraceID()))
 				body := lr.Body()
 				if o.cfg.LogBody && body.Type() == pcommon.ValueTypeMap {
 					// A Map body (gen_ai.*.message events): each large string value inside it moves
@@ -289,7 +316,7 @@ func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, e
 				if _, exists := lr.Attributes().Get(payloadref.LogBodyRefKey); exists {
 					continue
 				}
-				b.add(lr.Attributes(), "", body.Str(), body, lr.Attributes(), true)
+				b.add(lr.Attributes(), "", body.Str(), body, lr.Attributes(), true, "")
 			}
 		}
 	}
@@ -374,6 +401,30 @@ func (b *batch) run(ctx context.Context) error {
 	return nil
 }
 
+// chains groups jobs for storing: with packed, the jobs of one stream (job.stream) form one
+// chain, in batch order, stored one after the other, so that each value finds its
+// predecessor's plan memo (payloadref.Batch.PutStream: a resent conversation's next value hashes
+// and parses only its new messages; when they were stored at once, most did everything again).
+// Other jobs, and every job without packed (each Put waits on the bucket), are chains of one.
+func chains(order []*job, packed bool) [][]*job {
+	out := make([][]*job, 0, len(order))
+	var at map[string]int
+	for _, j := range order {
+		if packed && j.stream != "" {
+			if at == nil {
+				at = map[string]int{}
+			}
+			if i, ok := at[j.stream]; ok {
+				out[i] = append(out[i], j)
+				continue
+			}
+			at[j.stream] = len(out)
+		}
+		out = append(out, []*job{j})
+	}
+	return out
+}
+
 // batchOutcome is what a batch tells the storage circuit breaker: the first failure, nil, or
 // errCallerGone when the caller's context ended (then failures say nothing about storage).
 func batchOutcome(ctx context.Context, jobs []*job) error {
@@ -404,24 +455,32 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 		var gaveUp atomic.Pointer[error]
 		sem := make(chan struct{}, b.o.cfg.Concurrency)
 		var wg sync.WaitGroup
-		for _, j := range b.order {
+		for _, chain := range chains(b.order, store.Packed()) {
 			sem <- struct{}{}
 			if e := gaveUp.Load(); e != nil {
 				<-sem
-				j.res, j.err = payloadref.PutResult{}, *e
+				for _, j := range chain {
+					j.res, j.err = payloadref.PutResult{}, *e
+				}
 				continue
 			}
 			wg.Add(1)
-			go func(j *job) {
+			go func(chain []*job) {
 				defer func() { <-sem; wg.Done() }()
-				start := time.Now()
-				j.res, j.err = b.o.put(ctx, pb, j)
-				b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
-				if j.err != nil {
-					e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
-					gaveUp.CompareAndSwap(nil, &e)
+				for i, j := range chain {
+					if e := gaveUp.Load(); e != nil && i > 0 {
+						j.res, j.err = payloadref.PutResult{}, *e
+						continue
+					}
+					start := time.Now()
+					j.res, j.err = b.o.put(ctx, pb, j)
+					b.o.tb.ProcessorPayloadOffloadUploadDuration.Record(ctx, time.Since(start).Seconds())
+					if j.err != nil {
+						e := fmt.Errorf("%w: %w", errBatchGaveUp, j.err)
+						gaveUp.CompareAndSwap(nil, &e)
+					}
 				}
-			}(j)
+			}(chain)
 		}
 		wg.Wait()
 		err := pb.Commit(ctx)
@@ -446,7 +505,7 @@ func (o *offloader) put(ctx context.Context, store *payloadref.Batch, j *job) (p
 	attempt := func() (payloadref.PutResult, error) {
 		actx, cancel := context.WithTimeout(ctx, o.cfg.Storage.Timeout)
 		defer cancel()
-		res, err := store.Put(actx, data, j.split)
+		res, err := store.PutStream(actx, data, j.split, j.stream)
 		if err != nil && ctx.Err() != nil {
 			return res, backoff.Permanent(err)
 		}

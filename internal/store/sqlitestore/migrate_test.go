@@ -206,3 +206,60 @@ CREATE TABLE payload_refs_old (trace_id TEXT NOT NULL, row_id TEXT NOT NULL, uri
 INSERT INTO payload_refs_old SELECT r.trace_id, r.row_id, p.prefix || r.name FROM payload_refs r JOIN payload_prefixes p ON p.id = r.prefix_id;
 DROP TABLE payload_refs; DROP TABLE payload_prefixes; ALTER TABLE payload_refs_old RENAME TO payload_refs;
 CREATE INDEX payload_refs_uri ON payload_refs (uri);` + refsTriggers
+
+// TestVersion6FileReadAndMigrated: a version 6 file (each span row its own zstd frame, no
+// span_frames) is read as it is by a reader; opened for writing it gains span_frames, keeps its
+// rows as they are, stores new runs' spans in frames, reads both, and a retried old span and an
+// erased new run leave no frame behind.
+func TestVersion6FileReadAndMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hot.db")
+	w, err := Open(path, Options{})
+	require.NoError(t, err)
+	w.rowFrames = true // the version 6 writer
+	old := fixtureRuns("v6", 10)
+	want := spanProtos(t, old)
+	_, err = w.WriteTraces(ctx, old)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = raw.Exec(`DROP TRIGGER spans_frames_delete; DROP TABLE span_frames; PRAGMA user_version = 6;`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	ro, err := Open(path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	requireRunsRead(t, ro, want)
+	require.NoError(t, ro.Close())
+
+	w, err = Open(path, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	var v int
+	require.NoError(t, w.SQL().QueryRow("PRAGMA user_version").Scan(&v))
+	assert.Equal(t, SchemaVersion, v)
+	fresh := fixtureRuns("v7", 10)
+	for k, b := range spanProtos(t, fresh) {
+		want[k] = b
+	}
+	_, err = w.WriteTraces(ctx, fresh)
+	require.NoError(t, err)
+	_, err = w.WriteTraces(ctx, old) // a retry of the old rows: replaced, now in frames
+	require.NoError(t, err)
+	requireRunsRead(t, w, want)
+	var oldRows, framed, frames int
+	require.NoError(t, w.SQL().QueryRow(`SELECT SUM(otlp_codec != 3), SUM(otlp_codec = 3), (SELECT COUNT(*) FROM span_frames) FROM spans`).Scan(&oldRows, &framed, &frames))
+	assert.Zero(t, oldRows, "the retried rows were replaced")
+	assert.Equal(t, 100, framed)
+	assert.Equal(t, 20, frames, "one frame per run and request")
+	_, err = w.Erase(ctx, store.Erasure{TraceIDs: []string{storetest.TraceID("v7-0").String()}})
+	require.NoError(t, err)
+	require.NoError(t, w.SQL().QueryRow(`SELECT COUNT(*) FROM span_frames`).Scan(&frames))
+	assert.Equal(t, 19, frames, "an erased run's frame goes with its rows")
+	rows, err := w.Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	agg, err := listRuns(ctx, w.SQL(), store.RunFilter{}, "spans", "SUM(cost_usd), SUM(unpriced)", "hot")
+	require.NoError(t, err)
+	assert.Equal(t, agg, rows)
+}

@@ -1,0 +1,165 @@
+package payloadref
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Plan memos: agents resend their conversation, so a chat call's gen_ai.input.messages is the
+// previous call's array grown by a few messages. Hashing and parsing every value whole made Put
+// cost grow with the history (SHA-256 of the value, of every element, of every sub-manifest, and
+// a JSON scan: most of payload_offload's CPU on resent conversations). A planMemo keeps, for the
+// last value of a stream (a conversation's attribute), a copy of its bytes, its element ranges
+// and digests, its sub-manifest digests and the SHA-256 state after most of its bytes; the next
+// value of the stream that starts with the same bytes (checked with bytes.Equal, never assumed)
+// hashes and scans only what follows them. Results are identical to planning from scratch
+// (TestPlanSplitMemo); a value that does not extend its stream's memo is planned whole.
+const (
+	// planMemoMaxValue: larger values are not kept (their copy would dominate the budget).
+	planMemoMaxValue = 1 << 20
+	// planMemoBudget bounds the bytes of every memo's copy together (their ranges and digests
+	// add about 48 bytes per element).
+	planMemoBudget = 16 << 20
+	// planMemoEntries bounds how many streams have a memo (least recently used dropped).
+	planMemoEntries = 1024
+	// planMemoKeyPrefix: without a stream name, values are matched by their first bytes.
+	planMemoKeyPrefix = 1024
+)
+
+// planMemo is what planning one value found (immutable once published).
+type planMemo struct {
+	data   []byte            // a copy of the value
+	elems  []span            // jsonSegments(data): a top-level array's elements
+	sums   [][32]byte        // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
+	groups map[span][32]byte // SHA-256 of every sub-manifest span
+	hq     int               // data[:hq] is hashed into hstate; a multiple of sha256.BlockSize
+	hstate []byte            // marshalled SHA-256 state after data[:hq]
+}
+
+// segmentsAfter returns the element ranges of data (a value whose first common bytes are m's)
+// and how many of them are m's (reused, with their digests): those ending before common. What
+// follows is scanned as the rest of the same top-level array. nil when data is not a JSON array.
+func (m *planMemo) segmentsAfter(data []byte, common int) ([]span, int) {
+	k := 0
+	for k < len(m.elems) && m.elems[k].end < common {
+		k++
+	}
+	if k == 0 {
+		elems, ok := jsonSegments(data)
+		if !ok {
+			return nil, 0
+		}
+		return elems, 0
+	}
+	// The scanner is inside the top-level array right after element k-1 in both values: the
+	// rest of data parses as the rest of an array whose first element is a placeholder.
+	e := m.elems[k-1].end
+	tail := make([]byte, 0, 2+len(data)-e)
+	tail = append(append(tail, '[', '0'), data[e:]...)
+	rest, ok := jsonSegments(tail)
+	if !ok || len(rest) == 0 {
+		return nil, 0
+	}
+	elems := make([]span, k, k+len(rest)-1)
+	copy(elems, m.elems[:k])
+	for _, r := range rest[1:] {
+		elems = append(elems, span{r.start - 2 + e, r.end - 2 + e})
+	}
+	return elems, k
+}
+
+// planMemos is a Store's memo per stream, bounded in entries and bytes.
+type planMemos struct {
+	mu    sync.Mutex // keep
+	seed  maphash.Seed
+	cache *lru.Cache[uint64, *planMemo]
+	bytes atomic.Int64
+}
+
+func newPlanMemos() *planMemos {
+	p := &planMemos{seed: maphash.MakeSeed()}
+	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes.Add(-int64(len(m.data))) })
+	return p
+}
+
+// key names data's stream: the stream name when given, else data's first bytes.
+func (p *planMemos) key(stream string, data []byte) uint64 {
+	if stream != "" {
+		return maphash.String(p.seed, stream)
+	}
+	return maphash.Bytes(p.seed, data[:min(len(data), planMemoKeyPrefix)])
+}
+
+// match returns the memo of the stream when data starts with all of its value but the last byte
+// (a top-level array grown by elements, or the same value again), and how many bytes they share.
+func (p *planMemos) match(key uint64, data []byte) (*planMemo, int) {
+	m, ok := p.cache.Get(key)
+	if !ok {
+		return nil, 0
+	}
+	common := len(m.data) - 1
+	if common <= 0 || len(data) <= common || !bytes.Equal(data[:common], m.data[:common]) {
+		// Not an extension (an earlier message differs, say): no shared prefix, but elements
+		// equal to the memo's at the same index still reuse their digests (see planSplitMemo).
+		return m, 0
+	}
+	return m, common
+}
+
+// keep publishes m as its stream's memo, within the budget.
+func (p *planMemos) keep(key uint64, m *planMemo) {
+	if len(m.data) > planMemoMaxValue {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Replacing a stream's memo does not call the eviction callback: count the old one out here.
+	if old, ok := p.cache.Peek(key); ok {
+		p.bytes.Add(-int64(len(old.data)))
+	}
+	p.cache.Add(key, m)
+	p.bytes.Add(int64(len(m.data)))
+	for p.bytes.Load() > planMemoBudget {
+		if _, _, ok := p.cache.RemoveOldest(); !ok {
+			return
+		}
+	}
+}
+
+// hashValue returns data's SHA-256, continuing prev's state when data starts with prev's hashed
+// bytes (data[:prev.hq], known equal: common >= prev.hq); with next, it records in next the
+// state after data's last whole block before its last byte.
+func hashValue(data []byte, prev *planMemo, common int, next *planMemo) [32]byte {
+	if next == nil && prev == nil {
+		return sha256.Sum256(data)
+	}
+	h := sha256.New()
+	from := 0
+	if prev != nil && prev.hq <= common && prev.hstate != nil {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(prev.hstate); err == nil {
+			from = prev.hq
+		} else {
+			h.Reset()
+		}
+	}
+	if next != nil {
+		q := (len(data) - 1) / sha256.BlockSize * sha256.BlockSize
+		if q >= from {
+			_, _ = h.Write(data[from:q])
+			from = q
+			if st, err := h.(encoding.BinaryMarshaler).MarshalBinary(); err == nil {
+				next.hq, next.hstate = q, st
+			}
+		}
+	}
+	_, _ = h.Write(data[from:])
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}

@@ -1,0 +1,141 @@
+package payloadoffloadprocessor
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/runagain/runagain/internal/loadgen"
+)
+
+// loadgenTraffic makes batches of 256 spans of `runagain loadgen`'s default traffic (resent
+// history, 512-byte messages, 5 turns of 3 tool calls per session) as one of loadgen's agents
+// exports them: its own SDK batch of its sessions' turns, one session after the other.
+type loadgenTraffic struct {
+	cfg      loadgen.Config
+	sessions [1]*loadgen.Session
+	next     int64
+	i        int
+	trace    uint64
+}
+
+func newLoadgenTraffic() *loadgenTraffic { return &loadgenTraffic{cfg: loadgen.DefaultConfig()} }
+
+// batch returns the next batch.
+func (g *loadgenTraffic) batch() ptrace.Traces {
+	now := time.Unix(1_800_000_000, 0)
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for ss.Len() < 256 {
+		g.i = (g.i + 1) % len(g.sessions)
+		if g.sessions[g.i] == nil || g.sessions[g.i].Done() {
+			g.sessions[g.i] = loadgen.NewSession(&g.cfg, g.next)
+			g.next++
+		}
+		g.trace++
+		var tid [16]byte
+		binary.BigEndian.PutUint64(tid[8:], g.trace)
+		for j, sp := range g.sessions[g.i].NextTurn(now) {
+			s := ss.AppendEmpty()
+			s.SetTraceID(tid)
+			s.SetSpanID(pcommon.SpanID{byte(j + 1)})
+			s.SetName(sp.Name)
+			s.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
+			putAttrs(s.Attributes(), sp.Attrs)
+		}
+	}
+	return td
+}
+
+func putAttrs(m pcommon.Map, kvs []attribute.KeyValue) {
+	for _, kv := range kvs {
+		k := string(kv.Key)
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			m.PutStr(k, kv.Value.AsString())
+		case attribute.INT64:
+			m.PutInt(k, kv.Value.AsInt64())
+		case attribute.FLOAT64:
+			m.PutDouble(k, kv.Value.AsFloat64())
+		case attribute.BOOL:
+			m.PutBool(k, kv.Value.AsBool())
+		case attribute.STRINGSLICE:
+			s := m.PutEmptySlice(k)
+			for _, v := range kv.Value.AsStringSlice() {
+				s.AppendEmpty().SetStr(v)
+			}
+		default:
+			m.PutStr(k, kv.Value.String())
+		}
+	}
+}
+
+// processCPU is the process's CPU time (user and system, every goroutine: the background indexer
+// and uploader included), which a loaded machine does not inflate as it does wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkOffloadLoadgen measures the processor on `runagain loadgen`'s default traffic (what
+// make bench sends: resent history, 512-byte messages, 256-span batches of one agent's
+// sessions) in the pack layout (the default config: file:// bucket, staging directory on the same
+// disk), one ConsumeTraces per batch; b.N counts batches. Each batch is generated with the clock
+// stopped and the CPU the generation took is left out. Reported: cpu-us/span (process CPU,
+// background indexing and uploads until the processor is shut down included), ns/span (wall), and
+// allocations per batch with -benchmem (generation included). RUNAGAIN_BENCH_DIR puts the data on
+// another disk (default: the test's temporary directory).
+//
+//	go test ./processor/payloadoffloadprocessor/ -run '^$' -bench OffloadLoadgen -benchtime 200x -benchmem -count 5
+func BenchmarkOffloadLoadgen(b *testing.B) {
+	base := b.TempDir()
+	if d := os.Getenv("RUNAGAIN_BENCH_DIR"); d != "" {
+		var err error
+		if base, err = os.MkdirTemp(d, "offload-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = os.RemoveAll(base) })
+	}
+	cfg := testConfig("file://" + base + "/blobs?create_dir=true&metadata=skip")
+	cfg.Storage.Dir = base + "/payloads"
+	h := newHarness(b, cfg)
+	ctx := context.Background()
+	g := newLoadgenTraffic()
+	spans := 0
+	var gen time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c := processCPU()
+		td := g.batch()
+		spans += td.SpanCount()
+		gen += processCPU() - c
+		b.StartTimer()
+		if err := h.traces.ConsumeTraces(ctx, td); err != nil {
+			b.Fatal(err)
+		}
+		h.tsink.Reset()
+	}
+	// The store closes with its last user: the background work left counts.
+	if err := h.traces.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := h.logs.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	cpu := processCPU() - cpu0 - gen
+	b.ReportMetric(float64(cpu.Microseconds())/float64(spans), "cpu-us/span")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(spans), "ns/span")
+}
