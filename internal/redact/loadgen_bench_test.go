@@ -20,39 +20,24 @@ type keyValue struct{ key, value string }
 // with every LLM call, 512-byte messages, PII in 5% and secrets in 2% of the texts) for sessions
 // sessions, in the order the sessions progress (round-robin over the sessions, turn by turn).
 func loadgenSpans(sessions int) [][]keyValue {
-	cfg := loadgen.DefaultConfig()
-	cfg.Sessions = int64(sessions)
-	ss := make([]*loadgen.Session, sessions)
-	for i := range ss {
-		ss[i] = loadgen.NewSession(&cfg, int64(i))
-	}
-	now := time.Unix(1_800_000_000, 0)
 	var spans [][]keyValue
-	for done := false; !done; {
-		done = true
-		for _, s := range ss {
-			specs := s.NextTurn(now)
-			if specs == nil {
-				continue
-			}
-			done = false
-			for _, sp := range specs {
-				kvs := []keyValue{{"", sp.Name}}
-				for _, kv := range sp.Attrs {
-					switch kv.Value.Type() {
-					case attribute.STRING:
-						kvs = append(kvs, keyValue{string(kv.Key), kv.Value.AsString()})
-					case attribute.STRINGSLICE:
-						for _, v := range kv.Value.AsStringSlice() {
-							kvs = append(kvs, keyValue{string(kv.Key), v})
-						}
+	for specs := range loadgen.Turns(loadgen.DefaultConfig(), sessions, time.Unix(1_800_000_000, 0)) {
+		for _, sp := range specs {
+			kvs := []keyValue{{"", sp.Name}}
+			for _, kv := range sp.Attrs {
+				switch kv.Value.Type() {
+				case attribute.STRING:
+					kvs = append(kvs, keyValue{string(kv.Key), kv.Value.AsString()})
+				case attribute.STRINGSLICE:
+					for _, v := range kv.Value.AsStringSlice() {
+						kvs = append(kvs, keyValue{string(kv.Key), v})
 					}
 				}
-				if sp.StatusMessage != "" {
-					kvs = append(kvs, keyValue{"", sp.StatusMessage})
-				}
-				spans = append(spans, kvs)
 			}
+			if sp.StatusMessage != "" {
+				kvs = append(kvs, keyValue{"", sp.StatusMessage})
+			}
+			spans = append(spans, kvs)
 		}
 	}
 	return spans

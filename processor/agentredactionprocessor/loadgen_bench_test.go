@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/runagain/runagain/internal/loadgen"
 	"github.com/runagain/runagain/internal/testutil/benchtest"
@@ -23,40 +22,25 @@ import (
 // (round-robin, so a conversation's later calls come after its earlier ones), cut into batches of
 // about 256 spans as the OTel SDK's batch span processor sends them.
 func loadgenBatches(tb testing.TB, sessions int) (batches []ptrace.Traces, spans int) {
-	cfg := loadgen.DefaultConfig()
-	cfg.Sessions = int64(sessions)
-	ss := make([]*loadgen.Session, sessions)
-	for i := range ss {
-		ss[i] = loadgen.NewSession(&cfg, int64(i))
-	}
-	now := time.Unix(1_800_000_000, 0)
 	td := ptrace.NewTraces()
 	cur := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-	for done := false; !done; {
-		done = true
-		for _, s := range ss {
-			specs := s.NextTurn(now)
-			if specs == nil {
-				continue
+	for specs := range loadgen.Turns(loadgen.DefaultConfig(), sessions, time.Unix(1_800_000_000, 0)) {
+		for _, sp := range specs {
+			out := cur.AppendEmpty()
+			out.SetName(sp.Name)
+			out.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
+			out.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
+			if sp.StatusMessage != "" {
+				out.Status().SetMessage(sp.StatusMessage)
 			}
-			done = false
-			for _, sp := range specs {
-				out := cur.AppendEmpty()
-				out.SetName(sp.Name)
-				out.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
-				out.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
-				if sp.StatusMessage != "" {
-					out.Status().SetMessage(sp.StatusMessage)
-				}
-				putAttrs(out.Attributes(), sp.Attrs)
-				spans++
-			}
-			if cur.Len() >= 256 {
-				setIDs(cur)
-				batches = append(batches, td)
-				td = ptrace.NewTraces()
-				cur = td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-			}
+			loadgen.PutAttrs(out.Attributes(), sp.Attrs)
+			spans++
+		}
+		if cur.Len() >= 256 {
+			setIDs(cur)
+			batches = append(batches, td)
+			td = ptrace.NewTraces()
+			cur = td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
 		}
 	}
 	if cur.Len() > 0 {
@@ -65,27 +49,6 @@ func loadgenBatches(tb testing.TB, sessions int) (batches []ptrace.Traces, spans
 	}
 	require.NotEmpty(tb, batches)
 	return batches, spans
-}
-
-func putAttrs(m pcommon.Map, kvs []attribute.KeyValue) {
-	for _, kv := range kvs {
-		k := string(kv.Key)
-		switch kv.Value.Type() {
-		case attribute.STRING:
-			m.PutStr(k, kv.Value.AsString())
-		case attribute.INT64:
-			m.PutInt(k, kv.Value.AsInt64())
-		case attribute.FLOAT64:
-			m.PutDouble(k, kv.Value.AsFloat64())
-		case attribute.BOOL:
-			m.PutBool(k, kv.Value.AsBool())
-		case attribute.STRINGSLICE:
-			sl := m.PutEmptySlice(k)
-			for _, s := range kv.Value.AsStringSlice() {
-				sl.AppendEmpty().SetStr(s)
-			}
-		}
-	}
 }
 
 // BenchmarkAgentRedactionLoadgen is the processor on make bench's traffic (loadgenBatches: 100
