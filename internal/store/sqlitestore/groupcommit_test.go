@@ -108,12 +108,13 @@ func TestGroupCommitOwnErrors(t *testing.T) {
 	cancel()
 	gone := &traceWrite{spans: make([]spanRow, 1)}
 	for _, w := range []*traceWrite{goods[0], bad, goods[1], gone} {
-		results[w] = make(chan error, 1)
+		res := make(chan error, 1) // the goroutine sends on res: the map is written only here
+		results[w] = res
 		ctx := context.Background()
 		if w == gone {
 			ctx = canceled
 		}
-		go func() { results[w] <- g.write(ctx, w, commit) }()
+		go func() { res <- g.write(ctx, w, commit) }()
 	}
 	for { // all four queued
 		g.mu.Lock()
