@@ -23,17 +23,23 @@ const (
 // instrumentation put in front of the agent's name: "invoke_agent X" and "create_agent X" (the
 // GenAI semantic conventions' span name, "{gen_ai.operation.name} {gen_ai.agent.name}") and
 // "agent_run [X]" (Google ADK) give X; any other name is the agent's as it is ("Agent workflow").
+// A name is read only from a root span or one whose parent is an agent invocation too
+// (parentIsAgent): BeeAI marks each of its ReAct agent's events AGENT ("agent.react.update-13",
+// under an "iteration-1" span), and those names are events, not agents.
 // "" for a span that is neither.
-func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map) string {
+func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) string {
 	attrs := span.Attributes()
 	if a := AgentName(attrs, resourceAttrs); a != "" {
 		return a
 	}
-	if !isAgentInvocation(attrs) {
+	if !IsAgentInvocation(attrs) {
 		return ""
 	}
 	if v, ok := attrs.Get(attrAgentNameLegacy); ok && v.AsString() != "" {
 		return v.AsString()
+	}
+	if !span.ParentSpanID().IsEmpty() && !parentIsAgent {
+		return ""
 	}
 	name := strings.TrimSpace(span.Name())
 	for _, op := range []string{"invoke_agent ", "create_agent "} {
@@ -47,9 +53,9 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map) string {
 	return name
 }
 
-// isAgentInvocation tells whether attrs mark an agent's run (not a chain or a workflow: their
+// IsAgentInvocation tells whether attrs mark an agent's run (not a chain or a workflow: their
 // names are steps, not agents).
-func isAgentInvocation(attrs pcommon.Map) bool {
+func IsAgentInvocation(attrs pcommon.Map) bool {
 	for _, kv := range [][2]string{
 		{AttrOperationName, "invoke_agent"}, {AttrOperationName, "create_agent"},
 		{AttrOpenInferenceKind, "AGENT"}, {AttrTraceloopSpanKind, "agent"}, {AttrLangfuseObservationType, "AGENT"},

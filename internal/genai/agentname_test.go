@@ -15,28 +15,35 @@ func TestSpanAgent(t *testing.T) {
 		attrs map[string]any
 		res   map[string]any
 		want  string
+		child int // 0: a root span; 1: under an agent invocation; 2: under another span
 	}{
-		{"semconv attribute", "invoke_agent x", map[string]any{"gen_ai.agent.name": "triage"}, nil, "triage"},
-		{"resource attribute", "step", nil, map[string]any{"gen_ai.agent.name": "billing"}, "billing"},
-		{"semconv span name", "invoke_agent Weather Bot", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "Weather Bot"},
-		{"create_agent span name", "create_agent planner", map[string]any{"gen_ai.operation.name": "create_agent"}, nil, "planner"},
-		{"langfuse OpenAI Agents", "Hello world", map[string]any{"langfuse.observation.type": "AGENT"}, nil, "Hello world"},
-		{"google ADK", "agent_run [hello_agent]", map[string]any{"langfuse.observation.type": "AGENT"}, nil, "hello_agent"},
-		{"openinference agent", "Agent.run", map[string]any{"openinference.span.kind": "AGENT"}, nil, "Agent.run"},
-		{"pydantic ai legacy", "agent run", map[string]any{"openinference.span.kind": "AGENT", "agent_name": "joke_agent"}, nil, "joke_agent"},
-		{"traceloop agent", "researcher.agent", map[string]any{"traceloop.span.kind": "agent"}, nil, "researcher.agent"},
-		{"chain is not an agent", "RunnableSequence", map[string]any{"openinference.span.kind": "CHAIN"}, nil, ""},
-		{"llm call", "chat gpt-4o", map[string]any{"gen_ai.operation.name": "chat"}, nil, ""},
-		{"langfuse generation", "OpenAI-generation", map[string]any{"langfuse.observation.type": "GENERATION"}, nil, ""},
-		{"empty operation suffix", "invoke_agent ", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "invoke_agent"},
+		{"semconv attribute", "invoke_agent x", map[string]any{"gen_ai.agent.name": "triage"}, nil, "triage", 0},
+		{"resource attribute", "step", nil, map[string]any{"gen_ai.agent.name": "billing"}, "billing", 0},
+		{"semconv span name", "invoke_agent Weather Bot", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "Weather Bot", 0},
+		{"create_agent span name", "create_agent planner", map[string]any{"gen_ai.operation.name": "create_agent"}, nil, "planner", 0},
+		{"langfuse OpenAI Agents", "Hello world", map[string]any{"langfuse.observation.type": "AGENT"}, nil, "Hello world", 0},
+		{"google ADK", "agent_run [hello_agent]", map[string]any{"langfuse.observation.type": "AGENT"}, nil, "hello_agent", 0},
+		{"openinference agent", "Agent.run", map[string]any{"openinference.span.kind": "AGENT"}, nil, "Agent.run", 0},
+		{"pydantic ai legacy", "agent run", map[string]any{"openinference.span.kind": "AGENT", "agent_name": "joke_agent"}, nil, "joke_agent", 0},
+		{"traceloop agent", "researcher.agent", map[string]any{"traceloop.span.kind": "agent"}, nil, "researcher.agent", 0},
+		{"chain is not an agent", "RunnableSequence", map[string]any{"openinference.span.kind": "CHAIN"}, nil, "", 0},
+		{"llm call", "chat gpt-4o", map[string]any{"gen_ai.operation.name": "chat"}, nil, "", 0},
+		{"langfuse generation", "OpenAI-generation", map[string]any{"langfuse.observation.type": "GENERATION"}, nil, "", 0},
+		{"empty operation suffix", "invoke_agent ", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "invoke_agent", 0},
+		{"agent under an agent", "Hello world", map[string]any{"openinference.span.kind": "AGENT"}, nil, "Hello world", 1},
+		{"beeai event under an iteration", "agent.react.update-13", map[string]any{"openinference.span.kind": "AGENT"}, nil, "", 2},
+		{"attribute under any span", "step", map[string]any{"gen_ai.agent.name": "triage"}, nil, "triage", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ptrace.NewSpan()
 			s.SetName(tc.span)
+			if tc.child > 0 {
+				s.SetParentSpanID(pcommon.SpanID{1})
+			}
 			assert.NoError(t, s.Attributes().FromRaw(tc.attrs))
 			res := pcommon.NewMap()
 			assert.NoError(t, res.FromRaw(tc.res))
-			assert.Equal(t, tc.want, SpanAgent(s, res))
+			assert.Equal(t, tc.want, SpanAgent(s, res, tc.child == 1))
 		})
 	}
 }

@@ -218,7 +218,8 @@ func arrange(run *store.Run) *cachedRun {
 				c.detail.TestVersion = v.AsString()
 			}
 		}
-		if a := genai.SpanAgent(s, n.Resource.Attributes()); a != "" {
+		parentIsAgent := r.Parent >= 0 && genai.IsAgentInvocation(c.nodes[r.Parent].Span.Attributes())
+		if a := genai.SpanAgent(s, n.Resource.Attributes(), parentIsAgent); a != "" {
 			agents[a] = true
 		}
 		cost, unpriced := store.SpanCost(s.Attributes(), s.StartTimestamp())

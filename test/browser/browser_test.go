@@ -237,6 +237,8 @@ func TestSessionsRunAndStepInBrowser(t *testing.T) {
 	agents := eval[string](t, ctx, `[...document.querySelectorAll('#runs thead th')].findIndex(th => th.textContent == 'Agents')`+
 		` >= 0 ? document.querySelector('#runs tr[data-trace="`+openAIAgentsRun+`"]').cells[[...document.querySelectorAll('#runs thead th')].findIndex(th => th.textContent == 'Agents')].textContent : 'no Agents column'`)
 	assert.Contains(t, agents, "Hello world", "the agent of a Langfuse export (an AGENT observation, no gen_ai.agent.name)")
+	beeAgents := eval[string](t, ctx, `document.querySelector('#runs tr[data-trace="`+beeAIRun+`"]').cells[[...document.querySelectorAll('#runs thead th')].findIndex(th => th.textContent == 'Agents')].textContent`)
+	assert.Equal(t, "beeai-framework-main", strings.TrimSpace(beeAgents), "BeeAI's per-event AGENT spans (agent.react.update-13 ...) are not agents")
 	shot(t, ctx, "sessions")
 
 	// Run: follow the link; the timeline draws every span of the run.
