@@ -14,11 +14,13 @@ export RUNAGAIN_CORPUS ?= $(abspath ../shared/corpus)
 build: $(COLLECTOR) $(CLI)
 
 # ocb generates the distribution's sources into _build (with `replaces: ../` to this module)
-# and compiles them.
+# and compiles them. The binary is copied, then renamed over: a collector running from it (make
+# run in another terminal) keeps its old file, and `make build` / `make test` do not fail with
+# "Text file busy".
 $(COLLECTOR): builder-config.yaml $(GO_SOURCES)
 	$(GO) tool builder --config builder-config.yaml
 	@mkdir -p $(BIN)
-	cp _build/otelcol-runagain $(COLLECTOR)
+	cp _build/otelcol-runagain $(COLLECTOR).tmp && mv -f $(COLLECTOR).tmp $(COLLECTOR)
 
 $(CLI): $(GO_SOURCES)
 	@mkdir -p $(BIN)

@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -15,48 +17,45 @@ import (
 // map and json.Marshal cost more than the rest of a summary. Values other than strings, integers
 // and booleans (doubles, bytes, arrays, maps) go through json.Marshal, as before.
 type attrJSON struct {
-	keys []string
-	vals []pcommon.Value
+	kvs []attrKV
+}
+
+type attrKV struct {
+	k string
+	v pcommon.Value
 }
 
 // reset empties a for the next object, keeping its memory.
-func (a *attrJSON) reset() {
-	a.keys = a.keys[:0]
-	a.vals = a.vals[:0]
-}
+func (a *attrJSON) reset() { a.kvs = a.kvs[:0] }
 
-// add sets key k to v (a repeated key keeps its last value, as a map does).
-func (a *attrJSON) add(k string, v pcommon.Value) {
-	for i, have := range a.keys {
-		if have == k {
-			a.vals[i] = v
-			return
-		}
-	}
-	a.keys = append(a.keys, k)
-	a.vals = append(a.vals, v)
-}
+// add sets key k to v (a repeated key keeps its last value, as a map does: text drops the
+// earlier ones).
+func (a *attrJSON) add(k string, v pcommon.Value) { a.kvs = append(a.kvs, attrKV{k, v}) }
 
 // text returns the object's JSON text; with bound, string values are cut as bounded cuts them.
 // A value json.Marshal refuses (a NaN or infinite double) makes the whole object "{}", as
 // mustJSON did.
 func (a *attrJSON) text(buf []byte, bound bool) (string, []byte) {
-	// sort by key (a handful of keys: insertion sort, no allocation)
-	for i := 1; i < len(a.keys); i++ {
-		for j := i; j > 0 && a.keys[j] < a.keys[j-1]; j-- {
-			a.keys[j], a.keys[j-1] = a.keys[j-1], a.keys[j]
-			a.vals[j], a.vals[j-1] = a.vals[j-1], a.vals[j]
+	// by key, a repeated key in the order added (stable: O(n log n), no allocation, insertion
+	// sort for a handful of keys), then the last of each repeated key kept
+	slices.SortStableFunc(a.kvs, func(x, y attrKV) int { return strings.Compare(x.k, y.k) })
+	kvs := a.kvs[:0]
+	for i, kv := range a.kvs {
+		if i+1 < len(a.kvs) && a.kvs[i+1].k == kv.k {
+			continue
 		}
+		kvs = append(kvs, kv)
 	}
+	a.kvs = kvs
 	b := append(buf[:0], '{')
-	for i, k := range a.keys {
+	for i, kv := range a.kvs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, kv.k)
 		b = append(b, ':')
 		var ok bool
-		if b, ok = appendJSONValue(b, a.vals[i], bound); !ok {
+		if b, ok = appendJSONValue(b, kv.v, bound); !ok {
 			return "{}", b[:0]
 		}
 	}

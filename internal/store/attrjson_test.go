@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -116,4 +117,22 @@ func TestPartialsBatchIDUnchanged(t *testing.T) {
 		}
 	})
 	require.Equal(t, hex.EncodeToString(h.Sum(nil)), ps[0].BatchID)
+}
+
+// TestAttrJSONRepeatedAndManyKeys: a key added twice (an OTLP map decoded with a repeated key)
+// keeps its last value, and an object of thousands of keys (an event's attributes are not
+// filtered) is sorted as json.Marshal sorts the map.
+func TestAttrJSONRepeatedAndManyKeys(t *testing.T) {
+	var aj attrJSON
+	want := map[string]any{}
+	for i := 3000; i > 0; i-- {
+		k := fmt.Sprintf("k%d", i%1000)
+		v := pcommon.NewValueInt(int64(i))
+		aj.add(k, v)
+		want[k] = v.AsRaw()
+	}
+	wantText, err := json.Marshal(want)
+	require.NoError(t, err)
+	got, _ := aj.text(nil, false)
+	require.Equal(t, string(wantText), got)
 }
