@@ -222,15 +222,21 @@ func streamOf(attrs pcommon.Map, trace pcommon.TraceID) string {
 	return string(trace[:])
 }
 
-// scanAttrs adds the offloadable attributes of attrs; mark is where failures are recorded and
-// stream names the values' stream (streamOf).
-func (b *batch) scanAttrs(attrs, mark pcommon.Map, stream string) {
+// scanAttrs adds the offloadable attributes of attrs; mark (the span's or log record's
+// attributes) is where failures are recorded and, with trace, names the values' stream
+// (streamOf). The stream is looked up at the first candidate only: most spans have none, and
+// streamOf scans mark's attributes.
+func (b *batch) scanAttrs(attrs, mark pcommon.Map, trace pcommon.TraceID) {
+	stream, named := "", false
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) || !b.o.keys.Match(k) {
 			return true
 		}
 		if _, exists := attrs.Get(k + payloadref.RefSuffix); exists {
 			return true // an SDK upload hook (or we) already stored it: leave both untouched
+		}
+		if !named {
+			stream, named = streamOf(mark, trace), true
 		}
 		b.add(attrs, k, v.Str(), pcommon.Value{}, mark, b.o.split.Match(k), stream)
 		return true
@@ -282,10 +288,9 @@ func (o *offloader) processTraces(ctx context.Context, td ptrace.Traces) (ptrace
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				s := spans.At(k)
-				stream := streamOf(s.Attributes(), s.TraceID())
-				b.scanAttrs(s.Attributes(), s.Attributes(), stream)
+				b.scanAttrs(s.Attributes(), s.Attributes(), s.TraceID())
 				for e := 0; e < s.Events().Len(); e++ {
-					b.scanAttrs(s.Events().At(e).Attributes(), s.Attributes(), stream)
+					b.scanAttrs(s.Events().At(e).Attributes(), s.Attributes(), s.TraceID())
 				}
 			}
 		}
@@ -302,7 +307,7 @@ func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, e
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
-				b.scanAttrs(lr.Attributes(), lr.Attributes(), streamOf(lr.Attributes(), lr.TraceID()))
+				b.scanAttrs(lr.Attributes(), lr.Attributes(), lr.TraceID())
 				body := lr.Body()
 				if o.cfg.LogBody && body.Type() == pcommon.ValueTypeMap {
 					// A Map body (gen_ai.*.message events): each large string value inside it moves
