@@ -166,7 +166,9 @@ func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (
 		sizes, err := tieredQueueSizes(ctx, client, url)
 		switch {
 		case err != nil:
-			if ctx.Err() == nil {
+			// a scrape the bound cut is the reason only when there is no other (a collector
+			// that never answers within it)
+			if ctx.Err() == nil || lastErr == nil {
 				lastErr = fmt.Errorf("collector metrics: %w", err)
 			}
 		case len(sizes) == 0:

@@ -125,3 +125,16 @@ func TestWaitQueuesDeliveredRetriesAFailedScrape(t *testing.T) {
 	assert.Empty(t, pending)
 	assert.Equal(t, 2, q.count(), "one failed scrape, then the two served ones")
 }
+
+// A collector whose metrics never answer within the bound: the reason names the scrape that the
+// bound cut (it was lost, the error read "%!w(<nil>)").
+func TestWaitQueuesDeliveredHungScrape(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	_, err := waitQueuesDelivered(context.Background(), srv.URL, 200*time.Millisecond)
+	require.ErrorIs(t, err, errNoConfirmation)
+	assert.NotContains(t, err.Error(), "%!")
+	assert.Contains(t, err.Error(), "collector metrics:")
+}

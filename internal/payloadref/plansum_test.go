@@ -8,7 +8,8 @@ import (
 )
 
 // TestPlanSplitSum: given the value's digest (as Put has it), planSplitSum plans exactly the tree
-// planSplit plans by hashing the value itself.
+// planSplit plans by hashing the value itself. planSplit now calls planSplitSum, so the trees are
+// also checked against the value: every reference's digest is the SHA-256 of its bytes.
 func TestPlanSplitSum(t *testing.T) {
 	for _, n := range []int{1, 2, 10, 100, 300} {
 		data := conversation("c", n)
@@ -21,6 +22,20 @@ func TestPlanSplitSum(t *testing.T) {
 		if n >= 2 && got.sum != sum {
 			t.Fatalf("%d messages: root digest %x, want %x", n, got.sum, sum)
 		}
+		if got != nil {
+			checkDigests(t, data, *got)
+		}
+	}
+}
+
+// checkDigests fails t unless every reference in n's tree names the SHA-256 of its bytes of data.
+func checkDigests(t *testing.T, data []byte, n node) {
+	t.Helper()
+	if n.isRef && n.sum != sha256.Sum256(data[n.span.start:n.span.end]) {
+		t.Fatalf("part %v (manifest %v): digest %x is not its bytes'", n.span, n.manifest, n.sum)
+	}
+	for _, c := range n.children {
+		checkDigests(t, data, c)
 	}
 }
 

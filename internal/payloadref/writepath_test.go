@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,6 +118,38 @@ func TestStagingWrittenAtCommit(t *testing.T) {
 	for i, uri := range refs {
 		if got, err := newResolver(t).Fetch(ctx, uri); err != nil || !bytes.Equal(got, vals[i]) {
 			t.Fatalf("value %d from the staging area: %v", i, err)
+		}
+	}
+}
+
+// failAfterWriter accepts ok writes, then fails every one.
+type failAfterWriter struct{ ok int }
+
+func (f *failAfterWriter) Write(p []byte) (int, error) {
+	if f.ok == 0 {
+		return 0, errors.New("disk full")
+	}
+	f.ok--
+	return len(p), nil
+}
+
+// TestAsyncBlockPackerWriteError: a block write that fails on the packer's goroutine, after add
+// returned, is not lost: finish returns it (the seal then drops the blocks file, built again
+// from the staging file at upload), for a failure at the first block or a later one.
+func TestAsyncBlockPackerWriteError(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(blockWindow(4096)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = enc.Close() }()
+	for _, ok := range []int{0, 2} {
+		ap := newAsyncBlockPacker(enc, 4096, &failAfterWriter{ok: ok})
+		for i := 0; i < 40; i++ {
+			o := []byte(fmt.Sprintf("object %d %s", i, strings.Repeat("agent text ", 60+i)))
+			ap.add(objKey{sum: sha256.Sum256(o)}, o)
+		}
+		if _, err := ap.finish(); err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("failing after %d writes: finish returned %v, want the write error", ok, err)
 		}
 	}
 }

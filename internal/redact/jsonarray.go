@@ -105,6 +105,19 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 			}
 		}
 	}
+	if known == 0 && next == first && !anyCacheable(w.elems[first:last+1]) {
+		// Nothing known and no element long enough to be looked up alone (numbers, short
+		// strings): one walk of the whole array gives the same edits (what the loop below
+		// would add is only the verdict of the whole) for far less than a walk per element.
+		if !r.jsonEdits(w, s, depth) {
+			return r.undo(w, editsMark)
+		}
+		if last > first && len(w.edits)-editsMark <= maxCachedEdits {
+			r.verdictAdd(whole, w.edits[editsMark:], lo)
+			r.headAdd(head, w.elems[last].hi-lo)
+		}
+		return true
+	}
 	for k := next; k <= last; k++ {
 		el := w.elems[k] // a copy: the walk below may append to w.elems (JSON arrays held in strings)
 		raw := s[el.lo:el.hi]
@@ -142,6 +155,16 @@ func (r *Redactor) arrayEdits(w *walker, s string, depth int) (handled bool) {
 		}
 	}
 	return true
+}
+
+// anyCacheable reports whether one of els is long enough to be looked up alone (MinCleanCacheLen).
+func anyCacheable(els []elemSpan) bool {
+	for _, el := range els {
+		if el.hi-el.lo >= MinCleanCacheLen {
+			return true
+		}
+	}
+	return false
 }
 
 // undo drops the edits appended since mark and returns false (handled: false).

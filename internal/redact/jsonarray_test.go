@@ -172,3 +172,22 @@ func TestKeyAppliesMemo(t *testing.T) {
 		t.Fatal("a key seen twice is not in the snapshot")
 	}
 }
+
+// TestArrayShortElements: an array with no element long enough to be looked up alone is walked
+// whole (see BenchmarkRedactShortElements), with the results of the uncached walk, malformed or
+// not; its run is still remembered, so that the array resent (with one more element) hits.
+func TestArrayShortElements(t *testing.T) {
+	cache := NewCleanCache(8 << 20)
+	r := newTest(t, Config{CleanCache: cache})
+	uncached := newTest(t, Config{})
+	v := `[1, 2.5, "call +44 20 7946 0958", {"a":"jane.doe@example.com"}, null]`
+	sameResults(t, uncached, r, "short elements", "tool.result", v, 1)
+	hits := cache.Stats().Hits
+	sameResults(t, uncached, r, "resent, one more", "tool.result", v[:len(v)-1]+`, true]`, 1)
+	if cache.Stats().Hits <= hits {
+		t.Fatal("the resent array was not answered from its remembered run")
+	}
+	for i, bad := range []string{`[1, 2.5, "x" "y"]`, `[1, {"a":tru}, 3]`, `[1, 2,]`} {
+		sameResults(t, uncached, r, fmt.Sprintf("malformed %d", i), "tool.result", bad, 2)
+	}
+}

@@ -219,7 +219,8 @@ type zstdPair struct {
 var recordsBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // MarshalRecords encodes r (RecordsMagic, then the zstd-compressed fields). Its error is the zstd
-// encoder's construction (never for valid options).
+// encoder's construction (never for valid options), or r's fields exceeding recordsMaxDecoded
+// (what UnmarshalRecords decodes).
 func MarshalRecords(r Records) ([]byte, error) {
 	z, err := recordsZstd()
 	if err != nil {
@@ -227,6 +228,12 @@ func MarshalRecords(r Records) ([]byte, error) {
 	}
 	bp := recordsBufs.Get().(*[]byte)
 	b := appendRecords((*bp)[:0], &r)
+	if len(b) > recordsMaxDecoded {
+		// UnmarshalRecords would refuse it: a persisted queue entry that could not be read
+		// back after a restart. Refused now, the request fails where its sender sees it.
+		return nil, fmt.Errorf("records: %d bytes of records (%d spans, %d events, %d partials) exceed the %d a queue entry may hold",
+			len(b), len(r.Spans), len(r.Events), len(r.Partials), recordsMaxDecoded)
+	}
 	out := append(make([]byte, 0, len(b)/3+len(RecordsMagic)+32), RecordsMagic...)
 	out = z.enc.EncodeAll(b, out)
 	if cap(b) <= 4<<20 { // keep a request's buffer, not an outlier's

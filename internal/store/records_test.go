@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -110,4 +111,16 @@ func TestCombinePartialsMergesLikeTheReaders(t *testing.T) {
 	// as the readers count a repeated batch id; once combined, the copy could no longer be told apart.
 	redelivered := append(append([]store.SessionPartial{}, all...), one...)
 	assert.Equal(t, c, store.CombinePartials(redelivered), "a repeated batch counts once")
+}
+
+// TestRecordsRefuseWhatCannotBeReadBack: records larger than UnmarshalRecords decodes are refused
+// when encoded (the request fails), not persisted as a queue entry lost at the next restart.
+func TestRecordsRefuseWhatCannotBeReadBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates some 300 MiB")
+	}
+	big := store.Records{Spans: []store.SpanSummary{{TraceID: "t", SpanID: "s", StatusMessage: strings.Repeat("x", 129<<20)}}}
+	_, err := store.MarshalRecords(big)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "1 spans")
 }

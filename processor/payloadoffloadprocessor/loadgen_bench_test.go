@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/runagain/runagain/internal/loadgen"
 )
@@ -49,33 +48,10 @@ func (g *loadgenTraffic) batch() ptrace.Traces {
 			s.SetName(sp.Name)
 			s.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
 			s.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
-			putAttrs(s.Attributes(), sp.Attrs)
+			loadgen.PutAttrs(s.Attributes(), sp.Attrs)
 		}
 	}
 	return td
-}
-
-func putAttrs(m pcommon.Map, kvs []attribute.KeyValue) {
-	for _, kv := range kvs {
-		k := string(kv.Key)
-		switch kv.Value.Type() {
-		case attribute.STRING:
-			m.PutStr(k, kv.Value.AsString())
-		case attribute.INT64:
-			m.PutInt(k, kv.Value.AsInt64())
-		case attribute.FLOAT64:
-			m.PutDouble(k, kv.Value.AsFloat64())
-		case attribute.BOOL:
-			m.PutBool(k, kv.Value.AsBool())
-		case attribute.STRINGSLICE:
-			s := m.PutEmptySlice(k)
-			for _, v := range kv.Value.AsStringSlice() {
-				s.AppendEmpty().SetStr(v)
-			}
-		default:
-			m.PutStr(k, kv.Value.String())
-		}
-	}
 }
 
 // processCPU is the process's CPU time (user and system, every goroutine: the background indexer
