@@ -83,6 +83,9 @@ func collectorMetricsURL(ctx context.Context, flag, configPath string) (string, 
 			continue
 		}
 		p := rd.Pull.Exporter.Prometheus
+		if p.Port == nil || p.Port == "" {
+			return "", fmt.Errorf("--config %s: service::telemetry::metrics::readers: the prometheus reader has no port (give --collector-metrics)", configPath)
+		}
 		host := p.Host
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,7 +99,13 @@ func TestCollectorMetricsURL(t *testing.T) {
 	assert.Equal(t, "http://10.0.0.1:9999/metrics", u, "--collector-metrics wins")
 	gw, err := collectorMetricsURL(ctx, "", filepath.Join("..", "..", "config", "gateway.yaml"))
 	require.NoError(t, err)
-	assert.True(t, gw == "" || strings.HasPrefix(gw, "http://"), gw)
+	assert.Equal(t, "http://127.0.0.1:18888/metrics", gw, "gateway.yaml's reader, its 0.0.0.0 host reached on loopback")
+	noPort := filepath.Join(t.TempDir(), "noport.yaml")
+	require.NoError(t, os.WriteFile(noPort, []byte("service:\n  telemetry:\n    metrics:\n      readers:\n"+
+		"        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n"), 0o600))
+	_, err = collectorMetricsURL(ctx, "", noPort)
+	require.Error(t, err, "a reader without a port is no address (it read http://127.0.0.1:<nil>/metrics)")
+	assert.Contains(t, err.Error(), "port")
 }
 
 // A scrape that fails (the collector busy, a connection reset) is tried again: the queues are
