@@ -142,7 +142,7 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 
 // encodeFrames compresses each group: a group of one span is its row's own frame, a larger
 // group one span frame. Before the file has a dictionary every span is a training sample.
-func (d *DB) encodeFrames(w *traceWrite) error {
+func (d *DB) encodeFrames(w *traceWrite) {
 	for g := range w.groups {
 		grp := &w.groups[g]
 		if !d.codec.hasDict() {
@@ -160,7 +160,6 @@ func (d *DB) encodeFrames(w *traceWrite) error {
 		}
 		grp.frame, grp.codec, grp.dict = d.codec.encode(grp.frame[:0], grp.raw, false)
 	}
-	return nil
 }
 
 // insertSpans writes w's frames and span rows in tx and records them in batch.

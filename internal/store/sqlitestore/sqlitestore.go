@@ -135,9 +135,7 @@ func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []erro
 	if err != nil || len(w.spans) == 0 {
 		return rejected, err
 	}
-	if err := d.encodeFrames(w); err != nil {
-		return rejected, err
-	}
+	d.encodeFrames(w)
 	return rejected, d.group.write(ctx, w, d.commitTraces)
 }
 
