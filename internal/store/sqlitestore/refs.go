@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -324,10 +325,17 @@ type refBatch struct {
 	rows     [][4]string // trace, row, prefix, name
 	prefixes []string
 	seen     map[string]bool
+	// bound holds the references that are not valid UTF-8: JSON would replace their invalid
+	// bytes (U+FFFD), so they are inserted with bound parameters, byte for byte.
+	bound [][4]string
 }
 
 func (b *refBatch) add(trace, row, uri string) {
 	p, name := splitURI(uri)
+	if !utf8.ValidString(uri) {
+		b.bound = append(b.bound, [4]string{trace, row, p, name})
+		return
+	}
 	if !b.seen[p] {
 		if b.seen == nil {
 			b.seen = map[string]bool{}
@@ -340,6 +348,16 @@ func (b *refBatch) add(trace, row, uri string) {
 
 // flush inserts the collected references in tx and empties b.
 func (b *refBatch) flush(ctx context.Context, tx *sql.Tx) error {
+	for _, r := range b.bound {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO payload_prefixes (prefix) VALUES (?) ON CONFLICT (prefix) DO NOTHING`, r[2]); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name)
+		  SELECT ?, ?, id, ? FROM payload_prefixes WHERE prefix = ?`, r[0], r[1], r[3], r[2]); err != nil {
+			return err
+		}
+	}
+	b.bound = b.bound[:0]
 	if len(b.rows) == 0 {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
@@ -147,4 +149,22 @@ func TestPayloadRefsSplitAndConverted(t *testing.T) {
 	for _, u := range live {
 		assert.True(t, scanned[u], u)
 	}
+}
+
+// TestPayloadRefInvalidUTF8Kept: a reference whose URI is not valid UTF-8 is stored byte for
+// byte (the batched insert passes references as JSON, which would replace the invalid bytes).
+func TestPayloadRefInvalidUTF8Kept(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetTraceID(storetest.TraceID("utf8"))
+	span.SetSpanID(pcommon.SpanID{1})
+	odd := "file:///payloads/\xff\xfe/x\xc3"
+	span.Attributes().PutStr("gen_ai.prompt_ref", odd)
+	span.Attributes().PutStr("gen_ai.completion_ref", "file:///payloads/ok")
+	_, err = db.WriteTraces(context.Background(), td)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"file:///payloads/ok", odd}, listRefs(t, db))
 }
