@@ -108,10 +108,13 @@ var hotSource = codecSource{
 			return nil, err
 		}
 		raw, err := c.decode(ctx, fcodec, fdict, frame)
-		if err != nil || off+n > uint64(len(raw)) {
+		if err != nil {
 			return nil, fmt.Errorf("span frame %d: %w", dictID, err)
 		}
-		return raw[off : off+n], nil
+		if off+n > uint64(len(raw)) { // also a frame that is missing (NULL)
+			return nil, fmt.Errorf("span frame %d: span at %d+%d beyond its %d bytes", dictID, off, n, len(raw))
+		}
+		return raw[off : off+n : off+n], nil
 	},
 	sample: dictSample,
 }
