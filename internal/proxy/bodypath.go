@@ -23,11 +23,16 @@ import (
 // allows neither), so the short form is rewritten in bracket notation
 // ($['metadata']['request_id'], $['messages'][*]['id']) and parsed as RFC 9535.
 //
-// As in RFC 9535, a key selects only an object member and an index only an array element.
+// As in RFC 9535, a key selects only an object member and an index only an array element. In
+// the short form "[*]" selects array elements only, as it always has; RFC 9535's wildcard also
+// selects an object's members, so those matches are dropped (shortSelects).
 type bodyPath struct {
 	text  string // as given
 	path  *jsonpath.Path
 	short bool // given in the short form
+	// wild[i]: segment i of a short-form path is "[*]" (a short-form path has no descendant
+	// segments, so segment i selects the i-th step of every normalized path it matches)
+	wild []bool
 }
 
 // errEmptySegment is the short form's error for "a..b", ".a" or "".
@@ -51,7 +56,29 @@ func parseBodyPath(p string) (bodyPath, error) {
 	if err != nil { // not expected: shortToQuery writes only names and [*] or [N]
 		return bodyPath{}, fmt.Errorf("as %s: %w", q, err)
 	}
-	return bodyPath{text: p, path: jp, short: true}, nil
+	segs := splitPath(p)
+	wild := make([]bool, len(segs))
+	for i, seg := range segs {
+		wild[i] = seg == "[*]"
+	}
+	return bodyPath{text: p, path: jp, short: true, wild: wild}, nil
+}
+
+// selectLocated returns the nodes the path selects in v, without those a short-form "[*]"
+// reached through an object member.
+func (bp bodyPath) selectLocated(v any) []*spec.LocatedNode {
+	nodes := bp.path.SelectLocated(v).Deduplicate()
+	if !bp.short {
+		return nodes
+	}
+	return slices.DeleteFunc(nodes, func(n *spec.LocatedNode) bool {
+		for i, sel := range n.Path {
+			if _, name := sel.(spec.Name); name && i < len(bp.wild) && bp.wild[i] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // shortToQuery rewrites a short-form path as an RFC 9535 query in bracket notation. A bracket
@@ -133,7 +160,7 @@ func (bp bodyPath) singular() bool { return bp.path.Query().Singular() != nil }
 // array element too. A short-form path removes object members only ("messages[0]" removes
 // nothing), as it always has. The document itself ("$") is never removed.
 func (bp bodyPath) remove(v any) any {
-	nodes := bp.path.SelectLocated(v).Deduplicate()
+	nodes := bp.selectLocated(v)
 	// Deepest and last first: a member of a removed element goes before the element, and removing
 	// an element does not move the ones still to be removed.
 	slices.SortFunc(nodes, func(a, b *spec.LocatedNode) int { return b.Path.Compare(a.Path) })
@@ -171,7 +198,7 @@ func (bp bodyPath) locate(body []byte) (spec.NormalizedPath, bool) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, false
 	}
-	nodes := bp.path.SelectLocated(v)
+	nodes := bp.selectLocated(v)
 	if len(nodes) != 1 {
 		return nil, false
 	}
