@@ -262,7 +262,7 @@ func group(data []byte, parts []node, fanout, level int, gs *groupSums) []node {
 // (same field order and names, Lit in standard base64), appended by hand: encoding/json's
 // reflection was a tenth of Put's CPU on resent conversations (a manifest per call).
 // appendManifestJSON writes it; TestManifestEncoding checks the bytes against json.Marshal.
-func manifestOf(n *node) ([]byte, error) {
+func manifestOf(n *node) []byte {
 	size := 32
 	for i := range n.children {
 		if c := &n.children[i]; c.isRef {
@@ -271,7 +271,7 @@ func manifestOf(n *node) ([]byte, error) {
 			size += 16 + base64.StdEncoding.EncodedLen(len(c.lit))
 		}
 	}
-	return appendManifestJSON(make([]byte, 0, size), n), nil
+	return appendManifestJSON(make([]byte, 0, size), n)
 }
 
 // appendManifestJSON appends n's manifest document to dst.

@@ -6,7 +6,6 @@ import (
 	"encoding"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -76,15 +75,16 @@ func (m *planMemo) segmentsAfter(data []byte, common int) ([]span, int) {
 
 // planMemos is a Store's memo per stream, bounded in entries and bytes.
 type planMemos struct {
-	mu    sync.Mutex // keep
 	seed  maphash.Seed
 	cache *lru.Cache[uint64, *planMemo]
-	bytes atomic.Int64
+	mu    sync.Mutex // keep: every change of the cache's contents, and bytes
+	bytes int64      // of every memo's data copy; guarded by mu (evictions happen in keep)
 }
 
 func newPlanMemos() *planMemos {
 	p := &planMemos{seed: maphash.MakeSeed()}
-	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes.Add(-int64(len(m.data))) })
+	// Called from the cache's Add and RemoveOldest, which only keep calls (holding mu).
+	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes -= int64(len(m.data)) })
 	return p
 }
 
@@ -121,11 +121,11 @@ func (p *planMemos) keep(key uint64, m *planMemo) {
 	defer p.mu.Unlock()
 	// Replacing a stream's memo does not call the eviction callback: count the old one out here.
 	if old, ok := p.cache.Peek(key); ok {
-		p.bytes.Add(-int64(len(old.data)))
+		p.bytes -= int64(len(old.data))
 	}
 	p.cache.Add(key, m)
-	p.bytes.Add(int64(len(m.data)))
-	for p.bytes.Load() > planMemoBudget {
+	p.bytes += int64(len(m.data))
+	for p.bytes > planMemoBudget {
 		if _, _, ok := p.cache.RemoveOldest(); !ok {
 			return
 		}

@@ -129,8 +129,8 @@ func TestPutStreamResend(t *testing.T) {
 	if !reflect.DeepEqual(with, without) {
 		t.Fatalf("PutStream results differ from Put's:\n%v\n%v", with, without)
 	}
-	if s.plans.cache.Len() != 1 || s.plans.bytes.Load() == 0 {
-		t.Fatalf("memos: %d entries, %d bytes", s.plans.cache.Len(), s.plans.bytes.Load())
+	if s.plans.cache.Len() != 1 || s.plans.bytes == 0 {
+		t.Fatalf("memos: %d entries, %d bytes", s.plans.cache.Len(), s.plans.bytes)
 	}
 }
 
@@ -142,8 +142,8 @@ func TestPlanMemosBudget(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		p.keep(7, &planMemo{data: make([]byte, i<<10)})
 	}
-	if p.bytes.Load() != 100<<10 || p.cache.Len() != 1 {
-		t.Fatalf("one stream's memo replaced 100 times: %d bytes, %d entries", p.bytes.Load(), p.cache.Len())
+	if p.bytes != 100<<10 || p.cache.Len() != 1 {
+		t.Fatalf("one stream's memo replaced 100 times: %d bytes, %d entries", p.bytes, p.cache.Len())
 	}
 	p = newPlanMemos()
 	p.keep(1, &planMemo{data: make([]byte, planMemoMaxValue+1)})
@@ -153,7 +153,7 @@ func TestPlanMemosBudget(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		p.keep(uint64(i), &planMemo{data: make([]byte, planMemoMaxValue)})
 	}
-	if got := p.bytes.Load(); got > planMemoBudget || got != int64(p.cache.Len())*planMemoMaxValue {
+	if got := p.bytes; got > planMemoBudget || got != int64(p.cache.Len())*planMemoMaxValue {
 		t.Fatalf("%d bytes in %d memos, budget %d", got, p.cache.Len(), planMemoBudget)
 	}
 	if _, ok := p.cache.Peek(39); !ok {
