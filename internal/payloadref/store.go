@@ -585,8 +585,22 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 		return PutResult{URI: s.packURI(pack, vk), Objects: 1, DedupHits: 1}, err
 	}
 	var plan *node
-	if split {
+	if split && prev != nil && common > 0 && prev.chain < maxChain {
+		// An extension of the stream's previous value: a manifest of the new parts, naming the
+		// previous value's (when it is still stored) for the rest.
+		pk := objKey{prev.sum, true}
+		pack, ok, err := s.locate(ctx, pk, b)
+		if err != nil {
+			return PutResult{}, err
+		}
+		if ok {
+			plan = planDelta(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next, pack)
+		}
+	}
+	if split && plan == nil {
 		plan = planSplitMemo(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next) // data is hashed once
+	}
+	if split {
 		if plan != nil && next != nil {
 			next.data = bytes.Clone(data)
 			s.plans.keep(memoKey, next)
@@ -674,7 +688,12 @@ func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Ba
 		return nil
 	}
 	for i := range n.children {
-		if c := &n.children[i]; c.isRef {
+		c := &n.children[i]
+		switch {
+		case c.prefix: // located when planned (recorded in b then)
+			res.Objects++
+			res.DedupHits++
+		case c.isRef:
 			if err := s.writeTreePacked(ctx, data, c, b, res); err != nil {
 				return err
 			}
