@@ -33,10 +33,10 @@ const (
 
 // planMemo is what planning one value found (immutable once published).
 type planMemo struct {
-	data   []byte     // a copy of the value
-	sum    [32]byte   // SHA-256 of data: its root manifest's digest
-	elems  []span     // jsonSegments(data): a top-level array's elements
-	sums   [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
+	data  []byte     // a copy of the value
+	sum   [32]byte   // SHA-256 of data: its root manifest's digest
+	elems []span     // jsonSegments(data): a top-level array's elements
+	sums  [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
 	// groups: SHA-256 of the sub-manifest spans of the last value of the stream planned whole
 	// (carried through the values planned as deltas after it), valid for spans ending at or
 	// before groupsEnd.
