@@ -6,8 +6,10 @@
 // warm). For every area it also reports the part of its samples whose leaf is a system call, a
 // lock or scheduler wait (spinning, futex), allocation (mallocgc and below) and GC assists.
 //
-//	go run ./bench/cmd/profareas [-spans N -cpu S] bench/results/runagain.pprof
+//	go run ./bench/cmd/profareas [-cpu S] bench/results/runagain.pprof
+//	go run ./bench/cmd/profareas -sample alloc_space bench/results/runagain.heap.pprof
 //
+// With -sample it reads another sample type (a heap profile's alloc_space or inuse_space, in MB).
 // With -cpu (the run's CPU s per 1,000 spans, from bench) each area's share is also given as CPU
 // microseconds per span (share × the run's CPU per span; the profile covers only part of the run).
 package main
@@ -57,6 +59,7 @@ var kinds = []struct {
 
 func main() {
 	cpuPer1k := flag.Float64("cpu", 0, "the run's CPU s per 1,000 spans (bench), to give each area in µs per span")
+	sample := flag.String("sample", "", "sample type to split (default: the profile's last, CPU time; heap: alloc_space, inuse_space)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: profareas [-cpu S] FILE.pprof")
@@ -74,6 +77,24 @@ func main() {
 		os.Exit(1)
 	}
 	vi := len(p.SampleType) - 1 // cpu nanoseconds
+	scale, unit := 1e9, "s"
+	if *sample != "" {
+		vi = -1
+		for i, st := range p.SampleType {
+			if st.Type == *sample {
+				vi = i
+			}
+		}
+		if vi < 0 {
+			fmt.Fprintf(os.Stderr, "no sample type %q in %s\n", *sample, flag.Arg(0))
+			os.Exit(1)
+		}
+		if p.SampleType[vi].Unit == "bytes" {
+			scale, unit = 1<<20, "MB"
+		} else {
+			scale, unit = 1, p.SampleType[vi].Unit
+		}
+	}
 	type row struct {
 		total float64
 		kind  map[string]float64
@@ -81,7 +102,7 @@ func main() {
 	rows := map[string]*row{}
 	var total float64
 	for _, s := range p.Sample {
-		v := float64(s.Value[vi]) / 1e9
+		v := float64(s.Value[vi]) / scale
 		total += v
 		var frames []string
 		for _, loc := range s.Location {
@@ -139,15 +160,15 @@ func main() {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return rows[names[i]].total > rows[names[j]].total })
-	fmt.Printf("profile %s: %.2f s of samples over %.0f s\n", flag.Arg(0), total, float64(p.DurationNanos)/1e9)
-	hdr := "| area | CPU s | share |"
+	fmt.Printf("profile %s: %.2f %s of samples over %.0f s\n", flag.Arg(0), total, unit, float64(p.DurationNanos)/1e9)
+	hdr := "| area | " + unit + " | share |"
 	sep := "|---|---:|---:|"
 	if *cpuPer1k > 0 {
 		hdr += " µs/span |"
 		sep += "---:|"
 	}
 	for _, k := range kinds {
-		hdr += " " + k.name + " s |"
+		hdr += " " + k.name + " " + unit + " |"
 		sep += "---:|"
 	}
 	fmt.Println(hdr)
