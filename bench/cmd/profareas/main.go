@@ -95,10 +95,57 @@ func main() {
 			scale, unit = 1, p.SampleType[vi].Unit
 		}
 	}
-	type row struct {
-		total float64
-		kind  map[string]float64
+	rows, total := split(p, vi, scale)
+	names := make([]string, 0, len(rows))
+	for n := range rows {
+		names = append(names, n)
 	}
+	sort.Slice(names, func(i, j int) bool { return rows[names[i]].total > rows[names[j]].total })
+	fmt.Printf("profile %s: %.2f %s of samples over %.0f s\n", flag.Arg(0), total, unit, float64(p.DurationNanos)/1e9)
+	hdr := "| area | " + unit + " | share |"
+	sep := "|---|---:|---:|"
+	if *cpuPer1k > 0 {
+		hdr += " µs/span |"
+		sep += "---:|"
+	}
+	for _, k := range kinds {
+		hdr += " " + k.name + " " + unit + " |"
+		sep += "---:|"
+	}
+	fmt.Println(hdr)
+	fmt.Println(sep)
+	sum := &row{kind: map[string]float64{}}
+	for _, n := range names {
+		r := rows[n]
+		line := fmt.Sprintf("| %s | %.2f | %.1f%% |", n, r.total, 100*r.total/total)
+		if *cpuPer1k > 0 {
+			line += fmt.Sprintf(" %.0f |", r.total/total**cpuPer1k*1000)
+		}
+		for _, k := range kinds {
+			line += fmt.Sprintf(" %.2f |", r.kind[k.name])
+			sum.kind[k.name] += r.kind[k.name]
+		}
+		fmt.Println(line)
+	}
+	line := fmt.Sprintf("| all | %.2f | 100%% |", total)
+	if *cpuPer1k > 0 {
+		line += fmt.Sprintf(" %.0f |", *cpuPer1k*1000)
+	}
+	for _, k := range kinds {
+		line += fmt.Sprintf(" %.2f |", sum.kind[k.name])
+	}
+	fmt.Println(line)
+}
+
+// row is one area's part of a profile: its total and, per kind of leaf work, how much of it.
+type row struct {
+	total float64
+	kind  map[string]float64
+}
+
+// split charges every sample of p (its value vi, divided by scale) to an area and returns the
+// areas and the total.
+func split(p *profile.Profile, vi int, scale float64) (map[string]*row, float64) {
 	rows := map[string]*row{}
 	var total float64
 	for _, s := range p.Sample {
@@ -106,9 +153,9 @@ func main() {
 		total += v
 		var frames []string
 		for _, loc := range s.Location {
-			for i := len(loc.Line) - 1; i >= 0; i-- { // inlined frames come first in Line
-				if loc.Line[i].Function != nil {
-					frames = append(frames, loc.Line[i].Function.Name)
+			for _, ln := range loc.Line { // innermost (inlined) first, its caller last
+				if ln.Function != nil {
+					frames = append(frames, ln.Function.Name)
 				}
 			}
 		}
@@ -155,43 +202,5 @@ func main() {
 			}
 		}
 	}
-	names := make([]string, 0, len(rows))
-	for n := range rows {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return rows[names[i]].total > rows[names[j]].total })
-	fmt.Printf("profile %s: %.2f %s of samples over %.0f s\n", flag.Arg(0), total, unit, float64(p.DurationNanos)/1e9)
-	hdr := "| area | " + unit + " | share |"
-	sep := "|---|---:|---:|"
-	if *cpuPer1k > 0 {
-		hdr += " µs/span |"
-		sep += "---:|"
-	}
-	for _, k := range kinds {
-		hdr += " " + k.name + " " + unit + " |"
-		sep += "---:|"
-	}
-	fmt.Println(hdr)
-	fmt.Println(sep)
-	sum := &row{kind: map[string]float64{}}
-	for _, n := range names {
-		r := rows[n]
-		line := fmt.Sprintf("| %s | %.2f | %.1f%% |", n, r.total, 100*r.total/total)
-		if *cpuPer1k > 0 {
-			line += fmt.Sprintf(" %.0f |", r.total/total**cpuPer1k*1000)
-		}
-		for _, k := range kinds {
-			line += fmt.Sprintf(" %.2f |", r.kind[k.name])
-			sum.kind[k.name] += r.kind[k.name]
-		}
-		fmt.Println(line)
-	}
-	line := fmt.Sprintf("| all | %.2f | 100%% |", total)
-	if *cpuPer1k > 0 {
-		line += fmt.Sprintf(" %.0f |", *cpuPer1k*1000)
-	}
-	for _, k := range kinds {
-		line += fmt.Sprintf(" %.2f |", sum.kind[k.name])
-	}
-	fmt.Println(line)
+	return rows, total
 }
