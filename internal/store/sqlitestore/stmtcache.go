@@ -39,8 +39,13 @@ func writerSQL(k stmtKey) string {
 	switch k.kind {
 	case "frame":
 		return `INSERT INTO span_frames (codec, dict, spans, data) VALUES (?,?,?,?)`
-	case "spans": // a span stored already is left as it is (insertSpans replaces it)
-		return valuesSQL(`INSERT INTO spans `+spanColumns+` VALUES`, spanValues, k.rows, `ON CONFLICT (trace_id, span_id) DO NOTHING`)
+	case "spans":
+		// A span stored already is left as it is (insertSpans replaces it). OR IGNORE rather than
+		// ON CONFLICT DO NOTHING: no constraint can then abort the statement half way, so SQLite
+		// keeps no statement journal (a copy of every page the statement changes) for it; a row
+		// that breaks NOT NULL (never written) would be skipped and fail its replacement.
+		// https://www.sqlite.org/lang_conflict.html, https://www.sqlite.org/tempfiles.html#stmtjrnl
+		return valuesSQL(`INSERT OR IGNORE INTO spans `+spanColumns+` VALUES`, spanValues, k.rows, "")
 	case "remove":
 		return `DELETE FROM spans WHERE trace_id = ? AND span_id = ?`
 	case "prefix":
