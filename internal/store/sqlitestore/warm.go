@@ -167,14 +167,16 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	if !o.ReadOnly {
-		// Setting the journal mode writes the file header: a reader must not (the mode persists
-		// in the file the collector created).
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")
-		q.Add("_txlock", "immediate")
 		for _, p := range pragmas {
 			q.Add("_pragma", p)
 		}
+		// Setting the journal mode writes the file header: a reader must not (the mode persists
+		// in the file the collector created). The driver runs _journal_mode after every _pragma
+		// (which it sorts by name), so a page_size among pragmas applies to a new file
+		// (modernc.org/sqlite's Driver doc; https://www.sqlite.org/pragma.html#pragma_page_size).
+		q.Add("_journal_mode", "WAL")
+		q.Add("_synchronous", "NORMAL")
+		q.Add("_txlock", "immediate")
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
