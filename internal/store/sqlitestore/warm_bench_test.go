@@ -13,24 +13,31 @@ import (
 
 // BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
 // (2048 summaries of 50 runs a batch, each run continued by the next batches) in two ways in the
-// same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs,
-// "rowbyrow", the same with one INSERT per summary (the writer before them), and "recompute",
+// same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs in a new
+// file (16 KiB pages), "apply4k", the same in a file of 4 KiB pages (an earlier build's), "rowbyrow", the same with one INSERT per summary (the writer before them), and "recompute",
 // each touched run recomputed from all its stored rows (the maintenance before version 4). It
 // reports ns per summary, the attributes' stored bytes per row and the file's bytes per summary
 // at the end.
 //
 //	go test ./internal/store/sqlitestore/ -run '^$' -bench WarmWrite -benchmem -benchtime 40x
 func BenchmarkWarmWrite(b *testing.B) {
-	for _, mode := range []string{"apply", "rowbyrow", "recompute"} {
+	for _, mode := range []string{"apply", "apply4k", "rowbyrow", "recompute"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
-			w, err := OpenWarm(filepath.Join(b.TempDir(), "warm.db"), Options{})
+			path := filepath.Join(b.TempDir(), "warm.db")
+			if mode != "apply" {
+				// a file of an earlier build: SQLite's default 4 KiB pages
+				if err := createPaged(path, "page_size(4096)"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w, err := OpenWarm(path, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer w.Close()
 			w.recomputeIndex = mode == "recompute"
-			w.rowByRow = mode != "apply"
+			w.rowByRow = mode == "rowbyrow" || mode == "recompute"
 			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
 			// (with their tool calls), the run of iteration i continued at i+1 under the same trace.
 			batches := make([][]store.SpanSummary, b.N)

@@ -440,3 +440,46 @@ func TestWarmMultiRowInsertsMatchRowByRow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 }
+
+// TestWarmPageSize: a new warm file has 16 KiB pages (in WAL mode), and a file of an earlier
+// build with SQLite's default 4 KiB pages keeps them: it is written and read as it is.
+func TestWarmPageSize(t *testing.T) {
+	ctx := context.Background()
+	pageSize := func(w *WarmDB) (size int, mode string) {
+		require.NoError(t, w.db.QueryRow(`PRAGMA page_size`).Scan(&size))
+		require.NoError(t, w.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+		return size, mode
+	}
+	run := storetest.Run{Seed: "ps", Session: "conv-ps", Service: "svc", Agent: "a", Model: "gpt-4.1", Start: indexT0, LLMCalls: 2}
+	for _, c := range []struct {
+		name string
+		old  bool
+		want int
+	}{{"new", false, warmPageSize}, {"earlier build", true, 4096}} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "warm.db")
+			if c.old { // what an earlier build created: the default page size, schema version 4
+				old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+				require.NoError(t, err)
+				_, err = old.Exec(warmDDL + warmIndex.ddl() + warmIndex.orphansDDL() + `PRAGMA user_version = 4`)
+				require.NoError(t, err)
+				require.NoError(t, old.Close())
+			}
+			w, err := OpenWarm(path, Options{})
+			require.NoError(t, err)
+			size, mode := pageSize(w)
+			assert.Equal(t, c.want, size)
+			assert.Equal(t, "wal", mode)
+			require.NoError(t, w.WriteTraces(ctx, storetest.Traces(run)))
+			require.NoError(t, w.Close())
+			r, err := OpenWarm(path, Options{ReadOnly: true})
+			require.NoError(t, err)
+			defer r.Close()
+			size, _ = pageSize(r)
+			assert.Equal(t, c.want, size)
+			got, err := r.Run(ctx, storetest.TraceID("ps").String())
+			require.NoError(t, err)
+			assert.Equal(t, run.Spans(), got.Traces.SpanCount())
+		})
+	}
+}
