@@ -134,7 +134,8 @@ type WarmDB struct {
 	rewrites atomic.Int64
 
 	stmtMu  sync.Mutex
-	inserts []*sql.Stmt // the multi-row INSERTs (insertStmts), nil until the first write
+	inserts []*sql.Stmt  // the multi-row INSERTs (insertStmts), nil until the first write
+	events  [2]*sql.Stmt // the key events' INSERT and UPDATE (eventStmts), nil until the first
 }
 
 // warmPageSize is the page size in bytes of a warm file OpenWarm creates (OpenWarm).
@@ -274,10 +275,12 @@ func createPaged(path, pageSize string) error {
 // Close closes the database.
 func (w *WarmDB) Close() error {
 	w.stmtMu.Lock()
-	for _, st := range w.inserts {
-		st.Close()
+	for _, st := range append(w.inserts, w.events[:]...) {
+		if st != nil {
+			st.Close()
+		}
 	}
-	w.inserts = nil
+	w.inserts, w.events = nil, [2]*sql.Stmt{}
 	w.stmtMu.Unlock()
 	return w.db.Close()
 }
@@ -403,6 +406,31 @@ func (w *WarmDB) insertStmts(ctx context.Context) ([]*sql.Stmt, error) {
 	}
 	w.inserts = out
 	return out, nil
+}
+
+// eventStmts returns the key events' statements, prepared on the first call as insertStmts
+// does (outside any transaction: the database's one connection is the transaction's): the INSERT, and the UPDATE of a stored event's retention clock (an event already stored
+// has the same content, its id being the content's hash: a retry only moves its clock, as the
+// replacing write did before).
+func (w *WarmDB) eventStmts(ctx context.Context) ([2]*sql.Stmt, error) {
+	w.stmtMu.Lock()
+	defer w.stmtMu.Unlock()
+	if w.events[0] != nil {
+		return w.events, nil
+	}
+	ins, err := w.db.PrepareContext(ctx, `INSERT INTO key_events
+	  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
+	   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`)
+	if err != nil {
+		return w.events, fmt.Errorf("sqlite warm tier: prepare key event insert: %w", err)
+	}
+	again, err := w.db.PrepareContext(ctx, `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`)
+	if err != nil {
+		ins.Close()
+		return w.events, fmt.Errorf("sqlite warm tier: prepare key event update: %w", err)
+	}
+	w.events = [2]*sql.Stmt{ins, again}
+	return w.events, nil
 }
 
 // insertSpans inserts spans with the multi-row statements and records each row in batch. A
@@ -549,6 +577,13 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 			return err
 		}
 	}
+	var evStmts [2]*sql.Stmt
+	if len(events) > 0 {
+		var err error
+		if evStmts, err = w.eventStmts(ctx); err != nil {
+			return err
+		}
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -601,19 +636,8 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		}
 	}
 	if len(events) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO key_events
-		  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
-		   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`)
-		if err != nil {
-			return err
-		}
+		stmt, again := tx.StmtContext(ctx, evStmts[0]), tx.StmtContext(ctx, evStmts[1])
 		defer stmt.Close()
-		// An event already stored has the same content (its id is the content's hash): a retry
-		// only moves its retention clock, as the replacing write did before.
-		again, err := tx.PrepareContext(ctx, `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`)
-		if err != nil {
-			return err
-		}
 		defer again.Close()
 		for _, e := range events {
 			res, err := stmt.ExecContext(ctx, e.EventID, e.TraceID, e.SpanID, e.SessionID, e.Time, e.Kind, e.Name,
