@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/dataset"
@@ -348,9 +350,11 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 
 // flagStorageConfig is the runagain_storage configuration the flags describe without --config:
 // the embedded default's files under --data-dir, or the tiers on --clickhouse, and --cold-url.
-func flagStorageConfig() *runagainstorageextension.Config {
+func flagStorageConfig() *runagainstorageextension.Config { return dirStorageConfig(dataDirFlag) }
+
+// dirStorageConfig is flagStorageConfig for the data directory dir.
+func dirStorageConfig(dir string) *runagainstorageextension.Config {
 	cfg := runagainstorageextension.NewDefaultConfig()
-	dir := dataDirFlag
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -370,5 +374,12 @@ func flagStorageConfig() *runagainstorageextension.Config {
 		}
 		return false
 	})
+	// The flags name no credentials: a ClickHouse tier's user and password come from the environment.
+	for _, ch := range []*configoptional.Optional[runagainstorageextension.ClickHouseConfig]{&cfg.Hot.Get().ClickHouse, &cfg.Warm.Get().ClickHouse, &cfg.Cold.Get().ClickHouse} {
+		if ch.HasValue() {
+			ch.Get().Username = os.Getenv("RUNAGAIN_CLICKHOUSE_USERNAME")
+			ch.Get().Password = configopaque.String(os.Getenv("RUNAGAIN_CLICKHOUSE_PASSWORD"))
+		}
+	}
 	return cfg
 }

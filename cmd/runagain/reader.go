@@ -2,22 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/store"
-	"github.com/runagain/runagain/internal/store/clickhousestore"
-	"github.com/runagain/runagain/internal/store/coldstore"
-	"github.com/runagain/runagain/internal/store/sqlitestore"
 )
 
 // Where the tiers are read from. With --clickhouse the hot, warm and cold tiers are read from
 // that ClickHouse (the hot tier in the contrib exporter's otel_traces/otel_logs tables);
 // otherwise from the embedded default's files under --data-dir: hot.db, warm.db and cold/.
-// --cold-url adds a Parquet cold tier on any gocloud.dev/blob URL (s3://..., gs://...).
+// --cold-url names the Parquet cold tier on any gocloud.dev/blob URL (s3://..., gs://...), in
+// place of <data-dir>/cold or the ClickHouse cold table.
 var (
 	clickhouseFlag      string
 	clickhouseDBFlag    string
@@ -59,61 +57,20 @@ func openReader() (store.Reader, error) {
 		warnMissingHot(os.Stderr, cfg)
 		return cfg.OpenReader(context.Background())
 	}
-	return openTiers(context.Background(), dataDirFlag, clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag, coldURLFlag)
+	return openTiers(context.Background(), dataDirFlag)
 }
 
-func openTiers(ctx context.Context, dataDir, chEndpoint, chDatabase, chHotDatabase, coldURL string) (store.Reader, error) {
-	var readers []store.Reader
-	fail := func(err error) (store.Reader, error) {
-		for _, r := range readers {
-			r.Close()
-		}
-		return nil, err
-	}
-	if chEndpoint != "" {
-		db, err := clickhousestore.OpenDB(chEndpoint, os.Getenv("RUNAGAIN_CLICKHOUSE_USERNAME"), os.Getenv("RUNAGAIN_CLICKHOUSE_PASSWORD"), nil)
-		if err != nil {
-			return nil, err
-		}
-		if chHotDatabase == "" {
-			chHotDatabase = chDatabase
-		}
-		readers = append(readers, clickhousestore.Open(db, clickhousestore.HotTables{Database: chHotDatabase},
-			clickhousestore.Schema{Database: chDatabase}, nil))
-	} else {
-		hot := filepath.Join(dataDir, "hot.db")
-		if exists(hot) {
-			db, err := sqlitestore.Open(hot, sqlitestore.Options{ReadOnly: true})
-			if err != nil {
-				return fail(err)
-			}
-			readers = append(readers, db)
-		}
-		warm := filepath.Join(dataDir, "warm.db")
-		if exists(warm) {
-			db, err := sqlitestore.OpenWarm(warm, sqlitestore.Options{ReadOnly: true})
-			if err != nil {
-				return fail(err)
-			}
-			readers = append(readers, db)
-		}
-	}
-	if coldURL == "" && chEndpoint == "" {
-		if dir := filepath.Join(dataDir, "cold"); exists(dir) {
-			coldURL = dir
-		}
-	}
-	if coldURL != "" {
-		st, err := coldstore.Open(ctx, coldURL, coldstore.Options{ReadOnly: true})
-		if err != nil {
-			return fail(err)
-		}
-		readers = append(readers, st)
-	}
-	if len(readers) == 0 {
+// openTiers opens the tiers of the embedded default's layout under dataDir (hot.db, warm.db,
+// cold/), or of the --clickhouse and --cold-url flags (dirStorageConfig), through the one walk of
+// the tiers that --config and runagain delete use too (runagainstorageextension.Config.OpenReader):
+// a file or directory that does not exist is skipped, and it is an error naming dataDir when no
+// tier is found.
+func openTiers(ctx context.Context, dataDir string) (store.Reader, error) {
+	r, err := dirStorageConfig(dataDir).OpenReader(ctx)
+	if errors.Is(err, runagainstorageextension.ErrNoTier) {
 		return nil, fmt.Errorf("open store in %s: no tier found (no hot.db, warm.db or cold/ there; is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?)", dataDir)
 	}
-	return store.NewTiered(readers...), nil
+	return r, err
 }
 
 func exists(p string) bool {

@@ -32,7 +32,10 @@ func TestShowAndSessionsOnChDB(t *testing.T) {
 		Start: time.Now().Add(-time.Minute).UnixNano(), LLMCalls: 1, ToolFail: true}
 	writeTieredChDB(ctx, t, srv.Endpoint, storetest.Traces(run))
 
-	r, err := openTiers(ctx, t.TempDir(), srv.Endpoint, "runagain", "otel", "")
+	flags := [3]string{clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag}
+	t.Cleanup(func() { clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag = flags[0], flags[1], flags[2] })
+	clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag = srv.Endpoint, "runagain", "otel"
+	r, err := openTiers(ctx, t.TempDir())
 	require.NoError(t, err)
 	defer r.Close()
 	rows, err := r.Runs(ctx, store.RunFilter{})

@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -46,7 +48,7 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 
 	id := storetest.TraceID("cli").String()
 	show := func() (string, *ShowRun) {
-		r, err := openTiers(ctx, dir, "", "", "", "")
+		r, err := openTiers(ctx, dir)
 		require.NoError(t, err)
 		defer r.Close()
 		got, err := r.Run(ctx, id)
@@ -92,7 +94,34 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 }
 
 func TestOpenTiersNoStore(t *testing.T) {
-	_, err := openTiers(context.Background(), t.TempDir(), "", "", "", "")
+	_, err := openTiers(context.Background(), t.TempDir())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no tier found")
+}
+
+// TestFlagClickHouseCredentialsFromEnv: without --config, the ClickHouse tiers named by
+// --clickhouse are opened with the user and password of RUNAGAIN_CLICKHOUSE_USERNAME and
+// RUNAGAIN_CLICKHOUSE_PASSWORD (the readers did so before they shared the tiers' walk with
+// runagain delete, which did not), and --cold-url names the cold tier in place of ClickHouse's.
+func TestFlagClickHouseCredentialsFromEnv(t *testing.T) {
+	old, oldCold := clickhouseFlag, coldURLFlag
+	t.Cleanup(func() { clickhouseFlag, coldURLFlag = old, oldCold })
+	clickhouseFlag, coldURLFlag = "tcp://127.0.0.1:9000", ""
+	t.Setenv("RUNAGAIN_CLICKHOUSE_USERNAME", "reader")
+	t.Setenv("RUNAGAIN_CLICKHOUSE_PASSWORD", "s3cret")
+	cfg := dirStorageConfig(t.TempDir())
+	for tier, ch := range map[string]configoptional.Optional[runagainstorageextension.ClickHouseConfig]{
+		"hot": cfg.Hot.Get().ClickHouse, "warm": cfg.Warm.Get().ClickHouse, "cold": cfg.Cold.Get().ClickHouse,
+	} {
+		require.True(t, ch.HasValue(), tier)
+		assert.Equal(t, "tcp://127.0.0.1:9000", ch.Get().Endpoint, tier)
+		assert.Equal(t, "reader", ch.Get().Username, tier)
+		assert.Equal(t, "s3cret", string(ch.Get().Password), tier)
+	}
+	assert.False(t, cfg.Hot.Get().SQLite.HasValue())
+
+	coldURLFlag = "s3://bucket/cold"
+	cfg = dirStorageConfig(t.TempDir())
+	assert.False(t, cfg.Cold.Get().ClickHouse.HasValue())
+	assert.Equal(t, "s3://bucket/cold", cfg.Cold.Get().Parquet.Get().URL)
 }

@@ -217,10 +217,12 @@ func (c *coldParquet) LogRecords(ld plog.Logs) store.Records {
 	return store.Records{Partials: store.Partials(ptrace.Traces{}, ld, c.keys, c.now().UnixNano(), c.prices)}
 }
 
-// WriteRecords writes the partials of r, combined into one batch (store.CombinePartials) when a
-// queue merged several requests: one Parquet object per date, as for one request.
+// WriteRecords writes the partials of r as they are, one row per session and request batch, in
+// one Parquet object per date, also when a queue merged several requests (coldstore.Store.Write):
+// a request sent again after a crash, merged with other ones, counts once, where rows combined
+// into one partial per session (store.CombinePartials) would have counted it twice.
 func (c *coldParquet) WriteRecords(ctx context.Context, r store.Records) error {
-	_, err := c.st.Write(ctx, store.CombinePartials(r.Partials))
+	_, err := c.st.Write(ctx, r.Partials)
 	return err
 }
 

@@ -53,6 +53,17 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) 
 	return name
 }
 
+// AgentAttribute reports whether SpanAgent reads span attribute k (besides gen_ai.agent.name and
+// gen_ai.operation.name): a record that keeps these, the span's name, parent and the resource's
+// gen_ai.agent.name names the same agent as the span.
+func AgentAttribute(k string) bool {
+	switch k {
+	case AttrOpenInferenceKind, AttrTraceloopSpanKind, AttrLangfuseObservationType, attrAgentNameLegacy:
+		return true
+	}
+	return false
+}
+
 // IsAgentInvocation tells whether attrs mark an agent's run (not a chain or a workflow: their
 // names are steps, not agents).
 func IsAgentInvocation(attrs pcommon.Map) bool {

@@ -257,6 +257,12 @@ func FuzzCleanCacheMatchesUncached(f *testing.F) {
 			b[len(b)/2] ^= 0x21
 			sameResults(t, uncached, cached, "fuzz, one byte changed", "gen_ai.input.messages", string(b), 2)
 		}
+		// a tool's result, then resent as a leaf of the next call's history (findSharing)
+		if !strings.ContainsAny(s, "\"\\") {
+			q := `"` + s + `"`
+			sameResults(t, uncached, cached, "fuzz, as a tool result", "gen_ai.tool.call.result", q, 1)
+			sameResults(t, uncached, cached, "fuzz, tool result resent", "gen_ai.input.messages", toolResponseJSON(q), 2)
+		}
 		// an array resent with one more element (the next call's history): runs and head entries
 		if tr := strings.TrimRight(s, " \t\r\n"); strings.HasSuffix(tr, "]") {
 			next := tr[:len(tr)-1] + `,{"role":"user","content":"` + cleanProse + `mail jane.doe@example.com"}]`

@@ -597,11 +597,75 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		out, fs = r.RedactString(s)
 		return out, fs, true // malformed: examined every time, so that every time is counted
 	}
-	out, fs = r.RedactString(s)
+	if body, ok := r.sharedLeaf(s); ok {
+		fs = r.findSharing(s, body)
+		out = r.apply(s, fs)
+	} else {
+		out, fs = r.RedactString(s)
+	}
 	if cacheable && len(fs) == 0 {
 		r.cleanAdd(h)
 	}
 	return out, fs, false
+}
+
+// sharedLeaf reports whether the text value s is a JSON string literal whose body a later JSON
+// document may hold as a string leaf that the CleanCache would look up: s is '"' + body + '"'
+// with body at least MinCleanCacheLen bytes, holding no escape, quote or control byte (so that
+// the leaf's raw bytes are its text) and not looking like JSON (such a leaf is walked, not
+// scanned). A tool's result is recorded this way (gen_ai.tool.call.result holds the JSON
+// encoding of what the tool returned) and comes back as a leaf of the next LLM call's
+// gen_ai.input.messages.
+func (r *Redactor) sharedLeaf(s string) (body string, ok bool) {
+	if r.cache == nil || r.legacyScan || len(s) < MinCleanCacheLen+2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", false
+	}
+	body = s[1 : len(s)-1]
+	for i := 0; i < len(body); i++ {
+		if c := body[i]; c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return body, !rawLooksJSON(body)
+}
+
+// findSharing returns Find(s) for s = '"' + body + '"' (see sharedLeaf) and adds to the
+// CleanCache the verdict that a JSON walk at depth 0 gives body as a string leaf: Find(body),
+// with its edits as tokenEdits makes them (the leaf has no escape, so its text is its raw bytes
+// and offsets map one to one). Both scans share one pass of the keyword automaton: no keyword
+// holds a '"' (prefilterOK; otherwise body is scanned on its own), so the matches of body are
+// those of s inside it, moved by one. The leaf's verdict is what the walk would add for it (a
+// leaf not under a credential key, the only ones looked up), so the later lookup returns what
+// examining it would.
+func (r *Redactor) findSharing(s, body string) []Finding {
+	var fs, bfs []Finding
+	if r.ac == nil || !r.prefilterOK {
+		fs, bfs = r.Find(s), r.Find(body)
+	} else {
+		lb := lowerPool.Get().(*[]byte)
+		*lb = appendLowerASCII((*lb)[:0], unsafe.Slice(unsafe.StringData(s), len(s)))
+		ms := r.ac.FindAllOverlapping(*lb)
+		lowerPool.Put(lb)
+		fs = r.find(s, ms, true)
+		bms := ms[:0] // in place: find is done with ms
+		for _, m := range ms {
+			if m.Start >= 1 && m.End <= len(s)-1 {
+				bms = append(bms, ahocorasick.Match{PatternID: m.PatternID, Start: m.Start - 1, End: m.End - 1})
+			}
+		}
+		bfs = r.find(body, bms, true)
+	}
+	h := xxh3.HashString128Seed(body, r.cleanSeed(uint64(kindLeaf)))
+	if len(bfs) == 0 {
+		r.cleanAdd(h)
+		return fs
+	}
+	es := make([]edit, len(bfs))
+	for i, f := range bfs {
+		es[i] = edit{start: f.Start, end: f.End, repl: jsonEscape(r.Token(f.Rule, f.Action, body[f.Start:f.End])), f: f}
+	}
+	r.editsAdd(h, es, 0)
+	return fs
 }
 
 // digitGated reports whether s holds a digit cluster that passes the gate of a digit rule (see

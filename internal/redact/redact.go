@@ -56,6 +56,9 @@ type Redactor struct {
 	legacyScan bool
 	// minGateDigits is the fewest digits a digit rule's gate accepts (MaxInt without digit rules)
 	minGateDigits int
+	// lastLazy is the index of the rule whose check resolve runs only on matches that may be
+	// kept (see rule.lazyCheck), -1 when none: it must be the last rule in priority.
+	lastLazy int
 	// keyMemo: an immutable snapshot of keyAll (key -> keyApplies(key), at most maxKeyMemo
 	// keys), read without a lock; keyAll is written under keyMu (see keyMemoAdd)
 	keyMemo atomic.Pointer[map[string]bool]
@@ -162,6 +165,10 @@ func New(cfg Config) (*Redactor, error) {
 		}
 		r.ac = ac
 	}
+	r.lastLazy = -1
+	if n := len(r.rules); n > 0 && r.rules[n-1].lazyCheck {
+		r.lastLazy = n - 1
+	}
 	r.minGateDigits = math.MaxInt
 	for _, ri := range r.digitIdx {
 		r.minGateDigits = min(r.minGateDigits, r.rules[ri].minDigits)
@@ -231,6 +238,8 @@ func (r *Redactor) release(sc *findScratch) {
 type cand struct {
 	prio       int
 	start, end int
+	// unchecked: the rule's check has not run (lastLazy): [start, end) is the regex match
+	unchecked bool
 }
 
 // Find returns the non-overlapping findings in s, sorted by Start. Where two rules claim
@@ -322,7 +331,7 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 	if len(cs) == 0 {
 		return nil
 	}
-	return r.resolve(cs)
+	return r.resolve(s, cs)
 }
 
 func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
@@ -331,6 +340,13 @@ func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 	n := -1
 	if ru.narrow != nil {
 		n = 1 // the window starts at the key: only its own match counts
+	}
+	if ri == r.lastLazy {
+		// checked in resolve, and only when no finding of an earlier rule takes its start
+		for _, m := range ru.re.FindAllStringIndex(w, n) {
+			cs = append(cs, cand{prio: ri, start: m[0] + lo, end: m[1] + lo, unchecked: true})
+		}
+		return cs
 	}
 	for _, m := range ru.re.FindAllStringSubmatchIndex(w, n) {
 		// offsets in s, so that checks see the context outside the window
@@ -357,9 +373,15 @@ func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 	return cs
 }
 
-// resolve keeps, by priority then length, the candidates that overlap no kept one.
-func (r *Redactor) resolve(cs []cand) []Finding {
-	slices.SortFunc(cs, func(x, y cand) int {
+// resolve keeps, by priority then length, the candidates that overlap no kept one (spans in s).
+//
+// The candidates of the last rule (lastLazy) may come unchecked: they are resolved after all
+// others, and one whose start lies inside a kept span is dropped before its check runs, since
+// its checked span would start there too (lazyCheck) and overlap it. The others are checked, then
+// resolved as checked candidates are: the outcome is the same as checking every match first, for
+// less work (card numbers are phone-shaped, and phone parsing costs tens of microseconds).
+func (r *Redactor) resolve(s string, cs []cand) []Finding {
+	byPrio := func(x, y cand) int {
 		if x.prio != y.prio {
 			return x.prio - y.prio
 		}
@@ -367,20 +389,40 @@ func (r *Redactor) resolve(cs []cand) []Finding {
 			return x.start - y.start
 		}
 		return (y.end - y.start) - (x.end - x.start)
-	})
+	}
+	slices.SortFunc(cs, byPrio)
 	kept := make([]cand, 0, len(cs))
-	for _, c := range cs {
-		// kept is sorted by start; binary search the first kept with end > c.start
-		i, _ := slices.BinarySearchFunc(kept, c.start, func(k cand, start int) int {
-			if k.end <= start {
-				return -1
+	n := len(cs)
+	for n > 0 && cs[n-1].unchecked {
+		n--
+	}
+	for _, c := range cs[:n] {
+		kept = keep(kept, c)
+	}
+	if lz := cs[n:]; len(lz) > 0 {
+		ru := r.rules[lz[0].prio]
+		m := 0
+		for _, c := range lz {
+			if i := firstEndAfter(kept, c.start); i < len(kept) && kept[i].start <= c.start {
+				continue
 			}
-			return 1
-		})
-		if i < len(kept) && kept[i].start < c.end {
-			continue
+			a, b, ok := c.start, c.end, true
+			if ru.check != nil {
+				a, b, ok = ru.check(s, []int{c.start, c.end}, a, b)
+			}
+			if ok && b > a {
+				lz[m] = cand{prio: c.prio, start: a, end: b}
+				m++
+			}
 		}
-		kept = slices.Insert(kept, i, c)
+		lz = lz[:m]
+		slices.SortFunc(lz, byPrio)
+		for _, c := range lz {
+			kept = keep(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
 	}
 	out := make([]Finding, len(kept))
 	for i, k := range kept {
@@ -388,6 +430,27 @@ func (r *Redactor) resolve(cs []cand) []Finding {
 		out[i] = Finding{Rule: ru.name, Category: ru.cat, Action: ru.action, Start: k.start, End: k.end}
 	}
 	return out
+}
+
+// firstEndAfter returns the index of the first of kept (sorted by start, not overlapping) that
+// ends after pos.
+func firstEndAfter(kept []cand, pos int) int {
+	i, _ := slices.BinarySearchFunc(kept, pos, func(k cand, pos int) int {
+		if k.end <= pos {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// keep inserts c into kept (sorted by start) unless it overlaps one of them.
+func keep(kept []cand, c cand) []cand {
+	i := firstEndAfter(kept, c.start)
+	if i < len(kept) && kept[i].start < c.end {
+		return kept
+	}
+	return slices.Insert(kept, i, c)
 }
 
 // window clips [lo, hi) to s and widens both ends to the edge of the token they cut, so that
@@ -422,10 +485,8 @@ func isTokenByte(c byte) bool {
 func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 	n := len(s)
 	for i := 0; i < n; {
-		c := s[i]
-		if c < '0' || c > '9' {
-			i++
-			continue
+		if i = nextDigit(s, i); i >= n {
+			return
 		}
 		lo, digits, j, last := i, 0, i, i
 		gap := 0
@@ -471,8 +532,8 @@ func scanDigitClusters(s string, f func(lo, hi, digits int, dot bool)) {
 func scanIPv6(s string, f func(lo, hi int)) {
 	n := len(s)
 	for i := 0; i < n; i++ {
-		if s[i] != ':' {
-			continue
+		if i = nextColon(s, i); i >= n {
+			return
 		}
 		// need a hex digit or another colon on at least one side
 		if !(i+1 < n && (isHex(s[i+1]) || s[i+1] == ':')) {

@@ -32,6 +32,11 @@ type rule struct {
 	minDigits int
 	// needDot gates digit-cluster rules: the cluster must contain a '.'.
 	needDot bool
+	// lazyCheck: check never moves the start of the span it accepts, so resolve may run it only
+	// on matches whose start no finding of an earlier rule covers (see Redactor.resolve); it
+	// takes effect for the last rule in priority only. Set for phone_number, whose check parses
+	// with phone metadata in up to 33 regions.
+	lazyCheck bool
 }
 
 func caseVariants(words ...string) []string {
@@ -260,8 +265,11 @@ func compileBuiltinRules() []*rule {
 		pii(RulePhone, 7, `(?:\+\d{1,3}[ .\-]?|\b00\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d[\d .\-()]{4,22}\d(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6})?`, phoneRefine),
 	)
 	for _, r := range rs {
-		if r.name == RuleIPv4 {
+		switch r.name {
+		case RuleIPv4:
 			r.needDot = true
+		case RulePhone:
+			r.lazyCheck = true
 		}
 	}
 	return rs

@@ -143,20 +143,10 @@ func (r Records) Split(limit int, bytes bool) []Records {
 // already share one batch id are returned unchanged. Sessions are sorted by id. The sums are
 // MergePartials's (a partial repeated with the same batch id counts once).
 func CombinePartials(ps []SessionPartial) []SessionPartial {
-	batches := map[string]bool{}
-	for _, p := range ps {
-		batches[p.BatchID] = true
-	}
-	if len(batches) <= 1 {
+	batch, several := BatchOf(ps)
+	if !several {
 		return ps
 	}
-	ids := sortedKeys(batches)
-	h := sha256.New()
-	for _, id := range ids {
-		h.Write([]byte(id))
-		h.Write([]byte{'\n'})
-	}
-	batch := hex.EncodeToString(h.Sum(nil))
 	ingested := map[string]int64{}
 	for _, p := range ps {
 		ingested[p.SessionID] = max(ingested[p.SessionID], p.Ingested)
@@ -173,6 +163,29 @@ func CombinePartials(ps []SessionPartial) []SessionPartial {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
 	return out
+}
+
+// BatchOf returns the id of the batch ps come from: their BatchID when they share one (several
+// false; "" for none), else the SHA-256 hex of their sorted distinct batch ids, each followed by
+// '\n' (several true): the same set of batches always yields the same id, whatever the order
+// or repetition of ps.
+func BatchOf(ps []SessionPartial) (id string, several bool) {
+	batches := map[string]bool{}
+	for _, p := range ps {
+		batches[p.BatchID] = true
+	}
+	if len(batches) <= 1 {
+		if len(ps) == 0 {
+			return "", false
+		}
+		return ps[0].BatchID, false
+	}
+	h := sha256.New()
+	for _, id := range sortedKeys(batches) {
+		h.Write([]byte(id))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
 }
 
 // The records' binary form (what the warm and cold sending queues persist):

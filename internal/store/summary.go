@@ -47,7 +47,7 @@ type SpanSummary struct {
 	CostUSD       float64 `parquet:"cost_usd"` // pricing.Prices.SpanCost with the configured overrides, USD
 	Unpriced      int32   `parquet:"unpriced"` // 1 for an LLM call with usage but no known price
 	ToolName      string  `parquet:"tool_name"`
-	AgentName     string  `parquet:"agent_name"`
+	AgentName     string  `parquet:"agent_name"` // genai.SpanAgent, the parent looked for in the span's batch
 	ErrorType     string  `parquet:"error_type"` // error.type, else the first exception.type, else '' (see Error)
 	// Attributes is a JSON object of the span's summary attributes (SummaryAttribute keys only,
 	// scalar or array values as recorded; never payloads).
@@ -75,11 +75,15 @@ type KeyEvent struct {
 const MaxEventValueBytes = 4096
 
 // SummaryAttribute reports whether the warm tier keeps attribute k of a span: GenAI identity,
-// model, usage, tool and agent names, session keys and error type. Payload attributes
-// (messages, tool arguments and results, *_ref) never qualify.
+// model, usage, tool and agent names, what marks an agent invocation (genai.AgentAttribute: the
+// run page names the agents of a warm run as it does a hot one's), session keys and error type.
+// Payload attributes (messages, tool arguments and results, *_ref) never qualify.
 func SummaryAttribute(k string) bool {
 	if strings.HasSuffix(k, genai.RefSuffix) {
 		return false
+	}
+	if genai.AgentAttribute(k) {
+		return true
 	}
 	switch k {
 	case genai.AttrOperationName, genai.AttrProviderName, genai.AttrSystem, genai.AttrRequestModel,
@@ -105,6 +109,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 	var aj attrJSON
 	var th traceHex
 	var buf []byte
+	agents := newAgentNamer(td)
 	eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 		if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
 			return
@@ -118,7 +123,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
-			ToolName: str(attrs, genai.AttrToolName), AgentName: str(attrs, genai.AttrAgentName),
+			ToolName: str(attrs, genai.AttrToolName), AgentName: agents.name(res, s),
 			ErrorType: str(attrs, "error.type"),
 		}
 		cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())
@@ -213,7 +218,7 @@ type SessionPartial struct {
 	BatchID      string   `parquet:"batch_id"`   // SHA-256 hex of the batch's span and record identities
 	FirstSeen    int64    `parquet:"first_seen_unix_nano"`
 	LastSeen     int64    `parquet:"last_seen_unix_nano"`
-	Agent        string   `parquet:"agent"`   // gen_ai.agent.name (the greatest seen)
+	Agent        string   `parquet:"agent"`   // the greatest SpanSummary.AgentName of the batch's spans
 	Service      string   `parquet:"service"` // resource service.name (the greatest seen)
 	Models       []string `parquet:"models,list"`
 	TraceIDs     []string `parquet:"trace_ids,list"`
@@ -267,6 +272,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	var line []byte
 	var th traceHex
 	if td != (ptrace.Traces{}) {
+		agents := newAgentNamer(td)
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
 				return
@@ -307,7 +313,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			if m := genai.Model(attrs); m != "" {
 				models[session][m] = true
 			}
-			p.Agent = maxStr(p.Agent, str(attrs, genai.AttrAgentName))
+			p.Agent = maxStr(p.Agent, agents.name(res, s))
 			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
 			// "s" trace span "\n", the hex ids (as fmt wrote them before: batch ids stay the same)
 			line = append(line[:0], 's')

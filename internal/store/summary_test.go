@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -200,5 +202,36 @@ func TestCostFromPricingTable(t *testing.T) {
 		} else {
 			assert.EqualValues(t, 1, s.Unpriced)
 		}
+	}
+}
+
+// TestRebuildTracesKeepsAttributeOrder: a warm span's attributes come back in the order of its
+// summary's JSON text (sorted by key, as json.Marshal writes an object), the same on every read:
+// through a Go map, `runagain show --json` printed the attributes of a warm run in another order
+// each time.
+func TestRebuildTracesKeepsAttributeOrder(t *testing.T) {
+	keys := []string{"gen_ai.usage.output_tokens", "langfuse.observation.type", "gen_ai.agent.name", "agent_name",
+		"gen_ai.usage.input_tokens", "gen_ai.operation.name", "server.address", "gen_ai.request.model",
+		"gen_ai.response.finish_reasons", "gen_ai.system", "http.response.status_code", "session.id"}
+	span := ptrace.NewSpan()
+	span.SetTraceID(pcommon.TraceID{1})
+	span.SetSpanID(pcommon.SpanID{2})
+	for i, k := range keys {
+		span.Attributes().PutInt(k, int64(i))
+	}
+	span.Attributes().PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr("stop")
+	td := ptrace.NewTraces()
+	span.CopyTo(td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+	sums, _ := store.Summarize(td, nil, nil)
+	require.Len(t, sums, 1)
+	for range 20 {
+		got, err := store.RebuildTraces(sums, nil)
+		require.NoError(t, err)
+		var order []string
+		got.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Range(func(k string, _ pcommon.Value) bool {
+			order = append(order, k)
+			return true
+		})
+		require.Equal(t, slices.Sorted(slices.Values(keys)), order)
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -319,16 +318,32 @@ func putJSON(m pcommon.Map, js string) error {
 	if js == "" || js == "{}" {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(js)))
+	// Member by member, in the text's order: through a Go map, every read of the same run listed
+	// them in another order.
+	dec := json.NewDecoder(strings.NewReader(js))
 	dec.UseNumber()
-	var raw map[string]any
-	if err := dec.Decode(&raw); err != nil {
+	if t, err := dec.Token(); err != nil {
 		return err
+	} else if t != json.Delim('{') {
+		return fmt.Errorf("attributes: want a JSON object, got %v", t)
 	}
-	for k, v := range raw {
-		raw[k] = numbers(v)
+	m.Clear()
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := t.(string) // an object's member name is always a string token
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		if err := m.PutEmpty(k).FromRaw(numbers(v)); err != nil {
+			return fmt.Errorf("attribute %q: %w", k, err)
+		}
 	}
-	return m.FromRaw(raw)
+	_, err := dec.Token() // the closing '}'
+	return err
 }
 
 // numbers turns json.Number into int64 where integral, else float64, recursively.

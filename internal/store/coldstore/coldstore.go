@@ -6,10 +6,13 @@
 //
 //	<prefix>date=YYYY-MM-DD/<batch_id>.parquet
 //
-// One object per batch and date: the date partition is the UTC date of the partials'
+// One object per write and date: the date partition is the UTC date of the partials'
 // first_seen_unix_nano (so a query for a day reads one folder, also for runs imported years
 // after they happened); batch_id is the SHA-256 of the batch's span and record identities, so a
-// retried write replaces the same object. Columns are those of store.SessionPartial (snake
+// retried write replaces the same object. A write of several batches (a sending queue merged
+// their requests) is one object per date named by the id of the set (store.BatchOf) whose rows
+// keep their own batch's id: when a crash makes the queue send a batch again merged with other
+// ones, its rows land in a second object and still count once. Columns are those of store.SessionPartial (snake
 // case, models and trace_ids as Parquet LIST of strings), zstd-compressed. Each object carries
 // the metadata "ingested-unix-nano" (when it was written: the retention clock).
 //
@@ -101,25 +104,26 @@ func Key(day time.Time, batchID string) string {
 	return fmt.Sprintf("date=%s/%s.parquet", day.UTC().Format("2006-01-02"), batchID)
 }
 
-// Write stores partials as one Parquet object per date partition. Each partial keeps its
-// Ingested (Unix ns: the ingestion clock when its records were built, before the cold queue; the
-// latest of the batches a combined partial stands for), or is stamped with the store's clock
-// when it has none (0); an object's ingested-unix-nano metadata, the clock Expire reads, is the
-// latest Ingested of its partials. It returns the keys written. An unreachable bucket returns
-// the error of the first failed object; objects are named by batch, so a retry rewrites the same
-// keys.
+// Write stores partials (of one batch or several) as one Parquet object per date partition
+// named by their batches (store.BatchOf); each row keeps its BatchID. Each partial keeps its
+// Ingested (Unix ns: the ingestion clock when its records were built, before the cold queue), or
+// is stamped with the store's clock when it has none (0); an object's ingested-unix-nano
+// metadata, the clock Expire reads, is the latest Ingested of its partials. It returns the keys
+// written. An unreachable bucket returns the error of the first failed object; objects are named
+// by their batches, so a retry rewrites the same keys.
 func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]string, error) {
 	if len(partials) == 0 {
 		return nil, nil
 	}
 	now := s.now().UnixNano()
+	batch, _ := store.BatchOf(partials)
 	byDay := map[string][]store.SessionPartial{}
 	ingested := map[string]int64{}
 	for _, p := range partials {
 		if p.Ingested == 0 {
 			p.Ingested = now
 		}
-		k := Key(time.Unix(0, p.FirstSeen), p.BatchID)
+		k := Key(time.Unix(0, p.FirstSeen), batch)
 		byDay[k] = append(byDay[k], p)
 		ingested[k] = max(ingested[k], p.Ingested)
 	}

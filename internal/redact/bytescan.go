@@ -1,0 +1,46 @@
+package redact
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strings"
+	"unsafe"
+)
+
+// SWAR (SIMD within a register) constants: a byte of ones in each lane, and each lane's high bit.
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// nextDigit returns the index of the first ASCII digit in s at or after i, or len(s). It tests
+// eight bytes at a time with the "hasbetween" word trick (Sean Eron Anderson, Bit Twiddling
+// Hacks, "Determine if a word has a byte between m and n"): per lane, (127+n - (x&127)) &^ x &
+// ((x&127) + 127-m) has its high bit set exactly when m < x < n, with no borrow or carry between
+// lanes for m, n <= 128, so the lowest set high bit is the first digit of the eight. Prose holds
+// few digits: this is what lets scanDigitClusters skip it at a few cycles per eight bytes.
+func nextDigit(s string, i int) int {
+	const m, n = '0' - 1, '9' + 1
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:]) // one 8-byte load
+		t := (swarOnes*(127+n) - (x & (swarOnes * 127))) &^ x & ((x & (swarOnes * 127)) + swarOnes*(127-m)) & swarHigh
+		if t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// nextColon returns the index of the first ':' in s at or after i, or len(s).
+func nextColon(s string, i int) int {
+	if j := strings.IndexByte(s[i:], ':'); j >= 0 {
+		return i + j
+	}
+	return len(s)
+}

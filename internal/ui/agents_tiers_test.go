@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/coldstore"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+)
+
+// TestAgentsSameInEveryTier imports each Langfuse framework trace of the corpus (as `runagain
+// import` does), writes it to a real hot file, warm file (once whole, once one span per request,
+// as an SDK's batch processor may send a run) and cold bucket, and checks that the run page names
+// the same agents from each: the warm page all the hot page names, the cold page (one agent per
+// session record) the greatest of them.
+func TestAgentsSameInEveryTier(t *testing.T) {
+	ctx := context.Background()
+	files := corpus.Walk(t, "langfuse/worker/src/__tests__/chatml/framework-traces", func(p string) bool {
+		return strings.HasSuffix(p, ".trace.json")
+	})
+	require.NotEmpty(t, files)
+	named := 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res, err := importer.ParseFile(f)
+			require.NoError(t, err)
+			td := res.Traces
+			dir := t.TempDir()
+			hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+			require.NoError(t, err)
+			defer hot.Close()
+			_, err = hot.WriteTraces(ctx, td)
+			require.NoError(t, err)
+			warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
+			require.NoError(t, err)
+			defer warm.Close()
+			require.NoError(t, warm.WriteTraces(ctx, td))
+			split, err := sqlitestore.OpenWarm(filepath.Join(dir, "split.db"), sqlitestore.Options{})
+			require.NoError(t, err)
+			defer split.Close()
+			for _, one := range oneSpanEach(td) {
+				require.NoError(t, split.WriteTraces(ctx, one))
+			}
+			cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
+			require.NoError(t, err)
+			defer cold.Close()
+			_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
+			require.NoError(t, err)
+
+			for _, id := range traceIDs(td) {
+				agents := func(r store.Reader, tier string) []string {
+					run, err := r.Run(ctx, id)
+					require.NoError(t, err)
+					require.Equal(t, tier, run.Tier)
+					return arrange(run).detail.Agents
+				}
+				want := agents(hot, store.TierHot)
+				if len(want) > 0 {
+					named++
+				}
+				assert.Equal(t, want, agents(warm, store.TierWarm), "warm")
+				assert.Equal(t, want, agents(split, store.TierWarm), "warm, one span per request")
+				var greatest []string
+				if len(want) > 0 {
+					greatest = []string{slices.Max(want)}
+				}
+				assert.Equal(t, greatest, agents(cold, store.TierCold), "cold")
+			}
+		})
+	}
+	assert.GreaterOrEqual(t, named, 5, "runs whose hot page names an agent (OpenAI Agents, Koog, Agno, BeeAI, Pydantic AI)")
+}
+
+// oneSpanEach returns td as one request per span, each with its resource and scope.
+func oneSpanEach(td ptrace.Traces) []ptrace.Traces {
+	var out []ptrace.Traces
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		rs := td.ResourceSpans().At(i)
+		for j := 0; j < rs.ScopeSpans().Len(); j++ {
+			ss := rs.ScopeSpans().At(j)
+			for k := 0; k < ss.Spans().Len(); k++ {
+				one := ptrace.NewTraces()
+				ors := one.ResourceSpans().AppendEmpty()
+				rs.Resource().CopyTo(ors.Resource())
+				oss := ors.ScopeSpans().AppendEmpty()
+				ss.Scope().CopyTo(oss.Scope())
+				ss.Spans().At(k).CopyTo(oss.Spans().AppendEmpty())
+				out = append(out, one)
+			}
+		}
+	}
+	return out
+}
+
+// traceIDs returns the distinct trace ids of td, sorted.
+func traceIDs(td ptrace.Traces) []string {
+	seen := map[string]bool{}
+	for _, one := range oneSpanEach(td) {
+		seen[one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()] = true
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
