@@ -147,9 +147,9 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 		// A new file gets 16 KiB pages (SQLite's default is 4 KiB): a batch's rows fill a quarter
 		// as many pages, so its commit appends a quarter as many WAL frames (two pwrites each) and
 		// the checkpoint copies a quarter as many pages back (BenchmarkWarmWrite "apply" against
-		// "apply4k"). The page size is fixed once the file has a page: set before the journal
-		// mode (which writes the header), it applies to a new file only; an existing file keeps
-		// its own (a 4 KiB file of an earlier build is read and written as it is).
+		// "before"). The page size is fixed once the file has a page: it applies to a new file
+		// only (openFile); an existing file keeps its own (a 4 KiB file of an earlier build is
+		// read and written as it is).
 		// https://www.sqlite.org/pragma.html#pragma_page_size
 		"page_size("+strconv.Itoa(warmPageSize)+")",
 		// A multi-row INSERT keeps a statement journal (the pages it changed, to undo a statement
@@ -181,29 +181,19 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, 0, fmt.Errorf("sqlite %s tier: %w", tier, err)
 	}
-	var perConn []string
-	for _, p := range pragmas {
-		if strings.HasPrefix(p, "page_size(") {
-			if !o.ReadOnly {
-				if err := createPaged(path, p); err != nil {
-					return nil, 0, fmt.Errorf("sqlite %s tier: create %s: %w", tier, path, err)
-				}
-			}
-			continue
-		}
-		perConn = append(perConn, p)
-	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	if !o.ReadOnly {
-		// Setting the journal mode writes the file header: a reader must not (the mode persists
-		// in the file the collector created).
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")
-		q.Add("_txlock", "immediate")
-		for _, p := range perConn {
+		for _, p := range pragmas {
 			q.Add("_pragma", p)
 		}
+		// Setting the journal mode writes the file header: a reader must not (the mode persists
+		// in the file the collector created). The driver runs _journal_mode after every _pragma
+		// (which it sorts by name), so a page_size among pragmas applies to a new file
+		// (modernc.org/sqlite's Driver doc; https://www.sqlite.org/pragma.html#pragma_page_size).
+		q.Add("_journal_mode", "WAL")
+		q.Add("_synchronous", "NORMAL")
+		q.Add("_txlock", "immediate")
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -244,32 +234,6 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 		return nil, 0, fmt.Errorf("sqlite %s tier: %s has schema version %d, this build reads %d", tier, path, v, version)
 	}
 	return db, v, nil
-}
-
-// createPaged creates the SQLite file at path with the page size of pageSize ("page_size(N)")
-// when it does not exist or is empty (no page yet), and leaves an existing file as it is. The
-// DSN's pragmas cannot do it: the driver runs them sorted by name, so journal_mode(WAL), which
-// writes the file's first page, would come before page_size and fix the default size. The file
-// is created in WAL mode, as openFile opens it.
-func createPaged(path, pageSize string) error {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		return nil
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("PRAGMA " + strings.Replace(strings.TrimSuffix(pageSize, ")"), "(", " = ", 1)); err != nil {
-		return err
-	}
-	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
-		return err
-	}
-	return db.Close()
 }
 
 // Close closes the database.

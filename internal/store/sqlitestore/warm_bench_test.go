@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,7 @@ func BenchmarkWarmWrite(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "warm.db")
 			if mode != "apply" {
 				// a file of an earlier build: SQLite's default 4 KiB pages
-				if err := createPaged(path, "page_size(4096)"); err != nil {
+				if err := createOldWarm(path); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -98,4 +99,18 @@ func BenchmarkWarmWrite(b *testing.B) {
 			b.ReportMetric(pages/n, "file-B/row")
 		})
 	}
+}
+
+// createOldWarm creates the file at path as a build before 16 KiB warm pages did: SQLite's
+// default page size (4 KiB), WAL mode, the warm schema (version 4).
+func createOldWarm(path string) error {
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		return err
+	}
+	defer old.Close()
+	if _, err := old.Exec(warmDDL + warmIndex.ddl() + warmIndex.orphansDDL() + `PRAGMA user_version = 4`); err != nil {
+		return err
+	}
+	return old.Close()
 }

@@ -460,11 +460,7 @@ func TestWarmPageSize(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "warm.db")
 			if c.old { // what an earlier build created: the default page size, schema version 4
-				old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-				require.NoError(t, err)
-				_, err = old.Exec(warmDDL + warmIndex.ddl() + warmIndex.orphansDDL() + `PRAGMA user_version = 4`)
-				require.NoError(t, err)
-				require.NoError(t, old.Close())
+				require.NoError(t, createOldWarm(path))
 			}
 			w, err := OpenWarm(path, Options{})
 			require.NoError(t, err)
