@@ -29,6 +29,7 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/gobwas/glob v0.2.3
 	github.com/gofrs/flock v0.13.1
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/joshdk/go-junit v1.0.0

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +19,11 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -94,6 +98,45 @@ type refusing struct{ err error }
 func (r refusing) ConsumeTraces(context.Context, ptrace.Traces) error { return r.err }
 func (refusing) Capabilities() consumer.Capabilities                  { return consumer.Capabilities{} }
 
+// startOTLP starts the core otlp receiver on 127.0.0.1 (gRPC and HTTP ports) in front of next.
+// When Start fails, what it bound is released and the error returned.
+func startOTLP(t *testing.T, next consumer.Traces, grpcPort, httpPort int) (receiver.Traces, error) {
+	f := otlpreceiver.NewFactory()
+	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{"protocols": map[string]any{
+		"grpc": map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", grpcPort)},
+		"http": map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", httpPort)}}}).Unmarshal(cfg))
+	r, err := f.CreateTraces(context.Background(), receivertest.NewNopSettings(component.MustNewType("otlp")), cfg, next)
+	require.NoError(t, err)
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		require.NoError(t, r.Shutdown(context.Background()), "shutdown after the failed start")
+		return nil, err
+	}
+	return r, nil
+}
+
+// TestOTLPBindErrorIsAddrInUse: the otlp receiver's Start error on a taken port (gRPC or HTTP)
+// wraps EADDRINUSE, which is what collectortest.StartOnFreePorts retries on; if a core release
+// stopped wrapping it, TestThroughTheOTLPReceiver would fail on a port race instead of retrying.
+func TestOTLPBindErrorIsAddrInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	for _, which := range []string{"grpc", "http"} {
+		g, h := port, collectortest.FreePort(t)
+		if which == "http" {
+			g, h = collectortest.FreePort(t), port
+		}
+		r, err := startOTLP(t, consumertest.NewNop(), g, h)
+		if r != nil {
+			require.NoError(t, r.Shutdown(context.Background()))
+		}
+		require.Error(t, err, which)
+		assert.ErrorIs(t, err, syscall.EADDRINUSE, which)
+	}
+}
+
 // TestThroughTheOTLPReceiver runs the core otlp receiver (v0.165) in front of the processor in
 // front of a consumer refusing as memory_limiter does, or as a full disk does: over gRPC the
 // client gets RESOURCE_EXHAUSTED / UNAVAILABLE with RetryInfo, over HTTP 429 / 503 with
@@ -118,16 +161,15 @@ func TestThroughTheOTLPReceiver(t *testing.T) {
 				require.NoError(t, err)
 				next = p
 			}
-			grpcAddr := fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t))
-			httpAddr := fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t))
-			f := otlpreceiver.NewFactory()
-			cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-			require.NoError(t, confmap.NewFromStringMap(map[string]any{"protocols": map[string]any{
-				"grpc": map[string]any{"endpoint": grpcAddr}, "http": map[string]any{"endpoint": httpAddr}}}).Unmarshal(cfg))
-			r, err := f.CreateTraces(context.Background(), receivertest.NewNopSettings(component.MustNewType("otlp")), cfg, next)
-			require.NoError(t, err)
-			require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+			// The receiver binds the endpoints it is given; a port taken by another process
+			// between FreePort and its bind fails Start and is retried on fresh ports.
+			var r receiver.Traces
+			ports := collectortest.StartOnFreePorts(t, 2, func(ports []int) (err error) {
+				r, err = startOTLP(t, next, ports[0], ports[1])
+				return err
+			})
 			defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+			grpcAddr, httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 
 			td := ptrace.NewTraces()
 			td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty().SetName("chat")

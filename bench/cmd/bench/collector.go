@@ -281,7 +281,14 @@ func cpuUntilIdle(ctx context.Context, pid int, rule idleRule) (cpu float64, wai
 func fetchProfile(ctx context.Context, addr string, seconds int, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds+30)*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+	return fetchPprof(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), path)
+}
+
+// fetchPprof saves what a pprof extension's URL answers (a profile) into path.
+func fetchPprof(ctx context.Context, url, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}

@@ -489,6 +489,14 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		return r, errors.Join(runErr, err)
 	}
 	r.CPUSeconds, r.IdleWaitS, r.IdleReached = cpuIdle-cpu0, waited.Seconds(), idle
+	if o.profileSeconds > 0 {
+		// heap profile after the CPU is measured (the dump costs the process CPU): its
+		// alloc_space covers the whole run (go tool pprof -sample_index=alloc_space FILE)
+		heapPath := filepath.Join(o.out, name+".heap.pprof")
+		if err := fetchPprof(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p.pprof), heapPath); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: heap profile: %v\n", name, err)
+		}
+	}
 	var jaegerSent int64
 	var jaegerErr error
 	if name == "jaeger" {

@@ -7,6 +7,7 @@ package collectortest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -63,6 +64,32 @@ func FreePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartOnFreePorts calls start with n free TCP ports on 127.0.0.1 (FreePort) and returns the
+// ports start succeeded on. FreePort closes its listener before start binds, so another test
+// process (go test runs packages in parallel) can take a port in between; the bind then fails
+// with EADDRINUSE and nothing was served yet, so start is called again on fresh ports, at most
+// five times. Any other error fails tb. start must release whatever it bound before it returns
+// an error (e.g. shut the component down when its Start failed half way).
+func StartOnFreePorts(tb testing.TB, n int, start func(ports []int) error) []int {
+	tb.Helper()
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = FreePort(tb)
+		}
+		err := start(ports)
+		if err == nil {
+			return ports
+		}
+		if attempt < 5 && errors.Is(err, syscall.EADDRINUSE) {
+			tb.Logf("start attempt %d lost a port race (%v), retrying on fresh ports", attempt, err)
+			continue
+		}
+		tb.Fatalf("start on ports %v: %v", ports, err)
+		return nil
+	}
 }
 
 // Collector is a running otelcol-runagain process.
