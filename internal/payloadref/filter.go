@@ -112,5 +112,6 @@ func (x *index) buildFilter(ctx context.Context) error {
 	x.fmu.Lock()
 	x.bf, x.capN, x.added = bf, n, added
 	x.fmu.Unlock()
+	x.built.Store(int64(added))
 	return nil
 }

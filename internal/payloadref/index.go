@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -35,6 +36,9 @@ type index struct {
 	// Statements of the request path, prepared once.
 	genStmt, lookupStmt *sql.Stmt
 	filter
+	// built is how many rows the last buildFilter read (the count at open, without another
+	// scan of the table: see Store.StatsAtOpen). Written before the indexer starts and by it.
+	built atomic.Int64
 }
 
 // indexSchemaVersion is meta.schema. Version 2 names packs by their number in objects rows

@@ -136,10 +136,11 @@ func (ix *indexer) halt() {
 
 // notPending appends to dst the references of refs except those a Put found pending (appended,
 // not yet indexed) that still are (same object, same pack), and returns it: the pending set is
-// read in one pass under one lock (Commit took the lock once per pending reference).
+// read in one pass under one lock (Commit took the lock once per pending reference), not the
+// append lock.
 func (w *packWriter) notPending(refs map[location]batchRef, dst []location) []location {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.pmu.RLock()
+	defer w.pmu.RUnlock()
 	for l, r := range refs {
 		if r.pending {
 			if e, ok := w.pending[l.objKey]; ok && e.pack == l.pack {
@@ -153,8 +154,8 @@ func (w *packWriter) notPending(refs map[location]batchRef, dst []location) []lo
 
 // pendingSnapshot returns the objects appended and not yet indexed.
 func (w *packWriter) pendingSnapshot() []packEntryAt {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.pmu.RLock()
+	defer w.pmu.RUnlock()
 	out := make([]packEntryAt, 0, len(w.pending))
 	for _, e := range w.pending {
 		out = append(out, e)

@@ -14,8 +14,13 @@ import (
 	"github.com/runagain/runagain/internal/jsonkit"
 )
 
-// ManifestVersion is the version written in every Manifest.
-const ManifestVersion = 1
+// ManifestVersion is the version written in a Manifest without prefix parts (Part.Pre);
+// ManifestVersionPrefix in one with them. Readers take both; a reader older than prefix parts
+// refuses a version 2 manifest with a clear error instead of misreading it.
+const (
+	ManifestVersion       = 1
+	ManifestVersionPrefix = 2
+)
 
 // Manifest rebuilds one value from parts: the value is the concatenation of its parts, in order.
 // It is stored as JSON, zstd-compressed, under ManifestKey(SHA-256 of the value).
@@ -32,13 +37,17 @@ type Manifest struct {
 // under the same prefix: Ref is the hex SHA-256 of the bytes the part stands for, Size their
 // length, and M tells whether the object is a manifest (ManifestKey) or a value (ValueKey).
 // P is the id of the pack holding the object (packs/<P>.pack); empty for a single object
-// (the layout before packs).
+// (the layout before packs). With Pre (manifest version 2) the part is the first Size bytes of
+// the referenced object, which may be longer: a resent conversation's next value is the previous
+// value's bytes but its closing bracket plus the new messages, so its manifest names the
+// previous value's manifest once instead of repeating every part of it (see planDelta).
 type Part struct {
 	Lit  []byte `json:"lit,omitempty"`
 	Ref  string `json:"ref,omitempty"`
 	Size int64  `json:"n,omitempty"`
 	M    bool   `json:"m,omitempty"`
 	P    string `json:"p,omitempty"`
+	Pre  bool   `json:"pre,omitempty"`
 }
 
 // span is a byte range [start, end) of the original value.
@@ -109,6 +118,9 @@ type node struct {
 	isRef    bool
 	pack     string // the pack the object was written to or found in ("" for a single object)
 	children []node // for manifests: their parts
+	// prefix: a part standing for the first span.end-span.start bytes of object sum, which is
+	// longer (Part.Pre); located (pack set) when planned, never written.
+	prefix bool
 }
 
 // planSplit builds the object tree for data, or returns nil when splitting does not pay
@@ -143,8 +155,9 @@ func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMe
 		return nil
 	}
 	if next != nil {
-		next.elems = elems
+		next.sum, next.elems, next.chain = sum, elems, 0
 		next.sums = make([][32]byte, len(elems))
+		next.groupsEnd = len(data) - 1 // later values of the stream extend data but its last byte
 	}
 	var parts []node
 	refs := 0
@@ -192,7 +205,7 @@ func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMe
 	}
 	var gs groupSums
 	if prev != nil {
-		gs.prev, gs.common = prev.groups, common
+		gs.prev, gs.common = prev.groups, min(common, prev.groupsEnd)
 	}
 	if next != nil {
 		gs.next = map[span][32]byte{}
@@ -262,7 +275,7 @@ func group(data []byte, parts []node, fanout, level int, gs *groupSums) []node {
 // (same field order and names, Lit in standard base64), appended by hand: encoding/json's
 // reflection was a tenth of Put's CPU on resent conversations (a manifest per call).
 // appendManifestJSON writes it; TestManifestEncoding checks the bytes against json.Marshal.
-func manifestOf(n *node) ([]byte, error) {
+func manifestOf(n *node) []byte {
 	size := 32
 	for i := range n.children {
 		if c := &n.children[i]; c.isRef {
@@ -271,13 +284,20 @@ func manifestOf(n *node) ([]byte, error) {
 			size += 16 + base64.StdEncoding.EncodedLen(len(c.lit))
 		}
 	}
-	return appendManifestJSON(make([]byte, 0, size), n), nil
+	return appendManifestJSON(make([]byte, 0, size), n)
 }
 
 // appendManifestJSON appends n's manifest document to dst.
 func appendManifestJSON(dst []byte, n *node) []byte {
+	v := ManifestVersion
+	for i := range n.children {
+		if n.children[i].prefix {
+			v = ManifestVersionPrefix
+			break
+		}
+	}
 	dst = append(dst, `{"v":`...)
-	dst = strconv.AppendInt(dst, ManifestVersion, 10)
+	dst = strconv.AppendInt(dst, int64(v), 10)
 	dst = append(dst, `,"size":`...)
 	dst = strconv.AppendInt(dst, int64(n.span.end-n.span.start), 10)
 	dst = append(dst, `,"parts":[`...)
@@ -312,6 +332,9 @@ func appendManifestJSON(dst []byte, n *node) []byte {
 			dst = append(dst, c.pack...)
 			dst = append(dst, '"')
 		}
+		if c.prefix {
+			dst = append(dst, `,"pre":true`...)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -323,14 +346,16 @@ func decodeManifest(b []byte) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("payloadref: bad manifest: %w", err)
 	}
-	if m.V != ManifestVersion {
-		return nil, fmt.Errorf("payloadref: manifest version %d, want %d", m.V, ManifestVersion)
+	if m.V != ManifestVersion && m.V != ManifestVersionPrefix {
+		return nil, fmt.Errorf("payloadref: manifest version %d, want %d or %d", m.V, ManifestVersion, ManifestVersionPrefix)
 	}
 	var total int64
 	for i, p := range m.Parts {
 		switch {
 		case p.Ref != "" && p.Lit != nil:
 			return nil, fmt.Errorf("payloadref: manifest part %d has both lit and ref", i)
+		case p.Pre && (p.Ref == "" || m.V < ManifestVersionPrefix):
+			return nil, fmt.Errorf("payloadref: manifest part %d: a prefix part needs a ref and manifest version %d", i, ManifestVersionPrefix)
 		case p.Ref != "":
 			if len(p.Ref) != 64 {
 				return nil, fmt.Errorf("payloadref: manifest part %d: ref %q is not a SHA-256 hex digest", i, p.Ref)

@@ -43,10 +43,7 @@ func TestManifestEncoding(t *testing.T) {
 					c.pack = "18c0000000000000-0123456789ab"
 				}
 			}
-			got, err := manifestOf(n)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := manifestOf(n)
 			if want := manifestOfReflect(n); string(got) != string(want) {
 				t.Fatalf("manifest differs from encoding/json:\n got %s\nwant %s", got, want)
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -34,12 +33,93 @@ const (
 
 // planMemo is what planning one value found (immutable once published).
 type planMemo struct {
-	data   []byte            // a copy of the value
-	elems  []span            // jsonSegments(data): a top-level array's elements
-	sums   [][32]byte        // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
-	groups map[span][32]byte // SHA-256 of every sub-manifest span
-	hq     int               // data[:hq] is hashed into hstate; a multiple of sha256.BlockSize
-	hstate []byte            // marshalled SHA-256 state after data[:hq]
+	data  []byte     // a copy of the value
+	sum   [32]byte   // SHA-256 of data: its root manifest's digest
+	elems []span     // jsonSegments(data): a top-level array's elements
+	sums  [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
+	// groups: SHA-256 of the sub-manifest spans of the last value of the stream planned whole
+	// (carried through the values planned as deltas after it), valid for spans ending at or
+	// before groupsEnd.
+	groups    map[span][32]byte
+	groupsEnd int
+	chain     int    // 0: data's root manifest was planned whole; else how many prefix parts lead to one (planDelta)
+	hq        int    // data[:hq] is hashed into hstate; a multiple of sha256.BlockSize
+	hstate    []byte // marshalled SHA-256 state after data[:hq]
+}
+
+// maxChain bounds how many root manifests a value's reading may go through by prefix parts
+// before one planned whole (so that reading it rebuilds at most maxChain+1 values, and its
+// manifests nest at most maxChain plus the tree's few levels deep: within maxDepth). Each value
+// of a chain writes a root manifest of its new parts only; every maxChain+1-th writes a whole one.
+const maxChain = 8
+
+// planDelta plans data, whose first common bytes are prev's value but its last (data extends
+// prev's top-level array), as a root manifest of a prefix part naming prev's root manifest
+// (found in pack prevPack) followed by data's bytes after common: its new elements as chunks
+// (at least chunkMin bytes) or literals. A resent conversation's call then writes a manifest of
+// the size of its new messages, not of its whole history (its parts once per call were most of
+// the bytes offloading wrote). nil when data is not an array, or its new parts would pass
+// fanout (planned whole instead). It records in next what the next value needs: data's
+// elements and chunk digests, the sub-manifest digests carried from the last whole plan.
+func planDelta(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMemo, common int, next *planMemo, prevPack string) *node {
+	elems, reused := prev.segmentsAfter(data, common)
+	if elems == nil {
+		return nil
+	}
+	sums := make([][32]byte, len(elems))
+	copy(sums, prev.sums[:reused])
+	parts := make([]node, 1, 8)
+	parts[0] = node{isRef: true, manifest: true, prefix: true, span: span{0, common}, sum: prev.sum, pack: prevPack}
+	add := func(s span, d *[32]byte) {
+		switch {
+		case s.end <= s.start:
+		case s.end-s.start >= chunkMin:
+			if d == nil {
+				var h [32]byte
+				h, d = sha256.Sum256(data[s.start:s.end]), &h
+			}
+			parts = append(parts, node{isRef: true, span: s, sum: *d})
+		case !parts[len(parts)-1].isRef:
+			last := &parts[len(parts)-1]
+			last.span.end, last.lit = s.end, data[last.span.start:s.end]
+		default:
+			parts = append(parts, node{lit: data[s.start:s.end], span: s})
+		}
+	}
+	pos := common
+	for i := reused; i < len(elems); i++ {
+		e := elems[i]
+		if e.end-e.start >= chunkMin {
+			if i < len(prev.elems) && prev.elems[i] == e && e.end <= common && prev.sums[i] != [32]byte{} {
+				sums[i] = prev.sums[i] // the same bytes: within the shared prefix, at the same place
+			} else {
+				sums[i] = sha256.Sum256(data[e.start:e.end])
+			}
+		}
+		switch {
+		case e.end <= common: // within the prefix part
+		case e.start < pos: // begins in the prefix: its rest is literal
+			add(span{pos, e.end}, nil)
+			pos = e.end
+		default:
+			add(span{pos, e.start}, nil)
+			if e.end-e.start >= chunkMin {
+				add(e, &sums[i])
+			} else {
+				add(e, nil)
+			}
+			pos = e.end
+		}
+	}
+	add(span{pos, len(data)}, nil)
+	if len(parts) > fanout {
+		return nil
+	}
+	if next != nil {
+		next.sum, next.elems, next.sums = sum, elems, sums
+		next.groups, next.groupsEnd, next.chain = prev.groups, prev.groupsEnd, prev.chain+1
+	}
+	return &node{isRef: true, manifest: true, span: span{0, len(data)}, sum: sum, children: parts}
 }
 
 // segmentsAfter returns the element ranges of data (a value whose first common bytes are m's)
@@ -76,15 +156,16 @@ func (m *planMemo) segmentsAfter(data []byte, common int) ([]span, int) {
 
 // planMemos is a Store's memo per stream, bounded in entries and bytes.
 type planMemos struct {
-	mu    sync.Mutex // keep
 	seed  maphash.Seed
 	cache *lru.Cache[uint64, *planMemo]
-	bytes atomic.Int64
+	mu    sync.Mutex // keep: every change of the cache's contents, and bytes
+	bytes int64      // of every memo's data copy; guarded by mu (evictions happen in keep)
 }
 
 func newPlanMemos() *planMemos {
 	p := &planMemos{seed: maphash.MakeSeed()}
-	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes.Add(-int64(len(m.data))) })
+	// Called from the cache's Add and RemoveOldest, which only keep calls (holding mu).
+	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes -= int64(len(m.data)) })
 	return p
 }
 
@@ -121,11 +202,11 @@ func (p *planMemos) keep(key uint64, m *planMemo) {
 	defer p.mu.Unlock()
 	// Replacing a stream's memo does not call the eviction callback: count the old one out here.
 	if old, ok := p.cache.Peek(key); ok {
-		p.bytes.Add(-int64(len(old.data)))
+		p.bytes -= int64(len(old.data))
 	}
 	p.cache.Add(key, m)
-	p.bytes.Add(int64(len(m.data)))
-	for p.bytes.Load() > planMemoBudget {
+	p.bytes += int64(len(m.data))
+	for p.bytes > planMemoBudget {
 		if _, _, ok := p.cache.RemoveOldest(); !ok {
 			return
 		}

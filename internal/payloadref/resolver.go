@@ -19,7 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// maxDepth bounds manifest nesting (a manifest of n parts at fanout 64 needs about log64(n) levels).
+// maxDepth bounds manifest nesting (a manifest of n parts at fanout 64 needs about log64(n)
+// levels, and a chain of prefix parts at most maxChain more: see planDelta).
 const maxDepth = 16
 
 // Option configures a Resolver.
@@ -214,6 +215,16 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 				return nil, fmt.Errorf("%q part %d: bad ref %q", key, i, p.Ref)
 			}
 			g.Go(func() error {
+				if p.Pre { // the first p.Size bytes of a longer object
+					d, err := f.object(gctx, p.P, child, p.M, -1, depth+1)
+					if err == nil && int64(len(d)) < p.Size {
+						err = fmt.Errorf("%q part %d: %d bytes of a %d-byte object", key, i, p.Size, len(d))
+					}
+					if err == nil {
+						parts[i] = d[:p.Size:p.Size]
+					}
+					return err
+				}
 				d, err := f.object(gctx, p.P, child, p.M, p.Size, depth+1)
 				parts[i] = d
 				return err

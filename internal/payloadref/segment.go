@@ -52,10 +52,16 @@ type packWriter struct {
 	maxSize int64
 	maxAge  time.Duration
 
-	mu      sync.Mutex
-	cur     *segment
-	pending map[objKey]packEntryAt // appended, not yet in the index
-	closed  bool
+	mu     sync.Mutex // the append lock: the open segment
+	cur    *segment
+	closed bool
+
+	// pmu guards pending (taken inside mu by appends, alone by lookups): a Put's dedup lookups
+	// and a Commit's pending pass do not wait behind appends holding mu.
+	pmu        sync.RWMutex
+	pending    map[objKey]packEntryAt // appended, not yet in the index
+	maxPending int                    // appends are refused (ErrIndexBacklog) while pending holds this many
+	refused    int64                  // appends refused so far, guarded by pmu
 
 	uploads chan string // sealed pack ids
 	stop    chan struct{}
@@ -86,7 +92,7 @@ func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, err
 		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
 	}
 	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
-		pending: map[objKey]packEntryAt{}, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		pending: map[objKey]packEntryAt{}, maxPending: s.opts.MaxPendingObjects, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
 		waiting: map[string]chan struct{}{}}
 	ids, err := w.recover(ctx)
 	if err != nil {
@@ -216,26 +222,47 @@ func readLocalTrailer(f io.ReaderAt, size int64) ([]packEntry, error) {
 	return decodeAnyTrailer(t, crc, off, version)
 }
 
-// lookupPending returns the pack of an object appended but not yet indexed.
+// lookupPending returns the pack of an object appended but not yet indexed. It does not take
+// the append lock.
 func (w *packWriter) lookupPending(k objKey) (string, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.pmu.RLock()
 	e, ok := w.pending[k]
+	w.pmu.RUnlock()
 	return e.pack, ok
 }
+
+// ErrIndexBacklog is returned (wrapped) by Put when StoreOptions.MaxPendingObjects objects wait
+// to be indexed (the digest index cannot be written: a full disk, a lock held too long): new
+// objects are refused until the index catches up, so that the objects waiting, which are found
+// through memory until they are indexed, do not grow without bound. Nothing already appended is
+// dropped: those objects stay readable (their staged pack holds them, and a restart indexes it).
+// The processor treats it as any storage failure (retried, then kept inline or the batch refused).
+var ErrIndexBacklog = errors.New("payloadref: too many objects wait for the digest index")
 
 // appendObject appends content (raw) as object k to the open segment (opening one, or sealing
 // the full one first: when the pack as it will be uploaded, compressed in blocks, could reach
 // maxSize) and returns the pack id. A concurrent append of the same object returns the first
-// one's pack.
+// one's pack. ErrIndexBacklog when maxPending objects wait to be indexed.
 func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return "", errors.New("payloadref: store closed")
 	}
-	if e, ok := w.pending[k]; ok {
-		return e.pack, nil
+	w.pmu.RLock()
+	had, ok := w.pending[k]
+	full := !ok && w.maxPending > 0 && len(w.pending) >= w.maxPending
+	w.pmu.RUnlock()
+	if ok {
+		return had.pack, nil
+	}
+	if full {
+		w.pmu.Lock()
+		w.refused++
+		n := len(w.pending)
+		w.pmu.Unlock()
+		w.s.ix.poke(indexMaxPending) // retry the index now
+		return "", fmt.Errorf("%w (%d objects, limit %d)", ErrIndexBacklog, n, w.maxPending)
 	}
 	rec := int64(recordHeaderSize + len(content))
 	if w.cur != nil && w.cur.objects > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
@@ -257,7 +284,9 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	c.size += rec
 	c.objects++
 	c.bp.add(k, content)
+	w.pmu.Lock()
 	w.pending[k] = packEntryAt{e, c.id}
+	w.pmu.Unlock()
 	return c.id, nil
 }
 
@@ -383,8 +412,10 @@ func (w *packWriter) sync() (int, error) {
 	if c != nil {
 		need = c.size
 	}
-	out := len(w.pending)
 	w.mu.Unlock()
+	w.pmu.RLock()
+	out := len(w.pending)
+	w.pmu.RUnlock()
 	if c == nil {
 		return out, nil
 	}
@@ -419,8 +450,8 @@ func (w *packWriter) sync() (int, error) {
 
 // indexed drops committed objects from the pending set.
 func (w *packWriter) indexed(es []packEntryAt) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
 	for _, e := range es {
 		if p, ok := w.pending[e.objKey]; ok && p.pack == e.pack {
 			delete(w.pending, e.objKey)

@@ -25,6 +25,8 @@ const (
 	DefaultPackMaxSize   = 16 << 20
 	DefaultPackMaxAge    = 60 * time.Second
 	DefaultUploadTimeout = 2 * time.Minute
+	// DefaultMaxPendingObjects: see StoreOptions.MaxPendingObjects.
+	DefaultMaxPendingObjects = 1 << 18
 )
 
 // StoreOptions tunes a Store. Zero values take the defaults.
@@ -68,6 +70,12 @@ type StoreOptions struct {
 	Fanout int
 	// Level is the zstd level. Default zstd.SpeedDefault.
 	Level zstd.EncoderLevel
+	// MaxPendingObjects (pack layout) bounds the objects appended but not yet in the digest
+	// index (indexed in the background about every second; found through memory until then,
+	// about 150 bytes each): while that many wait (the index cannot be written), Put refuses new
+	// objects with ErrIndexBacklog. Default 262144 (about 40 MB; some 20 s of make bench's
+	// traffic); negative: no bound.
+	MaxPendingObjects int
 	// ExistsCheckMin (single-object layout): values at least this long (bytes, uncompressed) are
 	// checked for existence before they are written; smaller ones are written directly with an
 	// if-not-exists precondition (one request instead of two; the store refuses a duplicate).
@@ -110,6 +118,9 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	}
 	if opts.ExistsCheckMin == 0 {
 		opts.ExistsCheckMin = 64 << 10
+	}
+	if opts.MaxPendingObjects == 0 {
+		opts.MaxPendingObjects = DefaultMaxPendingObjects
 	}
 	if opts.Level == 0 {
 		opts.Level = zstd.SpeedDefault
@@ -279,6 +290,25 @@ type StoreStats struct {
 	// multipart upload for packs above the driver's part size); StagedPacks how many wait.
 	PacksUploaded int64
 	StagedPacks   int
+	// PendingObjects is how many appended objects wait for the digest index (at most
+	// StoreOptions.MaxPendingObjects); RefusedObjects how many appends were refused
+	// (ErrIndexBacklog) because that many waited.
+	PendingObjects int
+	RefusedObjects int64
+}
+
+// StatsAtOpen returns the Store's state as NewStore left it, without reading the index again:
+// IndexedObjects is the rows NewStore read to build the digest filter (pack layout), which Stats
+// would count again with a scan of the whole table (what the processor logged at start read the
+// index twice). Call it right after NewStore: later, Stats is current.
+func (s *Store) StatsAtOpen() StoreStats {
+	st := StoreStats{CachedLocations: s.locs.Len() + s.known.Len()}
+	if s.idx == nil {
+		return st
+	}
+	st.IndexedObjects = s.idx.built.Load()
+	st.FilterCapacity, st.FilterBytes = s.idx.filterStats()
+	return st
 }
 
 // Stats returns the Store's state.
@@ -296,6 +326,9 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 		s.pw.mu.Lock()
 		st.PacksUploaded = s.pw.puts
 		s.pw.mu.Unlock()
+		s.pw.pmu.RLock()
+		st.PendingObjects, st.RefusedObjects = len(s.pw.pending), s.pw.refused
+		s.pw.pmu.RUnlock()
 	}
 	st.StagedPacks, err = s.stagedCount()
 	return st, err
@@ -552,8 +585,22 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 		return PutResult{URI: s.packURI(pack, vk), Objects: 1, DedupHits: 1}, err
 	}
 	var plan *node
-	if split {
+	if split && prev != nil && common > 0 && prev.chain < maxChain {
+		// An extension of the stream's previous value: a manifest of the new parts, naming the
+		// previous value's (when it is still stored) for the rest.
+		pk := objKey{prev.sum, true}
+		pack, ok, err := s.locate(ctx, pk, b)
+		if err != nil {
+			return PutResult{}, err
+		}
+		if ok {
+			plan = planDelta(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next, pack)
+		}
+	}
+	if split && plan == nil {
 		plan = planSplitMemo(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next) // data is hashed once
+	}
+	if split {
 		if plan != nil && next != nil {
 			next.data = bytes.Clone(data)
 			s.plans.keep(memoKey, next)
@@ -641,16 +688,18 @@ func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Ba
 		return nil
 	}
 	for i := range n.children {
-		if c := &n.children[i]; c.isRef {
+		c := &n.children[i]
+		switch {
+		case c.prefix: // located when planned (recorded in b then)
+			res.Objects++
+			res.DedupHits++
+		case c.isRef:
 			if err := s.writeTreePacked(ctx, data, c, b, res); err != nil {
 				return err
 			}
 		}
 	}
-	doc, err := manifestOf(n)
-	if err != nil {
-		return err
-	}
+	doc := manifestOf(n)
 	pack, err := s.appendOnce(ctx, k, doc, b, res)
 	n.pack = pack
 	return err
@@ -677,10 +726,7 @@ func (s *Store) writeTree(ctx context.Context, data []byte, n *node, res *PutRes
 			}
 		}
 	}
-	doc, err := manifestOf(n)
-	if err != nil {
-		return err
-	}
+	doc := manifestOf(n)
 	return s.writeOnce(ctx, key, doc, true, res)
 }
 

@@ -50,7 +50,7 @@ func acquireStore(ctx context.Context, url string, opts payloadref.StoreOptions)
 		if opts.Logger != nil {
 			// The digest index's memory bound: the location cache, and the digest filter (sized
 			// from the index's rows; rebuilt larger when they pass its capacity).
-			st, _ := s.Stats(ctx)
+			st := s.StatsAtOpen() // the rows NewStore just read: not a second scan of the index
 			opts.Logger.Info("payload_offload: pack store open", zap.String("dir", dir),
 				zap.Int("index_cache_limit", opts.KnownObjects), zap.Int("index_cache_limit_bytes_approx", opts.KnownObjects*100),
 				zap.Int64("indexed_objects", st.IndexedObjects), zap.Uint("index_filter_capacity", st.FilterCapacity),

@@ -162,31 +162,19 @@ func (d *DB) encodeFrames(w *traceWrite) {
 	}
 }
 
-// insertSpans writes w's frames and span rows in tx and records them in batch.
-func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *RunBatch) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	var frames, again, remove *sql.Stmt // prepared when first needed
-	defer func() {
-		for _, s := range []*sql.Stmt{frames, again, remove} {
-			if s != nil {
-				s.Close()
-			}
-		}
-	}()
-	var refs refBatch
+// insertSpans writes w's frames and span rows in tx, records them in batch and their payload
+// references in refs. The rows go in with multi-row INSERTs (chunkRows); a row whose span is
+// stored already (an at-least-once retry, or the same span twice in the transaction) is
+// replaced (retriedSpans).
+func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *RunBatch, refs *refBatch) error {
 	for g := range w.groups {
 		grp := &w.groups[g]
 		if len(grp.spans) < 2 {
 			continue
 		}
-		if frames == nil {
-			if frames, err = tx.PrepareContext(ctx, `INSERT INTO span_frames (codec, dict, spans, data) VALUES (?,?,?,?)`); err != nil {
-				return err
-			}
+		frames, err := d.stmts.stmt(ctx, tx, stmtFrame)
+		if err != nil {
+			return err
 		}
 		res, err := frames.ExecContext(ctx, grp.codec, grp.dict, len(grp.spans), grp.frame)
 		if err != nil {
@@ -200,47 +188,124 @@ func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *
 			w.spans[i].codec, w.spans[i].dict = CodecFrame, id
 		}
 	}
-	for i := range w.spans {
-		r := &w.spans[i]
-		var otlp []byte
-		if r.codec == CodecFrame {
-			w.ref = frameRef(w.ref[:0], r.off, r.n)
-			otlp = w.ref
-		} else {
-			otlp = w.stored[r.storedFrom:r.storedEnd]
-		}
-		f := &r.f
-		w.args = append(w.args[:0], f.TraceID, f.SpanID, f.ParentSpanID, f.SessionID, r.name, r.kind, f.Start, f.End,
-			r.status, f.Service, r.genaiKind, f.Model, f.InputTokens, f.OutputTokens, otlp, w.now, f.CostUSD, r.unpriced,
-			r.codec, r.dict)
-		res, err := stmt.ExecContext(ctx, w.args...)
+	for from := 0; from < len(w.spans); {
+		n := chunkRows(len(w.spans) - from)
+		st, err := d.spansStmt(ctx, tx, n)
 		if err != nil {
-			return fmt.Errorf("insert span %s: %w", f.SpanID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
 			return err
-		} else if n == 1 {
+		}
+		w.args, w.ref = w.args[:0], w.ref[:0]
+		for i := from; i < from+n; i++ {
+			w.args = w.appendSpanArgs(w.args, i)
+		}
+		res, err := st.ExecContext(ctx, w.args...)
+		if err != nil {
+			return fmt.Errorf("insert spans: %w", err)
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if int(inserted) == n {
+			for i := from; i < from+n; i++ {
+				r := &w.spans[i]
+				batch.Inserted(r.f)
+				for _, uri := range store.SpanPayloadRefs(r.span) {
+					refs.add(r.f.TraceID, r.f.SpanID, uri)
+				}
+			}
+		} else if err := d.retriedSpans(ctx, tx, w, from, n, res, inserted, batch, refs); err != nil {
+			return err
+		}
+		from += n
+	}
+	return nil
+}
+
+// spansStmt is the INSERT of n span rows that leaves a span already stored as it is (writerSQL).
+func (d *DB) spansStmt(ctx context.Context, tx *sql.Tx, n int) (*sql.Stmt, error) {
+	return d.stmts.stmt(ctx, tx, stmtSpans(n))
+}
+
+// appendSpanArgs appends the column values of w.spans[i] (spanColumns) to args.
+func (w *traceWrite) appendSpanArgs(args []any, i int) []any {
+	r := &w.spans[i]
+	var otlp []byte
+	if r.codec == CodecFrame {
+		from := len(w.ref)
+		w.ref = frameRef(w.ref, r.off, r.n)
+		otlp = w.ref[from:len(w.ref):len(w.ref)] // an earlier row's bytes stay where they are if w.ref grows
+	} else {
+		otlp = w.stored[r.storedFrom:r.storedEnd]
+	}
+	f := &r.f
+	return append(args, f.TraceID, f.SpanID, f.ParentSpanID, f.SessionID, r.name, r.kind, f.Start, f.End,
+		r.status, f.Service, r.genaiKind, f.Model, f.InputTokens, f.OutputTokens, otlp, w.now, f.CostUSD, r.unpriced,
+		r.codec, r.dict)
+}
+
+// retriedSpans finishes the chunk of n rows from w.spans[from] whose INSERT (res) stored only
+// inserted of them: the rest were stored already. SQLite gives each new row the largest rowid
+// plus one (https://www.sqlite.org/autoinc.html), so the statement's rows are the rowids up to
+// its last insert; a span not among them is replaced: its stored row is deleted (its triggers
+// drop its payload references and release its frame), the row inserted again, and its run
+// recomputed (RunBatch.Replaced). The references collected so far go in first: the row's DELETE
+// removes its own.
+func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int, res sql.Result, inserted int64, batch *RunBatch, refs *refBatch) error {
+	fresh := map[[2]string]bool{}
+	if inserted > 0 {
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT trace_id, span_id FROM spans WHERE rowid > ? AND rowid <= ?`, last-inserted, last)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k [2]string
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			fresh[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if int64(len(fresh)) != inserted {
+			return fmt.Errorf("insert spans: %d rows inserted, %d found by rowid", inserted, len(fresh))
+		}
+	}
+	for i := from; i < from+n; i++ {
+		r := &w.spans[i]
+		f := &r.f
+		if k := [2]string{f.TraceID, f.SpanID}; fresh[k] {
+			delete(fresh, k) // a second row of the same span in the chunk is a retry
 			batch.Inserted(*f)
 		} else {
-			// A retry: the stored row is deleted (its triggers drop its payload references and
-			// release its frame) and the row inserted again; its run is recomputed (Replaced).
-			// The references collected so far go in first: the row's DELETE removes its own.
-			if err := refs.flush(ctx, tx); err != nil {
+			if err := d.flushRefs(ctx, tx, refs); err != nil {
 				return fmt.Errorf("insert payload references: %w", err)
 			}
-			if remove == nil {
-				if remove, err = tx.PrepareContext(ctx, `DELETE FROM spans WHERE trace_id = ? AND span_id = ?`); err != nil {
-					return err
-				}
-				if again, err = tx.PrepareContext(ctx, `INSERT INTO spans `+spanColumns); err != nil {
-					return err
-				}
+			remove, err := d.stmts.stmt(ctx, tx, stmtRemove)
+			if err != nil {
+				return err
 			}
 			if _, err := remove.ExecContext(ctx, f.TraceID, f.SpanID); err != nil {
 				return fmt.Errorf("replace span %s: %w", f.SpanID, err)
 			}
-			if _, err := again.ExecContext(ctx, w.args...); err != nil {
+			again, err := d.spansStmt(ctx, tx, 1)
+			if err != nil {
+				return err
+			}
+			w.ref = w.ref[:0]
+			res, err := again.ExecContext(ctx, w.appendSpanArgs(w.args[:0], i)...)
+			if err != nil {
 				return fmt.Errorf("replace span %s: %w", f.SpanID, err)
+			}
+			if k, err := res.RowsAffected(); err != nil || k != 1 {
+				return fmt.Errorf("replace span %s: %d rows inserted (%v)", f.SpanID, k, err)
 			}
 			batch.Replaced(f.TraceID)
 		}
@@ -248,8 +313,8 @@ func (d *DB) insertSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, batch *
 			refs.add(f.TraceID, f.SpanID, uri)
 		}
 	}
-	if err := refs.flush(ctx, tx); err != nil {
-		return fmt.Errorf("insert payload references: %w", err)
+	if len(fresh) > 0 {
+		return fmt.Errorf("insert spans: %d rows found by rowid are not of the statement's spans", len(fresh))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -94,45 +93,6 @@ func splitURI(uri string) (prefix, name string) {
 	return uri[:i], uri[i:]
 }
 
-// refWriter adds payload references in one transaction, resolving each prefix once per
-// transaction (a prefix id learnt in a transaction that rolls back is never used again).
-type refWriter struct {
-	ins, prefix *sql.Stmt
-	ids         map[string]int64
-}
-
-func newRefWriter(ctx context.Context, tx *sql.Tx) (*refWriter, error) {
-	ins, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name) VALUES (?,?,?,?)`)
-	if err != nil {
-		return nil, err
-	}
-	prefix, err := tx.PrepareContext(ctx, `INSERT INTO payload_prefixes (prefix) VALUES (?)
-	  ON CONFLICT (prefix) DO UPDATE SET prefix = excluded.prefix RETURNING id`)
-	if err != nil {
-		ins.Close()
-		return nil, err
-	}
-	return &refWriter{ins: ins, prefix: prefix, ids: map[string]int64{}}, nil
-}
-
-func (w *refWriter) add(ctx context.Context, trace, row, uri string) error {
-	p, name := splitURI(uri)
-	id, ok := w.ids[p]
-	if !ok {
-		if err := w.prefix.QueryRowContext(ctx, p).Scan(&id); err != nil {
-			return err
-		}
-		w.ids[p] = id
-	}
-	_, err := w.ins.ExecContext(ctx, trace, row, id, name)
-	return err
-}
-
-func (w *refWriter) close() {
-	w.ins.Close()
-	w.prefix.Close()
-}
-
 // logRowID is the payload_refs row_id of a log record.
 func logRowID(recordSHA256 string) string { return "log:" + recordSHA256 }
 
@@ -179,17 +139,21 @@ func (d *DB) ensurePayloadRefs(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, refsDDL); err != nil {
 		return fmt.Errorf("create payload_refs: %w", err)
 	}
-	w, err := newRefWriter(ctx, tx)
-	if err != nil {
-		return err
-	}
-	defer w.close()
+	var refs refBatch
 	if err := d.eachStoredRef(ctx, tx, func(trace, row, uri string) error {
-		return w.add(ctx, trace, row, uri)
+		refs.add(trace, row, uri)
+		return nil
 	}); err != nil {
 		return fmt.Errorf("backfill payload_refs: %w", err)
 	}
-	return tx.Commit()
+	if err := d.flushRefs(ctx, tx, &refs); err != nil {
+		return fmt.Errorf("backfill payload_refs: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	d.committedRefs(&refs)
+	return nil
 }
 
 type querier interface {
@@ -318,59 +282,82 @@ func (d *DB) EachPayloadRef(ctx context.Context, yield func(uri string) bool) er
 
 var _ store.RefLister = (*DB)(nil)
 
-// refBatch collects the payload references of a transaction's span rows and inserts them with
-// two statements (flush) instead of one per reference: the prefixes missing from
-// payload_prefixes, then every reference joined to its prefix's id.
+// refBatch collects the payload references of one transaction's rows (spans, log records, a
+// backfill) and inserts them (DB.flushRefs) with multi-row INSERTs of bound parameters, so a
+// URI is stored byte for byte (invalid UTF-8 included). Each prefix's id is looked up once: in
+// the ids this transaction resolved, then in the DB's cache of committed ids (prefixIDs), else
+// inserted or read from payload_prefixes.
 type refBatch struct {
-	rows     [][4]string // trace, row, prefix, name
-	prefixes []string
-	seen     map[string]bool
-	// bound holds the references that are not valid UTF-8: JSON would replace their invalid
-	// bytes (U+FFFD), so they are inserted with bound parameters, byte for byte.
-	bound [][4]string
+	rows []refRow
+	// ids are the prefix ids resolved in this transaction: known to the DB's cache only once
+	// the transaction commits (committedRefs), since a rolled back insert's id may be reused.
+	ids  map[string]int64
+	args []any
 }
+
+type refRow struct{ trace, row, prefix, name string }
 
 func (b *refBatch) add(trace, row, uri string) {
 	p, name := splitURI(uri)
-	if !utf8.ValidString(uri) {
-		b.bound = append(b.bound, [4]string{trace, row, p, name})
-		return
-	}
-	if !b.seen[p] {
-		if b.seen == nil {
-			b.seen = map[string]bool{}
-		}
-		b.seen[p] = true
-		b.prefixes = append(b.prefixes, p)
-	}
-	b.rows = append(b.rows, [4]string{trace, row, p, name})
+	b.rows = append(b.rows, refRow{trace, row, p, name})
 }
 
-// flush inserts the collected references in tx and empties b.
-func (b *refBatch) flush(ctx context.Context, tx *sql.Tx) error {
-	for _, r := range b.bound {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO payload_prefixes (prefix) VALUES (?) ON CONFLICT (prefix) DO NOTHING`, r[2]); err != nil {
+// prefixIDsSize bounds the DB's cache of payload_prefixes ids (one prefix per pack on the
+// bench's references: 4,096 of them are 64 GiB of packs at 16 MiB).
+const prefixIDsSize = 4096
+
+// prefixID returns the payload_prefixes id of prefix p in tx.
+func (d *DB) prefixID(ctx context.Context, tx *sql.Tx, b *refBatch, p string) (int64, error) {
+	if id, ok := b.ids[p]; ok {
+		return id, nil
+	}
+	if id, ok := d.prefixIDs.Get(p); ok {
+		return id, nil
+	}
+	st, err := d.stmts.stmt(ctx, tx, stmtPrefix)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := st.QueryRowContext(ctx, p).Scan(&id); err != nil {
+		return 0, err
+	}
+	if b.ids == nil {
+		b.ids = map[string]int64{}
+	}
+	b.ids[p] = id
+	return id, nil
+}
+
+// flushRefs inserts the references collected in b in tx and empties b.rows.
+func (d *DB) flushRefs(ctx context.Context, tx *sql.Tx, b *refBatch) error {
+	for rows := b.rows; len(rows) > 0; {
+		n := chunkRows(len(rows))
+		st, err := d.stmts.stmt(ctx, tx, stmtRefs(n))
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name)
-		  SELECT ?, ?, id, ? FROM payload_prefixes WHERE prefix = ?`, r[0], r[1], r[3], r[2]); err != nil {
+		b.args = b.args[:0]
+		for _, r := range rows[:n] {
+			id, err := d.prefixID(ctx, tx, b, r.prefix)
+			if err != nil {
+				return err
+			}
+			b.args = append(b.args, r.trace, r.row, id, r.name)
+		}
+		if _, err := st.ExecContext(ctx, b.args...); err != nil {
 			return err
 		}
+		rows = rows[n:]
 	}
-	b.bound = b.bound[:0]
-	if len(b.rows) == 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO payload_prefixes (prefix) SELECT value FROM json_each(?) WHERE true
-	  ON CONFLICT (prefix) DO NOTHING`, jsonArg(b.prefixes)); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name)
-	  SELECT j.value->>0, j.value->>1, p.id, j.value->>3 FROM json_each(?) AS j JOIN payload_prefixes AS p ON p.prefix = j.value->>2`,
-		jsonArg(b.rows)); err != nil {
-		return err
-	}
-	b.rows, b.prefixes = b.rows[:0], b.prefixes[:0]
-	clear(b.seen)
+	b.rows = b.rows[:0]
 	return nil
+}
+
+// committedRefs records the prefix ids b's transaction resolved, once it committed.
+func (d *DB) committedRefs(b *refBatch) {
+	for p, id := range b.ids {
+		d.prefixIDs.Add(p, id)
+	}
+	clear(b.ids)
 }

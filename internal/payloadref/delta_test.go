@@ -1,0 +1,101 @@
+package payloadref
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestDeltaManifestChain: a 40-call resent conversation stored through PutStream writes root
+// manifests naming the previous call's by a prefix part (version 2), at most maxChain in a row
+// before one planned whole; every value resolves from the bucket alone after upload; Collect
+// keeping only the last call's reference keeps every manifest its chain goes through (it still
+// resolves), and erasing it leaves none of the conversation's bytes.
+func TestDeltaManifestChain(t *testing.T) {
+	ctx := context.Background()
+	url, _ := fileURL(t)
+	clock := time.Now()
+	var clockMu sync.Mutex
+	now := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	s := newPackStore(t, url, t.TempDir(), StoreOptions{Now: now, PackMaxAge: time.Hour})
+	var msgs []string
+	var uris []string
+	var values [][]byte
+	whole, run, longest := 0, 0, 0
+	for i := 0; i < 40; i++ {
+		msgs = append(msgs, msg("user", fmt.Sprintf("DELTA-CONV call %d %s", i, strings.Repeat("resent text ", 30))))
+		v := []byte("[" + strings.Join(msgs, ",") + "]")
+		b := s.NewBatch()
+		res, err := b.PutStream(ctx, v, true, "conv\x00gen_ai.input.messages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		uris, values = append(uris, res.URI), append(values, v)
+		if s.plans.cache.Len() == 0 {
+			continue // one message: not split
+		}
+		if m := s.plans.cache.Values()[0]; m.chain == 0 {
+			whole++
+			run = 0
+		} else if run++; run > longest {
+			longest = run
+		}
+	}
+	if longest != maxChain || whole < 39/(maxChain+1) || whole > 39/(maxChain+1)+1 {
+		t.Fatalf("%d values planned whole, longest chain %d; want one in %d and chains of %d", whole, longest, maxChain+1, maxChain)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := newResolver(t)
+	for i, u := range uris {
+		if got, err := r.Fetch(ctx, u); err != nil || !bytes.Equal(got, values[i]) {
+			t.Fatalf("value %d from the bucket: %v", i, err)
+		}
+	}
+	raw := decodedBucket(t, url)
+	if !bytes.Contains(raw, []byte(`"pre":true`)) || !bytes.Contains(raw, []byte(`{"v":2,`)) {
+		t.Fatal("no prefix part was written")
+	}
+	clockMu.Lock()
+	clock = clock.Add(time.Minute)
+	clockMu.Unlock()
+	last := uris[len(uris)-1]
+	if _, err := s.Collect(ctx, liveOf(last), CollectOptions{Erase: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := newResolver(t).Fetch(ctx, last); err != nil || !bytes.Equal(got, values[len(values)-1]) {
+		t.Fatalf("the live value after collect: %v", err)
+	}
+	if _, err := s.Collect(ctx, liveOf(), CollectOptions{Erase: true}); err != nil {
+		t.Fatal(err)
+	}
+	if raw := decodedBucket(t, url); bytes.Contains(raw, []byte("DELTA-CONV")) {
+		t.Fatal("the erased conversation's bytes remain")
+	}
+}
+
+// TestPrefixPartNeedsVersion2: a prefix part in a version 1 manifest (which a reader before
+// prefix parts would misread as a whole object) is refused, as is a prefix part without a ref.
+func TestPrefixPartNeedsVersion2(t *testing.T) {
+	ref := strings.Repeat("ab", 32)
+	for _, doc := range []string{
+		`{"v":1,"size":3,"parts":[{"ref":"` + ref + `","n":3,"m":true,"pre":true}]}`,
+		`{"v":2,"size":0,"parts":[{"pre":true}]}`,
+		`{"v":3,"size":0,"parts":[]}`,
+	} {
+		if _, err := decodeManifest([]byte(doc)); err == nil {
+			t.Fatalf("accepted %s", doc)
+		}
+	}
+	if _, err := decodeManifest([]byte(`{"v":2,"size":3,"parts":[{"ref":"` + ref + `","n":3,"m":true,"pre":true}]}`)); err != nil {
+		t.Fatal(err)
+	}
+}

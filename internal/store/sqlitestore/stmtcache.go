@@ -1,0 +1,140 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// stmtCache holds the hot writer's statements, each prepared once on the file's one writing
+// connection and bound to each transaction with tx.StmtContext (database/sql reuses the
+// connection's prepared statement: no SQL is compiled again per transaction). They are prepared
+// when the file is opened (prepare): with one connection, preparing on the DB while a
+// transaction holds the connection would wait for it forever.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[stmtKey]*sql.Stmt
+}
+
+// stmtKey names a cached statement: its kind and, for a multi-row INSERT, its rows.
+type stmtKey struct {
+	kind string
+	rows int
+}
+
+// The writer's statements (writerSQL).
+var (
+	stmtFrame  = stmtKey{kind: "frame"}
+	stmtRemove = stmtKey{kind: "remove"}
+	stmtPrefix = stmtKey{kind: "prefix"}
+)
+
+func stmtSpans(rows int) stmtKey { return stmtKey{kind: "spans", rows: rows} }
+func stmtRefs(rows int) stmtKey  { return stmtKey{kind: "refs", rows: rows} }
+
+// writerSQL returns the SQL of the writer's statement k.
+func writerSQL(k stmtKey) string {
+	switch k.kind {
+	case "frame":
+		return `INSERT INTO span_frames (codec, dict, spans, data) VALUES (?,?,?,?)`
+	case "spans":
+		// A span stored already is left as it is (insertSpans replaces it). OR IGNORE rather than
+		// ON CONFLICT DO NOTHING: no constraint can then abort the statement half way, so SQLite
+		// keeps no statement journal (a copy of every page the statement changes) for it; a row
+		// that breaks NOT NULL (never written) would be skipped and fail its replacement.
+		// https://www.sqlite.org/lang_conflict.html, https://www.sqlite.org/tempfiles.html#stmtjrnl
+		return valuesSQL(`INSERT OR IGNORE INTO spans `+spanColumns+` VALUES`, spanValues, k.rows, "")
+	case "remove":
+		return `DELETE FROM spans WHERE trace_id = ? AND span_id = ?`
+	case "prefix":
+		return `INSERT INTO payload_prefixes (prefix) VALUES (?) ON CONFLICT (prefix) DO UPDATE SET prefix = excluded.prefix RETURNING id`
+	case "refs":
+		return valuesSQL(`INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name) VALUES`, "(?,?,?,?)", k.rows, "")
+	}
+	panic("sqlitestore: unknown writer statement " + k.kind)
+}
+
+// writerKeys are every statement of the writer: each kind, each multi-row size.
+func writerKeys() []stmtKey {
+	keys := []stmtKey{stmtFrame, stmtRemove, stmtPrefix}
+	for n := 1; n <= maxChunkRows; n *= 2 {
+		keys = append(keys, stmtSpans(n), stmtRefs(n))
+	}
+	return keys
+}
+
+// prepare prepares every statement of the writer (writerKeys) on db, outside any transaction.
+func (c *stmtCache) prepare(ctx context.Context, db *sql.DB) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[stmtKey]*sql.Stmt{}
+	}
+	for _, k := range writerKeys() {
+		st, err := db.PrepareContext(ctx, writerSQL(k))
+		if err != nil {
+			return fmt.Errorf("prepare %s (%d rows): %w", k.kind, k.rows, err)
+		}
+		c.m[k] = st
+	}
+	return nil
+}
+
+// stmt returns the statement key names bound to tx; one that was not prepared (a write while
+// the file is opened) is prepared in tx, for tx only.
+func (c *stmtCache) stmt(ctx context.Context, tx *sql.Tx, key stmtKey) (*sql.Stmt, error) {
+	c.mu.Lock()
+	st, ok := c.m[key]
+	c.mu.Unlock()
+	if !ok {
+		return tx.PrepareContext(ctx, writerSQL(key))
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+// close closes every statement.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = nil
+}
+
+// maxChunkRows is the most rows one multi-row INSERT writes (20 span columns: 2,560 bound
+// parameters, below SQLite's 32,766, https://www.sqlite.org/limits.html#max_variable_number).
+const maxChunkRows = 128
+
+// chunkRows returns how many of n rows the next multi-row INSERT writes: maxChunkRows, else the
+// largest power of two <= n, so that a writer prepares at most 8 statements of each kind.
+func chunkRows(n int) int {
+	if n >= maxChunkRows {
+		return maxChunkRows
+	}
+	k := 1
+	for k*2 <= n {
+		k *= 2
+	}
+	return k
+}
+
+// valuesSQL returns head followed by rows copies of the row placeholder tuple, comma-separated
+// ("INSERT ... VALUES" + " (?,?),(?,?)").
+func valuesSQL(head, tuple string, rows int, tail string) string {
+	var b strings.Builder
+	b.Grow(len(head) + rows*(len(tuple)+1) + len(tail) + 2)
+	b.WriteString(head)
+	b.WriteByte(' ')
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(tuple)
+	}
+	b.WriteByte(' ')
+	b.WriteString(tail)
+	return b.String()
+}
