@@ -1,7 +1,6 @@
 package payloadref
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -602,7 +601,7 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 	}
 	if split {
 		if plan != nil && next != nil {
-			next.data = bytes.Clone(data)
+			next.head = memoHead(prev, common, data)
 			s.plans.keep(memoKey, next)
 		}
 	}
