@@ -39,9 +39,9 @@ type planMemo struct {
 	// of the next one's; extended is set by the one value that may append to it.
 	head     []byte
 	extended atomic.Bool
-	sum   [32]byte   // SHA-256 of data: its root manifest's digest
-	elems []span     // jsonSegments(data): a top-level array's elements
-	sums  [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
+	sum      [32]byte   // SHA-256 of data: its root manifest's digest
+	elems    []span     // jsonSegments(data): a top-level array's elements
+	sums     [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
 	// groups: SHA-256 of the sub-manifest spans of the last value of the stream planned whole
 	// (carried through the values planned as deltas after it), valid for spans ending at or
 	// before groupsEnd.
