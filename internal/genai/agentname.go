@@ -23,9 +23,11 @@ const (
 // instrumentation put in front of the agent's name: "invoke_agent X" and "create_agent X" (the
 // GenAI semantic conventions' span name, "{gen_ai.operation.name} {gen_ai.agent.name}") and
 // "agent_run [X]" (Google ADK) give X; any other name is the agent's as it is ("Agent workflow").
-// A name is read only from a root span or one whose parent is an agent invocation too
-// (parentIsAgent): BeeAI marks each of its ReAct agent's events AGENT ("agent.react.update-13",
-// under an "iteration-1" span), and those names are events, not agents.
+// A name that is the span's name as it is is read only from a root span or one whose parent is
+// an agent invocation too (parentIsAgent): BeeAI marks each of its ReAct agent's events AGENT
+// ("agent.react.update-13", under an "iteration-1" span), and those names are events, not
+// agents. The three forms above name their agent anywhere (Google ADK's "agent_run [X]" runs
+// under its "invocation [app]" CHAIN span).
 // "" for a span that is neither.
 func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) string {
 	attrs := span.Attributes()
@@ -38,9 +40,6 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) 
 	if v, ok := attrs.Get(attrAgentNameLegacy); ok && v.AsString() != "" {
 		return v.AsString()
 	}
-	if !span.ParentSpanID().IsEmpty() && !parentIsAgent {
-		return ""
-	}
 	name := strings.TrimSpace(span.Name())
 	for _, op := range []string{"invoke_agent ", "create_agent "} {
 		if rest, ok := strings.CutPrefix(name, op); ok && strings.TrimSpace(rest) != "" {
@@ -49,6 +48,9 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) 
 	}
 	if rest, ok := strings.CutPrefix(name, "agent_run ["); ok && strings.HasSuffix(rest, "]") && len(rest) > 1 {
 		return strings.TrimSuffix(rest, "]")
+	}
+	if !span.ParentSpanID().IsEmpty() && !parentIsAgent {
+		return ""
 	}
 	return name
 }

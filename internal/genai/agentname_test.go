@@ -33,6 +33,8 @@ func TestSpanAgent(t *testing.T) {
 		{"agent under an agent", "Hello world", map[string]any{"openinference.span.kind": "AGENT"}, nil, "Hello world", 1},
 		{"beeai event under an iteration", "agent.react.update-13", map[string]any{"openinference.span.kind": "AGENT"}, nil, "", 2},
 		{"attribute under any span", "step", map[string]any{"gen_ai.agent.name": "triage"}, nil, "triage", 2},
+		{"google ADK under its invocation chain", "agent_run [hello_agent]", map[string]any{"openinference.span.kind": "AGENT"}, nil, "hello_agent", 2},
+		{"semconv span name under any span", "invoke_agent planner", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "planner", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ptrace.NewSpan()

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ func addedByImporter(key string) bool {
 	switch key {
 	case "session.id", "user.id", AttrReportedCost, // lfGenAI: Langfuse's own fields, only where the source lacks them
 		genai.AttrRequestModel, genai.AttrOperationName, genai.AttrUsageInputTokens, genai.AttrUsageOutputTokens,
-		genai.AttrUsageCacheRead, genai.AttrUsageCacheWrite, genai.AttrUsageReasoning:
+		genai.AttrUsageCacheRead, genai.AttrUsageCacheWrite, genai.AttrUsageReasoning,
+		genai.AttrInputMessages, genai.AttrOutputMessages: // lfMessages: the input and output Langfuse moved out of them
 		return true
 	}
 	return strings.HasPrefix(key, "langfuse.")
@@ -121,8 +123,15 @@ func TestLangfuseCorpus(t *testing.T) {
 				}
 				values += countValues(srcAttrs)
 				sp.Attributes().Range(func(k string, _ pcommon.Value) bool {
-					if _, recorded := srcAttrs[k]; !recorded && !addedByImporter(k) {
+					_, recorded := srcAttrs[k]
+					if !recorded && !addedByImporter(k) {
 						t.Errorf("%s: attribute %q is neither recorded nor a documented addition", id, k)
+					}
+					if field := map[string]string{genai.AttrInputMessages: "input", genai.AttrOutputMessages: "output"}[k]; field != "" && !recorded {
+						v, _ := sp.Attributes().Get(k)
+						if got := decodeAny(t, []byte(v.Str())); !reflect.DeepEqual(got, o[field]) {
+							t.Errorf("%s: %s is not the observation's %s", id, k, field)
+						}
 					}
 					return true
 				})

@@ -39,7 +39,10 @@ import (
 // over OTel, so their data lives only in Langfuse fields) also langfuse.observation.input and
 // .output (a JSON string stays the string, other JSON is kept as compact JSON text),
 // .model.name, .model.parameters, .usage_details, .cost_details, .completion_start_time,
-// .prompt.name, .prompt.version and langfuse.version.
+// .prompt.name, .prompt.version and langfuse.version. For observations ingested over OTel, an
+// input or output in the GenAI conventions' message form (role and parts) is the
+// gen_ai.input.messages / gen_ai.output.messages Langfuse moved out of the attributes, and becomes
+// that attribute again when the span lacks it (lfMessages).
 //
 // Trace-level fields go on the root spans (no parentObservationId): session.id (sessionId),
 // user.id (userId), langfuse.trace.name, langfuse.trace.tags (a Slice), langfuse.release,
@@ -283,6 +286,8 @@ func (p *lfParser) observation(i int, o field, traceID string) error {
 			}
 			putStrIfAbsent(attrs, f.key, compactJSON(v.raw))
 		}
+	} else {
+		lfMessages(m, attrs)
 	}
 	lfGenAI(m, attrs)
 	return nil

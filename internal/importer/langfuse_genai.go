@@ -87,6 +87,44 @@ func lfGenAI(m map[string]field, attrs pcommon.Map) {
 	}
 }
 
+// lfMessages puts back the messages Langfuse moved out of an OTel-ingested observation's
+// attributes into its input and output fields: an input or output that is a list of messages in
+// the GenAI semantic conventions' form (objects with "role" and "parts", as gen_ai.input.messages
+// and gen_ai.output.messages hold them since semconv 1.37; Pydantic AI's export of 2025-12)
+// becomes that attribute again, as compact JSON text, unless the span already records it (or its
+// offloaded reference). Any other form is left alone (it is kept in the observation's own
+// attributes, or it is not a message list).
+func lfMessages(m map[string]field, attrs pcommon.Map) {
+	for _, f := range []struct{ src, key string }{{"input", genai.AttrInputMessages}, {"output", genai.AttrOutputMessages}} {
+		raw := m[f.src].raw
+		if _, ok := attrs.Get(f.key); ok || !semconvMessages(raw) {
+			continue
+		}
+		if _, ok := attrs.Get(f.key + genai.RefSuffix); ok {
+			continue
+		}
+		attrs.PutStr(f.key, compactJSON(raw))
+	}
+}
+
+// semconvMessages reports whether raw is a non-empty JSON array of objects that each have a
+// "role" string and a "parts" array.
+func semconvMessages(raw []byte) bool {
+	var msgs []struct {
+		Role  *string            `json:"role"`
+		Parts *[]json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(raw, &msgs) != nil || len(msgs) == 0 {
+		return false
+	}
+	for _, msg := range msgs {
+		if msg.Role == nil || msg.Parts == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // jsonString returns a JSON string value, "" for anything else.
 func jsonString(raw []byte) string {
 	var s string

@@ -76,3 +76,32 @@ func TestLangfuseUsageArithmetic(t *testing.T) {
 		})
 	}
 }
+
+// TestLangfuseMessagesMovedOutOfAttributes: Langfuse keeps Pydantic AI's gen_ai.input.messages /
+// gen_ai.output.messages (semconv 1.37) in the observation's input and output fields, not in its
+// attributes; imported, each LLM call of the run has its messages again (before, `show --step`
+// and the UI said "input: not recorded" for every call of pydantic-ai-tools-2025-12-04).
+func TestLangfuseMessagesMovedOutOfAttributes(t *testing.T) {
+	res, err := ParseFile(filepath.Join(corpus.Dir(t), "langfuse/worker/src/__tests__/chatml/framework-traces/pydantic-ai-tools-2025-12-04.trace.json"))
+	require.NoError(t, err)
+	gens := generations(res.Traces)
+	require.Len(t, gens, 4)
+	for _, s := range gens {
+		cm, err := genai.LLMCallMessages(s, nil)
+		require.NoError(t, err, s.SpanID())
+		require.NotEmpty(t, cm.Input, s.SpanID())
+		require.NotEmpty(t, cm.Output, s.SpanID())
+		assert.Equal(t, genai.SourceAttributes, cm.InputSource)
+		assert.Equal(t, "system", cm.Input[0].Role)
+		assert.Equal(t, "assistant", cm.Output[0].Role)
+	}
+
+	// A span that records the attribute keeps it; a non-conventional input is left alone.
+	attrs := ptrace.NewSpan().Attributes()
+	attrs.PutStr(genai.AttrInputMessages, "recorded")
+	lfMessages(map[string]field{"input": {raw: []byte(`[{"role":"user","parts":[]}]`)}, "output": {raw: []byte(`[{"role":"assistant","content":"hi"}]`)}}, attrs)
+	v, _ := attrs.Get(genai.AttrInputMessages)
+	assert.Equal(t, "recorded", v.Str())
+	_, ok := attrs.Get(genai.AttrOutputMessages)
+	assert.False(t, ok)
+}

@@ -77,10 +77,14 @@ func fmtMS(v float64) string {
 	}
 }
 
+// fmtUSD formats a cost in USD: cents for a cent or more, else four decimals, six below $0.0001
+// (as the CLI prints costs) so that a priced call is never shown as $0.0000.
 func fmtUSD(v float64) string {
 	switch {
 	case v == 0:
 		return "$0"
+	case v < 0.0001:
+		return fmt.Sprintf("$%.6f", v)
 	case v < 0.01:
 		return fmt.Sprintf("$%.4f", v)
 	default:

@@ -366,3 +366,11 @@ func TestDiffFormNamesWhatIsMissing(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "want 32 hex characters")
 }
+
+// TestFmtUSD: a priced run below $0.0001 (an imported Gemini 2.0 Flash call: $0.000010) is not
+// shown as $0.0000.
+func TestFmtUSD(t *testing.T) {
+	for v, want := range map[float64]string{0: "$0", 0.00001: "$0.000010", 0.0006321: "$0.0006", 0.005: "$0.0050", 1.234: "$1.23"} {
+		assert.Equal(t, want, fmtUSD(v), v)
+	}
+}
