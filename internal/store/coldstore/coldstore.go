@@ -7,7 +7,7 @@
 //	<prefix>date=YYYY-MM-DD/<batch_id>.parquet
 //
 // One object per write and date: the date partition is the UTC date of the partials'
-// first_seen_unix_nano (so a query for a day reads one folder, also for runs imported years
+// first_seen_unix_nano (a session's earliest in the write) (so a query for a day reads one folder, also for runs imported years
 // after they happened); batch_id is the SHA-256 of the batch's span and record identities, so a
 // retried write replaces the same object. A write of several batches (a sending queue merged
 // their requests) is one object per date named by the id of the set (store.BatchOf) whose rows
@@ -117,13 +117,21 @@ func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]s
 	}
 	now := s.now().UnixNano()
 	batch, _ := store.BatchOf(partials)
+	// A session's rows go to the partition of its earliest first seen in this write, as one row
+	// combined from them would: rows of several requests make no more objects than one request.
+	first := map[string]int64{}
+	for _, p := range partials {
+		if f, ok := first[p.SessionID]; !ok || p.FirstSeen < f {
+			first[p.SessionID] = p.FirstSeen
+		}
+	}
 	byDay := map[string][]store.SessionPartial{}
 	ingested := map[string]int64{}
 	for _, p := range partials {
 		if p.Ingested == 0 {
 			p.Ingested = now
 		}
-		k := Key(time.Unix(0, p.FirstSeen), batch)
+		k := Key(time.Unix(0, first[p.SessionID]), batch)
 		byDay[k] = append(byDay[k], p)
 		ingested[k] = max(ingested[k], p.Ingested)
 	}

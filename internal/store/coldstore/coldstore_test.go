@@ -151,6 +151,30 @@ func TestParquetReadByArrow(t *testing.T) {
 	}
 }
 
+// TestWriteOfSeveralBatchesOneObjectPerSessionDay: a write of two requests' rows of one session
+// that crosses midnight is one object, in the partition of the session's earliest first seen (as
+// the one row combined from them was), each row keeping its own batch id.
+func TestWriteOfSeveralBatchesOneObjectPerSessionDay(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	late := runB
+	late.Start = day1 + int64(10*time.Minute) // the next day
+	ps := append(store.Partials(storetest.Traces(runA), plog.Logs{}, nil, 0, nil), store.Partials(storetest.Traces(late), plog.Logs{}, nil, 0, nil)...)
+	require.Len(t, ps, 2)
+	require.NotEqual(t, ps[0].BatchID, ps[1].BatchID)
+	keys, err := st.Write(ctx, ps)
+	require.NoError(t, err)
+	batch, several := store.BatchOf(ps)
+	require.True(t, several)
+	assert.Equal(t, []string{Key(time.Unix(0, day1), batch)}, keys)
+	got, err := st.Partials(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.ElementsMatch(t, []string{ps[0].BatchID, ps[1].BatchID}, []string{got[0].BatchID, got[1].BatchID})
+}
+
 // TestWriteKeepsRecordsIngestion: a partial built before the cold queue keeps the ingestion time
 // it was built with when the queue delivers it later (the object's retention clock too), as the
 // ClickHouse cold writer does; a partial without one is stamped with the store's clock.
