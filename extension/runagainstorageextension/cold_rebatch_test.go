@@ -2,6 +2,8 @@ package runagainstorageextension
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/storetest"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // TestColdRecordsCountOnceAfterRebatch: the cold queue merged requests a and b and the Parquet
@@ -55,4 +58,56 @@ func TestColdRecordsCountOnceAfterRebatch(t *testing.T) {
 		assert.Equal(t, want[i].TraceIDs, got[i].TraceIDs, want[i].SessionID)
 	}
 	assert.EqualValues(t, 2*storetest.Run{LLMCalls: 2, ToolFail: true}.Spans(), got[len(got)-1].Spans, "conv-1: runs a and b once each")
+}
+
+// BenchmarkColdWriteRecords writes one cold batch the queue merged from 64 requests of about 256
+// spans each (3 sessions a request) to a real Parquet directory, in two ways in the same run:
+// "combined", one partial per session (store.CombinePartials, the write before per-request rows),
+// and "per-request", the rows as they are (coldParquet.WriteRecords). It reports CPU ns per span
+// and the object's bytes per span.
+//
+//	go test ./extension/runagainstorageextension/ -run '^$' -bench ColdWriteRecords -count 5
+func BenchmarkColdWriteRecords(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	st, err := coldstore.Open(ctx, dir, coldstore.Options{})
+	require.NoError(b, err)
+	defer st.Close()
+	cp := &coldParquet{st: st, now: time.Now}
+	var r store.Records
+	spans := 0
+	for i := range 64 {
+		var runs []storetest.Run
+		for j := range 24 {
+			runs = append(runs, storetest.Run{Seed: fmt.Sprintf("r%d-%d", i, j), Session: fmt.Sprintf("conv-%d", j%3), Service: "svc",
+				Agent: "support", Model: "gpt-4.1", Start: int64(i*24+j+1) * 1e12, LLMCalls: 4, ToolFail: j%7 == 0})
+		}
+		td := storetest.Traces(runs...)
+		spans += td.SpanCount()
+		r.Append(cp.TraceRecords(td))
+	}
+	for _, mode := range []string{"combined", "per-request"} {
+		b.Run(mode, func(b *testing.B) {
+			cpu := benchtest.CPUTime()
+			var bytes int
+			for range b.N {
+				ps := r.Partials
+				if mode == "combined" {
+					ps = store.CombinePartials(ps)
+				}
+				keys, err := st.Write(ctx, ps)
+				require.NoError(b, err)
+				bytes = 0
+				for _, k := range keys {
+					fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(k)))
+					if err == nil {
+						bytes += int(fi.Size())
+					}
+				}
+			}
+			cpu = benchtest.CPUTime() - cpu
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*spans), "cpu-ns/span")
+			b.ReportMetric(float64(bytes)/float64(spans), "B/span")
+		})
+	}
 }

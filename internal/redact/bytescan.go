@@ -44,3 +44,33 @@ func nextColon(s string, i int) int {
 	}
 	return len(s)
 }
+
+// lowerWord turns the bytes A-Z of x (eight lanes) to a-z and leaves the others: the lanes
+// holding 'A' < x+1 < 'Z'+2 (hasbetween, see nextDigit) get 0x20 added, which is 0x80 >> 2.
+func lowerWord(x uint64) uint64 {
+	const m, n = 'A' - 1, 'Z' + 1
+	t := (swarOnes*(127+n) - (x & (swarOnes * 127))) &^ x & ((x & (swarOnes * 127)) + swarOnes*(127-m)) & swarHigh
+	return x | t>>2
+}
+
+// plainJSONBody reports whether s holds no byte that a JSON string literal must escape (a
+// control byte, '"' or '\\'), eight bytes at a time with the "hasless" and "haszero" word tests
+// of Bit Twiddling Hacks (exact as tests of the whole word: a borrow only marks lanes above a
+// lane that matches).
+func plainJSONBody(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(swarOnes*'"'), x^(swarOnes*'\\')
+		if (x-swarOnes*0x20)&^x&swarHigh != 0 || (q-swarOnes)&^q&swarHigh != 0 || (bs-swarOnes)&^bs&swarHigh != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

@@ -117,11 +117,13 @@ func ipv6Cands(scan func(string, func(int, int)), s string) [][2]int {
 }
 
 // FuzzByteScan: the word-at-a-time digit scan and the IndexByte colon scan report exactly what the
-// byte-at-a-time scans did, on any input.
+// byte-at-a-time scans did, and the word-at-a-time lower-casing and JSON body test give what a
+// byte loop gives, on any input.
 func FuzzByteScan(f *testing.F) {
 	for _, s := range []string{"", "call +44 20 7946 0958 now", "4111 1111 1111 1111", "0.7750023603439331",
 		"fe80::1 2001:db8::8a2e:370:7334 ::", "a1b2c3d4e5f6g7h8i9j0", strings.Repeat("x", 17) + "12345678" + "\xff\x80",
-		"conv_9f6067c4caa7a19a9c8939024892e324", "::::::", "1.2.3.4:8080"} {
+		"conv_9f6067c4caa7a19a9c8939024892e324", "::::::", "1.2.3.4:8080", "ABCDEFGHIJKLMNOPQRSTUVWXYZ@[`{\x80\xc1Z",
+		"plain text of sixteen bytes", "quote\" here and more", "tab\tin it", "back\\slash long enough"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -142,6 +144,20 @@ func FuzzByteScan(f *testing.F) {
 			if g6[i] != w6[i] {
 				t.Fatalf("ipv6 candidates of %q: %v, want %v", s, g6, w6)
 			}
+		}
+		plain := true
+		lower := []byte(s)
+		for i, c := range lower {
+			plain = plain && c >= 0x20 && c != '"' && c != '\\'
+			if c >= 'A' && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		if got := plainJSONBody(s); got != plain {
+			t.Fatalf("plainJSONBody(%q) = %v, want %v", s, got, plain)
+		}
+		if got := appendLowerASCII([]byte("x"), []byte(s)); string(got) != "x"+string(lower) {
+			t.Fatalf("appendLowerASCII(%q) = %q, want %q", s, got[1:], lower)
 		}
 		for i := 0; i <= len(s); i++ {
 			j := nextDigit(s, i)

@@ -557,8 +557,8 @@ func looksArray(s string) bool {
 
 // LooksJSON reports whether s, after leading white space, begins with { or [.
 func LooksJSON(s string) bool {
-	t := strings.TrimLeft(s, " \t\r\n")
-	return t != "" && (t[0] == '{' || t[0] == '[')
+	i := skipWS(s, 0) // the white space of strings.TrimLeft(s, " \t\r\n"), without building its set per call
+	return i < len(s) && (s[i] == '{' || s[i] == '[')
 }
 
 // RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
@@ -621,12 +621,7 @@ func (r *Redactor) sharedLeaf(s string) (body string, ok bool) {
 		return "", false
 	}
 	body = s[1 : len(s)-1]
-	for i := 0; i < len(body); i++ {
-		if c := body[i]; c < 0x20 || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	return body, !rawLooksJSON(body)
+	return body, plainJSONBody(body) && !rawLooksJSON(body)
 }
 
 // findSharing returns Find(s) for s = '"' + body + '"' (see sharedLeaf) and adds to the
@@ -671,7 +666,7 @@ func (r *Redactor) findSharing(s, body string) []Finding {
 // digitGated reports whether s holds a digit cluster that passes the gate of a digit rule (see
 // scanDigitClusters and prefilter): the scan of s then runs that rule's regex on it.
 func (r *Redactor) digitGated(s string) bool {
-	if r.legacyScan || len(s) < r.minGateDigits {
+	if r.legacyScan || len(s) < r.minGateDigits || nextDigit(s, 0) == len(s) {
 		return false
 	}
 	gated := false

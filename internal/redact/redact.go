@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -257,10 +258,16 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 		// linear in len(s) however many triggers there are.
 		if !known {
 			b := unsafe.Slice(unsafe.StringData(s), len(s))
-			lb := lowerPool.Get().(*[]byte)
-			*lb = appendLowerASCII((*lb)[:0], b)
-			ms = r.ac.FindAllOverlapping(*lb)
-			lowerPool.Put(lb)
+			if len(s) <= shortLower {
+				// attribute values such as model names and ids: a buffer on the stack
+				var buf [shortLower]byte
+				ms = r.ac.FindAllOverlapping(appendLowerASCII(buf[:0], b))
+			} else {
+				lb := lowerPool.Get().(*[]byte)
+				*lb = appendLowerASCII((*lb)[:0], b)
+				ms = r.ac.FindAllOverlapping(*lb)
+				lowerPool.Put(lb)
+			}
 		}
 		var sc *findScratch
 		if len(ms) > 0 {
@@ -646,6 +653,9 @@ func base64Decode(v string) (string, error) {
 	return "", fmt.Errorf("not base64")
 }
 
+// shortLower is the longest text whose lower-cased copy find makes on the stack.
+const shortLower = 128
+
 var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // appendLowerASCII appends b with A-Z turned to a-z (other bytes, UTF-8 included, unchanged, so
@@ -654,7 +664,12 @@ func appendLowerASCII(dst, b []byte) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, len(b))[:n+len(b)]
 	out := dst[n:]
-	for i, c := range b {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(out[i:], lowerWord(binary.LittleEndian.Uint64(b[i:])))
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
 		if c-'A' < 26 {
 			c += 'a' - 'A'
 		}

@@ -310,7 +310,18 @@ func IsRecords(b []byte) bool {
 // errRecords is the error of a truncated or malformed encoding.
 var errRecords = errors.New("records: truncated or malformed")
 
-// UnmarshalRecords decodes what MarshalRecords encoded.
+// UnmarshalRecords decodes what MarshalRecords encoded. Its error names a missing header, a
+// zstd frame that does not decode (or claims more than recordsMaxDecoded bytes), or fields that
+// are truncated or malformed (errRecords); enc is not kept.
+//
+// Every string field of the result is a slice of one string, a copy of the whole decoded entry
+// (one allocation, not one per field). It is safe: Go strings are immutable and that copy is
+// referenced by nothing else, so no later write can change a field. Its cost is memory: one
+// field kept alive keeps the whole entry (at most recordsMaxDecoded bytes; one request's records,
+// a few hundred bytes a span, in practice). The writers (WarmDB.WriteRecords, the ClickHouse
+// writer, the Parquet cold store) copy the values out and keep none after the write, and the
+// sending queue drops the records once written; a caller that keeps a field beyond that (a
+// cache, a map key) should keep strings.Clone of it.
 func UnmarshalRecords(enc []byte) (Records, error) {
 	var r Records
 	if !IsRecords(enc) {

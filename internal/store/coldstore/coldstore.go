@@ -7,7 +7,7 @@
 //	<prefix>date=YYYY-MM-DD/<batch_id>.parquet
 //
 // One object per write and date: the date partition is the UTC date of the partials'
-// first_seen_unix_nano (so a query for a day reads one folder, also for runs imported years
+// first_seen_unix_nano (a session's earliest in the write) (so a query for a day reads one folder, also for runs imported years
 // after they happened); batch_id is the SHA-256 of the batch's span and record identities, so a
 // retried write replaces the same object. A write of several batches (a sending queue merged
 // their requests) is one object per date named by the id of the set (store.BatchOf) whose rows
@@ -105,20 +105,35 @@ func Key(day time.Time, batchID string) string {
 }
 
 // Write stores partials (of one batch or several) as one Parquet object per date partition
-// named by their batches (store.BatchOf), stamping Ingested with the store's clock; each row keeps
-// its BatchID. It returns the keys written. An unreachable bucket returns the error of the first
-// failed object; objects are named by their batches, so a retry rewrites the same keys.
+// named by their batches (store.BatchOf); each row keeps its BatchID. Each partial keeps its
+// Ingested (Unix ns: the ingestion clock when its records were built, before the cold queue), or
+// is stamped with the store's clock when it has none (0); an object's ingested-unix-nano
+// metadata, the clock Expire reads, is the latest Ingested of its partials. It returns the keys
+// written. An unreachable bucket returns the error of the first failed object; objects are named
+// by their batches, so a retry rewrites the same keys.
 func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]string, error) {
 	if len(partials) == 0 {
 		return nil, nil
 	}
 	now := s.now().UnixNano()
 	batch, _ := store.BatchOf(partials)
-	byDay := map[string][]store.SessionPartial{}
+	// A session's rows go to the partition of its earliest first seen in this write, as one row
+	// combined from them would: rows of several requests make no more objects than one request.
+	first := map[string]int64{}
 	for _, p := range partials {
-		p.Ingested = now
-		k := Key(time.Unix(0, p.FirstSeen), batch)
+		if f, ok := first[p.SessionID]; !ok || p.FirstSeen < f {
+			first[p.SessionID] = p.FirstSeen
+		}
+	}
+	byDay := map[string][]store.SessionPartial{}
+	ingested := map[string]int64{}
+	for _, p := range partials {
+		if p.Ingested == 0 {
+			p.Ingested = now
+		}
+		k := Key(time.Unix(0, first[p.SessionID]), batch)
 		byDay[k] = append(byDay[k], p)
+		ingested[k] = max(ingested[k], p.Ingested)
 	}
 	keys := make([]string, 0, len(byDay))
 	for k := range byDay {
@@ -131,7 +146,7 @@ func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]s
 			return nil, fmt.Errorf("cold tier: encode %s: %w", k, err)
 		}
 		err := s.bucket.WriteAll(ctx, k, buf.Bytes(), &blob.WriterOptions{ContentType: ContentType,
-			Metadata: map[string]string{MetadataIngested: strconv.FormatInt(now, 10)}})
+			Metadata: map[string]string{MetadataIngested: strconv.FormatInt(ingested[k], 10)}})
 		if err != nil {
 			return nil, fmt.Errorf("cold tier: write %s to %s: %w", k, s.where, err)
 		}

@@ -150,3 +150,62 @@ func TestParquetReadByArrow(t *testing.T) {
 		assert.Equal(t, p.Models, got)
 	}
 }
+
+// TestWriteOfSeveralBatchesOneObjectPerSessionDay: a write of two requests' rows of one session
+// that crosses midnight is one object, in the partition of the session's earliest first seen (as
+// the one row combined from them was), each row keeping its own batch id.
+func TestWriteOfSeveralBatchesOneObjectPerSessionDay(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	late := runB
+	late.Start = day1 + int64(10*time.Minute) // the next day
+	ps := append(store.Partials(storetest.Traces(runA), plog.Logs{}, nil, 0, nil), store.Partials(storetest.Traces(late), plog.Logs{}, nil, 0, nil)...)
+	require.Len(t, ps, 2)
+	require.NotEqual(t, ps[0].BatchID, ps[1].BatchID)
+	keys, err := st.Write(ctx, ps)
+	require.NoError(t, err)
+	batch, several := store.BatchOf(ps)
+	require.True(t, several)
+	assert.Equal(t, []string{Key(time.Unix(0, day1), batch)}, keys)
+	got, err := st.Partials(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.ElementsMatch(t, []string{ps[0].BatchID, ps[1].BatchID}, []string{got[0].BatchID, got[1].BatchID})
+}
+
+// TestWriteKeepsRecordsIngestion: a partial built before the cold queue keeps the ingestion time
+// it was built with when the queue delivers it later (the object's retention clock too), as the
+// ClickHouse cold writer does; a partial without one is stamped with the store's clock.
+func TestWriteKeepsRecordsIngestion(t *testing.T) {
+	ctx := context.Background()
+	built := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	later := built.Add(time.Hour)
+	dir := t.TempDir()
+	st, err := Open(ctx, dir, Options{Now: func() time.Time { return later }})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Write(ctx, store.Partials(storetest.Traces(runA), plog.Logs{}, nil, built.UnixNano(), nil))
+	require.NoError(t, err)
+	_, err = st.Write(ctx, store.Partials(storetest.Traces(runC), plog.Logs{}, nil, 0, nil))
+	require.NoError(t, err)
+	ps, err := st.Partials(ctx)
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, p := range ps {
+		got[p.TraceIDs[0]] = p.Ingested
+	}
+	assert.Equal(t, map[string]int64{
+		storetest.TraceID("a").String(): built.UnixNano(),
+		storetest.TraceID("c").String(): later.UnixNano(),
+	}, got)
+	// Retention counts from the build: half an hour after it, runA's object expires, runC's stays.
+	n, err := st.Expire(ctx, built.Add(30*time.Minute))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n)
+	left, err := st.Partials(ctx)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	assert.Equal(t, storetest.TraceID("c").String(), left[0].TraceIDs[0])
+}

@@ -40,8 +40,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -127,17 +129,32 @@ type WarmDB struct {
 	// rowByRow writes each summary with its own INSERT (the benchmark's baseline; the path a
 	// batch with an already stored summary takes).
 	rowByRow bool
+	// rewrites counts the batches written again row by row after a multi-row write met a
+	// summary it could not settle (settleChunk; tests).
+	rewrites atomic.Int64
 
 	stmtMu  sync.Mutex
-	inserts []*sql.Stmt // the multi-row INSERTs (insertStmts), nil until the first write
+	inserts []*sql.Stmt  // the multi-row INSERTs (insertStmts), nil until the first write
+	events  [2]*sql.Stmt // the key events' INSERT and UPDATE (eventStmts), nil until the first
 }
+
+// warmPageSize is the page size in bytes of a warm file OpenWarm creates (OpenWarm).
+const warmPageSize = 16 << 10
 
 // OpenWarm opens (creating unless ReadOnly) the warm-tier SQLite file at path.
 func OpenWarm(path string, o Options) (*WarmDB, error) {
 	db, version, err := openFile(path, o, "warm", warmDDL+warmIndex.ddl(), WarmSchemaVersion, warmMigrations,
+		// A new file gets 16 KiB pages (SQLite's default is 4 KiB): a batch's rows fill a quarter
+		// as many pages, so its commit appends a quarter as many WAL frames (two pwrites each) and
+		// the checkpoint copies a quarter as many pages back (BenchmarkWarmWrite "apply" against
+		// "before"). The page size is fixed once the file has a page: it applies to a new file
+		// only (openFile); an existing file keeps its own (a 4 KiB file of an earlier build is
+		// read and written as it is).
+		// https://www.sqlite.org/pragma.html#pragma_page_size
+		"page_size("+strconv.Itoa(warmPageSize)+")",
 		// A multi-row INSERT keeps a statement journal (the pages it changed, to undo a statement
 		// that fails half way): in memory rather than in a temporary file (write).
-		"temp_store(MEMORY)")
+		"temp_store(MEMORY)", "cache_size(-8192)")
 	if err != nil {
 		return nil, err
 	}
@@ -222,10 +239,12 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 // Close closes the database.
 func (w *WarmDB) Close() error {
 	w.stmtMu.Lock()
-	for _, st := range w.inserts {
-		st.Close()
+	for _, st := range append(w.inserts, w.events[:]...) {
+		if st != nil {
+			st.Close()
+		}
 	}
-	w.inserts = nil
+	w.inserts, w.events = nil, [2]*sql.Stmt{}
 	w.stmtMu.Unlock()
 	return w.db.Close()
 }
@@ -289,8 +308,9 @@ const (
 // The summaries go in multi-row INSERTs (warmInsertSizes rows a statement, prepared once per
 // file): a batch whose rows are all new (the usual case) costs one statement per 64 rows instead
 // of one per row. When a statement inserts fewer rows than it carries, some summary was already
-// stored (a retry, or the same span twice in the batch): the transaction is rolled back and the
-// batch written again row by row, which tells each stored row from a new one.
+// stored (a retry, or the same span twice in the batch): the rows of that statement are told
+// apart and the stored ones replaced in the same transaction (settleChunk). Only when they
+// cannot be told apart is the transaction rolled back and the batch written again row by row.
 func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent) error {
 	if len(spans) == 0 && len(events) == 0 {
 		return nil
@@ -300,6 +320,7 @@ func (w *WarmDB) write(ctx context.Context, spans []store.SpanSummary, events []
 		if !errors.Is(err, errAlreadyStored) {
 			return err
 		}
+		w.rewrites.Add(1)
 	}
 	return w.writeTx(ctx, spans, events, false)
 }
@@ -351,10 +372,44 @@ func (w *WarmDB) insertStmts(ctx context.Context) ([]*sql.Stmt, error) {
 	return out, nil
 }
 
-// insertSpans inserts spans with the multi-row statements; errAlreadyStored when one was stored.
-func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, spans []store.SpanSummary, now int64) error {
+// eventStmts returns the key events' statements, prepared on the first call as insertStmts
+// does (outside any transaction: the database's one connection is the transaction's): the INSERT, and the UPDATE of a stored event's retention clock (an event already stored
+// has the same content, its id being the content's hash: a retry only moves its clock, as the
+// replacing write did before).
+func (w *WarmDB) eventStmts(ctx context.Context) ([2]*sql.Stmt, error) {
+	w.stmtMu.Lock()
+	defer w.stmtMu.Unlock()
+	if w.events[0] != nil {
+		return w.events, nil
+	}
+	ins, err := w.db.PrepareContext(ctx, `INSERT INTO key_events
+	  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
+	   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`)
+	if err != nil {
+		return w.events, fmt.Errorf("sqlite warm tier: prepare key event insert: %w", err)
+	}
+	again, err := w.db.PrepareContext(ctx, `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`)
+	if err != nil {
+		ins.Close()
+		return w.events, fmt.Errorf("sqlite warm tier: prepare key event update: %w", err)
+	}
+	w.events = [2]*sql.Stmt{ins, again}
+	return w.events, nil
+}
+
+// insertSpans inserts spans with the multi-row statements and records each row in batch. A
+// statement that inserts fewer rows than it carries met summaries already stored (a retry, or the
+// same span twice in the batch): settleChunk replaces those in the same transaction. It returns
+// errAlreadyStored when it cannot tell them apart (write then writes the batch row by row).
+func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, spans []store.SpanSummary, now int64, batch *RunBatch) error {
 	args := make([]any, 0, summaryArgs*min(len(spans), warmInsertRows))
 	var attrs [warmInsertRows][]byte // each row's encoded attributes, reused by the next statement
+	var replace *sql.Stmt            // prepared for the first chunk with a stored summary
+	defer func() {
+		if replace != nil {
+			replace.Close()
+		}
+	}()
 	for k, n := range warmInsertSizes {
 		for len(spans) >= n {
 			chunk := spans[:n]
@@ -371,12 +426,91 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 			if err != nil {
 				return fmt.Errorf("sqlite warm tier: insert spans %s..%s: %w", chunk[0].SpanID, chunk[n-1].SpanID, err)
 			}
-			if got, err := res.RowsAffected(); err != nil {
+			got, err := res.RowsAffected()
+			if err != nil {
 				return err
-			} else if got != int64(n) {
+			}
+			if got == int64(n) {
+				for i := range chunk {
+					batch.Inserted(spanFacts(&chunk[i]))
+				}
+				continue
+			}
+			if replace == nil {
+				if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries `+summaryColumns); err != nil {
+					return err
+				}
+			}
+			if err := settleChunk(ctx, tx, replace, res, got, chunk, args, batch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settleChunk completes a multi-row INSERT of chunk (its parameters args, summaryArgs a row)
+// that inserted only got of its rows: ON CONFLICT DO NOTHING left the others, summaries already
+// stored, as they were. The rows it inserted are the got rows with the largest rowids, up to
+// res's LastInsertId: SQLite gives a new row the largest rowid plus one
+// (https://www.sqlite.org/autoinc.html), so one statement's rows are consecutive. They are read
+// back by rowid and checked to be the chunk's; each row of the chunk is then, in order, either
+// one of them (Inserted) or replaced as the row-by-row write does (INSERT OR REPLACE, Replaced):
+// a summary stored before, or a later copy of a span in the batch. The chunk is written once,
+// not the whole batch again. It returns errAlreadyStored when the rows read back are not the
+// chunk's (rowids not consecutive: write falls back to writing the batch row by row).
+func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Result, got int64,
+	chunk []store.SpanSummary, args []any, batch *RunBatch,
+) error {
+	inserted := map[[2]string]int{}
+	if got > 0 {
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT trace_id, span_id FROM span_summaries WHERE rowid > ? AND rowid <= ?`, last-got, last)
+		if err != nil {
+			return fmt.Errorf("sqlite warm tier: read back inserted spans: %w", err)
+		}
+		var n int64
+		for rows.Next() {
+			var k [2]string
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			inserted[k]++
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		in := map[[2]string]bool{}
+		for i := range chunk {
+			in[[2]string{chunk[i].TraceID, chunk[i].SpanID}] = true
+		}
+		for k, c := range inserted {
+			if !in[k] || c != 1 {
 				return errAlreadyStored
 			}
 		}
+		if n != got {
+			return errAlreadyStored
+		}
+	}
+	for i := range chunk {
+		s := &chunk[i]
+		k := [2]string{s.TraceID, s.SpanID}
+		if inserted[k] > 0 {
+			inserted[k]--
+			batch.Inserted(spanFacts(s))
+			continue
+		}
+		if _, err := replace.ExecContext(ctx, args[i*summaryArgs:(i+1)*summaryArgs]...); err != nil {
+			return fmt.Errorf("sqlite warm tier: replace span %s: %w", s.SpanID, err)
+		}
+		batch.Replaced(s.TraceID)
 	}
 	return nil
 }
@@ -407,6 +541,13 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 			return err
 		}
 	}
+	var evStmts [2]*sql.Stmt
+	if len(events) > 0 {
+		var err error
+		if evStmts, err = w.eventStmts(ctx); err != nil {
+			return err
+		}
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -415,11 +556,8 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	now := w.now().UnixNano()
 	batch := RunBatch{Ingested: now}
 	if len(spans) > 0 && multi {
-		if err := w.insertSpans(ctx, tx, stmts, spans, now); err != nil {
+		if err := w.insertSpans(ctx, tx, stmts, spans, now, &batch); err != nil {
 			return err
-		}
-		for i := range spans {
-			batch.Inserted(spanFacts(&spans[i]))
 		}
 	} else if len(spans) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO span_summaries `+summaryColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
@@ -462,19 +600,8 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		}
 	}
 	if len(events) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO key_events
-		  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
-		   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`)
-		if err != nil {
-			return err
-		}
+		stmt, again := tx.StmtContext(ctx, evStmts[0]), tx.StmtContext(ctx, evStmts[1])
 		defer stmt.Close()
-		// An event already stored has the same content (its id is the content's hash): a retry
-		// only moves its retention clock, as the replacing write did before.
-		again, err := tx.PrepareContext(ctx, `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`)
-		if err != nil {
-			return err
-		}
 		defer again.Close()
 		for _, e := range events {
 			res, err := stmt.ExecContext(ctx, e.EventID, e.TraceID, e.SpanID, e.SessionID, e.Time, e.Kind, e.Name,

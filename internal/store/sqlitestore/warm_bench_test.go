@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -12,25 +13,39 @@ import (
 )
 
 // BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
-// (2048 summaries of 50 runs a batch, each run continued by the next batches) in two ways in the
-// same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs,
-// "rowbyrow", the same with one INSERT per summary (the writer before them), and "recompute",
+// (2048 summaries of 50 runs a batch, each run continued by the next batches) in several ways in
+// the same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs in a new
+// file (16 KiB pages, 8 MiB page cache), "before", the same in a file of 4 KiB pages with SQLite's
+// default 2 MiB page cache (the writer and file of the build before), "rowbyrow", the same with
+// one INSERT per summary (the writer before the multi-row INSERTs), and "recompute",
 // each touched run recomputed from all its stored rows (the maintenance before version 4). It
 // reports ns per summary, the attributes' stored bytes per row and the file's bytes per summary
 // at the end.
 //
 //	go test ./internal/store/sqlitestore/ -run '^$' -bench WarmWrite -benchmem -benchtime 40x
 func BenchmarkWarmWrite(b *testing.B) {
-	for _, mode := range []string{"apply", "rowbyrow", "recompute"} {
+	for _, mode := range []string{"apply", "before", "rowbyrow", "recompute"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
-			w, err := OpenWarm(filepath.Join(b.TempDir(), "warm.db"), Options{})
+			path := filepath.Join(b.TempDir(), "warm.db")
+			if mode != "apply" {
+				// a file of an earlier build: SQLite's default 4 KiB pages
+				if err := createOldWarm(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w, err := OpenWarm(path, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer w.Close()
+			if mode == "before" { // and SQLite's default page cache (2 MiB)
+				if _, err := w.db.Exec(`PRAGMA cache_size = -2000`); err != nil {
+					b.Fatal(err)
+				}
+			}
 			w.recomputeIndex = mode == "recompute"
-			w.rowByRow = mode != "apply"
+			w.rowByRow = mode == "rowbyrow" || mode == "recompute"
 			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
 			// (with their tool calls), the run of iteration i continued at i+1 under the same trace.
 			batches := make([][]store.SpanSummary, b.N)
@@ -84,4 +99,18 @@ func BenchmarkWarmWrite(b *testing.B) {
 			b.ReportMetric(pages/n, "file-B/row")
 		})
 	}
+}
+
+// createOldWarm creates the file at path as a build before 16 KiB warm pages did: SQLite's
+// default page size (4 KiB), WAL mode, the warm schema (version 4).
+func createOldWarm(path string) error {
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		return err
+	}
+	defer old.Close()
+	if _, err := old.Exec(warmDDL + warmIndex.ddl() + warmIndex.orphansDDL() + `PRAGMA user_version = 4`); err != nil {
+		return err
+	}
+	return old.Close()
 }

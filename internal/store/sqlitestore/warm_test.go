@@ -404,6 +404,7 @@ func TestWarmMultiRowInsertsMatchRowByRow(t *testing.T) {
 		require.NoError(t, w.write(ctx, retry, nil))
 		require.NoError(t, w.write(ctx, twice, nil))
 	}
+	assert.Zero(t, multi.rewrites.Load(), "a retried row and a span twice in a batch are settled in the multi-row write, not by writing the batch again")
 	dump := func(w *WarmDB, q string) []string {
 		rows, err := w.db.QueryContext(ctx, q)
 		require.NoError(t, err)
@@ -439,4 +440,43 @@ func TestWarmMultiRowInsertsMatchRowByRow(t *testing.T) {
 	got, err := multi.Runs(ctx, store.RunFilter{})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
+}
+
+// TestWarmPageSize: a new warm file has 16 KiB pages (in WAL mode), and a file of an earlier
+// build with SQLite's default 4 KiB pages keeps them: it is written and read as it is.
+func TestWarmPageSize(t *testing.T) {
+	ctx := context.Background()
+	pageSize := func(w *WarmDB) (size int, mode string) {
+		require.NoError(t, w.db.QueryRow(`PRAGMA page_size`).Scan(&size))
+		require.NoError(t, w.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+		return size, mode
+	}
+	run := storetest.Run{Seed: "ps", Session: "conv-ps", Service: "svc", Agent: "a", Model: "gpt-4.1", Start: indexT0, LLMCalls: 2}
+	for _, c := range []struct {
+		name string
+		old  bool
+		want int
+	}{{"new", false, warmPageSize}, {"earlier build", true, 4096}} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "warm.db")
+			if c.old { // what an earlier build created: the default page size, schema version 4
+				require.NoError(t, createOldWarm(path))
+			}
+			w, err := OpenWarm(path, Options{})
+			require.NoError(t, err)
+			size, mode := pageSize(w)
+			assert.Equal(t, c.want, size)
+			assert.Equal(t, "wal", mode)
+			require.NoError(t, w.WriteTraces(ctx, storetest.Traces(run)))
+			require.NoError(t, w.Close())
+			r, err := OpenWarm(path, Options{ReadOnly: true})
+			require.NoError(t, err)
+			defer r.Close()
+			size, _ = pageSize(r)
+			assert.Equal(t, c.want, size)
+			got, err := r.Run(ctx, storetest.TraceID("ps").String())
+			require.NoError(t, err)
+			assert.Equal(t, run.Spans(), got.Traces.SpanCount())
+		})
+	}
 }
