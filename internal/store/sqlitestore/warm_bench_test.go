@@ -15,10 +15,10 @@ import (
 // BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
 // (2048 summaries of 50 runs a batch, each run continued by the next batches) in several ways in
 // the same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs in a new
-// file (16 KiB pages, 8 MiB page cache), "before", the same in a file of 4 KiB pages with SQLite's
-// default 2 MiB page cache (the writer and file of the build before), "rowbyrow", the same with
-// one INSERT per summary (the writer before the multi-row INSERTs), and "recompute",
-// each touched run recomputed from all its stored rows (the maintenance before version 4). It
+// file (16 KiB pages), "before", the same in a file of SQLite's default 4 KiB pages (a file of the
+// build before), "rowbyrow", the same with one INSERT per summary (the writer before the
+// multi-row INSERTs), and "recompute", each touched run recomputed from all its stored rows (the
+// maintenance before version 4). It
 // reports ns per summary, the attributes' stored bytes per row and the file's bytes per summary
 // at the end.
 //
@@ -39,11 +39,6 @@ func BenchmarkWarmWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Close()
-			if mode == "before" { // and SQLite's default page cache (2 MiB)
-				if _, err := w.db.Exec(`PRAGMA cache_size = -2000`); err != nil {
-					b.Fatal(err)
-				}
-			}
 			w.recomputeIndex = mode == "recompute"
 			w.rowByRow = mode == "rowbyrow" || mode == "recompute"
 			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
