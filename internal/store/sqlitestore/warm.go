@@ -129,6 +129,9 @@ type WarmDB struct {
 	// rowByRow writes each summary with its own INSERT (the benchmark's baseline; the path a
 	// batch with an already stored summary takes).
 	rowByRow bool
+	// noSettle makes a multi-row write that met a stored summary roll back and write the batch
+	// again row by row, as the writer before settleChunk did (the benchmark's baseline).
+	noSettle bool
 	// rewrites counts the batches written again row by row after a multi-row write met a
 	// summary it could not settle (settleChunk; tests).
 	rewrites atomic.Int64
@@ -437,6 +440,9 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 					batch.Inserted(spanFacts(&chunk[i]))
 				}
 				continue
+			}
+			if w.noSettle {
+				return errAlreadyStored
 			}
 			if replace == nil {
 				if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries `+summaryColumns); err != nil {
