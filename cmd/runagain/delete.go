@@ -276,6 +276,9 @@ func openEraser(ctx context.Context) (*erase.Eraser, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkColdURL(); err != nil {
+		return nil, nil, err
+	}
 	if cfg == nil {
 		cfg = flagStorageConfig()
 	}

@@ -53,6 +53,9 @@ func openReader() (store.Reader, error) {
 		return nil, err
 	}
 	store.SetPrices(prices) // store.SpanCost (diff, dataset) prices with the configured table
+	if err := checkColdURL(); err != nil {
+		return nil, err
+	}
 	if cfg != nil {
 		warnMissingHot(os.Stderr, cfg)
 		return cfg.OpenReader(context.Background())
@@ -71,6 +74,19 @@ func openTiers(ctx context.Context, dataDir string) (store.Reader, error) {
 		return nil, fmt.Errorf("open store in %s: no tier found (no hot.db, warm.db or cold/ there; is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory?)", dataDir)
 	}
 	return r, err
+}
+
+// checkColdURL fails when --cold-url (or RUNAGAIN_COLD_URL) names a local directory that does
+// not exist: the tiers' walk skips a missing directory (a tier the collector has not written yet,
+// as <data-dir>/cold), but one the user named is a typo to report, not an empty tier.
+func checkColdURL() error {
+	if coldURLFlag == "" {
+		return nil
+	}
+	if local := runagainstorageextension.LocalDir(coldURLFlag); local != "" && !exists(local) {
+		return fmt.Errorf("--cold-url %s: directory %s does not exist", coldURLFlag, local)
+	}
+	return nil
 }
 
 func exists(p string) bool {

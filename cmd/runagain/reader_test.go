@@ -125,3 +125,30 @@ func TestFlagClickHouseCredentialsFromEnv(t *testing.T) {
 	assert.False(t, cfg.Cold.Get().ClickHouse.HasValue())
 	assert.Equal(t, "s3://bucket/cold", cfg.Cold.Get().Parquet.Get().URL)
 }
+
+// TestColdURLMissingIsAnError: a --cold-url directory that does not exist is an error naming the
+// flag, for the readers and for delete (a typo must not read as an empty cold tier), while a
+// <data-dir>/cold the collector has not written yet is skipped.
+func TestColdURLMissingIsAnError(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	oldDir, oldCold := dataDirFlag, coldURLFlag
+	t.Cleanup(func() { dataDirFlag, coldURLFlag = oldDir, oldCold })
+	dataDirFlag, coldURLFlag = dir, ""
+	r, err := openReader()
+	require.NoError(t, err, "no cold/ under the data dir: skipped")
+	require.NoError(t, r.Close())
+
+	for _, u := range []string{filepath.Join(dir, "colld"), "file://" + filepath.ToSlash(filepath.Join(dir, "colld"))} {
+		coldURLFlag = u
+		_, err = openReader()
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), "--cold-url "+u)
+		_, _, err = openEraser(ctx)
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), "--cold-url")
+	}
+}

@@ -99,3 +99,68 @@ func TestPrefixPartNeedsVersion2(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMemoHeadExtendsInPlace: the memo of a value extending its stream's previous value appends
+// only the new bytes to the previous memo's array (no copy of the whole value), once: a second
+// value extending the same memo gets its own copy, and the previous memo's bytes never change.
+func TestMemoHeadExtendsInPlace(t *testing.T) {
+	v1 := []byte(`["aaaa","bbbb"]`)
+	prev := &planMemo{head: memoHead(nil, 0, v1)}
+	if string(prev.head) != `["aaaa","bbbb"` || cap(prev.head) <= len(prev.head) {
+		t.Fatalf("head %q cap %d", prev.head, cap(prev.head))
+	}
+	v2 := []byte(`["aaaa","bbbb",1]`) // within the headroom of the first copy
+	v3 := []byte(`["aaaa","bbbb","d"]`)
+	h2 := memoHead(prev, len(prev.head), v2)
+	h3 := memoHead(prev, len(prev.head), v3)
+	if string(h2) != `["aaaa","bbbb",1` || string(h3) != `["aaaa","bbbb","d"` || string(prev.head) != `["aaaa","bbbb"` {
+		t.Fatalf("heads %q %q, previous %q", h2, h3, prev.head)
+	}
+	if &h2[0] != &prev.head[0] {
+		t.Fatal("the first extension copied the whole value")
+	}
+	if &h3[0] == &prev.head[0] {
+		t.Fatal("a second extension of the same memo wrote into its array")
+	}
+}
+
+// TestPutStreamConcurrent: values of one stream stored from several goroutines at once (two
+// batches of the same conversation, say) all resolve (run with -race: memos are shared).
+func TestPutStreamConcurrent(t *testing.T) {
+	ctx := context.Background()
+	url, _ := fileURL(t)
+	s := newPackStore(t, url, t.TempDir(), StoreOptions{PackMaxAge: time.Hour})
+	var msgs []string
+	var values [][]byte
+	for i := 0; i < 24; i++ {
+		msgs = append(msgs, msg("user", fmt.Sprintf("concurrent call %d %s", i, strings.Repeat("text ", 80))))
+		values = append(values, []byte("["+strings.Join(msgs, ",")+"]"))
+	}
+	uris := make([]string, len(values))
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(values); i += 3 {
+				b := s.NewBatch()
+				res, err := b.PutStream(ctx, values[i], true, "conv")
+				if err == nil {
+					err = b.Commit(ctx)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				uris[i] = res.URI
+			}
+		}()
+	}
+	wg.Wait()
+	r := newResolver(t)
+	for i, u := range uris {
+		if got, err := r.Fetch(ctx, u); err != nil || !bytes.Equal(got, values[i]) {
+			t.Fatalf("value %d: %v", i, err)
+		}
+	}
+}

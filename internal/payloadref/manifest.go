@@ -137,7 +137,7 @@ func planSplitSum(data []byte, sum [32]byte, chunkMin, fanout int) *node {
 
 // planSplitMemo is planSplitSum reusing what planning prev (the previous value of the same
 // stream, see planMemo) found for the bytes data shares with it: data[:common] equals
-// prev.data[:common]. Elements that end before common are not scanned nor hashed again, and
+// prev.head[:common]. Elements that end before common are not scanned nor hashed again, and
 // sub-manifests within it are not hashed again. With next, it records in next what planning data
 // found (for the value after it). The tree is the one planSplitSum plans (TestPlanSplitMemo).
 func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMemo, common int, next *planMemo) *node {
@@ -159,7 +159,7 @@ func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMe
 		next.sums = make([][32]byte, len(elems))
 		next.groupsEnd = len(data) - 1 // later values of the stream extend data but its last byte
 	}
-	var parts []node
+	parts := make([]node, 0, 2*len(elems)+1) // an element and a separator each, and the end
 	refs := 0
 	pos := 0
 	addLit := func(s span) {
@@ -183,7 +183,7 @@ func planSplitMemo(data []byte, sum [32]byte, chunkMin, fanout int, prev *planMe
 		case elem >= 0 && elem < reused:
 			d = prev.sums[elem]
 		case elem >= 0 && prev != nil && elem < len(prev.elems) && prev.sums[elem] != [32]byte{} &&
-			bytes.Equal(data[s.start:s.end], prev.data[prev.elems[elem].start:prev.elems[elem].end]):
+			bytes.Equal(data[s.start:s.end], prev.head[prev.elems[elem].start:prev.elems[elem].end]):
 			d = prev.sums[elem] // the same bytes as the previous value's element at this index
 		default:
 			d = sha256.Sum256(data[s.start:s.end])

@@ -105,12 +105,8 @@ func (e packEntry) size() int64 {
 	return int64(e.zlen)
 }
 
-// encodeRecordHeader is the header of a staging record of zlen stored bytes, raw or a zstd frame.
-func encodeRecordHeader(k objKey, zlen int, raw bool) []byte {
-	return appendRecordHeader(make([]byte, 0, recordHeaderSize), k, zlen, raw)
-}
-
-// appendRecordHeader appends the header of a staging record (see encodeRecordHeader) to dst.
+// appendRecordHeader appends the recordHeaderSize-byte header of a staging record of zlen stored
+// bytes (raw, or a zstd frame) to dst: magic, digest, kind, length and a CRC-32C of those 44 bytes.
 func appendRecordHeader(dst []byte, k objKey, zlen int, raw bool) []byte {
 	n := len(dst)
 	dst = append(dst, recordMagic...)

@@ -598,3 +598,9 @@ func TestIndexOpenedConcurrently(t *testing.T) {
 		t.Fatalf("opening the index of file:///bucket for file:///other: %v, want a refusal naming both", err)
 	}
 }
+
+// encodeRecordHeader is the header of a staging record of zlen stored bytes, raw or a zstd frame
+// (the tests write staging records by hand).
+func encodeRecordHeader(k objKey, zlen int, raw bool) []byte {
+	return appendRecordHeader(make([]byte, 0, recordHeaderSize), k, zlen, raw)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -33,10 +34,14 @@ const (
 
 // planMemo is what planning one value found (immutable once published).
 type planMemo struct {
-	data  []byte     // a copy of the value
-	sum   [32]byte   // SHA-256 of data: its root manifest's digest
-	elems []span     // jsonSegments(data): a top-level array's elements
-	sums  [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
+	// head is a copy of the value but its last byte (all a later value can share with it: see
+	// match). Values of a stream share one growing array (memoHead), each memo's head a prefix
+	// of the next one's; extended is set by the one value that may append to it.
+	head     []byte
+	extended atomic.Bool
+	sum      [32]byte   // SHA-256 of data: its root manifest's digest
+	elems    []span     // jsonSegments(data): a top-level array's elements
+	sums     [][32]byte // sums[i]: SHA-256 of elems[i] when it is a chunk (else zero)
 	// groups: SHA-256 of the sub-manifest spans of the last value of the stream planned whole
 	// (carried through the values planned as deltas after it), valid for spans ending at or
 	// before groupsEnd.
@@ -165,7 +170,7 @@ type planMemos struct {
 func newPlanMemos() *planMemos {
 	p := &planMemos{seed: maphash.MakeSeed()}
 	// Called from the cache's Add and RemoveOldest, which only keep calls (holding mu).
-	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes -= int64(len(m.data)) })
+	p.cache, _ = lru.NewWithEvict(planMemoEntries, func(_ uint64, m *planMemo) { p.bytes -= int64(cap(m.head)) })
 	return p
 }
 
@@ -184,8 +189,8 @@ func (p *planMemos) match(key uint64, data []byte) (*planMemo, int) {
 	if !ok {
 		return nil, 0
 	}
-	common := len(m.data) - 1
-	if common <= 0 || len(data) <= common || !bytes.Equal(data[:common], m.data[:common]) {
+	common := len(m.head)
+	if common <= 0 || len(data) <= common || !bytes.Equal(data[:common], m.head) {
 		// Not an extension (an earlier message differs, say): no shared prefix, but elements
 		// equal to the memo's at the same index still reuse their digests (see planSplitMemo).
 		return m, 0
@@ -195,22 +200,35 @@ func (p *planMemos) match(key uint64, data []byte) (*planMemo, int) {
 
 // keep publishes m as its stream's memo, within the budget.
 func (p *planMemos) keep(key uint64, m *planMemo) {
-	if len(m.data) > planMemoMaxValue {
+	if len(m.head) >= planMemoMaxValue {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Replacing a stream's memo does not call the eviction callback: count the old one out here.
 	if old, ok := p.cache.Peek(key); ok {
-		p.bytes -= int64(len(old.data))
+		p.bytes -= int64(cap(old.head))
 	}
 	p.cache.Add(key, m)
-	p.bytes += int64(len(m.data))
+	p.bytes += int64(cap(m.head))
 	for p.bytes > planMemoBudget {
 		if _, _, ok := p.cache.RemoveOldest(); !ok {
 			return
 		}
 	}
+}
+
+// memoHead returns data but its last byte, copied for the memo of data (see planMemo.head).
+// When data extends prev's value (common is len(prev.head)) and no other value extended prev
+// yet, prev's array is extended in place: only data's new bytes are copied (the array grows by
+// doubling), and nothing within prev.head (which readers of prev may read) is written. Copying
+// every value whole was most of what offloading allocated on resent conversations.
+func memoHead(prev *planMemo, common int, data []byte) []byte {
+	n := len(data) - 1
+	if prev != nil && common > 0 && common == len(prev.head) && n >= common && prev.extended.CompareAndSwap(false, true) {
+		return append(prev.head, data[common:n]...)
+	}
+	return append(make([]byte, 0, n+n/4), data[:n]...)
 }
 
 // hashValue returns data's SHA-256, continuing prev's state when data starts with prev's hashed

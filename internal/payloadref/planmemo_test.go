@@ -36,7 +36,7 @@ func planChain(t *testing.T, values [][]byte, chunkMin, fanout int) int {
 			t.Fatalf("value %d (%q...): plan with the memo differs from the plan from scratch", i, v[:min(len(v), 40)])
 		}
 		if got != nil && v[0] == '[' {
-			next.data = bytes.Clone(v)
+			next.head = memoHead(prev, common, v)
 			memos.keep(key, next)
 		}
 	}
@@ -155,20 +155,20 @@ func TestPutStreamResend(t *testing.T) {
 func TestPlanMemosBudget(t *testing.T) {
 	p := newPlanMemos()
 	for i := 1; i <= 100; i++ {
-		p.keep(7, &planMemo{data: make([]byte, i<<10)})
+		p.keep(7, &planMemo{head: make([]byte, i<<10)})
 	}
 	if p.bytes != 100<<10 || p.cache.Len() != 1 {
 		t.Fatalf("one stream's memo replaced 100 times: %d bytes, %d entries", p.bytes, p.cache.Len())
 	}
 	p = newPlanMemos()
-	p.keep(1, &planMemo{data: make([]byte, planMemoMaxValue+1)})
+	p.keep(1, &planMemo{head: make([]byte, planMemoMaxValue)}) // a value of planMemoMaxValue+1 bytes
 	if p.cache.Len() != 0 {
 		t.Fatal("a value above planMemoMaxValue was kept")
 	}
 	for i := 0; i < 40; i++ {
-		p.keep(uint64(i), &planMemo{data: make([]byte, planMemoMaxValue)})
+		p.keep(uint64(i), &planMemo{head: make([]byte, planMemoMaxValue-1)})
 	}
-	if got := p.bytes; got > planMemoBudget || got != int64(p.cache.Len())*planMemoMaxValue {
+	if got := p.bytes; got > planMemoBudget || got != int64(p.cache.Len())*(planMemoMaxValue-1) {
 		t.Fatalf("%d bytes in %d memos, budget %d", got, p.cache.Len(), planMemoBudget)
 	}
 	if _, ok := p.cache.Peek(39); !ok {

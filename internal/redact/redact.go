@@ -355,7 +355,13 @@ func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {
 		}
 		return cs
 	}
-	for _, m := range ru.re.FindAllStringSubmatchIndex(w, n) {
+	var ms [][]int
+	if ru.findAll != nil {
+		ms = ru.findAll(w, n)
+	} else {
+		ms = ru.re.FindAllStringSubmatchIndex(w, n)
+	}
+	for _, m := range ms {
 		// offsets in s, so that checks see the context outside the window
 		for k := range m {
 			if m[k] >= 0 {

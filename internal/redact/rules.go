@@ -32,6 +32,9 @@ type rule struct {
 	minDigits int
 	// needDot gates digit-cluster rules: the cluster must contain a '.'.
 	needDot bool
+	// findAll, if set, is re.FindAllStringSubmatchIndex for this rule's regex, done with less
+	// work (findAllEmail); the results are the same.
+	findAll func(w string, n int) [][]int
 	// lazyCheck: check never moves the start of the span it accepts, so resolve may run it only
 	// on matches whose start no finding of an earlier rule covers (see Redactor.resolve); it
 	// takes effect for the last rule in priority only. Set for phone_number, whose check parses
@@ -270,6 +273,9 @@ func compileBuiltinRules() []*rule {
 			r.needDot = true
 		case RulePhone:
 			r.lazyCheck = true
+		case RuleEmail:
+			re := r.re
+			r.findAll = func(w string, n int) [][]int { return findAllEmail(re, w, n) }
 		}
 	}
 	return rs
@@ -849,4 +855,51 @@ func withGitleaksAllow(check func(string, []int, int, int) (int, int, bool), id 
 		}
 		return a, b, true
 	}
+}
+
+// emailLocalMax is the longest local part the email regex takes ([A-Za-z0-9._%+\-]{1,64}).
+const emailLocalMax = 64
+
+func isEmailLocal(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+}
+
+// findAllEmail is re.FindAllStringSubmatchIndex(w, n) for the email rule's regex, which has no
+// group and no assertion before its end: its matches are a run of 1 to 64 local-part bytes (no
+// '@' among them), an '@', and a domain. A match starting at i therefore takes the first '@' at
+// or after i and only local-part bytes before it, so no match starts before the start of the
+// run of local-part bytes (at most 64) that ends at the next '@'. Each search starts there,
+// on w cut at that point (the regex sees no byte before its match, and the same end of text);
+// the regex then checks the candidates from there on as FindAll would. Without an '@' left,
+// nothing is searched: the window of a trigger is 80 bytes before it and 260 after, and the
+// backtracking search of its counted repetitions cost tens of microseconds per window.
+func findAllEmail(re *regexp.Regexp, w string, n int) [][]int {
+	var out [][]int
+	for pos := 0; pos < len(w) && (n < 0 || len(out) < n); {
+		at := strings.IndexByte(w[pos:], '@')
+		if at < 0 {
+			break
+		}
+		at += pos
+		lo := at
+		for lo > pos && at-lo < emailLocalMax && isEmailLocal(w[lo-1]) {
+			lo--
+		}
+		m := re.FindStringSubmatchIndex(w[lo:])
+		if m == nil {
+			break
+		}
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += lo
+			}
+		}
+		out = append(out, m)
+		if m[1] == m[0] { // cannot happen (the match holds an '@'); as FindAll, step past it
+			pos = m[1] + 1
+		} else {
+			pos = m[1]
+		}
+	}
+	return out
 }

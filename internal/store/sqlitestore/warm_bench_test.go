@@ -15,20 +15,23 @@ import (
 // BenchmarkWarmWrite writes batches of span summaries as the warm tier's queue delivers them
 // (2048 summaries of 50 runs a batch, each run continued by the next batches) in several ways in
 // the same run: "apply", the incremental run index (RunBatch) with the multi-row INSERTs in a new
-// file (16 KiB pages, 8 MiB page cache), "before", the same in a file of 4 KiB pages with SQLite's
-// default 2 MiB page cache (the writer and file of the build before), "rowbyrow", the same with
-// one INSERT per summary (the writer before the multi-row INSERTs), and "recompute",
-// each touched run recomputed from all its stored rows (the maintenance before version 4). It
+// file (16 KiB pages), "before", the same in a file of SQLite's default 4 KiB pages (a file of the
+// build before), "rowbyrow", the same with one INSERT per summary (the writer before the
+// multi-row INSERTs), and "recompute", each touched run recomputed from all its stored rows (the
+// maintenance before version 4); "retry" writes after each batch as many new rows followed by
+// its second half again (a queue re-delivering part of a batch merged after new requests), and
+// "retry-before" the same with the writer before settleChunk (the batch rolled back and written
+// again row by row). It
 // reports ns per summary, the attributes' stored bytes per row and the file's bytes per summary
 // at the end.
 //
 //	go test ./internal/store/sqlitestore/ -run '^$' -bench WarmWrite -benchmem -benchtime 40x
 func BenchmarkWarmWrite(b *testing.B) {
-	for _, mode := range []string{"apply", "before", "rowbyrow", "recompute"} {
+	for _, mode := range []string{"apply", "before", "rowbyrow", "recompute", "retry", "retry-before"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
 			path := filepath.Join(b.TempDir(), "warm.db")
-			if mode != "apply" {
+			if mode == "before" || mode == "rowbyrow" || mode == "recompute" {
 				// a file of an earlier build: SQLite's default 4 KiB pages
 				if err := createOldWarm(path); err != nil {
 					b.Fatal(err)
@@ -39,11 +42,8 @@ func BenchmarkWarmWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.Close()
-			if mode == "before" { // and SQLite's default page cache (2 MiB)
-				if _, err := w.db.Exec(`PRAGMA cache_size = -2000`); err != nil {
-					b.Fatal(err)
-				}
-			}
+			retry := mode == "retry" || mode == "retry-before"
+			w.noSettle = mode == "retry-before"
 			w.recomputeIndex = mode == "recompute"
 			w.rowByRow = mode == "rowbyrow" || mode == "recompute"
 			// One batch's summaries per iteration, built before the timer: 50 runs of 8 LLM calls
@@ -69,6 +69,15 @@ func BenchmarkWarmWrite(b *testing.B) {
 				}
 				batches[it] = all
 			}
+			// next(it) is the first half of batch it+1 under other span ids (new rows)
+			next := func(it int) []store.SpanSummary {
+				n := batches[(it+1)%len(batches)]
+				out := append([]store.SpanSummary(nil), n[:len(n)/2]...)
+				for i := range out {
+					out[i].SpanID = fmt.Sprintf("r%07x%08x", it, i)
+				}
+				return out
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := benchtest.CPUTime()
@@ -78,6 +87,14 @@ func BenchmarkWarmWrite(b *testing.B) {
 					b.Fatal(err)
 				}
 				rows += len(batches[it])
+				if retry {
+					// new rows, then the batch's second half delivered again
+					again := append(next(it), batches[it][len(batches[it])/2:]...)
+					if err := w.write(ctx, again, nil); err != nil {
+						b.Fatal(err)
+					}
+					rows += len(again)
+				}
 			}
 			b.StopTimer()
 			cpu = benchtest.CPUTime() - cpu
