@@ -357,6 +357,10 @@ func decodeManifest(b []byte) (*Manifest, error) {
 		case p.Pre && (p.Ref == "" || m.V < ManifestVersionPrefix):
 			return nil, fmt.Errorf("payloadref: manifest part %d: a prefix part needs a ref and manifest version %d", i, ManifestVersionPrefix)
 		case p.Ref != "":
+			if p.Size < 0 {
+				// A reader slices a prefix part's object to it: refused here, not a panic there.
+				return nil, fmt.Errorf("payloadref: manifest part %d: negative size %d", i, p.Size)
+			}
 			if len(p.Ref) != 64 {
 				return nil, fmt.Errorf("payloadref: manifest part %d: ref %q is not a SHA-256 hex digest", i, p.Ref)
 			}
