@@ -121,6 +121,9 @@ type node struct {
 	// prefix: a part standing for the first span.end-span.start bytes of object sum, which is
 	// longer (Part.Pre); located (pack set) when planned, never written.
 	prefix bool
+	// own: the manifest stored under sum is this plan (writeTreePacked appended it), not one
+	// another Put of the same value stored first (whose prefix chain this plan does not know).
+	own bool
 }
 
 // planSplit builds the object tree for data, or returns nil when splitting does not pay

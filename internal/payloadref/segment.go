@@ -241,20 +241,21 @@ var ErrIndexBacklog = errors.New("payloadref: too many objects wait for the dige
 
 // appendObject appends content (raw) as object k to the open segment (opening one, or sealing
 // the full one first: when the pack as it will be uploaded, compressed in blocks, could reach
-// maxSize) and returns the pack id. A concurrent append of the same object returns the first
-// one's pack. ErrIndexBacklog when maxPending objects wait to be indexed.
-func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
+// maxSize) and returns the pack id and true. A concurrent append of the same object returns the
+// first one's pack and false (content was not appended: the stored object is the first one's).
+// ErrIndexBacklog when maxPending objects wait to be indexed.
+func (w *packWriter) appendObject(k objKey, content []byte) (string, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return "", errors.New("payloadref: store closed")
+		return "", false, errors.New("payloadref: store closed")
 	}
 	w.pmu.RLock()
 	had, ok := w.pending[k]
 	full := !ok && w.maxPending > 0 && len(w.pending) >= w.maxPending
 	w.pmu.RUnlock()
 	if ok {
-		return had.pack, nil
+		return had.pack, false, nil
 	}
 	if full {
 		w.pmu.Lock()
@@ -262,17 +263,17 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 		n := len(w.pending)
 		w.pmu.Unlock()
 		w.s.ix.poke(indexMaxPending) // retry the index now
-		return "", fmt.Errorf("%w (%d objects, limit %d)", ErrIndexBacklog, n, w.maxPending)
+		return "", false, fmt.Errorf("%w (%d objects, limit %d)", ErrIndexBacklog, n, w.maxPending)
 	}
 	rec := int64(recordHeaderSize + len(content))
 	if w.cur != nil && w.cur.objects > 0 && w.cur.bp.size(len(content), 1) >= w.maxSize {
 		if err := w.sealLocked(); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
 	if w.cur == nil {
 		if err := w.openLocked(); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
 	c := w.cur
@@ -287,7 +288,7 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, error) {
 	w.pmu.Lock()
 	w.pending[k] = packEntryAt{e, c.id}
 	w.pmu.Unlock()
-	return c.id, nil
+	return c.id, true, nil
 }
 
 func (w *packWriter) openLocked() error {

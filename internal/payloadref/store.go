@@ -611,14 +611,8 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 	if split && plan == nil {
 		plan = planSplitMemo(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next) // data is hashed once
 	}
-	if split {
-		if plan != nil && next != nil {
-			next.head = memoHead(prev, common, data)
-			s.plans.keep(memoKey, next)
-		}
-	}
 	if plan == nil {
-		pack, err := s.appendOnce(ctx, vk, data, b, &res)
+		pack, _, err := s.appendOnce(ctx, vk, data, b, &res)
 		if err != nil {
 			return res, err
 		}
@@ -626,12 +620,30 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 		return res, nil
 	}
 	res.Split = true
+	if testHookPlanned != nil {
+		testHookPlanned(data)
+	}
 	if err := s.writeTreePacked(ctx, data, plan, b, &res); err != nil {
 		return res, err
+	}
+	if next != nil {
+		// Published once written: its chain counts the prefix parts of the manifest stored under
+		// sum. When another Put stored that manifest first (the same value planned at the same
+		// time for another stream), its chain is unknown here: the next value is planned whole,
+		// or chains would add up past maxChain (and reading them past maxDepth).
+		if !plan.own {
+			next.chain = maxChain
+		}
+		next.head = memoHead(prev, common, data)
+		s.plans.keep(memoKey, next)
 	}
 	res.URI = s.packURI(plan.pack, objKey{sum, true})
 	return res, nil
 }
+
+// testHookPlanned, when set (tests only), runs in putPacked between planning a split value and
+// writing its objects.
+var testHookPlanned func(data []byte)
 
 // locate finds the pack of an object: the in-memory cache, the objects appended but not yet
 // indexed, then (unless the digest filter says the index cannot list it: a new object) the
@@ -661,32 +673,38 @@ func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, e
 	return p, true, nil
 }
 
-// appendOnce appends content as object k unless it is already stored; it returns its pack.
+// appendOnce appends content as object k unless it is already stored; it returns its pack, and
+// whether content is the stored object (false: another Put stored k first, with its own content:
+// for a manifest, possibly another plan of the same value).
 // Nothing is compressed here: the staging file holds the bytes raw, and the pack's blocks are
 // compressed as they fill.
-func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, error) {
+func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, bool, error) {
 	res.Objects++
 	if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
 		if ok {
 			res.DedupHits++
 		}
-		return pack, err
+		return pack, false, err
 	}
-	pack, err := s.pw.appendObject(k, content)
+	pack, appended, err := s.pw.appendObject(k, content)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	b.ref(k, cachedLoc{pack: pack, gen: -1}, true)
+	if !appended {
+		res.DedupHits++
+		return pack, false, nil
+	}
 	res.Written++
 	res.BytesWritten += int64(len(content))
-	return pack, nil
+	return pack, true, nil
 }
 
 // writeTreePacked appends the objects of n, children first, and sets n.pack (and the children's).
 func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Batch, res *PutResult) error {
 	k := objKey{n.sum, n.manifest}
 	if !n.manifest {
-		pack, err := s.appendOnce(ctx, k, data[n.span.start:n.span.end], b, res)
+		pack, _, err := s.appendOnce(ctx, k, data[n.span.start:n.span.end], b, res)
 		n.pack = pack
 		return err
 	}
@@ -711,8 +729,8 @@ func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Ba
 		}
 	}
 	doc := manifestOf(n)
-	pack, err := s.appendOnce(ctx, k, doc, b, res)
-	n.pack = pack
+	pack, own, err := s.appendOnce(ctx, k, doc, b, res)
+	n.pack, n.own = pack, own
 	return err
 }
 
