@@ -78,9 +78,14 @@ func openTiers(ctx context.Context, dataDir string) (store.Reader, error) {
 
 // checkColdURL fails when --cold-url (or RUNAGAIN_COLD_URL) names a local directory that does
 // not exist: the tiers' walk skips a missing directory (a tier the collector has not written yet,
-// as <data-dir>/cold), but one the user named is a typo to report, not an empty tier.
+// as <data-dir>/cold), but one the user named is a typo to report, not an empty tier. With
+// --config only a --cold-url given on the command line is applied (loadStorageConfig), so only
+// that one is checked: a RUNAGAIN_COLD_URL left in the environment is ignored there, as before.
 func checkColdURL() error {
 	if coldURLFlag == "" {
+		return nil
+	}
+	if f := rootCmd.PersistentFlags().Lookup("cold-url"); configFlag != "" && (f == nil || !f.Changed) {
 		return nil
 	}
 	if local := runagainstorageextension.LocalDir(coldURLFlag); local != "" && !exists(local) {

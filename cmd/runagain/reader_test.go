@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,4 +152,33 @@ func TestColdURLMissingIsAnError(t *testing.T) {
 		require.Error(t, err, u)
 		assert.Contains(t, err.Error(), "--cold-url")
 	}
+}
+
+// TestColdURLFromEnvIgnoredWithConfig: with --config, a RUNAGAIN_COLD_URL from the environment
+// (the flag's default, not given) is not applied (loadStorageConfig overrides only flags given
+// on the command line), so a missing directory it names is no error either; a --cold-url given
+// on the command line still is.
+func TestColdURLFromEnvIgnoredWithConfig(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	t.Setenv("RUNAGAIN_DATA_DIR", dir)
+	f := rootCmd.PersistentFlags().Lookup("cold-url")
+	oldConfig, oldCold, oldChanged := configFlag, coldURLFlag, f.Changed
+	reset := func() { storageOnce, storageCfg, storageErr = sync.Once{}, nil, nil }
+	t.Cleanup(func() { configFlag, coldURLFlag, f.Changed = oldConfig, oldCold, oldChanged; reset() })
+	missing := filepath.Join(dir, "colld")
+
+	reset()
+	configFlag, coldURLFlag, f.Changed = shipped("default.yaml"), missing, false
+	r, err := openReader()
+	require.NoError(t, err, "RUNAGAIN_COLD_URL is not applied with --config")
+	require.NoError(t, r.Close())
+
+	reset()
+	f.Changed = true
+	_, err = openReader()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--cold-url "+missing)
 }

@@ -46,8 +46,10 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) 
 			return strings.TrimSpace(rest)
 		}
 	}
-	if rest, ok := strings.CutPrefix(name, "agent_run ["); ok && strings.HasSuffix(rest, "]") && len(rest) > 1 {
-		return strings.TrimSuffix(rest, "]")
+	if rest, ok := strings.CutPrefix(name, "agent_run ["); ok && strings.HasSuffix(rest, "]") {
+		if x := strings.TrimSpace(strings.TrimSuffix(rest, "]")); x != "" {
+			return x
+		}
 	}
 	if !span.ParentSpanID().IsEmpty() && !parentIsAgent {
 		return ""

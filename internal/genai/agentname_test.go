@@ -35,6 +35,9 @@ func TestSpanAgent(t *testing.T) {
 		{"attribute under any span", "step", map[string]any{"gen_ai.agent.name": "triage"}, nil, "triage", 2},
 		{"google ADK under its invocation chain", "agent_run [hello_agent]", map[string]any{"openinference.span.kind": "AGENT"}, nil, "hello_agent", 2},
 		{"semconv span name under any span", "invoke_agent planner", map[string]any{"gen_ai.operation.name": "invoke_agent"}, nil, "planner", 2},
+		// the bracketed form names an agent only when the brackets hold one (trimmed as "invoke_agent X" is)
+		{"google ADK blank name under a chain", "agent_run [ ]", map[string]any{"openinference.span.kind": "AGENT"}, nil, "", 2},
+		{"google ADK padded name", "agent_run [ hello_agent ]", map[string]any{"openinference.span.kind": "AGENT"}, nil, "hello_agent", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ptrace.NewSpan()

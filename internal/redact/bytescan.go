@@ -13,6 +13,13 @@ const (
 	swarHigh = 0x8080808080808080
 )
 
+// swarBetween returns the high bit of each of the eight byte lanes of x that holds a value v with
+// m < v < n (0 <= m <= 127, 0 <= n <= 128), the others 0: the "hasbetween" word trick (see
+// nextDigit), exact per lane.
+func swarBetween(x, m, n uint64) uint64 {
+	return (swarOnes*(127+n) - (x & (swarOnes * 127))) &^ x & ((x & (swarOnes * 127)) + swarOnes*(127-m)) & swarHigh
+}
+
 // nextDigit returns the index of the first ASCII digit in s at or after i, or len(s). It tests
 // eight bytes at a time with the "hasbetween" word trick (Sean Eron Anderson, Bit Twiddling
 // Hacks, "Determine if a word has a byte between m and n"): per lane, (127+n - (x&127)) &^ x &
@@ -24,8 +31,7 @@ func nextDigit(s string, i int) int {
 	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:]) // one 8-byte load
-		t := (swarOnes*(127+n) - (x & (swarOnes * 127))) &^ x & ((x & (swarOnes * 127)) + swarOnes*(127-m)) & swarHigh
-		if t != 0 {
+		if t := swarBetween(x, m, n); t != 0 {
 			return i + bits.TrailingZeros64(t)/8
 		}
 	}
@@ -49,8 +55,7 @@ func nextColon(s string, i int) int {
 // holding 'A' < x+1 < 'Z'+2 (hasbetween, see nextDigit) get 0x20 added, which is 0x80 >> 2.
 func lowerWord(x uint64) uint64 {
 	const m, n = 'A' - 1, 'Z' + 1
-	t := (swarOnes*(127+n) - (x & (swarOnes * 127))) &^ x & ((x & (swarOnes * 127)) + swarOnes*(127-m)) & swarHigh
-	return x | t>>2
+	return x | swarBetween(x, m, n)>>2
 }
 
 // plainJSONBody reports whether s holds no byte that a JSON string literal must escape (a

@@ -637,10 +637,7 @@ func (r *Redactor) findSharing(s, body string) []Finding {
 	if r.ac == nil || !r.prefilterOK {
 		fs, bfs = r.Find(s), r.Find(body)
 	} else {
-		lb := lowerPool.Get().(*[]byte)
-		*lb = appendLowerASCII((*lb)[:0], unsafe.Slice(unsafe.StringData(s), len(s)))
-		ms := r.ac.FindAllOverlapping(*lb)
-		lowerPool.Put(lb)
+		ms := r.keywordMatches(s)
 		fs = r.find(s, ms, true)
 		bms := ms[:0] // in place: find is done with ms
 		for _, m := range ms {

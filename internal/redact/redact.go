@@ -257,17 +257,7 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 		// Windows of one rule that overlap are merged and scanned once, so the regex work stays
 		// linear in len(s) however many triggers there are.
 		if !known {
-			b := unsafe.Slice(unsafe.StringData(s), len(s))
-			if len(s) <= shortLower {
-				// attribute values such as model names and ids: a buffer on the stack
-				var buf [shortLower]byte
-				ms = r.ac.FindAllOverlapping(appendLowerASCII(buf[:0], b))
-			} else {
-				lb := lowerPool.Get().(*[]byte)
-				*lb = appendLowerASCII((*lb)[:0], b)
-				ms = r.ac.FindAllOverlapping(*lb)
-				lowerPool.Put(lb)
-			}
+			ms = r.keywordMatches(s)
 		}
 		var sc *findScratch
 		if len(ms) > 0 {
@@ -339,6 +329,22 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 		return nil
 	}
 	return r.resolve(s, cs)
+}
+
+// keywordMatches returns every (overlapping) match of the keyword automaton in s, which it runs
+// over s lower-cased (appendLowerASCII: offsets are those of s).
+func (r *Redactor) keywordMatches(s string) []ahocorasick.Match {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	if len(s) <= shortLower {
+		// attribute values such as model names and ids: a buffer on the stack
+		var buf [shortLower]byte
+		return r.ac.FindAllOverlapping(appendLowerASCII(buf[:0], b))
+	}
+	lb := lowerPool.Get().(*[]byte)
+	*lb = appendLowerASCII((*lb)[:0], b)
+	ms := r.ac.FindAllOverlapping(*lb)
+	lowerPool.Put(lb)
+	return ms
 }
 
 func (r *Redactor) runRule(cs []cand, s string, ri, lo, hi int) []cand {

@@ -470,30 +470,11 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Result, got int64,
 	chunk []store.SpanSummary, args []any, batch *RunBatch,
 ) error {
-	inserted := map[[2]string]int{}
+	inserted, n, err := insertedRows(ctx, tx, "span_summaries", res, got)
+	if err != nil {
+		return fmt.Errorf("sqlite warm tier: %w", err)
+	}
 	if got > 0 {
-		last, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT trace_id, span_id FROM span_summaries WHERE rowid > ? AND rowid <= ?`, last-got, last)
-		if err != nil {
-			return fmt.Errorf("sqlite warm tier: read back inserted spans: %w", err)
-		}
-		var n int64
-		for rows.Next() {
-			var k [2]string
-			if err := rows.Scan(&k[0], &k[1]); err != nil {
-				rows.Close()
-				return err
-			}
-			inserted[k]++
-			n++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		in := map[[2]string]bool{}
 		for i := range chunk {
 			in[[2]string{chunk[i].TraceID, chunk[i].SpanID}] = true
