@@ -121,7 +121,27 @@ func Classify(attrs pcommon.Map) Kind {
 	if Model(attrs) != "" {
 		return KindLLM
 	}
+	// A span that names its agent and is none of the above is the agent's invocation: Pydantic AI
+	// records "<agent> run" spans with gen_ai.agent.name (agent_name before it) and no operation
+	// name (semconv names gen_ai.agent.name on invoke_agent and create_agent spans).
+	for _, k := range []string{AttrAgentName, attrAgentNameLegacy} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			return KindAgent
+		}
+	}
 	return KindOther
+}
+
+// RunUsage is the usage a span of kind k adds to its run's totals, in tokens: TokenUsage, except
+// for an agent invocation (KindAgent), which adds none. An invocation that records usage (Pydantic
+// AI's "<agent> run" spans; semconv allows gen_ai.usage.* on invoke_agent spans) records the sum
+// of its model calls, which are counted on the calls themselves: adding both counted every token
+// twice. agent_guard counts usage on LLM calls only, for the same reason.
+func RunUsage(k Kind, attrs pcommon.Map) Usage {
+	if k == KindAgent {
+		return Usage{}
+	}
+	return TokenUsage(attrs)
 }
 
 // Model returns the response model if recorded, else the request model, else the

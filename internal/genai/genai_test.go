@@ -57,3 +57,21 @@ func TestTokenUsageRejectsAbsurdCounts(t *testing.T) {
 	m.PutStr(AttrUsageReasoning, "99999999999999999999")
 	assert.Equal(t, Usage{Input: 40}, TokenUsage(m))
 }
+
+func TestAgentInvocationByNameAddsNoRunUsage(t *testing.T) {
+	for _, key := range []string{AttrAgentName, "agent_name"} { // Pydantic AI's "<agent> run" spans
+		m := pcommon.NewMap()
+		m.PutStr(key, "joke_agent")
+		m.PutInt(AttrUsageInputTokens, 682)
+		m.PutInt(AttrUsageOutputTokens, 126)
+		assert.Equal(t, KindAgent, Classify(m), key)
+		assert.Equal(t, Usage{}, RunUsage(Classify(m), m), "an invocation's usage is its calls'")
+		assert.Equal(t, Usage{Input: 682, Output: 126}, TokenUsage(m), "still shown on the span")
+	}
+	llm := pcommon.NewMap()
+	llm.PutStr(AttrOperationName, "chat")
+	llm.PutStr(AttrAgentName, "joke_agent") // a call made by the agent stays a call
+	llm.PutInt(AttrUsageInputTokens, 265)
+	assert.Equal(t, KindLLM, Classify(llm))
+	assert.Equal(t, Usage{Input: 265}, RunUsage(Classify(llm), llm))
+}

@@ -105,3 +105,40 @@ func TestLangfuseMessagesMovedOutOfAttributes(t *testing.T) {
 	_, ok := attrs.Get(genai.AttrOutputMessages)
 	assert.False(t, ok)
 }
+
+// TestLfMessagesOnlyConventionalAndUnrecorded runs without the corpus: a message list in the
+// GenAI form becomes the attribute as compact JSON; a span that records the attribute or its
+// offloaded reference (RefSuffix) keeps what it has; an input that is not such a list (no parts,
+// parts not an array, empty, not JSON) adds nothing.
+func TestLfMessagesOnlyConventionalAndUnrecorded(t *testing.T) {
+	conv := []byte(`[ {"role":"user", "parts":[{"type":"text","content":"hi"}]} ]`)
+	for _, tc := range []struct {
+		name  string
+		input []byte
+		have  string // attribute the span already records
+		want  string // gen_ai.input.messages afterwards ("" absent)
+	}{
+		{"conventional", conv, "", `[{"role":"user","parts":[{"type":"text","content":"hi"}]}]`},
+		{"recorded", conv, genai.AttrInputMessages, "recorded"},
+		{"offloaded", conv, genai.AttrInputMessages + genai.RefSuffix, ""},
+		{"no parts", []byte(`[{"role":"user","content":"hi"}]`), "", ""},
+		{"parts not an array", []byte(`[{"role":"user","parts":{}}]`), "", ""},
+		{"empty list", []byte(`[]`), "", ""},
+		{"not JSON", []byte(`[{"role":`), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attrs := ptrace.NewSpan().Attributes()
+			if tc.have != "" {
+				attrs.PutStr(tc.have, "recorded")
+			}
+			lfMessages(map[string]field{"input": {raw: tc.input}}, attrs)
+			v, ok := attrs.Get(genai.AttrInputMessages)
+			assert.Equal(t, tc.want != "", ok)
+			if ok {
+				assert.Equal(t, tc.want, v.Str())
+			}
+			_, out := attrs.Get(genai.AttrOutputMessages)
+			assert.False(t, out, "no output field, no output attribute")
+		})
+	}
+}

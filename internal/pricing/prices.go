@@ -76,11 +76,11 @@ type CallCost struct {
 }
 
 // SpanCost prices one span from its attributes (model, provider, token usage as read by
-// genai.TokenUsage) at its start time (for dated prices). A span without usage costs 0 and is
-// not unpriced. It is the one place runagain prices a call: agent_guard's runagain.cost metric,
+// genai.RunUsage) at its start time (for dated prices). A span without usage costs 0 and is
+// not unpriced; so does an agent invocation, whose usage is its calls' (priced on them). It is the one place runagain prices a call: agent_guard's runagain.cost metric,
 // the warm and cold summaries, the hot tier's per-span cost and the CLI's views all call it.
 func (p *Prices) SpanCost(attrs pcommon.Map, start pcommon.Timestamp) CallCost {
-	u := genai.TokenUsage(attrs)
+	u := genai.RunUsage(genai.Classify(attrs), attrs)
 	if u.Input <= 0 && u.Output <= 0 && u.CacheRead <= 0 && u.CacheWrite <= 0 {
 		return CallCost{}
 	}

@@ -116,12 +116,13 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 		}
 		attrs := s.Attributes()
 		session, _ := genai.SessionID(attrs, res.Attributes(), sessionKeys)
-		usage := genai.TokenUsage(attrs)
+		kind := genai.Classify(attrs)
+		usage := genai.RunUsage(kind, attrs)
 		sum := SpanSummary{
 			TraceID: th.str(s.TraceID()), SpanID: s.SpanID().String(), SessionID: session,
 			Name: s.Name(), Kind: int32(s.Kind()), Start: int64(s.StartTimestamp()), End: int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())),
 			StatusCode: int32(s.Status().Code()), StatusMessage: s.Status().Message(),
-			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(genai.Classify(attrs)),
+			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(kind),
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
 			ToolName: str(attrs, genai.AttrToolName), AgentName: agents.name(res, s),
 			ErrorType: str(attrs, "error.type"),
@@ -299,7 +300,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			p := get(session, trace)
 			seen(p, int64(s.StartTimestamp()), int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())))
 			p.Spans++
-			u := genai.TokenUsage(attrs)
+			u := genai.RunUsage(genai.Classify(attrs), attrs)
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output
 			cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
@@ -115,4 +116,66 @@ func traceIDs(td ptrace.Traces) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// TestRunTokensCountEachCallOnce imports each Langfuse framework trace of the corpus into a real
+// hot file, warm file and cold bucket and checks that each tier lists the run with the tokens of
+// its LLM calls, counted once. Pydantic AI's "<agent> run" spans record the sum of their calls'
+// usage, so a run that also summed those spans listed every token twice (2630/418 instead of
+// 1315/209 for pydantic-ai-tools-2025-12-04) and an "unpriced" cost for each agent span.
+func TestRunTokensCountEachCallOnce(t *testing.T) {
+	ctx := context.Background()
+	files := corpus.Walk(t, "langfuse/worker/src/__tests__/chatml/framework-traces", func(p string) bool {
+		return strings.HasSuffix(p, ".trace.json")
+	})
+	require.NotEmpty(t, files)
+	agentUsage := 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res, err := importer.ParseFile(f)
+			require.NoError(t, err)
+			td := res.Traces
+			want := map[string][2]int64{} // trace -> LLM calls' input, output tokens
+			for _, one := range oneSpanEach(td) {
+				s := one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+				k := genai.Classify(s.Attributes())
+				u := genai.TokenUsage(s.Attributes())
+				if k == genai.KindAgent && u.Total() > 0 {
+					agentUsage++
+				}
+				if k != genai.KindLLM {
+					continue
+				}
+				w := want[s.TraceID().String()]
+				want[s.TraceID().String()] = [2]int64{w[0] + u.Input, w[1] + u.Output}
+			}
+			dir := t.TempDir()
+			hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+			require.NoError(t, err)
+			defer hot.Close()
+			_, err = hot.WriteTraces(ctx, td)
+			require.NoError(t, err)
+			warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
+			require.NoError(t, err)
+			defer warm.Close()
+			require.NoError(t, warm.WriteTraces(ctx, td))
+			cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
+			require.NoError(t, err)
+			defer cold.Close()
+			_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
+			require.NoError(t, err)
+			for tier, r := range map[string]store.Reader{store.TierHot: hot, store.TierWarm: warm, store.TierCold: cold} {
+				rows, err := r.Runs(ctx, store.RunFilter{})
+				require.NoError(t, err, tier)
+				got := map[string][2]int64{}
+				for _, row := range rows {
+					got[row.TraceID] = [2]int64{row.InputTokens, row.OutputTokens}
+				}
+				for trace, w := range want {
+					assert.Equal(t, w, got[trace], "%s: run %s tokens in/out", tier, trace)
+				}
+			}
+		})
+	}
+	assert.Positive(t, agentUsage, "agent spans that record their calls' usage (Pydantic AI)")
 }

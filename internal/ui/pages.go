@@ -361,7 +361,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := runView{Title: "Run " + shorten(c.run.TraceID, 8), TraceID: c.run.TraceID, Session: c.session, Tier: c.run.Tier,
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
 	for _, n := range c.nodes {
-		u := genai.TokenUsage(n.Span.Attributes())
+		u := genai.RunUsage(genai.Classify(n.Span.Attributes()), n.Span.Attributes())
 		v.Tokens.Input += u.Input
 		v.Tokens.Output += u.Output
 		if n.Span.Status().Code() == ptrace.StatusCodeError {

@@ -104,14 +104,15 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 				}
 				attrs := span.Attributes()
 				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
-				usage := genai.TokenUsage(attrs)
+				genaiKind := genai.Classify(attrs)
+				usage := genai.RunUsage(genaiKind, attrs)
 				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
 				parent := ""
 				if !span.ParentSpanID().IsEmpty() {
 					parent = span.ParentSpanID().String()
 				}
 				r := spanRow{span: span, name: span.Name(), kind: int64(span.Kind()), status: int64(span.Status().Code()),
-					genaiKind: string(genai.Classify(attrs)),
+					genaiKind: string(genaiKind),
 					f: SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
 						SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
 						End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
