@@ -37,27 +37,13 @@ func TestAgentsSameInEveryTier(t *testing.T) {
 			res, err := importer.ParseFile(f)
 			require.NoError(t, err)
 			td := res.Traces
-			dir := t.TempDir()
-			hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
-			require.NoError(t, err)
-			defer hot.Close()
-			_, err = hot.WriteTraces(ctx, td)
-			require.NoError(t, err)
-			warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
-			require.NoError(t, err)
-			defer warm.Close()
-			require.NoError(t, warm.WriteTraces(ctx, td))
-			split, err := sqlitestore.OpenWarm(filepath.Join(dir, "split.db"), sqlitestore.Options{})
+			hot, warm, cold := writeTiers(t, td)
+			split, err := sqlitestore.OpenWarm(filepath.Join(t.TempDir(), "split.db"), sqlitestore.Options{})
 			require.NoError(t, err)
 			defer split.Close()
 			for _, one := range oneSpanEach(td) {
 				require.NoError(t, split.WriteTraces(ctx, one))
 			}
-			cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
-			require.NoError(t, err)
-			defer cold.Close()
-			_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
-			require.NoError(t, err)
 
 			for _, id := range traceIDs(td) {
 				agents := func(r store.Reader, tier string) []string {
@@ -81,6 +67,29 @@ func TestAgentsSameInEveryTier(t *testing.T) {
 		})
 	}
 	assert.GreaterOrEqual(t, named, 5, "runs whose hot page names an agent (OpenAI Agents, Koog, Agno, BeeAI, Pydantic AI)")
+}
+
+// writeTiers writes td whole to a real hot file, warm file and cold bucket in a temporary
+// directory, closed when the test ends.
+func writeTiers(t *testing.T, td ptrace.Traces) (hot *sqlitestore.DB, warm *sqlitestore.WarmDB, cold *coldstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hot.Close() })
+	_, err = hot.WriteTraces(ctx, td)
+	require.NoError(t, err)
+	warm, err = sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = warm.Close() })
+	require.NoError(t, warm.WriteTraces(ctx, td))
+	cold, err = coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cold.Close() })
+	_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
+	require.NoError(t, err)
+	return hot, warm, cold
 }
 
 // oneSpanEach returns td as one request per span, each with its resource and scope.
@@ -149,21 +158,7 @@ func TestRunTokensCountEachCallOnce(t *testing.T) {
 				w := want[s.TraceID().String()]
 				want[s.TraceID().String()] = [2]int64{w[0] + u.Input, w[1] + u.Output}
 			}
-			dir := t.TempDir()
-			hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
-			require.NoError(t, err)
-			defer hot.Close()
-			_, err = hot.WriteTraces(ctx, td)
-			require.NoError(t, err)
-			warm, err := sqlitestore.OpenWarm(filepath.Join(dir, "warm.db"), sqlitestore.Options{})
-			require.NoError(t, err)
-			defer warm.Close()
-			require.NoError(t, warm.WriteTraces(ctx, td))
-			cold, err := coldstore.Open(ctx, filepath.Join(dir, "cold"), coldstore.Options{})
-			require.NoError(t, err)
-			defer cold.Close()
-			_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
-			require.NoError(t, err)
+			hot, warm, cold := writeTiers(t, td)
 			for tier, r := range map[string]store.Reader{store.TierHot: hot, store.TierWarm: warm, store.TierCold: cold} {
 				rows, err := r.Runs(ctx, store.RunFilter{})
 				require.NoError(t, err, tier)
