@@ -69,7 +69,7 @@ func AgentAttribute(k string) bool {
 }
 
 // IsAgentInvocation tells whether attrs mark an agent's run (not a chain or a workflow: their
-// names are steps, not agents).
+// names are steps, not agents). Classify calls such a span KindAgent.
 func IsAgentInvocation(attrs pcommon.Map) bool {
 	for _, kv := range [][2]string{
 		{AttrOperationName, "invoke_agent"}, {AttrOperationName, "create_agent"},
@@ -79,5 +79,27 @@ func IsAgentInvocation(attrs pcommon.Map) bool {
 			return true
 		}
 	}
-	return false
+	return namedInvocation(attrs)
+}
+
+// namedInvocation tells whether attrs name an agent (gen_ai.agent.name, or agent_name before it)
+// and say nothing else about the span: no operation, no OpenInference or Traceloop kind, no tool,
+// no model. Pydantic AI records its "<agent> run" spans so (semconv names gen_ai.agent.name on
+// invoke_agent and create_agent spans); a call or tool that names the agent it serves says so.
+func namedInvocation(attrs pcommon.Map) bool {
+	named := false
+	for _, k := range []string{AttrAgentName, attrAgentNameLegacy} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			named = true
+		}
+	}
+	if !named || Model(attrs) != "" {
+		return false
+	}
+	for _, k := range []string{AttrOperationName, AttrOpenInferenceKind, AttrTraceloopSpanKind, AttrToolName} {
+		if _, ok := attrs.Get(k); ok {
+			return false
+		}
+	}
+	return true
 }

@@ -121,13 +121,8 @@ func Classify(attrs pcommon.Map) Kind {
 	if Model(attrs) != "" {
 		return KindLLM
 	}
-	// A span that names its agent and is none of the above is the agent's invocation: Pydantic AI
-	// records "<agent> run" spans with gen_ai.agent.name (agent_name before it) and no operation
-	// name (semconv names gen_ai.agent.name on invoke_agent and create_agent spans).
-	for _, k := range []string{AttrAgentName, attrAgentNameLegacy} {
-		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
-			return KindAgent
-		}
+	if namedInvocation(attrs) {
+		return KindAgent
 	}
 	return KindOther
 }

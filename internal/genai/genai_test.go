@@ -65,6 +65,7 @@ func TestAgentInvocationByNameAddsNoRunUsage(t *testing.T) {
 		m.PutInt(AttrUsageInputTokens, 682)
 		m.PutInt(AttrUsageOutputTokens, 126)
 		assert.Equal(t, KindAgent, Classify(m), key)
+		assert.True(t, IsAgentInvocation(m), key)
 		assert.Equal(t, Usage{}, RunUsage(Classify(m), m), "an invocation's usage is its calls'")
 		assert.Equal(t, Usage{Input: 682, Output: 126}, TokenUsage(m), "still shown on the span")
 	}
@@ -73,5 +74,6 @@ func TestAgentInvocationByNameAddsNoRunUsage(t *testing.T) {
 	llm.PutStr(AttrAgentName, "joke_agent") // a call made by the agent stays a call
 	llm.PutInt(AttrUsageInputTokens, 265)
 	assert.Equal(t, KindLLM, Classify(llm))
+	assert.False(t, IsAgentInvocation(llm))
 	assert.Equal(t, Usage{Input: 265}, RunUsage(Classify(llm), llm))
 }

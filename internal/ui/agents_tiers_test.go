@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,9 @@ func TestAgentsSameInEveryTier(t *testing.T) {
 					return arrange(run).detail.Agents
 				}
 				want := agents(hot, store.TierHot)
+				if filepath.Base(f) == "pydantic-ai-2025-06-06.trace.json" { // its "qa_agent run" span has only agent_name
+					assert.Equal(t, []string{"qa_agent"}, want, "hot")
+				}
 				if len(want) > 0 {
 					named++
 				}
@@ -145,12 +149,14 @@ func TestRunTokensCountEachCallOnce(t *testing.T) {
 			require.NoError(t, err)
 			td := res.Traces
 			want := map[string][2]int64{} // trace -> LLM calls' input, output tokens
+			var agentSpans []ptrace.Span  // agent invocations that record usage
 			for _, one := range oneSpanEach(td) {
 				s := one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 				k := genai.Classify(s.Attributes())
 				u := genai.TokenUsage(s.Attributes())
 				if k == genai.KindAgent && u.Total() > 0 {
 					agentUsage++
+					agentSpans = append(agentSpans, s)
 				}
 				if k != genai.KindLLM {
 					continue
@@ -169,6 +175,15 @@ func TestRunTokensCountEachCallOnce(t *testing.T) {
 				for trace, w := range want {
 					assert.Equal(t, w, got[trace], "%s: run %s tokens in/out", tier, trace)
 				}
+			}
+			// The span panel shows an invocation's tokens but no cost of its own (not "$0").
+			for _, s := range agentSpans {
+				run, err := hot.Run(ctx, s.TraceID().String())
+				require.NoError(t, err)
+				_, ts := newTestServer(t, run)
+				code, body := get(t, ts.URL+"/runs/"+run.TraceID+"/spans/"+s.SpanID().String()+"/panel")
+				require.Equal(t, http.StatusOK, code)
+				assert.Contains(t, body, "in its calls", "span %s", s.Name())
 			}
 		})
 	}
