@@ -2,8 +2,8 @@ package agentguardconnector
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,11 +17,13 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/runaway"
+	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
 // TestPrometheusExporterShowsAlert wires agent_guard to the real contrib prometheus exporter on
@@ -29,22 +31,24 @@ import (
 // scrapes the endpoint: the loop alert, cost and token usage are there, cumulative across
 // batches, with the alert's exemplar pointing at the trace.
 func TestPrometheusExporterShowsAlert(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-
-	pf := prometheusexporter.NewFactory()
-	pcfg := pf.CreateDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{
-		"endpoint":                         addr,
-		"enable_open_metrics":              true,
-		"resource_to_telemetry_conversion": map[string]any{"enabled": true},
-	}).Unmarshal(pcfg))
 	ctx := context.Background()
-	exp, err := pf.CreateMetrics(ctx, exportertest.NewNopSettings(pf.Type()), pcfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(ctx, componenttest.NewNopHost()))
+	pf := prometheusexporter.NewFactory()
+	var exp exporter.Metrics
+	// The exporter binds its endpoint in Start: a port another test process took between
+	// FreePort and the bind is retried on a fresh one.
+	ports := collectortest.StartOnFreePorts(t, 1, func(ports []int) error {
+		pcfg := pf.CreateDefaultConfig()
+		require.NoError(t, confmap.NewFromStringMap(map[string]any{
+			"endpoint":                         fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			"enable_open_metrics":              true,
+			"resource_to_telemetry_conversion": map[string]any{"enabled": true},
+		}).Unmarshal(pcfg))
+		var err error
+		exp, err = pf.CreateMetrics(ctx, exportertest.NewNopSettings(pf.Type()), pcfg)
+		require.NoError(t, err)
+		return exp.Start(ctx, componenttest.NewNopHost())
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
 
 	set := connectortest.NewNopSettings(metadata.Type)

@@ -73,7 +73,8 @@ func (st *state) process(e *event, prices *pricing.Prices, b *batch) bool {
 	b.cur = pcommon.Timestamp(c.end)
 	priced := true
 	if c.kind == genai.KindLLM && hasUsage(c.usage) {
-		if cost := prices.SpanCost(c.attrs, c.start); !cost.Unpriced {
+		// An LLM call's RunUsage is its TokenUsage (c.usage): priced without reading it again.
+		if cost := prices.UsageCost(c.usage, c.attrs, c.start); !cost.Unpriced {
 			c.cost, c.costed = cost.USD, true
 			c.s.cost += cost.USD
 			c.s.priced++

@@ -77,10 +77,18 @@ type CallCost struct {
 
 // SpanCost prices one span from its attributes (model, provider, token usage as read by
 // genai.RunUsage) at its start time (for dated prices). A span without usage costs 0 and is
-// not unpriced; so does an agent invocation, whose usage is its calls' (priced on them). It is the one place runagain prices a call: agent_guard's runagain.cost metric,
-// the warm and cold summaries, the hot tier's per-span cost and the CLI's views all call it.
+// not unpriced; so does an agent invocation, whose usage is its calls' (priced on them). It is
+// the one place runagain prices a call: agent_guard's runagain.cost metric, the warm and cold
+// summaries, the hot tier's per-span cost and the CLI's views all call it (or UsageCost).
 func (p *Prices) SpanCost(attrs pcommon.Map, start pcommon.Timestamp) CallCost {
-	u := genai.RunUsage(genai.Classify(attrs), attrs)
+	return p.UsageCost(genai.RunUsage(genai.Classify(attrs), attrs), attrs, start)
+}
+
+// UsageCost is SpanCost for a caller that has already read the span's usage: u must be
+// genai.RunUsage(genai.Classify(attrs), attrs) (the hot write path and the summaries compute it
+// for their own columns), so the span is not classified and its usage not read a second time.
+// The model and provider are read from attrs.
+func (p *Prices) UsageCost(u genai.Usage, attrs pcommon.Map, start pcommon.Timestamp) CallCost {
 	if u.Input <= 0 && u.Output <= 0 && u.CacheRead <= 0 && u.CacheWrite <= 0 {
 		return CallCost{}
 	}

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runagain/runagain/internal/corpus"
+	"github.com/runagain/runagain/internal/genai"
 )
 
 // upstreamPrice reads the price entry of model id from the upstream provider YAML file
@@ -230,5 +232,47 @@ func TestEmbeddedTableMatchesCorpus(t *testing.T) {
 	}
 	if tab.PricesChecked == "" || tab.Source == "" {
 		t.Fatal("embedded table lacks its source and date")
+	}
+}
+
+// TestUsageCostIsSpanCost: UsageCost given the usage SpanCost reads (genai.RunUsage of the span's
+// kind) prices exactly as SpanCost does, for a priced call, an unpriced one and an agent
+// invocation whose usage is its calls' (costs 0, no usage).
+func TestUsageCostIsSpanCost(t *testing.T) {
+	start := pcommon.NewTimestampFromTime(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC))
+	span := func(kv map[string]any) pcommon.Map {
+		m := pcommon.NewMap()
+		if err := m.FromRaw(kv); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	usage := map[string]any{genai.AttrUsageInputTokens: 1000, genai.AttrUsageOutputTokens: 200}
+	with := func(kv map[string]any) map[string]any {
+		for k, v := range usage {
+			kv[k] = v
+		}
+		return kv
+	}
+	p := DefaultPrices()
+	for _, tc := range []struct {
+		name  string
+		attrs pcommon.Map
+		want  func(CallCost) bool
+	}{
+		{"priced", span(with(map[string]any{genai.AttrProviderName: "openai", genai.AttrRequestModel: "gpt-4o"})),
+			func(c CallCost) bool { return c.USD > 0 && c.HasUsage && !c.Unpriced }},
+		{"unpriced", span(with(map[string]any{genai.AttrRequestModel: "my-private-llm-7b"})),
+			func(c CallCost) bool { return c.USD == 0 && c.HasUsage && c.Unpriced }},
+		{"agent", span(with(map[string]any{genai.AttrAgentName: "planner"})),
+			func(c CallCost) bool { return c == CallCost{} }},
+	} {
+		got := p.SpanCost(tc.attrs, start)
+		if !tc.want(got) {
+			t.Errorf("%s: SpanCost = %+v", tc.name, got)
+		}
+		if u := p.UsageCost(genai.RunUsage(genai.Classify(tc.attrs), tc.attrs), tc.attrs, start); u != got {
+			t.Errorf("%s: UsageCost = %+v, SpanCost = %+v", tc.name, u, got)
+		}
 	}
 }

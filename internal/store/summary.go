@@ -127,7 +127,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			ToolName: str(attrs, genai.AttrToolName), AgentName: agents.name(res, s),
 			ErrorType: str(attrs, "error.type"),
 		}
-		cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())
+		cost, unpriced := usageCost(prices, usage, attrs, s.StartTimestamp())
 		sum.CostUSD = cost
 		if unpriced {
 			sum.Unpriced = 1
@@ -303,7 +303,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			u := genai.RunUsage(genai.Classify(attrs), attrs)
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output
-			cost, unpriced := spanCost(prices, attrs, s.StartTimestamp())
+			cost, unpriced := usageCost(prices, u, attrs, s.StartTimestamp())
 			p.CostUSD += cost
 			if unpriced {
 				p.Unpriced++

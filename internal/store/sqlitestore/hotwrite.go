@@ -106,7 +106,7 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 				session, _ := genai.SessionID(attrs, rs.Resource().Attributes(), d.sessionKeys)
 				genaiKind := genai.Classify(attrs)
 				usage := genai.RunUsage(genaiKind, attrs)
-				cost := d.prices.SpanCost(attrs, span.StartTimestamp())
+				cost := d.prices.UsageCost(usage, attrs, span.StartTimestamp())
 				parent := ""
 				if !span.ParentSpanID().IsEmpty() {
 					parent = span.ParentSpanID().String()
