@@ -67,10 +67,7 @@ func TestStatsAtOpen(t *testing.T) {
 	ctx := context.Background()
 	url, _ := fileURL(t)
 	dir := t.TempDir()
-	s, err := NewStore(ctx, url, StoreOptions{Dir: dir, PackMaxAge: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openPackStore(t, url, dir)
 	for i := 0; i < 3; i++ {
 		if _, err := s.Put(ctx, []byte(fmt.Sprintf("value %d %s", i, bytes.Repeat([]byte("y"), 300))), false); err != nil {
 			t.Fatal(err)

@@ -272,10 +272,7 @@ func TestFilterRebuilt(t *testing.T) {
 	ctx := context.Background()
 	url, _ := fileURL(t)
 	dir := t.TempDir()
-	s, err := NewStore(ctx, url, StoreOptions{Dir: dir, PackMaxAge: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openPackStore(t, url, dir)
 	st0, _ := s.Stats(ctx)
 	if st0.FilterCapacity != 16 || st0.FilterBytes <= 0 {
 		t.Fatalf("empty index: filter %+v", st0)
@@ -346,10 +343,7 @@ func TestIndexMigratedFromV1(t *testing.T) {
 	ctx := context.Background()
 	url, _ := fileURL(t)
 	dir := t.TempDir()
-	s, err := NewStore(ctx, url, StoreOptions{Dir: dir, PackMaxAge: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openPackStore(t, url, dir)
 	var uris []string
 	for i := range 200 {
 		res, err := s.Put(ctx, randomText(5000+i, 300), false)

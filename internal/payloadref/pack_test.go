@@ -23,6 +23,18 @@ func newPackStore(t *testing.T, url, dir string, opts StoreOptions) *Store {
 	return newStore(t, url, opts)
 }
 
+// openPackStore opens a pack-layout Store on url with its data directory dir and packs sealed only
+// by size or Flush, and leaves closing it to the test: for tests that close it before reopening the
+// directory, or that never close it (a simulated crash).
+func openPackStore(t *testing.T, url, dir string) *Store {
+	t.Helper()
+	s, err := NewStore(context.Background(), url, StoreOptions{Dir: dir, PackMaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func fileURL(t *testing.T) (url, dir string) {
 	dir = t.TempDir()
 	return "file://" + dir + "?create_dir=true&metadata=skip", dir
@@ -462,10 +474,7 @@ func TestRecoverTornSegment(t *testing.T) {
 	ctx := context.Background()
 	url, _ := fileURL(t)
 	dir := t.TempDir()
-	s, err := NewStore(ctx, url, StoreOptions{Dir: dir, PackMaxAge: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openPackStore(t, url, dir)
 	v := []byte("ACKED " + strings.Repeat("z", 3000))
 	res, err := s.Put(ctx, v, false)
 	if err != nil {
