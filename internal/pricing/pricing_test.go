@@ -276,3 +276,29 @@ func TestUsageCostIsSpanCost(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkUsageCost prices one LLM span as the hot write path does: "spancost" (SpanCost: the
+// baseline, which classifies the span and reads its usage itself) against "usagecost" (UsageCost
+// given the usage the caller read for its own columns). Compare the rows as a ratio.
+//
+//	go test -run '^$' -bench UsageCost -benchmem ./internal/pricing/
+func BenchmarkUsageCost(b *testing.B) {
+	attrs := pcommon.NewMap()
+	if err := attrs.FromRaw(map[string]any{genai.AttrProviderName: "openai", genai.AttrRequestModel: "gpt-4o",
+		"gen_ai.operation.name": "chat", genai.AttrUsageInputTokens: 1000, genai.AttrUsageOutputTokens: 200}); err != nil {
+		b.Fatal(err)
+	}
+	start := pcommon.NewTimestampFromTime(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC))
+	p := DefaultPrices()
+	u := genai.RunUsage(genai.Classify(attrs), attrs)
+	b.Run("spancost", func(b *testing.B) {
+		for b.Loop() {
+			p.SpanCost(attrs, start)
+		}
+	})
+	b.Run("usagecost", func(b *testing.B) {
+		for b.Loop() {
+			p.UsageCost(u, attrs, start)
+		}
+	})
+}
