@@ -28,10 +28,6 @@ const (
 	DefaultMaxPendingObjects = 1 << 18
 )
 
-// packURICacheSize is how many pack URIs a Store keeps built (the open pack's, and those of
-// packs holding recent dedup hits).
-const packURICacheSize = 256
-
 // StoreOptions tunes a Store. Zero values take the defaults.
 type StoreOptions struct {
 	// Dir is the data directory of the pack layout: the staging area (Dir/staging: the open
@@ -88,13 +84,12 @@ type StoreOptions struct {
 
 // Store writes values to a bucket in the payloadref layout. It is safe for concurrent use.
 type Store struct {
-	bucketURL string
-	prefix    string // key prefix (the URL's prefix parameter)
+	uris      objectURIs // the bucket URL, parsed once
+	prefix    string     // key prefix (the URL's prefix parameter)
 	bucket    *blob.Bucket
 	closeFn   func() error
 	known     *lru.Cache[string, struct{}]  // single-object layout
 	locs      *lru.Cache[objKey, cachedLoc] // pack layout: object -> pack id, in front of idx
-	packURIs  *lru.Cache[string, string]    // pack id -> its URI (packURI)
 	plans     *planMemos                    // pack layout: the last plan of each stream
 	enc       *zstd.Encoder                 // single objects (one frame each)
 	benc      *zstd.Encoder                 // pack blocks
@@ -144,7 +139,8 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if _, err := ObjectURI(bucketURL, ValueKey([32]byte{})); err != nil {
+	uris, err := newObjectURIs(bucketURL)
+	if err != nil {
 		return nil, err
 	}
 	known, err := lru.New[string, struct{}](opts.KnownObjects)
@@ -155,7 +151,6 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	packURIs, _ := lru.New[string, string](packURICacheSize) // never fails with a positive size
 	// Lower encoder memory: smaller match tables to reset per value, same output size on agent text.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.Level), zstd.WithLowerEncoderMem(true))
 	if err != nil {
@@ -187,7 +182,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{bucketURL: bucketURL, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, packURIs: packURIs, enc: enc, benc: benc, dec: dec, opts: opts, plans: newPlanMemos()}
+	s := &Store{uris: uris, prefix: prefix, bucket: b, closeFn: closeFn, known: known, locs: locs, enc: enc, benc: benc, dec: dec, opts: opts, plans: newPlanMemos()}
 	if opts.Dir == "" {
 		return s, nil
 	}
@@ -198,7 +193,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 		_ = closeFn()
 		return nil, err
 	}
-	ref, _ := ObjectURI(bucketURL, "")
+	ref := uris.of("")
 	if s.idx, err = openIndex(ctx, filepath.Join(opts.Dir, IndexFile), ref, opts.CollectOnly); err != nil {
 		return fail(err)
 	}
@@ -501,19 +496,13 @@ func (b *Batch) Commit(ctx context.Context) error {
 
 // URI returns the reference URI of key (a full bucket key, prefix included) in this store's bucket.
 func (s *Store) URI(key string) string {
-	uri, _ := ObjectURI(s.bucketURL, strings.TrimPrefix(key, s.prefix)) // validated in NewStore
-	return uri
+	return s.uris.of(strings.TrimPrefix(key, s.prefix))
 }
 
 // packURI is the reference of object k in pack id: the pack's URI with the object's name as
-// fragment. Pack URIs are cached (building one parses the bucket URL: a twentieth of Put's CPU).
+// fragment.
 func (s *Store) packURI(id string, k objKey) string {
-	u, ok := s.packURIs.Get(id)
-	if !ok {
-		u = s.URI(s.prefix + packKey(id))
-		s.packURIs.Add(id, u)
-	}
-	return u + "#" + k.name()
+	return s.uris.of(packKey(id)) + "#" + k.name()
 }
 
 // Put stores data and returns its reference. With split, a JSON array or object holding arrays

@@ -229,9 +229,24 @@ func normalizeBucketURL(raw string) (*url.URL, error) {
 
 // ObjectURI returns the URI of the object key in the bucket opened from bucketURL (see package doc).
 func ObjectURI(bucketURL, key string) (string, error) {
-	u, err := normalizeBucketURL(bucketURL)
+	o, err := newObjectURIs(bucketURL)
 	if err != nil {
 		return "", err
+	}
+	return o.of(key), nil
+}
+
+// objectURIs builds the object URIs of one bucket URL (ObjectURI's), parsed and normalized once:
+// a Store names an object per Put.
+type objectURIs struct {
+	u    url.URL // the bucket's URL without its prefix and writer-only parameters
+	path string  // u's path, then "/" and the key prefix
+}
+
+func newObjectURIs(bucketURL string) (objectURIs, error) {
+	u, err := normalizeBucketURL(bucketURL)
+	if err != nil {
+		return objectURIs{}, err
 	}
 	q := u.Query()
 	prefix := q.Get("prefix")
@@ -239,10 +254,16 @@ func ObjectURI(bucketURL, key string) (string, error) {
 	for _, p := range writerOnlyParams {
 		q.Del(p)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + prefix + key
 	u.RawPath = ""
 	u.RawQuery = q.Encode()
-	return u.String(), nil
+	return objectURIs{u: *u, path: strings.TrimSuffix(u.Path, "/") + "/" + prefix}, nil
+}
+
+// of returns the URI of the object key (the key prefix excluded).
+func (o objectURIs) of(key string) string {
+	u := o.u
+	u.Path = o.path + key
+	return u.String()
 }
 
 // writerOnlyParams are fileblob URL parameters that matter only when writing; they are left out
