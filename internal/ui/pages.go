@@ -77,8 +77,9 @@ func fmtMS(v float64) string {
 	}
 }
 
-// fmtUSD formats a cost in USD: cents for a cent or more, else four decimals, six below $0.0001
-// (as the CLI prints costs) so that a priced call is never shown as $0.0000.
+// fmtUSD formats a cost in USD for the UI's compact columns: cents for a cent or more, else four
+// decimals, six below $0.0001 so that a priced call is never shown as $0.0000. The CLI prints
+// more digits (pricing.FormatUSD: six below a cent, else four).
 func fmtUSD(v float64) string {
 	switch {
 	case v == 0:

@@ -253,17 +253,17 @@ func (w *traceWrite) appendSpanArgs(args []any, i int) []any {
 // recomputed (RunBatch.Replaced). The references collected so far go in first: the row's DELETE
 // removes its own.
 func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int, res sql.Result, inserted int64, batch *RunBatch, refs *refBatch) error {
-	fresh, found, err := insertedRows(ctx, tx, "spans", res, inserted)
+	fresh, err := insertedRows(ctx, tx, "spans", res, inserted)
 	if err != nil {
 		return err
 	}
-	if found != inserted {
+	if found := int64(len(fresh)); found != inserted {
 		return fmt.Errorf("insert spans: %d rows inserted, %d found by rowid", inserted, found)
 	}
 	for i := from; i < from+n; i++ {
 		r := &w.spans[i]
 		f := &r.f
-		if k := [2]string{f.TraceID, f.SpanID}; fresh[k] > 0 {
+		if k := [2]string{f.TraceID, f.SpanID}; fresh[k] {
 			delete(fresh, k) // a second row of the same span in the chunk is a retry
 			batch.Inserted(*f)
 		} else {
@@ -302,32 +302,30 @@ func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, 
 }
 
 // insertedRows returns the (trace_id, span_id) of the rows the INSERT into table whose result is
-// res added, inserted of them, each with how many rows have it, and how many rows it found in
-// all. SQLite gives each new row of a rowid table the largest rowid plus one
+// res added, inserted of them, as a set: both tables keep (trace_id, span_id) UNIQUE, so a key
+// is on one row at most and the set's size is the number of rows found. SQLite gives each new row of a rowid table the largest rowid plus one
 // (https://www.sqlite.org/autoinc.html), so one statement's new rows are the inserted rowids up
 // to its last insert (res.LastInsertId); the callers check the rows found are the statement's.
-func insertedRows(ctx context.Context, tx *sql.Tx, table string, res sql.Result, inserted int64) (map[[2]string]int, int64, error) {
-	out := map[[2]string]int{}
+func insertedRows(ctx context.Context, tx *sql.Tx, table string, res sql.Result, inserted int64) (map[[2]string]bool, error) {
+	out := map[[2]string]bool{}
 	if inserted <= 0 {
-		return out, 0, nil
+		return out, nil
 	}
 	last, err := res.LastInsertId()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT trace_id, span_id FROM `+table+` WHERE rowid > ? AND rowid <= ?`, last-inserted, last)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read back the rows inserted into %s: %w", table, err)
+		return nil, fmt.Errorf("read back the rows inserted into %s: %w", table, err)
 	}
 	defer rows.Close()
-	var n int64
 	for rows.Next() {
 		var k [2]string
 		if err := rows.Scan(&k[0], &k[1]); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		out[k]++
-		n++
+		out[k] = true
 	}
-	return out, n, rows.Err()
+	return out, rows.Err()
 }

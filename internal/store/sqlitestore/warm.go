@@ -470,29 +470,29 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Result, got int64,
 	chunk []store.SpanSummary, args []any, batch *RunBatch,
 ) error {
-	inserted, n, err := insertedRows(ctx, tx, "span_summaries", res, got)
+	inserted, err := insertedRows(ctx, tx, "span_summaries", res, got)
 	if err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
+	}
+	if int64(len(inserted)) != got {
+		return errAlreadyStored
 	}
 	if got > 0 {
 		in := map[[2]string]bool{}
 		for i := range chunk {
 			in[[2]string{chunk[i].TraceID, chunk[i].SpanID}] = true
 		}
-		for k, c := range inserted {
-			if !in[k] || c != 1 {
+		for k := range inserted {
+			if !in[k] {
 				return errAlreadyStored
 			}
-		}
-		if n != got {
-			return errAlreadyStored
 		}
 	}
 	for i := range chunk {
 		s := &chunk[i]
 		k := [2]string{s.TraceID, s.SpanID}
-		if inserted[k] > 0 {
-			inserted[k]--
+		if inserted[k] {
+			delete(inserted, k) // a later copy of the span in the chunk is replaced
 			batch.Inserted(spanFacts(s))
 			continue
 		}
