@@ -136,7 +136,7 @@ func (x runIndex) ddl() string {
 // is recomputed from its span rows they are too (fillSessions), and a deleted span row deletes
 // its run's (trigger; expiry recomputes the runs it left in part).
 
-// sessionsDDL creates x's sessions table, its index and delete trigger ('' when x has none).
+// sessionsDDL creates x's sessions table, its index and delete trigger (nothing for warm).
 func (x runIndex) sessionsDDL() string {
 	if x.sessions == "" {
 		return ""
