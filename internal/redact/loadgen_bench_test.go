@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/loadgen"
 	"github.com/runagain/runagain/internal/testutil/benchtest"
@@ -24,13 +24,15 @@ func loadgenSpans(sessions int) [][]keyValue {
 	for specs := range loadgen.Turns(loadgen.DefaultConfig(), sessions, time.Unix(1_800_000_000, 0)) {
 		for _, sp := range specs {
 			kvs := []keyValue{{"", sp.Name}}
-			for _, kv := range sp.Attrs {
-				switch kv.Value.Type() {
-				case attribute.STRING:
-					kvs = append(kvs, keyValue{string(kv.Key), kv.Value.AsString()})
-				case attribute.STRINGSLICE:
-					for _, v := range kv.Value.AsStringSlice() {
-						kvs = append(kvs, keyValue{string(kv.Key), v})
+			attrs := pcommon.NewMap() // as the collector receives them
+			loadgen.PutAttrs(attrs, sp.Attrs)
+			for k, v := range attrs.All() {
+				switch v.Type() {
+				case pcommon.ValueTypeStr:
+					kvs = append(kvs, keyValue{k, v.Str()})
+				case pcommon.ValueTypeSlice:
+					for _, e := range v.Slice().All() {
+						kvs = append(kvs, keyValue{k, e.Str()})
 					}
 				}
 			}
