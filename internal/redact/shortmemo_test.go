@@ -22,7 +22,7 @@ func TestShortMemo(t *testing.T) {
 		for _, v := range vals {
 			sameResults(t, uncached, r, v.s, v.key, v.s, 1)
 			_, clean := r.shortClean(v.s)
-			want := round >= 1 && strings.IndexAny(v.s, "@+{[\"") < 0 && v.key != "password" && v.key != "authorization"
+			want := round >= 1 && !strings.ContainsAny(v.s, "@+{[\"") && v.key != "password" && v.key != "authorization"
 			if clean != want {
 				t.Errorf("round %d: %q (key %q) in the memo: %v, want %v", round, v.s, v.key, clean, want)
 			}
