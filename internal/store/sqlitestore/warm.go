@@ -364,17 +364,21 @@ func warmKeys() []stmtKey {
 func warmSQL(k stmtKey) string {
 	switch k.kind {
 	case "warm.summaries":
-		// A summary stored already is left as it is (insertSpans replaces it).
-		return valuesSQL(`INSERT INTO span_summaries `+summaryColumnList+` VALUES`, summaryPlaceholders, k.rows,
-			`ON CONFLICT (trace_id, span_id) DO NOTHING`)
+		// A summary stored already is left as it is (insertSpans replaces it). OR IGNORE rather
+		// than ON CONFLICT DO NOTHING, as the hot writer's spans (writerSQL): no constraint can then
+		// abort the statement half way, so SQLite keeps no statement journal (a copy of every
+		// existing page the statement changes: the unique index's leaves) for it. No value is ever
+		// NULL; a row that broke NOT NULL would be skipped and fail its replacement (INSERT OR
+		// REPLACE does not skip it).
+		// https://www.sqlite.org/lang_conflict.html, https://www.sqlite.org/tempfiles.html#stmtjrnl
+		return valuesSQL(`INSERT OR IGNORE INTO span_summaries `+summaryColumnList+` VALUES`, summaryPlaceholders, k.rows, "")
 	case "warm.replace":
 		return `INSERT OR REPLACE INTO span_summaries ` + summaryColumns
 	case "warm.event":
 		// An event already stored has the same content (its id is the content's hash): a retry
 		// only moves its retention clock (warm.event-again).
-		return `INSERT INTO key_events (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
-		  severity_number, service_name, message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
-		  ON CONFLICT (event_id) DO NOTHING`
+		return `INSERT OR IGNORE INTO key_events (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
+		  severity_number, service_name, message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
 	case "warm.event-again":
 		return `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`
 	}
@@ -441,7 +445,7 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, sizes []int, spans
 }
 
 // settleChunk completes a multi-row INSERT of chunk (its parameters args, summaryArgs a row)
-// that inserted only got of its rows: ON CONFLICT DO NOTHING left the others, summaries already
+// that inserted only got of its rows: OR IGNORE left the others, summaries already
 // stored, as they were. The rows it inserted are the got rows with the largest rowids, up to
 // res's LastInsertId: SQLite gives a new row the largest rowid plus one
 // (https://www.sqlite.org/autoinc.html), so one statement's rows are consecutive. They are read
