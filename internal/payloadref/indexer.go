@@ -168,7 +168,7 @@ func (w *packWriter) commitView(b *Batch, held, conf []location) ([]location, []
 		if r.pending {
 			if e, ok := w.pending[l.objKey]; ok && e.pack == l.pack {
 				if l.manifest {
-					if m := w.manifests[l.objKey]; m != nil && m.owner != nil {
+					if m, ok := w.manifests[l.objKey]; ok && m.owner != nil {
 						conf = append(conf, l)
 						if m.owner != b {
 							walk = append(walk, m.deps...)
@@ -195,7 +195,7 @@ func (w *packWriter) commitView(b *Batch, held, conf []location) ([]location, []
 		seen[d] = true
 		if e, ok := w.pending[d.objKey]; ok && e.pack == d.pack {
 			if d.manifest {
-				if m := w.manifests[d.objKey]; m != nil && m.owner != nil {
+				if m, ok := w.manifests[d.objKey]; ok && m.owner != nil {
 					conf = append(conf, d)
 					if m.owner != b {
 						walk = append(walk, m.deps...)
@@ -220,8 +220,9 @@ func (w *packWriter) confirm(conf []location) {
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
 	for _, l := range conf {
-		if m := w.manifests[l.objKey]; m != nil && m.pack == l.pack {
+		if m, ok := w.manifests[l.objKey]; ok && m.pack == l.pack && m.owner != nil {
 			m.owner = nil
+			w.manifests[l.objKey] = m
 		}
 	}
 }
@@ -296,7 +297,7 @@ func (w *packWriter) pendingSnapshot() ([]packEntryAt, int64) {
 	out := make([]packEntryAt, 0, len(w.pending))
 	for k, e := range w.pending {
 		if k.manifest {
-			if m := w.manifests[k]; m != nil && m.owner != nil {
+			if m, ok := w.manifests[k]; ok && m.owner != nil {
 				continue
 			}
 		}

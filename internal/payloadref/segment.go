@@ -64,7 +64,7 @@ type packWriter struct {
 	refused    int64                  // appends refused so far, guarded by pmu
 	// manifests are the pending manifests (a subset of pending, same pack): what each names and
 	// whether a Commit vouched for it yet (see Batch). Guarded by pmu.
-	manifests map[objKey]*pendingManifest
+	manifests map[objKey]pendingManifest
 	// dropped counts dropManifests calls that removed anything (guarded by pmu): the indexer
 	// reads it to know whether its snapshot of pending may hold a dropped object.
 	dropped int64
@@ -98,7 +98,7 @@ func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, err
 		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
 	}
 	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
-		pending: map[objKey]packEntryAt{}, manifests: map[objKey]*pendingManifest{}, maxPending: s.opts.MaxPendingObjects, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		pending: map[objKey]packEntryAt{}, manifests: map[objKey]pendingManifest{}, maxPending: s.opts.MaxPendingObjects, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
 		waiting: map[string]chan struct{}{}}
 	ids, err := w.recover(ctx)
 	if err != nil {
@@ -297,7 +297,7 @@ func (w *packWriter) appendObject(k objKey, content []byte, owner *Batch, deps [
 	w.pmu.Lock()
 	w.pending[k] = packEntryAt{e, c.id}
 	if k.manifest {
-		w.manifests[k] = &pendingManifest{pack: c.id, owner: owner, deps: deps}
+		w.manifests[k] = pendingManifest{pack: c.id, owner: owner, deps: deps}
 	}
 	w.pmu.Unlock()
 	return c.id, true, nil

@@ -422,6 +422,8 @@ type Batch struct {
 	s    *Store
 	mu   sync.Mutex
 	refs map[location]batchRef
+	// conf backs the unconfirmed manifests Commit confirms (usually the few the batch appended).
+	conf [4]location
 }
 
 // batchRef is what a Put knew of an object it referenced: its cached location (gen -1 when
@@ -492,7 +494,8 @@ func (b *Batch) commit(ctx context.Context) ([]location, error) {
 	if len(b.refs) == 0 {
 		return nil, nil
 	}
-	var due, held, conf []location
+	var due, held []location
+	conf := b.conf[:0]
 	pick := func(gen int64) []location {
 		now := s.now().UnixNano()
 		due = due[:0]
