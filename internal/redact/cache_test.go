@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
 
@@ -242,6 +243,9 @@ func FuzzCleanCacheMatchesUncached(f *testing.F) {
 	for _, c := range historyCalls(6) {
 		f.Add(c)
 	}
+	for _, c := range escapedCases {
+		f.Add(`"` + c.body + `"`)
+	}
 	uncached, err := New(Config{HashKey: []byte("k")})
 	if err != nil {
 		f.Fatal(err)
@@ -262,6 +266,13 @@ func FuzzCleanCacheMatchesUncached(f *testing.F) {
 			q := `"` + s + `"`
 			sameResults(t, uncached, cached, "fuzz, as a tool result", "gen_ai.tool.call.result", q, 1)
 			sameResults(t, uncached, cached, "fuzz, tool result resent", "gen_ai.input.messages", toolResponseJSON(q), 2)
+		}
+		// the same as a JSON string literal with escapes (redactLiteral), then resent
+		if utf8.ValidString(s) && len(s) > 0 {
+			b, _ := json.Marshal(s)
+			q := string(b)
+			sameResults(t, uncached, cached, "fuzz, escaped tool result", "gen_ai.tool.call.result", q, 2)
+			sameResults(t, uncached, cached, "fuzz, escaped tool result resent", "gen_ai.input.messages", toolResponseJSON(q), 2)
 		}
 		// an array resent with one more element (the next call's history): runs and head entries
 		if tr := strings.TrimRight(s, " \t\r\n"); strings.HasSuffix(tr, "]") {

@@ -158,8 +158,14 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	if !r.docEdits(w, s, 0) {
 		return s, nil, false
 	}
+	out, fs = w.apply(s)
+	return out, fs, true
+}
+
+// apply returns s with w.edits applied, and their findings (s itself and nil without edits).
+func (w *walker) apply(s string) (string, []Finding) {
 	if len(w.edits) == 0 {
-		return s, nil, true
+		return s, nil
 	}
 	n := len(s)
 	for _, e := range w.edits {
@@ -168,7 +174,7 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 	var sb strings.Builder
 	sb.Grow(n)
 	prev := 0
-	fs = make([]Finding, len(w.edits))
+	fs := make([]Finding, len(w.edits))
 	for i, e := range w.edits {
 		sb.WriteString(s[prev:e.start])
 		sb.WriteString(e.repl)
@@ -176,7 +182,31 @@ func (r *Redactor) RedactJSON(s string) (out string, fs []Finding, ok bool) {
 		fs[i] = e.f
 	}
 	sb.WriteString(s[prev:])
-	return sb.String(), fs, true
+	return sb.String(), fs
+}
+
+// escapedLiteral reports whether s may be a JSON string literal whose text differs from its raw
+// bytes: it begins and ends with '"' and holds a backslash between them. A tool's result is
+// recorded this way (gen_ai.tool.call.result holds the JSON encoding of what the tool returned),
+// and an encoder may write any character of it as an escape (jane\u0040x.com, https:\/\/...).
+func escapedLiteral(s string) bool {
+	return len(s) >= 3 && s[0] == '"' && s[len(s)-1] == '"' && strings.IndexByte(s[1:len(s)-1], '\\') >= 0
+}
+
+// redactLiteral redacts s, a JSON string literal, as a JSON walk redacts a string leaf at depth
+// 0: its decoded text is scanned (or walked, when it holds JSON), and only the raw bytes of the
+// findings are replaced (escapes elsewhere stay as written). Its verdict goes to the CleanCache
+// under the leaf's key, so the next call's history, which holds the same literal as a leaf,
+// finds it. ok is false, and s is returned unchanged, when s is not one valid JSON string
+// literal.
+func (r *Redactor) redactLiteral(s string) (out string, fs []Finding, ok bool) {
+	w := walkerPool.Get().(*walker)
+	defer w.release()
+	if !r.jsonEdits(w, s, 0) {
+		return s, nil, false
+	}
+	out, fs = w.apply(s)
+	return out, fs, true
 }
 
 // docEdits appends to w.edits the edits for the JSON document s (see jsonEdits): an array
@@ -596,6 +626,17 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		}
 		out, fs = r.RedactString(s)
 		return out, fs, true // malformed: examined every time, so that every time is counted
+	}
+	if escapedLiteral(s) {
+		// the decoded view, only for literals whose raw bytes hold an escape
+		if out, fs, ok := r.redactLiteral(s); ok {
+			if cacheable && len(fs) == 0 {
+				r.cleanAdd(h)
+			}
+			return out, fs, false
+		}
+		out, fs = r.RedactString(s)
+		return out, fs, true // not one valid string literal: as text, counted, never cached
 	}
 	if body, ok := r.sharedLeaf(s); ok {
 		fs = r.findSharing(s, body)

@@ -18,7 +18,8 @@ import (
 
 // loadgenTraffic makes batches of 256 spans of `runagain loadgen`'s default traffic (resent
 // history, 512-byte messages, 5 turns of 3 tool calls per session) as one of loadgen's agents
-// exports them: its own SDK batch of its sessions' turns, one session after the other.
+// exports them: its own SDK batch of its sessions' turns, one session after the other, each
+// turn's spans in the order they end (last to first: the SDK exports spans as they end).
 type loadgenTraffic struct {
 	cfg      loadgen.Config
 	sessions [1]*loadgen.Session
@@ -43,7 +44,11 @@ func (g *loadgenTraffic) batch() ptrace.Traces {
 		g.trace++
 		var tid [16]byte
 		binary.BigEndian.PutUint64(tid[8:], g.trace)
-		for j, sp := range g.sessions[g.i].NextTurn(now) {
+		specs := g.sessions[g.i].NextTurn(now)
+		for k := range specs {
+			// In the order the SDK exports them: loadgen's agents end a turn's spans last to first.
+			j := len(specs) - 1 - k
+			sp := specs[j]
 			s := ss.AppendEmpty()
 			s.SetTraceID(tid)
 			s.SetSpanID(pcommon.SpanID{byte(j + 1)})
@@ -74,7 +79,20 @@ func processCPU() time.Duration {
 // another disk (default: the test's temporary directory).
 //
 //	go test ./processor/payloadoffloadprocessor/ -run '^$' -bench OffloadLoadgen -benchtime 200x -benchmem -count 5
+//
+// Sub-benchmarks: "new" stores each stream's values shortest first (orderChain), "batch-order"
+// (the baseline) in the order of the batch, as before.
 func BenchmarkOffloadLoadgen(b *testing.B) {
+	b.Run("batch-order", func(b *testing.B) {
+		saved := orderChain
+		orderChain = func([]*job) {}
+		defer func() { orderChain = saved }()
+		benchmarkOffloadLoadgen(b)
+	})
+	b.Run("new", benchmarkOffloadLoadgen)
+}
+
+func benchmarkOffloadLoadgen(b *testing.B) {
 	base := b.TempDir()
 	if d := os.Getenv("RUNAGAIN_BENCH_DIR"); d != "" {
 		var err error

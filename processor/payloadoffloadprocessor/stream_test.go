@@ -46,3 +46,21 @@ func TestChains(t *testing.T) {
 		t.Fatalf("single-object chains: %d, want %d", len(got), len(order))
 	}
 }
+
+// TestChainsShortestFirst: a stream's values are stored shortest first whatever their order in
+// the batch (an SDK exports a turn's chat calls as they end: the last, longest history, first),
+// so that each resent history extends the value stored before it; equal lengths keep batch order.
+func TestChainsShortestFirst(t *testing.T) {
+	v := func(s string) *job { return &job{jobKey: jobKey{value: s}, stream: "c"} }
+	c3, c2, c1, e1, e2 := v(`[1,2,3]`), v(`[1,2]`), v(`[1]`), v(`[9]`), v(`[8]`)
+	got := chains([]*job{c3, c2, c1, e1, e2}, true)
+	want := []*job{c1, e1, e2, c2, c3}
+	if len(got) != 1 || len(got[0]) != len(want) {
+		t.Fatalf("chains: %v", got)
+	}
+	for i := range want {
+		if got[0][i] != want[i] {
+			t.Fatalf("chain[%d] = %q, want %q", i, got[0][i].value, want[i].value)
+		}
+	}
+}

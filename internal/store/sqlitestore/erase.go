@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,9 +51,36 @@ func sessionTraces(ctx context.Context, db *sql.DB, session string, tables ...st
 	return out, nil
 }
 
-// SessionTraces implements store.Eraser over spans and logs.
+// SessionTraces implements store.Eraser over spans and logs. From version 8 the runs with a
+// span of the session are read from the run index (runs_session and run_sessions, runindex.go);
+// an older file, read-only, from its spans_session index.
 func (d *DB) SessionTraces(ctx context.Context, session string) ([]string, error) {
-	return sessionTraces(ctx, d.db, session, "spans", "logs")
+	if d.version < 8 {
+		return sessionTraces(ctx, d.db, session, "spans", "logs")
+	}
+	ids, err := sessionTraces(ctx, d.db, session, "logs")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT trace_id FROM runs WHERE session_id = ?1
+	  UNION SELECT trace_id FROM run_sessions WHERE session_id = ?1
+	  UNION SELECT trace_id FROM runs WHERE trace_id = ?2`, session, strings.ToLower(session))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: runs of session %q: %w", session, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Strings(ids)
+	return slices.Compact(ids), nil
 }
 
 // SessionTraces implements store.Eraser over span_summaries and key_events.
@@ -69,6 +97,14 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 		return r, nil
 	}
 	err := eraseTx(ctx, d.db, e.TraceIDs, func(tx *sql.Tx, ids string) error {
+		if d.version >= 8 && e.Session != "" {
+			// The runs with a span of the session, as this transaction sees them (a run written
+			// since the caller resolved the session is erased too).
+			var err error
+			if ids, err = sessionRunIDs(ctx, tx, ids, e.Session); err != nil {
+				return err
+			}
+		}
 		if d.hasRefs {
 			refs, err := tx.QueryContext(ctx, `SELECT DISTINCT uri FROM payload_ref_uris WHERE trace_id IN (SELECT value FROM json_each(?))
 			  OR row_id IN (SELECT 'log:' || record_sha256 FROM logs WHERE session_id = ? AND ? != '')`, ids, e.Session, e.Session)
@@ -91,7 +127,13 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 		before := countRows(ctx, tx, "payload_refs", d.hasRefs)
 		runsBefore := countRows(ctx, tx, RunsTable, true)
 		for _, t := range []string{"spans", "logs"} {
-			n, err := deleteMatching(ctx, tx, t, ids, e.Session)
+			session := e.Session
+			if t == "spans" && d.version >= 8 {
+				// Every run with a span of the session is in ids (SessionTraces: the run index):
+				// without spans_session, the session term would scan every span row.
+				session = ""
+			}
+			n, err := deleteMatching(ctx, tx, t, ids, session)
 			if err != nil {
 				return err
 			}
@@ -108,6 +150,29 @@ func (d *DB) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) 
 	}
 	r.Notes = append(r.Notes, checkpoint(ctx, d.db)...)
 	return r, nil
+}
+
+// sessionRunIDs returns the JSON array ids (trace ids) with the runs of session in the run index
+// (runs_session, run_sessions) added.
+func sessionRunIDs(ctx context.Context, tx *sql.Tx, ids, session string) (string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT value FROM json_each(?1)
+	  UNION SELECT trace_id FROM runs WHERE session_id = ?2 UNION SELECT trace_id FROM run_sessions WHERE session_id = ?2`, ids, session)
+	if err != nil {
+		return "", fmt.Errorf("runs of session %q: %w", session, err)
+	}
+	defer rows.Close()
+	var all []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", err
+		}
+		all = append(all, id)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return idsJSON(all), nil
 }
 
 // Erase implements store.Eraser for the warm tier: span summaries and key events.

@@ -251,14 +251,39 @@ func (w *traceWrite) appendSpanArgs(args []any, i int) []any {
 // its last insert; a span not among them is replaced: its stored row is deleted (its triggers
 // drop its payload references and release its frame), the row inserted again, and its run
 // recomputed (RunBatch.Replaced). The references collected so far go in first: the row's DELETE
-// removes its own.
-func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int, res sql.Result, inserted int64, batch *RunBatch, refs *refBatch) error {
+// removes its own. When the rows read back by rowid are not the statement's (rowids not
+// consecutive: the table's largest rowid is the largest integer, and SQLite picks new ones at
+// random) every span of the chunk is replaced so: exact, at the cost of recomputing its runs.
+func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int, res sql.Result, inserted int64, batch *RunBatch, refs *refBatch) (err error) {
 	fresh, err := insertedRows(ctx, tx, "spans", res, inserted)
 	if err != nil {
 		return err
 	}
-	if found := int64(len(fresh)); found != inserted {
-		return fmt.Errorf("insert spans: %d rows inserted, %d found by rowid", inserted, found)
+	if int64(len(fresh)) == inserted && inserted > 0 {
+		in := make(map[[2]string]bool, n)
+		for i := from; i < from+n; i++ {
+			in[[2]string{w.spans[i].f.TraceID, w.spans[i].f.SpanID}] = true
+		}
+		for k := range fresh {
+			if !in[k] {
+				clear(fresh) // a row of another statement: rowids not consecutive
+				break
+			}
+		}
+	} else {
+		clear(fresh)
+	}
+	if len(fresh) == 0 && inserted > 0 {
+		// Every row is replaced, the statement's own too: the frames they point into are kept
+		// from their DELETE triggers (holdFrames) until their counts are set right after (recountFrames).
+		defer func() {
+			if err == nil {
+				err = d.recountFrames(ctx, tx, w, from, n)
+			}
+		}()
+		if err := d.holdFrames(ctx, tx, w, from, n); err != nil {
+			return err
+		}
 	}
 	for i := from; i < from+n; i++ {
 		r := &w.spans[i]
@@ -295,8 +320,49 @@ func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, 
 			refs.add(f.TraceID, f.SpanID, uri)
 		}
 	}
-	if len(fresh) > 0 {
-		return fmt.Errorf("insert spans: %d rows found by rowid are not of the statement's spans", len(fresh))
+	return nil
+}
+
+// holdFrames adds to the count of each span frame the rows w.spans[from:from+n] point into the
+// number of those rows, so that replacing rows the chunk's own INSERT stored (their DELETE
+// decrements the frame) never deletes a frame rows still point into.
+func (d *DB) holdFrames(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int) error {
+	held := map[int64]int{}
+	for i := from; i < from+n; i++ {
+		if r := &w.spans[i]; r.codec == CodecFrame {
+			held[r.dict]++
+		}
+	}
+	for id, k := range held {
+		if _, err := tx.ExecContext(ctx, `UPDATE span_frames SET spans = spans + ? WHERE id = ?`, k, id); err != nil {
+			return fmt.Errorf("replace spans: %w", err)
+		}
+	}
+	return nil
+}
+
+// recountFrames sets the count of each span frame the rows w.spans[from:from+n] point into
+// (after holdFrames and their replacement): the rows of its trace pointing into it, plus the
+// rows of w after the chunk that will (a frame is never shared by two traces).
+func (d *DB) recountFrames(ctx context.Context, tx *sql.Tx, w *traceWrite, from, n int) error {
+	done := map[int64]bool{}
+	for i := from; i < from+n; i++ {
+		r := &w.spans[i]
+		if r.codec != CodecFrame || done[r.dict] {
+			continue
+		}
+		done[r.dict] = true
+		pending := 0
+		for j := from + n; j < len(w.spans); j++ {
+			if w.spans[j].codec == CodecFrame && w.spans[j].dict == r.dict {
+				pending++
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE span_frames SET spans = ?3 +
+		  (SELECT COUNT(*) FROM spans WHERE trace_id = ?1 AND otlp_codec = 3 AND otlp_dict = ?2) WHERE id = ?2`,
+			r.f.TraceID, r.dict, pending); err != nil {
+			return fmt.Errorf("replace spans: %w", err)
+		}
 	}
 	return nil
 }

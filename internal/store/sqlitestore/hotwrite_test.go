@@ -19,8 +19,18 @@ import (
 // 64, ... rows) holding spans stored by an earlier request and the same span twice (in one chunk
 // and in two chunks) stores each span once, as its last copy in the request, with exactly that
 // copy's payload references; the run index equals the aggregate of the span rows, and every
-// frame counts the rows pointing into it.
+// frame counts the rows pointing into it. So too when new rows do not get consecutive rowids
+// (the table holds the largest rowid: SQLite picks new ones at random), where the writer cannot
+// tell its rows by rowid and replaces every span of the chunk.
 func TestWriteTracesRetriesAcrossChunks(t *testing.T) {
+	for _, scattered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "consecutive rowids", true: "random rowids"}[scattered], func(t *testing.T) {
+			testWriteTracesRetriesAcrossChunks(t, scattered)
+		})
+	}
+}
+
+func testWriteTracesRetriesAcrossChunks(t *testing.T, scattered bool) {
 	ctx := context.Background()
 	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
 	require.NoError(t, err)
@@ -28,6 +38,13 @@ func TestWriteTracesRetriesAcrossChunks(t *testing.T) {
 	reqs := benchRequests(3, 5) // 256 spans each, with payload references
 	_, err = db.WriteTraces(ctx, reqs[0])
 	require.NoError(t, err)
+	if scattered {
+		_, err = db.SQL().Exec(`INSERT INTO spans (rowid, trace_id, span_id, parent_span_id, session_id, name, kind,
+		  start_time_unix_nano, end_time_unix_nano, status_code, service_name, genai_kind, model, input_tokens, output_tokens,
+		  otlp, ingested_unix_nano) VALUES (9223372036854775807, 'ffffffffffffffffffffffffffffffff', 'ffffffffffffffff', '', '', 'x',
+		  0, 0, 0, 0, '', 'other', '', 0, 0, x'', 0)`)
+		require.NoError(t, err)
+	}
 
 	// The retry: every other span of reqs[0], the spans of reqs[1], and span 3 of reqs[1] again
 	// (the same chunk) and span 200 of reqs[1] again at the end (another chunk), its
@@ -55,6 +72,10 @@ func TestWriteTracesRetriesAcrossChunks(t *testing.T) {
 	require.Empty(t, rejected)
 	_, err = db.WriteTraces(ctx, reqs[2]) // and a request of new spans after it
 	require.NoError(t, err)
+	if scattered {
+		_, err = db.SQL().Exec(`DELETE FROM spans WHERE trace_id = 'ffffffffffffffffffffffffffffffff'`)
+		require.NoError(t, err)
+	}
 
 	var spans int
 	require.NoError(t, db.SQL().QueryRow(`SELECT COUNT(*) FROM spans`).Scan(&spans))

@@ -79,6 +79,8 @@ type runIndex struct {
 	alerts string // correlated count of the run's alert records (s.trace_id is the run)
 	// orphans is the orphans table ('' for none: the index is only recomputed, never applied)
 	orphans string
+	// sessions is the table of the runs' other sessions ('' for none: hot run_sessions)
+	sessions string
 	// triggers keep the index right when rows are deleted by any code path (an erasure, a
 	// maintenance DELETE): a deleted span row drops its run's index row (expiry, which may delete
 	// part of a run, recomputes the rows of the runs it touched afterwards), a deleted alert
@@ -87,7 +89,7 @@ type runIndex struct {
 }
 
 var (
-	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans",
+	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans", sessions: "run_sessions",
 		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS spans_runs_delete AFTER DELETE ON spans BEGIN
@@ -109,12 +111,55 @@ END;
 `}
 )
 
-// ddl creates the runs table, its indexes and x's triggers (and its orphans table).
+// ddl creates the runs table, its indexes and x's triggers (and its orphans and sessions tables).
 func (x runIndex) ddl() string {
 	if x.orphans == "" {
 		return runsDDL + x.triggers
 	}
-	return runsDDL + x.triggers + x.orphansDDL()
+	return runsDDL + x.triggers + x.orphansDDL() + x.sessionsDDL()
+}
+
+// # Other sessions of a run (hot schema version 8)
+//
+// runs.session_id is the greatest session of a run's spans; a run whose spans name more than one
+// session (an orchestrator's trace holding a sub-agent's conversation) is also listed under the
+// others in run_sessions, so an erasure by session finds every run with a span of the session
+// through two indexes instead of an index on every span row (spans_session, dropped in version
+// 8). It is empty for the usual run of one session.
+//
+//	run_sessions
+//	  session_id  TEXT  a non-empty session_id of a span of the run, other than runs.session_id
+//	  trace_id    TEXT  the run
+//	  primary key (session_id, trace_id), WITHOUT ROWID; index run_sessions_trace (trace_id)
+//
+// The writer adds a run's other sessions as it updates its index row (applyRuns); wherever a run
+// is recomputed from its span rows they are too (fillSessions), and a deleted span row deletes
+// its run's (trigger; expiry recomputes the runs it left in part).
+
+// sessionsDDL creates x's sessions table, its index and delete trigger (nothing for warm).
+func (x runIndex) sessionsDDL() string {
+	if x.sessions == "" {
+		return ""
+	}
+	return `
+CREATE TABLE IF NOT EXISTS ` + x.sessions + ` (
+  session_id TEXT NOT NULL,
+  trace_id   TEXT NOT NULL,
+  PRIMARY KEY (session_id, trace_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ` + x.sessions + `_trace ON ` + x.sessions + ` (trace_id);
+CREATE TRIGGER IF NOT EXISTS ` + x.spans + `_sessions_delete AFTER DELETE ON ` + x.spans + ` BEGIN
+  DELETE FROM ` + x.sessions + ` WHERE trace_id = old.trace_id;
+END;
+`
+}
+
+// fillSessions returns the statement that adds the other sessions of the runs where selects
+// (span rows, their runs' index rows written).
+func (x runIndex) fillSessions(where string) string {
+	return `INSERT OR IGNORE INTO ` + x.sessions + ` (session_id, trace_id)
+	  SELECT DISTINCT s.session_id, s.trace_id FROM ` + x.spans + ` AS s JOIN runs r ON r.trace_id = s.trace_id
+	  WHERE (` + where + `) AND s.session_id != '' AND s.session_id != r.session_id`
 }
 
 // fill returns the statement that (re)computes the index rows of the traces where selects.
@@ -390,6 +435,7 @@ type runDelta struct {
 	orphans                 int64
 	cost                    float64
 	models                  []string
+	sessions                []string // the distinct non-empty sessions of the rows
 }
 
 func (r *runDelta) add(f SpanFacts) {
@@ -414,6 +460,7 @@ func (r *runDelta) add(f SpanFacts) {
 		r.roots++
 	}
 	r.models = addModel(r.models, f.Model)
+	r.sessions = addModel(r.sessions, f.SessionID)
 }
 
 func addModel(models []string, m string) []string {
@@ -697,6 +744,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 	// in place: its two indexes (start; session, start) are not touched. New rows and rows whose
 	// session or start changes are (re)written whole.
 	var whole, same [][]any
+	var others []any // (session, trace) pairs for x.sessions
 	existed := map[string]bool{}
 	for id := range cur {
 		existed[id] = true
@@ -719,6 +767,16 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 			}
 		}
 		session, start := max(r.session, d.session), min(r.start, d.start)
+		if x.sessions != "" {
+			if r.session != "" && r.session != session {
+				others = append(others, r.session, id)
+			}
+			for _, s := range d.sessions {
+				if s != session {
+					others = append(others, s, id)
+				}
+			}
+		}
 		if existed[id] && session == r.session && start == r.start {
 			same = append(same, []any{id, max(r.end, d.end), r.spans + d.spans, models, max(r.service, d.service),
 				max(r.agent, d.agent), r.input + d.input, r.output + d.output, r.errors + d.errors, r.cost + d.cost,
@@ -729,6 +787,12 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 			models, max(r.service, d.service), max(r.agent, d.agent), r.input + d.input, r.output + d.output,
 			r.errors + d.errors, r.cost + d.cost, r.unpriced + d.unpriced, r.roots + d.roots, r.orphans + d.orphans,
 			r.alerts, b.Ingested})
+	}
+	if len(others) > 0 {
+		if _, err := tx.ExecContext(ctx, valuesSQL(`INSERT OR IGNORE INTO `+x.sessions+` (session_id, trace_id) VALUES`,
+			"(?,?)", len(others)/2, ""), others...); err != nil {
+			return err
+		}
 	}
 	if len(same) > 0 {
 		// One prepared UPDATE per run: cheaper than one statement over a JSON array of them,
@@ -797,5 +861,21 @@ func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayV
 			return fmt.Errorf("run index: %w", err)
 		}
 	}
-	return x.recompute(ctx, e, traceIDs, mayVanish)
+	if err := x.recompute(ctx, e, traceIDs, mayVanish); err != nil {
+		return err
+	}
+	if x.sessions == "" {
+		return nil
+	}
+	ids, err := json.Marshal(traceIDs)
+	if err != nil {
+		return err
+	}
+	if _, err := e.ExecContext(ctx, `DELETE FROM `+x.sessions+` WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+		return fmt.Errorf("run index: %w", err)
+	}
+	if _, err := e.ExecContext(ctx, x.fillSessions(`s.trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
+		return fmt.Errorf("run index: %w", err)
+	}
+	return nil
 }

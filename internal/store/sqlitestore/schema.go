@@ -1,7 +1,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 7)
+// # Schema (a contract for the CLI and any other reader; version 8)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -47,8 +47,11 @@
 //	  ingested_unix_nano    INTEGER
 //	  otlp_codec, otlp_dict INTEGER  as for spans (version 4)
 //
-//	zstd_dicts (codec.go), span_frames (frames.go), runs and span_orphans (runindex.go), payload_refs, payload_prefixes and
-//	the payload_ref_uris view (refs.go)
+//	indexes: UNIQUE (trace_id, span_id), spans_ingested (ingested_unix_nano); version 8 dropped
+//	spans_session: a session's runs are found through runs (runs_session) and run_sessions
+//
+//	zstd_dicts (codec.go), span_frames (frames.go), runs, span_orphans and run_sessions
+//	(runindex.go), payload_refs, payload_prefixes and the payload_ref_uris view (refs.go)
 //
 // The database runs in WAL mode, so the CLI reads while the collector writes. Writes are
 // idempotent: a batch retried after a crash or timeout replaces rows with identical content
@@ -80,7 +83,14 @@ package sqlitestore
 // Version 7 compresses the spans of one trace in one request together (frames.go: span_frames,
 // otlp_codec 3); rows written before it stay as they are and read as before. A version 6 file
 // opened for writing gains the table; read-only it is read as it is.
-const SchemaVersion = 7
+//
+// Version 8 drops the spans_session index (one more randomly keyed B-tree leaf written per run
+// in every commit: 7-12 % of the hot write's CPU) and finds a session's runs through the run
+// index instead: runs.session_id (runs_session), and run_sessions for the other sessions a run's
+// spans name (runindex.go). A version 7 file opened for writing drops the index and fills
+// run_sessions from its span rows (one transaction); read-only it is read as it is (its
+// sessions found through spans_session).
+const SchemaVersion = 8
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -106,7 +116,6 @@ CREATE TABLE IF NOT EXISTS spans (
   otlp_dict            INTEGER NOT NULL DEFAULT 0,
   UNIQUE (trace_id, span_id)
 );
-CREATE INDEX IF NOT EXISTS spans_session ON spans (session_id);
 CREATE INDEX IF NOT EXISTS spans_ingested ON spans (ingested_unix_nano);
 CREATE TABLE IF NOT EXISTS logs (
   record_sha256        TEXT    NOT NULL PRIMARY KEY,
@@ -145,4 +154,8 @@ PRAGMA user_version = 5;
 COMMIT;`,
 	5: `SELECT 1;`, // payload_refs is converted by ensurePayloadRefs, which checks its shape
 	6: `SELECT 1;`, // span_frames and its trigger are created by the schema (ddl)
+	7: `BEGIN;
+DROP INDEX IF EXISTS spans_session;` + hotIndex.sessionsDDL() + hotIndex.fillSessions("1") + `;
+PRAGMA user_version = 8;
+COMMIT;`,
 }
