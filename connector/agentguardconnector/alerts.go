@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/internal/genai"
@@ -62,10 +61,9 @@ func (b *batch) raise(a *alert) {
 	b.st.agg.record(s, 1, exemplar{trace: a.at.trace, span: a.at.span, ts: a.ts})
 }
 
-// build returns the metrics (series touched in this batch) and one log record per alert.
-func (b *batch) build() (pmetric.Metrics, plog.Logs) {
-	md := pmetric.NewMetrics()
-	b.st.agg.emit(md, b.ts)
+// build returns one log record per alert of the batch (its metrics wait in the aggregator for
+// the next flush).
+func (b *batch) build() plog.Logs {
 	ld := plog.NewLogs()
 	var (
 		cur string
@@ -128,5 +126,5 @@ func (b *batch) build() (pmetric.Metrics, plog.Logs) {
 			}
 		}
 	}
-	return md, ld
+	return ld
 }

@@ -114,7 +114,7 @@ func retainedAfterGC() uint64 {
 
 // BenchmarkAgentGuardVsSpanMetrics runs 1,000,000 spans over 100,000 sessions (override with
 // RUNAGAIN_BENCH_SESSIONS) through agent_guard and, in the same run, through the contrib
-// span_metrics connector (exemplars on, dimensions provider/model/agent, flushed every 10
+// span_metrics connector (exemplars on, dimensions provider/model/agent; both flushed every 10
 // batches), and reports throughput and peak heap of both and their ratios. Run with
 //
 //	go test -run '^$' -bench AgentGuardVsSpanMetrics -benchtime 1x ./connector/agentguardconnector/
@@ -129,24 +129,26 @@ func BenchmarkAgentGuardVsSpanMetrics(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		base := retainedAfterGC()
 
-		// agent_guard, as wired in a collector: one traces->metrics and one traces->logs instance.
+		// agent_guard, as wired in a collector: one traces->metrics and one traces->logs instance,
+		// on a fake clock: its metrics are flushed below on span_metrics' schedule.
 		set := connectortest.NewNopSettings(metadata.Type)
 		set.ID = component.NewIDWithName(metadata.Type, fmt.Sprintf("bench%d", i))
 		f := NewFactory()
 		cfg := createDefaultConfig()
-		tm, err := f.CreateTracesToMetrics(ctx, set, cfg, consumertest.NewNop())
+		agCtx := clockwork.AddToContext(ctx, clockwork.NewFakeClock())
+		tm, err := f.CreateTracesToMetrics(agCtx, set, cfg, consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
-		tl, err := f.CreateTracesToLogs(ctx, set, cfg, consumertest.NewNop())
+		tl, err := f.CreateTracesToLogs(agCtx, set, cfg, consumertest.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}
 		_ = tm.Start(ctx, componenttest.NewNopHost())
 		_ = tl.Start(ctx, componenttest.NewNopHost())
 
-		// span_metrics on the same spans, driven by a fake clock so that its flushes (its
-		// equivalent of our per-batch emission) are timed too.
+		// span_metrics on the same spans, driven by a fake clock so that its flushes are timed
+		// too.
 		clock := clockwork.NewFakeClock()
 		smf := spanmetricsconnector.NewFactory()
 		smCfg := smf.CreateDefaultConfig().(*spanmetricsconnector.Config)
@@ -187,6 +189,9 @@ func BenchmarkAgentGuardVsSpanMetrics(b *testing.B) {
 			t := time.Now()
 			_ = tm.ConsumeTraces(ctx, td)
 			_ = tl.ConsumeTraces(ctx, td)
+			if bn%10 == 9 {
+				tm.(*handle).g.flush(ctx)
+			}
 			agTime += time.Since(t)
 			t = time.Now()
 			_ = sm.ConsumeTraces(ctx, td)
@@ -226,3 +231,57 @@ func BenchmarkAgentGuardVsSpanMetrics(b *testing.B) {
 }
 
 var _ connector.Traces = (*handle)(nil)
+
+// BenchmarkMetricsFlush measures agent_guard per span (the benchLoad batches, ~1,000 spans
+// each, 3,000 sessions) with its metrics emitted after every batch, as before
+// metrics_flush_interval (every_batch, the in-run baseline), and with one flush every 5
+// batches: the default 1 s ticker at the quick bench's ~5 OTLP requests per second
+// (every_5_batches). Both on a fake clock, into a no-op metrics consumer (the downstream
+// exporter's work per emitted batch is not counted). Run with
+//
+//	go test -run '^$' -bench MetricsFlush -benchmem -count 5 ./connector/agentguardconnector/
+func BenchmarkMetricsFlush(b *testing.B) {
+	l := &benchLoad{sessions: 3000, models: []string{"gpt-4o-mini", "gpt-4o", "claude-sonnet-4-5", "gemini-2.0-flash", "o3-mini"},
+		tools: []string{"search", "fetch_page", "read_file", "write_file", "run_sql", "send_email", "get_weather", "calculator"}}
+	tds := make([]ptrace.Traces, l.batches())
+	spans := 0
+	for i := range tds {
+		tds[i] = l.batch(i)
+		spans += tds[i].SpanCount()
+	}
+	for _, every := range []int{1, 5} {
+		name := "every_batch"
+		if every > 1 {
+			name = fmt.Sprintf("every_%d_batches", every)
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				set := connectortest.NewNopSettings(metadata.Type)
+				set.ID = component.NewIDWithName(metadata.Type, fmt.Sprintf("flush%d-%d", every, i))
+				cfg := createDefaultConfig()
+				agCtx := clockwork.AddToContext(ctx, clockwork.NewFakeClock())
+				tm, err := NewFactory().CreateTracesToMetrics(agCtx, set, cfg, consumertest.NewNop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = tm.Start(ctx, componenttest.NewNopHost())
+				g := tm.(*handle).g
+				b.StartTimer()
+				for bn, td := range tds {
+					_ = tm.ConsumeTraces(ctx, td)
+					if bn%every == every-1 {
+						g.flush(ctx)
+					}
+				}
+				g.flush(ctx)
+				b.StopTimer()
+				_ = tm.Shutdown(ctx)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*spans), "ns/span")
+		})
+	}
+}

@@ -32,6 +32,12 @@ type Config struct {
 	MaxSeenSpans int `mapstructure:"max_seen_spans"`
 	// ExpiryInterval is how often idle sessions are looked for.
 	ExpiryInterval time.Duration `mapstructure:"expiry_interval"`
+	// MetricsFlushInterval is how often the metric series changed since the last flush are sent
+	// to the metrics pipeline (cumulative values, with the exemplars gathered since the last
+	// flush), as the contrib span_metrics connector's metrics_flush_interval; the connector's
+	// shutdown flushes once more. Alert log records are not delayed: they go out with the batch
+	// that raised them.
+	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
 	// MaxSeries bounds the metric series (attribute combinations) kept; further combinations
 	// are recorded in one overflow series per metric with otel.metric.overflow=true.
 	MaxSeries int `mapstructure:"max_series"`
@@ -51,8 +57,8 @@ type Config struct {
 
 // ExemplarsConfig bounds exemplars.
 type ExemplarsConfig struct {
-	// MaxPerDataPoint is the most exemplars attached to one data point per emitted batch; 0
-	// disables exemplars.
+	// MaxPerDataPoint is the most exemplars attached to one data point per flush (the first
+	// ones recorded since the last flush); 0 disables exemplars.
 	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
 }
 
@@ -138,13 +144,14 @@ type ContextPressureConfig struct {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		SessionKeys:        append([]string(nil), genai.DefaultSessionKeys...),
-		MaxSessions:        50000,
-		SessionIdleTimeout: 30 * time.Minute,
-		MaxSeenSpans:       100000,
-		ExpiryInterval:     time.Minute,
-		MaxSeries:          5000,
-		Exemplars:          ExemplarsConfig{MaxPerDataPoint: 5},
+		SessionKeys:          append([]string(nil), genai.DefaultSessionKeys...),
+		MaxSessions:          50000,
+		SessionIdleTimeout:   30 * time.Minute,
+		MaxSeenSpans:         100000,
+		ExpiryInterval:       time.Minute,
+		MetricsFlushInterval: time.Second,
+		MaxSeries:            5000,
+		Exemplars:            ExemplarsConfig{MaxPerDataPoint: 5},
 		Loop: LoopConfig{
 			Enabled: true, Repeats: 5, Window: 10 * time.Minute, ConsecutiveTool: 10, MaxFingerprints: 256,
 		},
@@ -192,6 +199,7 @@ func (c *Config) Validate() error {
 	pos("max_seen_spans", c.MaxSeenSpans)
 	dur("session_idle_timeout", c.SessionIdleTimeout)
 	dur("expiry_interval", c.ExpiryInterval)
+	dur("metrics_flush_interval", c.MetricsFlushInterval)
 	pos("max_series", c.MaxSeries)
 	if c.Exemplars.MaxPerDataPoint < 0 {
 		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: must not be negative, got %d", c.Exemplars.MaxPerDataPoint))

@@ -24,6 +24,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.MaxSessions = 1000
 	custom.SessionIdleTimeout = 10 * time.Minute
 	custom.ExpiryInterval = 30 * time.Second
+	custom.MetricsFlushInterval = 10 * time.Second
 	custom.MaxSeries = 100
 	custom.Exemplars.MaxPerDataPoint = 2
 	cr := 0.15
@@ -54,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "bad_price"), wantErr: "pricing.models[0].output_mtok: must not be negative, got -2"},
 		{id: component.NewIDWithName(metadata.Type, "bad_regex"), wantErr: "pricing.models[0].match.regex: error parsing regexp"},
 		{id: component.NewIDWithName(metadata.Type, "no_sessions"), wantErr: "max_sessions: must be positive, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "no_flush"), wantErr: "metrics_flush_interval: must be a positive duration, got 0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -70,6 +71,10 @@ type guard struct {
 	order      []orderKey
 	traceAgent map[pcommon.TraceID]string
 
+	// flushMu serializes flushes from taking the touched series to handing them to the metrics
+	// pipeline, so cumulative points of one series reach it in order.
+	flushMu sync.Mutex
+
 	startOnce sync.Once
 	stopOnce  sync.Once
 	done      chan struct{}
@@ -97,7 +102,7 @@ func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock
 // Start takes the prices and session keys of the runagain_storage extension when the collector
 // has one (named by storage, or the only one), so agent_guard's runagain.cost is the cost the
 // tiers record; pricing or session_keys set here as well are an error naming the field. Then it
-// starts the idle-session ticker.
+// starts the idle-session and metrics-flush tickers.
 func (g *guard) Start(_ context.Context, host component.Host) error {
 	st, err := runagainstorageextension.Find(host, g.cfg.Storage)
 	if err != nil {
@@ -118,7 +123,8 @@ func (g *guard) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops the ticker and the telemetry.
+// Shutdown stops the tickers, flushes the metrics recorded since the last flush (the connector
+// shuts down before the metrics pipeline it feeds) and stops the telemetry.
 func (g *guard) Shutdown(context.Context) error {
 	g.stop()
 	return nil
@@ -126,17 +132,21 @@ func (g *guard) Shutdown(context.Context) error {
 
 func (g *guard) start() {
 	g.startOnce.Do(func() {
-		ticker := g.clock.NewTicker(g.cfg.ExpiryInterval)
+		expiry := g.clock.NewTicker(g.cfg.ExpiryInterval)
+		flush := g.clock.NewTicker(g.cfg.MetricsFlushInterval)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			defer ticker.Stop()
+			defer expiry.Stop()
+			defer flush.Stop()
 			for {
 				select {
 				case <-g.done:
 					return
-				case <-ticker.Chan():
+				case <-expiry.Chan():
 					g.expire()
+				case <-flush.Chan():
+					g.flush(context.Background())
 				}
 			}
 		}()
@@ -147,8 +157,31 @@ func (g *guard) stop() {
 	g.stopOnce.Do(func() {
 		close(g.done)
 		g.wg.Wait()
+		g.flush(context.Background())
 		g.tb.Shutdown()
 	})
+}
+
+// flush sends the metric series changed since the last flush to the metrics pipeline:
+// cumulative values at the clock's now, each with the exemplars recorded since the last flush
+// (at most exemplars.max_per_data_point). Nothing is sent when no series changed or no metrics
+// pipeline uses the connector; a pipeline that refuses the metrics is logged at warn level.
+func (g *guard) flush(ctx context.Context) {
+	g.flushMu.Lock()
+	defer g.flushMu.Unlock()
+	g.mu.Lock()
+	metricsOut := g.metricsOut
+	md := pmetric.NewMetrics()
+	if metricsOut != nil {
+		g.state.agg.emit(md, pcommon.NewTimestampFromTime(g.clock.Now()))
+	}
+	g.mu.Unlock()
+	if md.DataPointCount() == 0 {
+		return
+	}
+	if err := metricsOut.ConsumeMetrics(ctx, md); err != nil {
+		g.logger.Warn("agent_guard: metrics pipeline refused a batch", zap.Error(err))
+	}
 }
 
 // expire ends the sessions idle for longer than session_idle_timeout.
@@ -258,8 +291,8 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 			unpriced++
 		}
 	}
-	md, ld := out.build()
-	metricsOut, logsOut := g.metricsOut, g.logsOut
+	ld := out.build()
+	logsOut := g.logsOut
 	clear(events) // drop references to the batch
 	g.mu.Unlock()
 
@@ -268,11 +301,6 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 	}
 	for _, a := range out.alerts {
 		g.tb.ConnectorAgentGuardAlerts.Add(ctx, 1, metric.WithAttributes(attribute.String("alert.kind", a.kind)))
-	}
-	if metricsOut != nil && md.DataPointCount() > 0 {
-		if err := metricsOut.ConsumeMetrics(ctx, md); err != nil {
-			g.logger.Warn("agent_guard: metrics pipeline refused a batch", zap.Error(err))
-		}
 	}
 	if logsOut != nil && ld.LogRecordCount() > 0 {
 		if err := logsOut.ConsumeLogs(ctx, ld); err != nil {

@@ -63,12 +63,14 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 	return h
 }
 
-// feed sends one batch to both instances and returns what this batch produced.
+// feed sends one batch to both instances, flushes the metrics as the flush ticker does (at the
+// same clock time), and returns what this batch produced.
 func (h *harness) feed(td ptrace.Traces) (pmetric.Metrics, plog.Logs) {
 	h.t.Helper()
 	nm, nl := len(h.ms.AllMetrics()), len(h.ls.AllLogs())
 	require.NoError(h.t, h.tm.ConsumeTraces(context.Background(), td))
 	require.NoError(h.t, h.tl.ConsumeTraces(context.Background(), td))
+	h.g.flush(context.Background())
 	md, ld := pmetric.NewMetrics(), plog.NewLogs()
 	for _, m := range h.ms.AllMetrics()[nm:] {
 		m.ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())

@@ -159,8 +159,8 @@ func (a *aggregator) record(s *series, v float64, ex exemplar) {
 	}
 }
 
-// emit writes the series touched since the last emit (cumulative values, this batch's
-// exemplars) into md, grouped by service.name, and resets the touched marks.
+// emit writes the series touched since the last emit (cumulative values at now, the exemplars
+// recorded since the last emit) into md, grouped by service.name, and resets the touched marks.
 func (a *aggregator) emit(md pmetric.Metrics, now pcommon.Timestamp) {
 	if len(a.touched) == 0 {
 		return

@@ -62,6 +62,7 @@ func TestPrometheusExporterShowsAlert(t *testing.T) {
 	for _, b := range batches(splitSpans(td, 2)) {
 		require.NoError(t, c.ConsumeTraces(ctx, b))
 	}
+	c.(*handle).g.flush(ctx) // as the metrics flush ticker does
 
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
 	require.NoError(t, err)

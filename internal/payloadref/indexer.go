@@ -12,7 +12,9 @@ import (
 // per indexInterval, or as soon as indexMaxPending objects wait; until then they are found
 // through packWriter.lookupPending. A pack is uploaded only once every object in it is indexed
 // (the uploader flushes the indexer first), so Collect, which sweeps uploaded packs, never meets
-// an object a batch acknowledged that the index does not list yet.
+// an object a batch acknowledged that the index does not list yet; the exception is a manifest
+// whose batch had not committed when the pack was uploaded (unconfirmed, see Batch: indexed once
+// a Commit confirms it), which Collect leaves alone for orphanAge after the upload.
 const (
 	indexInterval   = time.Second
 	indexMaxPending = 4096
@@ -90,7 +92,7 @@ func (ix *indexer) flush(ctx context.Context, w *packWriter) error {
 	ix.flushMu.Lock()
 	defer ix.flushMu.Unlock()
 	s := ix.s
-	es := w.pendingSnapshot()
+	es, dropped := w.pendingSnapshot()
 	if len(es) == 0 {
 		return nil
 	}
@@ -98,6 +100,13 @@ func (ix *indexer) flush(ctx context.Context, w *packWriter) error {
 		return err
 	}
 	ix.gate.Lock()
+	if w.droppedCount() != dropped {
+		// Manifests were dropped since the snapshot (see dropManifests): never index them.
+		if es = w.stillPending(es); len(es) == 0 {
+			ix.gate.Unlock()
+			return nil
+		}
+	}
 	gen, ts, err := s.idx.insert(ctx, es, s.now)
 	if err != nil {
 		ix.gate.Unlock()
@@ -134,31 +143,186 @@ func (ix *indexer) halt() {
 	<-ix.done
 }
 
-// notPending appends to dst the references of refs except those a Put found pending (appended,
-// not yet indexed) that still are (same object, same pack), and returns it: the pending set is
-// read in one pass under one lock (Commit took the lock once per pending reference), not the
-// append lock.
-func (w *packWriter) notPending(refs map[location]batchRef, dst []location) []location {
+// pendingManifest is what the pack writer knows of a pending manifest: the locations its parts
+// name (deps: the children it was written with, by pack), and the Batch that appended it while no
+// Commit has confirmed it (owner; nil once confirmed). See Batch for the invariant.
+type pendingManifest struct {
+	pack  string
+	owner *Batch
+	deps  []location
+}
+
+// commitView is a Commit's one pass over the pending set (under its lock, not the append lock):
+// it appends to held the references of b to check in the index (those not found pending, or
+// found pending and no longer: indexed or dropped since), plus every location that an
+// unconfirmed pending manifest b references names, directly or through other unconfirmed pending
+// manifests of other Batches (b's own name only what b references: they are b's references
+// already); conf gets those unconfirmed pending manifests (b's own and the others), which the
+// Commit confirms if it succeeds. The caller holds the indexer's gate (shared) from this pass
+// until it confirmed: nothing leaves the pending set meanwhile.
+func (w *packWriter) commitView(b *Batch, held, conf []location) ([]location, []location) {
 	w.pmu.RLock()
 	defer w.pmu.RUnlock()
-	for l, r := range refs {
+	var walk []location
+	for l, r := range b.refs {
 		if r.pending {
 			if e, ok := w.pending[l.objKey]; ok && e.pack == l.pack {
+				if l.manifest {
+					if m, ok := w.manifests[l.objKey]; ok && m.owner != nil {
+						conf = append(conf, l)
+						if m.owner != b {
+							walk = append(walk, m.deps...)
+						}
+					}
+				}
 				continue
 			}
 		}
-		dst = append(dst, l)
+		held = append(held, l)
 	}
-	return dst
+	if len(walk) == 0 {
+		return held, conf
+	}
+	// Another Batch's manifest, not confirmed yet (its Commit has not succeeded, and may fail):
+	// check what it names as if b referenced it.
+	seen := map[location]bool{}
+	for len(walk) > 0 {
+		d := walk[len(walk)-1]
+		walk = walk[:len(walk)-1]
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if e, ok := w.pending[d.objKey]; ok && e.pack == d.pack {
+			if d.manifest {
+				if m, ok := w.manifests[d.objKey]; ok && m.owner != nil {
+					conf = append(conf, d)
+					if m.owner != b {
+						walk = append(walk, m.deps...)
+					}
+				}
+			}
+			continue
+		}
+		if _, ok := b.refs[d]; !ok {
+			held = append(held, d)
+		}
+	}
+	return held, conf
 }
 
-// pendingSnapshot returns the objects appended and not yet indexed.
-func (w *packWriter) pendingSnapshot() []packEntryAt {
+// confirm marks the pending manifests in conf (see commitView) confirmed: the indexer may index
+// them, and Commits referencing them no longer check what they name.
+func (w *packWriter) confirm(conf []location) {
+	if len(conf) == 0 {
+		return
+	}
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	for _, l := range conf {
+		if m, ok := w.manifests[l.objKey]; ok && m.pack == l.pack && m.owner != nil {
+			m.owner = nil
+			w.manifests[l.objKey] = m
+		}
+	}
+}
+
+// dropManifests removes from the pending set (so that no Put finds them, and the indexer never
+// indexes them) the pending manifests that name a location of gone, directly or through other
+// pending manifests, and every unconfirmed one owner appended (owner's Commit failed, or its
+// Batch was abandoned: nothing vouches for them). Their bytes stay in their pack, unindexed (an
+// orphan for Collect). When one of them is in the open segment, the segment is sealed, so that
+// the same object appended again (a retry writes it anew) goes to another pack: a pack never
+// holds two objects of one key. It returns how many it removed.
+// It takes the indexer's gate exclusively: no Commit is between its pending pass and its
+// confirmation, and no flush between its insert and the removal of what it inserted.
+func (w *packWriter) dropManifests(gone []location, owner *Batch) int {
+	gate := &w.s.ix.gate
+	gate.Lock()
+	defer gate.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pmu.Lock()
+	bad := make(map[location]bool, len(gone))
+	for _, l := range gone {
+		bad[l] = true
+	}
+	drop := map[location]bool{}
+	for changed := true; changed; {
+		changed = false
+		for k, m := range w.manifests {
+			l := location{k, m.pack}
+			if drop[l] {
+				continue
+			}
+			if owner != nil && m.owner == owner {
+				drop[l], changed = true, true
+				continue
+			}
+			for _, d := range m.deps {
+				if bad[d] || drop[d] {
+					drop[l], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	seal := false
+	for l := range drop {
+		delete(w.manifests, l.objKey)
+		delete(w.pending, l.objKey)
+		if w.cur != nil && w.cur.id == l.pack {
+			seal = true
+		}
+	}
+	if len(drop) > 0 {
+		w.dropped++
+	}
+	w.pmu.Unlock()
+	if seal {
+		if err := w.sealLocked(); err != nil {
+			// The segment stays open: a same-key object appended again lands beside the dropped
+			// one, and the pack lists both; log it (readers find either copy).
+			w.s.logger("payloadref: sealing after dropping stale manifests: %v", err)
+		}
+	}
+	return len(drop)
+}
+
+// pendingSnapshot returns the objects appended and not yet indexed that may be indexed (every one
+// but the unconfirmed manifests), and the drop count (packWriter.dropped) it saw.
+func (w *packWriter) pendingSnapshot() ([]packEntryAt, int64) {
 	w.pmu.RLock()
 	defer w.pmu.RUnlock()
 	out := make([]packEntryAt, 0, len(w.pending))
-	for _, e := range w.pending {
+	for k, e := range w.pending {
+		if k.manifest {
+			if m, ok := w.manifests[k]; ok && m.owner != nil {
+				continue
+			}
+		}
 		out = append(out, e)
 	}
+	return out, w.dropped
+}
+
+// stillPending keeps the entries of es still pending in the same pack (the indexer's snapshot
+// after a drop), in place.
+func (w *packWriter) stillPending(es []packEntryAt) []packEntryAt {
+	w.pmu.RLock()
+	defer w.pmu.RUnlock()
+	out := es[:0]
+	for _, e := range es {
+		if p, ok := w.pending[e.objKey]; ok && p.pack == e.pack {
+			out = append(out, e)
+		}
+	}
 	return out
+}
+
+// droppedCount reads packWriter.dropped.
+func (w *packWriter) droppedCount() int64 {
+	w.pmu.RLock()
+	defer w.pmu.RUnlock()
+	return w.dropped
 }

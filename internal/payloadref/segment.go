@@ -62,6 +62,12 @@ type packWriter struct {
 	pending    map[objKey]packEntryAt // appended, not yet in the index
 	maxPending int                    // appends are refused (ErrIndexBacklog) while pending holds this many
 	refused    int64                  // appends refused so far, guarded by pmu
+	// manifests are the pending manifests (a subset of pending, same pack): what each names and
+	// whether a Commit vouched for it yet (see Batch). Guarded by pmu.
+	manifests map[objKey]pendingManifest
+	// dropped counts dropManifests calls that removed anything (guarded by pmu): the indexer
+	// reads it to know whether its snapshot of pending may hold a dropped object.
+	dropped int64
 
 	uploads chan string // sealed pack ids
 	stop    chan struct{}
@@ -92,7 +98,7 @@ func openPackWriter(ctx context.Context, s *Store, dir string) (*packWriter, err
 		return nil, fmt.Errorf("payload staging %s: %w", dir, ErrStagingLocked)
 	}
 	w := &packWriter{s: s, dir: dir, lock: lk, maxSize: s.opts.PackMaxSize, maxAge: s.opts.PackMaxAge,
-		pending: map[objKey]packEntryAt{}, maxPending: s.opts.MaxPendingObjects, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
+		pending: map[objKey]packEntryAt{}, manifests: map[objKey]pendingManifest{}, maxPending: s.opts.MaxPendingObjects, uploads: make(chan string, 1<<16), stop: make(chan struct{}),
 		waiting: map[string]chan struct{}{}}
 	ids, err := w.recover(ctx)
 	if err != nil {
@@ -244,7 +250,10 @@ var ErrIndexBacklog = errors.New("payloadref: too many objects wait for the dige
 // maxSize) and returns the pack id and true. A concurrent append of the same object returns the
 // first one's pack and false (content was not appended: the stored object is the first one's).
 // ErrIndexBacklog when maxPending objects wait to be indexed.
-func (w *packWriter) appendObject(k objKey, content []byte) (string, bool, error) {
+// A manifest (k.manifest) is recorded with the locations its parts name (deps) and the Batch
+// that appends it (owner), unconfirmed: the indexer leaves it pending until a Commit confirms it
+// (see Batch).
+func (w *packWriter) appendObject(k objKey, content []byte, owner *Batch, deps []location) (string, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -287,6 +296,9 @@ func (w *packWriter) appendObject(k objKey, content []byte) (string, bool, error
 	c.bp.add(k, content)
 	w.pmu.Lock()
 	w.pending[k] = packEntryAt{e, c.id}
+	if k.manifest {
+		w.manifests[k] = pendingManifest{pack: c.id, owner: owner, deps: deps}
+	}
 	w.pmu.Unlock()
 	return c.id, true, nil
 }
@@ -456,6 +468,9 @@ func (w *packWriter) indexed(es []packEntryAt) {
 	for _, e := range es {
 		if p, ok := w.pending[e.objKey]; ok && p.pack == e.pack {
 			delete(w.pending, e.objKey)
+			if e.manifest {
+				delete(w.manifests, e.objKey)
+			}
 		}
 	}
 }

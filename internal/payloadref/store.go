@@ -393,12 +393,37 @@ var ErrStale = errors.New("payloadref: a deduplicated object was collected meanw
 //     within Grace before the mark is still kept. With Grace 0 (erased rows' objects) nothing
 //     before the mark is protected, and after it the first point applies.
 //
+// A reference to an object still pending is not touched, but what it names is checked. A
+// manifest names its parts by pack, so it is only as good as the locations it names: the
+// manifest a Put appends can name an object of an older pack that a Collect removes before the
+// batch commits. Its Commit then gets ErrStale for that object, but the manifest is already
+// pending, where the retry's Put, or another Batch's, would find it. So:
+//   - A pending manifest is unconfirmed from its append until a Commit referencing it succeeds.
+//     The indexer does not index an unconfirmed manifest (it stays pending), so it is never
+//     found through the location cache or the index, where no Commit checks what it names.
+//   - A Commit checks, with its own references, every location an unconfirmed pending manifest it
+//     references names (through other unconfirmed pending manifests too: commitView), as the
+//     Batch that appended it does (those are among its own references). If none is stale it
+//     confirms them: whatever an acknowledged reference reaches through a pending manifest was
+//     checked by the Commit that acknowledged it, or by an earlier one that confirmed it. The
+//     pending pass, the touches and the confirmation hold the indexer's gate shared: nothing
+//     leaves the pending set in between.
+//   - A Commit that gets ErrStale (or fails otherwise, or a Batch abandoned after a failed Put)
+//     drops from the pending set every pending manifest naming a stale location, directly or
+//     through other pending manifests, and every unconfirmed manifest of its own (dropManifests,
+//     under the gate held exclusively). A retry finds none of them and writes them anew (into
+//     another pack: the open segment holding a dropped one is sealed); a Commit of another Batch
+//     that found one of them pending sees it gone, finds no index row for it and gets ErrStale
+//     too.
+//
 // This holds for writers and Collects sharing one index file (one data directory) and one clock,
 // as the index's last_ref times always assumed.
 type Batch struct {
 	s    *Store
 	mu   sync.Mutex
 	refs map[location]batchRef
+	// conf backs the unconfirmed manifests Commit confirms (usually the few the batch appended).
+	conf [4]location
 }
 
 // batchRef is what a Put knew of an object it referenced: its cached location (gen -1 when
@@ -433,7 +458,8 @@ func (b *Batch) PutStream(ctx context.Context, data []byte, split bool, stream s
 }
 
 // Commit makes the batch durable (see Batch). After ErrStale the stale locations are forgotten,
-// so that Putting the values again writes them anew.
+// and the pending manifests naming them dropped, so that Putting the values again writes them
+// anew. After any error the batch's unconfirmed manifests are dropped (see Batch).
 func (b *Batch) Commit(ctx context.Context) error {
 	s := b.s
 	if s.pw == nil {
@@ -442,25 +468,44 @@ func (b *Batch) Commit(ctx context.Context) error {
 		}
 		return nil // single objects: each write was durable when it returned
 	}
-	pending, err := s.pw.sync()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stale, err := b.commit(ctx)
+	if err != nil || len(stale) > 0 {
+		b.drop(stale)
+	}
 	if err != nil {
 		return err
 	}
-	s.ix.poke(pending)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.refs) == 0 {
-		return nil
+	if len(stale) > 0 {
+		return fmt.Errorf("%w: %d objects", ErrStale, len(stale))
 	}
-	var due []location
-	var held []location
+	return nil
+}
+
+// commit is Commit's work (b.mu held): it returns the stale locations.
+func (b *Batch) commit(ctx context.Context) ([]location, error) {
+	s := b.s
+	pending, err := s.pw.sync()
+	if err != nil {
+		return nil, err
+	}
+	s.ix.poke(pending)
+	if len(b.refs) == 0 {
+		return nil, nil
+	}
+	var due, held []location
+	conf := b.conf[:0]
 	pick := func(gen int64) []location {
 		now := s.now().UnixNano()
 		due = due[:0]
-		held = s.pw.notPending(b.refs, held[:0]) // one pass under the writer's lock, not one per reference
+		// One pass under the pending lock, not one per reference.
+		held, conf = s.pw.commitView(b, held[:0], conf[:0])
 		for _, l := range held {
-			r := b.refs[l]
-			c := r.c
+			c := cachedLoc{gen: -1} // a location a pending manifest names: unknown
+			if r, ok := b.refs[l]; ok {
+				c = r.c
+			}
 			if lc, ok := s.locs.Peek(l.objKey); ok && lc.pack == l.pack {
 				c = lc // written since the Put: by the indexer, or by another batch's touch
 			}
@@ -472,9 +517,12 @@ func (b *Batch) Commit(ctx context.Context) error {
 	}
 	s.ix.gate.RLock()
 	stale, gen, ts, err := s.idx.touchDue(ctx, pick, s.now)
+	if err == nil && len(stale) == 0 {
+		s.pw.confirm(conf)
+	}
 	s.ix.gate.RUnlock()
 	if err != nil {
-		return fmt.Errorf("payloadref: digest index: %w", err)
+		return nil, fmt.Errorf("payloadref: digest index: %w", err)
 	}
 	gone := make(map[objKey]bool, len(stale))
 	for _, l := range stale {
@@ -488,10 +536,36 @@ func (b *Batch) Commit(ctx context.Context) error {
 			s.locs.Add(l.objKey, cachedLoc{pack: l.pack, touched: ts, gen: gen})
 		}
 	}
-	if len(stale) > 0 {
-		return fmt.Errorf("%w: %d objects", ErrStale, len(stale))
+	return stale, nil
+}
+
+// drop removes from the pending set the manifests naming a stale location and the batch's
+// unconfirmed ones (see Batch), unless the batch appended no manifest and nothing is stale.
+func (b *Batch) drop(stale []location) {
+	if len(stale) == 0 {
+		own := false
+		for l, r := range b.refs {
+			if r.pending && l.manifest {
+				own = true
+				break
+			}
+		}
+		if !own {
+			return
+		}
 	}
-	return nil
+	b.s.pw.dropManifests(stale, b)
+}
+
+// abort ends a Batch that will not be committed (a Put failed): its unconfirmed manifests are
+// dropped (see Batch).
+func (b *Batch) abort() {
+	if b.s.pw == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.drop(nil)
 }
 
 // URI returns the reference URI of key (a full bucket key, prefix included) in this store's bucket.
@@ -516,6 +590,7 @@ func (s *Store) Put(ctx context.Context, data []byte, split bool) (PutResult, er
 		b := s.NewBatch()
 		res, err := b.Put(ctx, data, split)
 		if err != nil {
+			b.abort()
 			return res, err
 		}
 		if err = b.Commit(ctx); err == nil || !errors.Is(err, ErrStale) || attempt >= 2 {
@@ -601,7 +676,7 @@ func (s *Store) putPacked(ctx context.Context, data []byte, split bool, b *Batch
 		plan = planSplitMemo(data, sum, s.opts.ChunkMin, s.opts.Fanout, prev, common, next) // data is hashed once
 	}
 	if plan == nil {
-		pack, _, err := s.appendOnce(ctx, vk, data, b, &res)
+		pack, _, err := s.appendOnce(ctx, vk, data, b, &res, nil)
 		if err != nil {
 			return res, err
 		}
@@ -667,7 +742,8 @@ func (s *Store) locate(ctx context.Context, k objKey, b *Batch) (string, bool, e
 // for a manifest, possibly another plan of the same value).
 // Nothing is compressed here: the staging file holds the bytes raw, and the pack's blocks are
 // compressed as they fill.
-func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult) (string, bool, error) {
+// A manifest's deps are the locations its parts name (see Batch).
+func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Batch, res *PutResult, deps []location) (string, bool, error) {
 	res.Objects++
 	if pack, ok, err := s.locate(ctx, k, b); err != nil || ok {
 		if ok {
@@ -675,7 +751,7 @@ func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Bat
 		}
 		return pack, false, err
 	}
-	pack, appended, err := s.pw.appendObject(k, content)
+	pack, appended, err := s.pw.appendObject(k, content, b, deps)
 	if err != nil {
 		return "", false, err
 	}
@@ -693,7 +769,7 @@ func (s *Store) appendOnce(ctx context.Context, k objKey, content []byte, b *Bat
 func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Batch, res *PutResult) error {
 	k := objKey{n.sum, n.manifest}
 	if !n.manifest {
-		pack, _, err := s.appendOnce(ctx, k, data[n.span.start:n.span.end], b, res)
+		pack, _, err := s.appendOnce(ctx, k, data[n.span.start:n.span.end], b, res, nil)
 		n.pack = pack
 		return err
 	}
@@ -718,9 +794,27 @@ func (s *Store) writeTreePacked(ctx context.Context, data []byte, n *node, b *Ba
 		}
 	}
 	doc := manifestOf(n)
-	pack, own, err := s.appendOnce(ctx, k, doc, b, res)
+	pack, own, err := s.appendOnce(ctx, k, doc, b, res, manifestDeps(n))
 	n.pack, n.own = pack, own
 	return err
+}
+
+// manifestDeps returns the locations the parts of manifest n name (its referenced and prefix
+// children, whose packs are set).
+func manifestDeps(n *node) []location {
+	k := 0
+	for i := range n.children {
+		if c := &n.children[i]; c.isRef || c.prefix {
+			k++
+		}
+	}
+	deps := make([]location, 0, k)
+	for i := range n.children {
+		if c := &n.children[i]; c.isRef || c.prefix {
+			deps = append(deps, location{objKey{c.sum, c.manifest}, c.pack})
+		}
+	}
+	return deps
 }
 
 // writeTree writes the objects of n, children first. A manifest already present implies its

@@ -133,6 +133,7 @@ const (
 	kindBetween = 5 // the JSON between two long strings: the prefilter finds no trigger in it
 	kindElem    = 6 // one or more consecutive elements of a JSON array (arrayEdits)
 	kindRunHead = 7 // the first element of an array: the lengths of the known runs from it
+	kindShort   = 8 // a short text value found clean (shortMemo), under any key that is not a credential key
 )
 
 // cleanKey is the seed of the hashes of one Redactor for one kind of examination.

@@ -606,6 +606,16 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 			return r.Token(f.Rule, f.Action, s), []Finding{f}, false
 		}
 	}
+	// A short text value seen clean before (span names, model and provider names, addresses)
+	// is answered from shortMemo before anything else.
+	short := r.cache != nil && !r.legacyScan && !r.noShortMemo && !applies && len(s) < MinCleanCacheLen && !LooksJSON(s) && !escapedLiteral(s)
+	var sh xxh3.Uint128
+	if short {
+		var clean bool
+		if sh, clean = r.shortClean(s); clean {
+			return s, nil, false
+		}
+	}
 	var h xxh3.Uint128
 	// An array is not looked up whole: arrayEdits looks up each of its elements, and a
 	// conversation's history, resent with each call, is a new array of mostly known elements.
@@ -614,6 +624,9 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 	if cacheable {
 		var clean bool
 		if h, clean = r.cleanLookup(s, r.valueSeed(key)); clean {
+			if short {
+				r.shortAdd(sh)
+			}
 			return s, nil, false
 		}
 	}
@@ -644,8 +657,13 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 	} else {
 		out, fs = r.RedactString(s)
 	}
-	if cacheable && len(fs) == 0 {
-		r.cleanAdd(h)
+	if len(fs) == 0 {
+		if cacheable {
+			r.cleanAdd(h)
+		}
+		if short {
+			r.shortAdd(sh)
+		}
 	}
 	return out, fs, false
 }

@@ -65,6 +65,10 @@ type Redactor struct {
 	keyMemo atomic.Pointer[map[string]bool]
 	keyMu   sync.Mutex
 	keyAll  map[string]bool
+	// short: the hashes of short text values found clean more than once (see shortClean);
+	// noShortMemo turns it off (set only by benchmarks, for a same-run baseline)
+	short       shortMemo
+	noShortMemo bool
 }
 
 // New compiles cfg into a Redactor. Errors name the configuration field (see Config.Validate).

@@ -13,7 +13,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/runagain/runagain/internal/loadgen"
@@ -89,26 +88,20 @@ func addBenchSpan(ss ptrace.ScopeSpans, tid pcommon.TraceID, i int, sp loadgen.S
 		s.Status().SetCode(ptrace.StatusCodeError)
 		s.Status().SetMessage(sp.StatusMessage)
 	}
-	for _, kv := range sp.Attrs {
-		k := string(kv.Key)
-		switch kv.Value.Type() {
-		case attribute.STRING:
-			v := kv.Value.AsString()
-			if len(v) > 512 {
-				sum := sha256.Sum256([]byte(v))
-				s.Attributes().PutStr(k+"_ref", "s3://runagain-payloads/runagain/packs/2026/12/01/0a1b2c3d4e5f60718293a4b5c6d7e8f9.pack#"+hex.EncodeToString(sum[:]))
-				continue
-			}
-			s.Attributes().PutStr(k, v)
-		case attribute.INT64:
-			s.Attributes().PutInt(k, kv.Value.AsInt64())
-		case attribute.FLOAT64:
-			s.Attributes().PutDouble(k, kv.Value.AsFloat64())
-		case attribute.BOOL:
-			s.Attributes().PutBool(k, kv.Value.AsBool())
-		default:
-			s.Attributes().PutStr(k, kv.Value.String())
+	// The span's attributes as the collector receives them (loadgen.PutAttrs), in order, with
+	// every string over 512 bytes replaced by its reference: the payload offload runs before the
+	// hot tier.
+	raw := pcommon.NewMap()
+	loadgen.PutAttrs(raw, sp.Attrs)
+	attrs := s.Attributes()
+	attrs.EnsureCapacity(raw.Len())
+	for k, v := range raw.All() {
+		if v.Type() == pcommon.ValueTypeStr && len(v.Str()) > 512 {
+			sum := sha256.Sum256([]byte(v.Str()))
+			attrs.PutStr(k+"_ref", "s3://runagain-payloads/runagain/packs/2026/12/01/0a1b2c3d4e5f60718293a4b5c6d7e8f9.pack#"+hex.EncodeToString(sum[:]))
+			continue
 		}
+		v.CopyTo(attrs.PutEmpty(k))
 	}
 	if sp.ExceptionType != "" {
 		e := s.Events().AppendEmpty()

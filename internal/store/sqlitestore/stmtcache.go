@@ -8,14 +8,16 @@ import (
 	"sync"
 )
 
-// stmtCache holds the hot writer's statements, each prepared once on the file's one writing
-// connection and bound to each transaction with tx.StmtContext (database/sql reuses the
-// connection's prepared statement: no SQL is compiled again per transaction). They are prepared
-// when the file is opened (prepare): with one connection, preparing on the DB while a
-// transaction holds the connection would wait for it forever.
+// stmtCache holds a writer's statements (the hot writer's, writerSQL; the warm writer's,
+// warmSQL), each prepared once on the file's one writing connection and bound to each
+// transaction with tx.StmtContext (database/sql reuses the connection's prepared statement: no
+// SQL is compiled again per transaction). They are prepared when the file is opened (prepare,
+// prepareKeys): with one connection, preparing on the DB while a transaction holds the
+// connection would wait for it forever.
 type stmtCache struct {
-	mu sync.Mutex
-	m  map[stmtKey]*sql.Stmt
+	mu    sync.Mutex
+	m     map[stmtKey]*sql.Stmt
+	sqlOf func(stmtKey) string // the SQL of a key (prepareKeys); nil: writerSQL
 }
 
 // stmtKey names a cached statement: its kind and, for a multi-row INSERT, its rows.
@@ -65,15 +67,22 @@ func writerKeys() []stmtKey {
 	return keys
 }
 
-// prepare prepares every statement of the writer (writerKeys) on db, outside any transaction.
+// prepare prepares every statement of the hot writer (writerKeys) on db, outside any transaction.
 func (c *stmtCache) prepare(ctx context.Context, db *sql.DB) error {
+	return c.prepareKeys(ctx, db, writerKeys(), writerSQL)
+}
+
+// prepareKeys prepares the statements keys, of SQL sqlOf(key), on db outside any transaction;
+// stmt uses sqlOf for a key not prepared.
+func (c *stmtCache) prepareKeys(ctx context.Context, db *sql.DB, keys []stmtKey, sqlOf func(stmtKey) string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[stmtKey]*sql.Stmt{}
 	}
-	for _, k := range writerKeys() {
-		st, err := db.PrepareContext(ctx, writerSQL(k))
+	c.sqlOf = sqlOf
+	for _, k := range keys {
+		st, err := db.PrepareContext(ctx, sqlOf(k))
 		if err != nil {
 			return fmt.Errorf("prepare %s (%d rows): %w", k.kind, k.rows, err)
 		}
@@ -87,9 +96,13 @@ func (c *stmtCache) prepare(ctx context.Context, db *sql.DB) error {
 func (c *stmtCache) stmt(ctx context.Context, tx *sql.Tx, key stmtKey) (*sql.Stmt, error) {
 	c.mu.Lock()
 	st, ok := c.m[key]
+	sqlOf := c.sqlOf
 	c.mu.Unlock()
 	if !ok {
-		return tx.PrepareContext(ctx, writerSQL(key))
+		if sqlOf == nil {
+			sqlOf = writerSQL
+		}
+		return tx.PrepareContext(ctx, sqlOf(key))
 	}
 	return tx.StmtContext(ctx, st), nil
 }

@@ -42,7 +42,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -136,9 +135,7 @@ type WarmDB struct {
 	// summary it could not settle (settleChunk; tests).
 	rewrites atomic.Int64
 
-	stmtMu  sync.Mutex
-	inserts []*sql.Stmt  // the multi-row INSERTs (insertStmts), nil until the first write
-	events  [2]*sql.Stmt // the key events' INSERT and UPDATE (eventStmts), nil until the first
+	stmts stmtCache // the writer's statements (warmSQL), prepared when the file is opened for writing
 }
 
 // warmPageSize is the page size in bytes of a warm file OpenWarm creates (OpenWarm).
@@ -164,6 +161,13 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 		return nil, err
 	}
 	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	if !o.ReadOnly {
+		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
+			w.stmts.close()
+			db.Close()
+			return nil, fmt.Errorf("sqlite warm tier: %s: %w", path, err)
+		}
+	}
 	if w.sessionKeys == nil {
 		w.sessionKeys = genai.DefaultSessionKeys
 	}
@@ -243,14 +247,7 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 
 // Close closes the database.
 func (w *WarmDB) Close() error {
-	w.stmtMu.Lock()
-	for _, st := range append(w.inserts, w.events[:]...) {
-		if st != nil {
-			st.Close()
-		}
-	}
-	w.inserts, w.events = nil, [2]*sql.Stmt{}
-	w.stmtMu.Unlock()
+	w.stmts.close()
 	return w.db.Close()
 }
 
@@ -310,8 +307,8 @@ const (
 // its content) has its retention clock moved; the run index counts each row once (RunBatch, the
 // incremental maintenance of runindex.go).
 //
-// The summaries go in multi-row INSERTs (warmInsertSizes rows a statement, prepared once per
-// file): a batch whose rows are all new (the usual case) costs one statement per 64 rows instead
+// The summaries go in multi-row INSERTs (warmInsertSizes rows a statement, prepared when the
+// file is opened, warmSQL): a batch whose rows are all new (the usual case) costs one statement per 64 rows instead
 // of one per row. When a statement inserts fewer rows than it carries, some summary was already
 // stored (a retry, or the same span twice in the batch): the rows of that statement are told
 // apart and the stored ones replaced in the same transaction (settleChunk). Only when they
@@ -344,78 +341,65 @@ const warmInsertRows = 64
 // summaryArgs is the number of parameters of one summary row.
 const summaryArgs = 22
 
-// insertStmts returns the prepared multi-row INSERTs (warmInsertSizes), preparing them on the
-// first call. They are prepared on the database, outside any transaction (its one connection is
-// the transaction's), and used in a transaction through Tx.StmtContext, which reuses them.
-func (w *WarmDB) insertStmts(ctx context.Context) ([]*sql.Stmt, error) {
-	w.stmtMu.Lock()
-	defer w.stmtMu.Unlock()
-	if w.inserts != nil {
-		return w.inserts, nil
+// The warm writer's statements (warmSQL, in its stmtCache).
+var (
+	stmtWarmReplace    = stmtKey{kind: "warm.replace"}
+	stmtWarmEvent      = stmtKey{kind: "warm.event"}
+	stmtWarmEventAgain = stmtKey{kind: "warm.event-again"}
+)
+
+func stmtWarmSummaries(rows int) stmtKey { return stmtKey{kind: "warm.summaries", rows: rows} }
+
+// warmKeys are every statement of the warm writer: each kind, each multi-row size
+// (warmInsertSizes).
+func warmKeys() []stmtKey {
+	keys := []stmtKey{stmtWarmReplace, stmtWarmEvent, stmtWarmEventAgain}
+	for _, n := range warmInsertSizes {
+		keys = append(keys, stmtWarmSummaries(n))
 	}
-	out := make([]*sql.Stmt, len(warmInsertSizes))
-	for i, n := range warmInsertSizes {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO span_summaries ` + summaryColumnList + ` VALUES `)
-		for r := 0; r < n; r++ {
-			if r > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteString(summaryPlaceholders)
-		}
-		q.WriteString(` ON CONFLICT (trace_id, span_id) DO NOTHING`)
-		st, err := w.db.PrepareContext(ctx, q.String())
-		if err != nil {
-			for _, p := range out[:i] {
-				p.Close()
-			}
-			return nil, fmt.Errorf("sqlite warm tier: prepare insert: %w", err)
-		}
-		out[i] = st
-	}
-	w.inserts = out
-	return out, nil
+	return keys
 }
 
-// eventStmts returns the key events' statements, prepared on the first call as insertStmts
-// does (outside any transaction: the database's one connection is the transaction's): the INSERT, and the UPDATE of a stored event's retention clock (an event already stored
-// has the same content, its id being the content's hash: a retry only moves its clock, as the
-// replacing write did before).
-func (w *WarmDB) eventStmts(ctx context.Context) ([2]*sql.Stmt, error) {
-	w.stmtMu.Lock()
-	defer w.stmtMu.Unlock()
-	if w.events[0] != nil {
-		return w.events, nil
+// warmSQL returns the SQL of the warm writer's statement k.
+func warmSQL(k stmtKey) string {
+	switch k.kind {
+	case "warm.summaries":
+		// A summary stored already is left as it is (insertSpans replaces it). OR IGNORE rather
+		// than ON CONFLICT DO NOTHING, as the hot writer's spans (writerSQL): no constraint can then
+		// abort the statement half way, so SQLite keeps no statement journal (a copy of every
+		// existing page the statement changes: the unique index's leaves) for it. No value is ever
+		// NULL; a row that broke NOT NULL would be skipped and fail its replacement (INSERT OR
+		// REPLACE does not skip it).
+		// https://www.sqlite.org/lang_conflict.html, https://www.sqlite.org/tempfiles.html#stmtjrnl
+		return valuesSQL(`INSERT OR IGNORE INTO span_summaries `+summaryColumnList+` VALUES`, summaryPlaceholders, k.rows, "")
+	case "warm.replace":
+		return `INSERT OR REPLACE INTO span_summaries ` + summaryColumns
+	case "warm.event":
+		// An event already stored has the same content (its id is the content's hash): a retry
+		// only moves its retention clock (warm.event-again).
+		return `INSERT OR IGNORE INTO key_events (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name,
+		  severity_number, service_name, message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
+	case "warm.event-again":
+		return `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`
 	}
-	ins, err := w.db.PrepareContext(ctx, `INSERT INTO key_events
-	  (event_id, trace_id, span_id, session_id, time_unix_nano, kind, name, severity_number, service_name,
-	   message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`)
-	if err != nil {
-		return w.events, fmt.Errorf("sqlite warm tier: prepare key event insert: %w", err)
-	}
-	again, err := w.db.PrepareContext(ctx, `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`)
-	if err != nil {
-		ins.Close()
-		return w.events, fmt.Errorf("sqlite warm tier: prepare key event update: %w", err)
-	}
-	w.events = [2]*sql.Stmt{ins, again}
-	return w.events, nil
+	panic("sqlitestore: unknown warm writer statement " + k.kind)
 }
 
-// insertSpans inserts spans with the multi-row statements and records each row in batch. A
-// statement that inserts fewer rows than it carries met summaries already stored (a retry, or the
-// same span twice in the batch): settleChunk replaces those in the same transaction. It returns
-// errAlreadyStored when it cannot tell them apart (write then writes the batch row by row).
-func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, spans []store.SpanSummary, now int64, batch *RunBatch) error {
+// insertSpans inserts spans with the INSERTs of sizes rows (warmInsertSizes, or only its 1 for
+// the row-by-row write) and records each row in batch. A statement that inserts fewer rows than
+// it carries met summaries already stored (a retry, or the same span twice in the batch):
+// settleChunk replaces those in the same transaction. It returns errAlreadyStored when it cannot
+// tell them apart (write then writes the batch row by row).
+func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, sizes []int, spans []store.SpanSummary, now int64, batch *RunBatch) error {
 	args := make([]any, 0, summaryArgs*min(len(spans), warmInsertRows))
 	var attrs [warmInsertRows][]byte // each row's encoded attributes, reused by the next statement
-	var replace *sql.Stmt            // prepared for the first chunk with a stored summary
+	var replace *sql.Stmt            // bound for the first chunk with a stored summary
 	defer func() {
 		if replace != nil {
 			replace.Close()
 		}
 	}()
-	for k, n := range warmInsertSizes {
+	for _, n := range sizes {
 		for len(spans) >= n {
 			chunk := spans[:n]
 			spans = spans[n:]
@@ -425,7 +409,10 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 				stored, attrs[i] = encodeAttrs(attrs[i], &chunk[i])
 				args = appendSummaryArgs(args, &chunk[i], stored, now)
 			}
-			st := tx.StmtContext(ctx, stmts[k])
+			st, err := w.stmts.stmt(ctx, tx, stmtWarmSummaries(n))
+			if err != nil {
+				return err
+			}
 			res, err := st.ExecContext(ctx, args...)
 			st.Close()
 			if err != nil {
@@ -441,11 +428,11 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 				}
 				continue
 			}
-			if w.noSettle {
+			if w.noSettle && n > 1 {
 				return errAlreadyStored
 			}
 			if replace == nil {
-				if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries `+summaryColumns); err != nil {
+				if replace, err = w.stmts.stmt(ctx, tx, stmtWarmReplace); err != nil {
 					return err
 				}
 			}
@@ -458,7 +445,7 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt,
 }
 
 // settleChunk completes a multi-row INSERT of chunk (its parameters args, summaryArgs a row)
-// that inserted only got of its rows: ON CONFLICT DO NOTHING left the others, summaries already
+// that inserted only got of its rows: OR IGNORE left the others, summaries already
 // stored, as they were. The rows it inserted are the got rows with the largest rowids, up to
 // res's LastInsertId: SQLite gives a new row the largest rowid plus one
 // (https://www.sqlite.org/autoinc.html), so one statement's rows are consecutive. They are read
@@ -520,23 +507,9 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0}
 }
 
-// writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or row by
-// row, telling a stored row from a new one.
+// writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or one row
+// a statement, telling a stored row from a new one; all statements from the file's stmtCache.
 func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events []store.KeyEvent, multi bool) error {
-	var stmts []*sql.Stmt
-	if multi && len(spans) > 0 {
-		var err error
-		if stmts, err = w.insertStmts(ctx); err != nil {
-			return err
-		}
-	}
-	var evStmts [2]*sql.Stmt
-	if len(events) > 0 {
-		var err error
-		if evStmts, err = w.eventStmts(ctx); err != nil {
-			return err
-		}
-	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -544,53 +517,25 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	now := w.now().UnixNano()
 	batch := RunBatch{Ingested: now}
-	if len(spans) > 0 && multi {
-		if err := w.insertSpans(ctx, tx, stmts, spans, now, &batch); err != nil {
+	if len(spans) > 0 {
+		sizes := warmInsertSizes[:]
+		if !multi {
+			sizes = sizes[len(sizes)-1:] // one row a statement
+		}
+		if err := w.insertSpans(ctx, tx, sizes, spans, now, &batch); err != nil {
 			return err
 		}
-	} else if len(spans) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO span_summaries `+summaryColumns+` ON CONFLICT (trace_id, span_id) DO NOTHING`)
+	}
+	if len(events) > 0 {
+		stmt, err := w.stmts.stmt(ctx, tx, stmtWarmEvent)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		var replace *sql.Stmt // prepared for the first summary that is already stored
-		defer func() {
-			if replace != nil {
-				replace.Close()
-			}
-		}()
-		var attrs []byte // the encoded attributes, reused
-		var args []any
-		for i := range spans {
-			s := &spans[i]
-			var stored any
-			stored, attrs = encodeAttrs(attrs, s)
-			args = appendSummaryArgs(args[:0], s, stored, now)
-			res, err := stmt.ExecContext(ctx, args...)
-			if err != nil {
-				return fmt.Errorf("sqlite warm tier: insert span %s: %w", s.SpanID, err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 1 {
-				batch.Inserted(spanFacts(s))
-				continue
-			}
-			if replace == nil {
-				if replace, err = tx.PrepareContext(ctx, `INSERT OR REPLACE INTO span_summaries `+summaryColumns); err != nil {
-					return err
-				}
-			}
-			if _, err := replace.ExecContext(ctx, args...); err != nil {
-				return fmt.Errorf("sqlite warm tier: replace span %s: %w", s.SpanID, err)
-			}
-			batch.Replaced(s.TraceID)
+		again, err := w.stmts.stmt(ctx, tx, stmtWarmEventAgain)
+		if err != nil {
+			return err
 		}
-	}
-	if len(events) > 0 {
-		stmt, again := tx.StmtContext(ctx, evStmts[0]), tx.StmtContext(ctx, evStmts[1])
-		defer stmt.Close()
 		defer again.Close()
 		for _, e := range events {
 			res, err := stmt.ExecContext(ctx, e.EventID, e.TraceID, e.SpanID, e.SessionID, e.Time, e.Kind, e.Name,
