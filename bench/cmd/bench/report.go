@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,9 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/runagain/runagain/bench/internal/profsplit"
 )
 
 // componentShare is the part of a CPU profile spent in one pipeline component.
@@ -23,96 +22,22 @@ type componentShare struct {
 	Percent float64 `json:"percent"`
 }
 
-// components attribute profile samples: each sample goes to the first of these whose pattern
-// occurs in a frame, walking the stack from the leaf to the root, so a library call is charged
-// to the most specific part that made it (a regexp inside internal/redact to agent_redaction,
-// a protobuf marshal inside the tiered exporter to the tiered exporter).
-var components = []struct {
-	name     string
-	patterns []string
-}{
-	{"SQLite engine (modernc.org/sqlite)", []string{"modernc.org/sqlite", "modernc.org/libc"}},
-	{"tiered exporter (row encoding, batching)", []string{"exporter/tieredexporter", "internal/store/sqlitestore"}},
-	{"persistent queue (file_storage, bbolt)", []string{"go.etcd.io/bbolt", "extension/storage/filestorage", "persistentQueue"}},
-	{"agent_redaction", []string{"processor/agentredactionprocessor", "runagain/internal/redact"}},
-	{"payload_offload", []string{"processor/payloadoffloadprocessor", "runagain/internal/payloadref", "gocloud.dev/blob"}},
-	{"agent_guard", []string{"connector/agentguardconnector"}},
-	{"contrib redaction", []string{"processor/redactionprocessor"}},
-	{"file exporter (marshal, zstd, write)", []string{"exporter/fileexporter"}},
-	{"Badger store (jaeger)", []string{"github.com/dgraph-io/badger", "github.com/dgraph-io/ristretto"}},
-	{"jaeger storage exporter (model translation)", []string{"github.com/jaegertracing/jaeger"}},
-	{"batch processor", []string{"processor/batchprocessor"}},
-	{"memory_limiter", []string{"memorylimiter"}},
-	{"otlp receiver (gRPC, protobuf decode)", []string{"receiver/otlpreceiver", "google.golang.org/grpc", "golang.org/x/net/http2"}},
-	{"exporter helper / queue batching", []string{"exporter/exporterhelper"}},
-	{"collector telemetry (prometheus, otel sdk)", []string{"prometheus/client_golang", "go.opentelemetry.io/otel/sdk"}},
-	{"GC (background)", []string{"runtime.gcBgMarkWorker", "runtime.bgsweep", "runtime.bgscavenge"}},
-}
-
-const otherComponent = "other (scheduler, syscalls, idle work)"
-
-// analyzeProfile splits a CPU profile by component (go tool pprof -traces) and lists the top
-// functions by flat time (go tool pprof -top).
+// analyzeProfile splits a CPU profile by pipeline component (profsplit.Components, the same
+// splitter as bench/cmd/profareas) and lists the top functions by flat time (go tool pprof -top).
 func analyzeProfile(path string) ([]componentShare, []string, error) {
-	out, err := exec.Command("go", "tool", "pprof", "-traces", path).Output()
+	p, err := profsplit.Read(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("go tool pprof -traces: %w", err)
+		return nil, nil, err
 	}
-	secs := map[string]float64{}
-	var total float64
-	var cur float64
-	var charged bool
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	flush := func() {
-		if cur > 0 && !charged {
-			secs[otherComponent] += cur
-		}
-		cur, charged = 0, false
+	vi, scale, unit, err := profsplit.Value(p, "")
+	if err != nil {
+		return nil, nil, err
 	}
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "-----------+") {
-			flush()
-			continue
-		}
-		if cur == 0 && !charged {
-			// first line of a sample: "      10ms   function"
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				if d, err := time.ParseDuration(f[0]); err == nil {
-					cur = d.Seconds()
-					total += cur
-					line = strings.Join(f[1:], " ")
-				}
-			}
-			if cur == 0 {
-				continue
-			}
-		}
-		if charged {
-			continue
-		}
-		frame := strings.TrimSpace(line)
-		for _, c := range components {
-			for _, p := range c.patterns {
-				if strings.Contains(frame, p) {
-					secs[c.name] += cur
-					charged = true
-					break
-				}
-			}
-			if charged {
-				break
-			}
-		}
-	}
-	flush()
+	split := profsplit.Components.Split(p, vi, scale, unit, nil)
 	var shares []componentShare
-	for n, s := range secs {
-		shares = append(shares, componentShare{Name: n, Seconds: s, Percent: 100 * s / max(total, 1e-9)})
+	for _, r := range split.Rows {
+		shares = append(shares, componentShare{Name: r.Name, Seconds: r.Value, Percent: split.Share(r)})
 	}
-	sort.Slice(shares, func(i, j int) bool { return shares[i].Seconds > shares[j].Seconds })
 
 	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", path).Output()
 	if err != nil {
