@@ -220,7 +220,7 @@ func (c *coldParquet) LogRecords(ld plog.Logs) store.Records {
 // WriteRecords writes the partials of r as they are, one row per session and request batch, in
 // one Parquet object per date, also when a queue merged several requests (coldstore.Store.Write):
 // a request sent again after a crash, merged with other ones, counts once, where rows combined
-// into one partial per session (store.CombinePartials) would have counted it twice.
+// into one partial per session (the write before) would have counted it twice.
 func (c *coldParquet) WriteRecords(ctx context.Context, r store.Records) error {
 	_, err := c.st.Write(ctx, r.Partials)
 	return err

@@ -21,15 +21,18 @@ const (
 // OpenAI Agents, Google ADK, Koog, Agno and others, whose spans carry no gen_ai.agent.name) —
 // it is the attribute agent_name (Pydantic AI), else the span name without the operation the
 // instrumentation put in front of the agent's name: "invoke_agent X" and "create_agent X" (the
-// GenAI semantic conventions' span name, "{gen_ai.operation.name} {gen_ai.agent.name}") and
-// "agent_run [X]" (Google ADK) give X; any other name is the agent's as it is ("Agent workflow").
-// A name that is the span's name as it is is read only from a root span or one whose parent is
-// an agent invocation too (parentIsAgent): BeeAI marks each of its ReAct agent's events AGENT
+// GenAI semantic conventions' span name, "{gen_ai.operation.name} {gen_ai.agent.name}"; any-agent
+// writes "invoke_agent [X]") give X,
+// and "agent_run [X]" (Google ADK, whose agent names are Python identifiers) gives X, the first
+// bracketed name ("agent_run [a] [b]" gives a). These forms with no name ("invoke_agent",
+// "create_agent", "agent_run []") name no agent. Any other name is the agent's as it is ("Agent
+// workflow"), read only from a root span or one whose parent is an agent invocation too
+// (parentIsAgent, called only then): BeeAI marks each of its ReAct agent's events AGENT
 // ("agent.react.update-13", under an "iteration-1" span), and those names are events, not
-// agents. The three forms above name their agent anywhere (Google ADK's "agent_run [X]" runs
-// under its "invocation [app]" CHAIN span).
+// agents. The forms above name their agent anywhere (Google ADK's "agent_run [X]" runs under its
+// "invocation [app]" CHAIN span).
 // "" for a span that is neither.
-func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) string {
+func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent func() bool) string {
 	attrs := span.Attributes()
 	if a := AgentName(attrs, resourceAttrs); a != "" {
 		return a
@@ -41,20 +44,38 @@ func SpanAgent(span ptrace.Span, resourceAttrs pcommon.Map, parentIsAgent bool) 
 		return v.AsString()
 	}
 	name := strings.TrimSpace(span.Name())
-	for _, op := range []string{"invoke_agent ", "create_agent "} {
-		if rest, ok := strings.CutPrefix(name, op); ok && strings.TrimSpace(rest) != "" {
-			return strings.TrimSpace(rest)
-		}
+	if x, ok := operationAgent(name); ok {
+		return x
 	}
-	if rest, ok := strings.CutPrefix(name, "agent_run ["); ok && strings.HasSuffix(rest, "]") {
-		if x := strings.TrimSpace(strings.TrimSuffix(rest, "]")); x != "" {
-			return x
-		}
-	}
-	if !span.ParentSpanID().IsEmpty() && !parentIsAgent {
+	if !span.ParentSpanID().IsEmpty() && !parentIsAgent() {
 		return ""
 	}
 	return name
+}
+
+// operationAgent reads the agent's name out of a span name (trimmed) of the forms
+// "invoke_agent X", "create_agent X" (X in brackets too: any-agent's "invoke_agent [any_agent]")
+// and "agent_run [X]" (ok true; the name "" when the form holds none), or reports that name has
+// none of these forms (ok false).
+func operationAgent(name string) (agent string, ok bool) {
+	for _, op := range []string{"invoke_agent", "create_agent"} {
+		if rest, found := strings.CutPrefix(name, op); found && (rest == "" || rest[0] == ' ') {
+			rest = strings.TrimSpace(rest)
+			if len(rest) >= 2 && rest[0] == '[' && rest[len(rest)-1] == ']' {
+				rest = strings.TrimSpace(rest[1 : len(rest)-1])
+			}
+			return rest, true
+		}
+	}
+	if name == "agent_run" {
+		return "", true
+	}
+	if rest, found := strings.CutPrefix(name, "agent_run ["); found {
+		if x, _, closed := strings.Cut(rest, "]"); closed {
+			return strings.TrimSpace(x), true
+		}
+	}
+	return "", false
 }
 
 // AgentAttribute reports whether SpanAgent reads span attribute k (besides gen_ai.agent.name and

@@ -103,9 +103,11 @@ func (p *Prices) UsageCost(u genai.Usage, attrs pcommon.Map, start pcommon.Times
 	return CallCost{USD: r.Cost(pu, start.AsTime().UTC()), HasUsage: true, ProviderID: r.ProviderID, ModelID: r.ModelID}
 }
 
-// FormatUSD renders a cost for people: "$0.001234" (6 decimals below one cent, else 4), "unpriced"
-// when some call had usage but no price and nothing was priced, "$x + N unpriced" when both, "-"
-// when nothing had usage.
+// FormatUSD renders a cost for people, in the one form the CLI and the UI (`runagain ui`) share:
+// "$0" for a cost of zero, "$0.001234" (6 decimals) below one cent, so a priced call below
+// $0.0001 is never shown as $0.0000, "<$0.000001" for a positive cost that 6 decimals would
+// round to zero, "$1.2340" (4 decimals) from one cent; "unpriced" when some call had usage but no
+// price and nothing was priced, "$x + N unpriced" when both, "-" when nothing had usage.
 func FormatUSD(usd float64, unpriced int64, hasUsage bool) string {
 	if !hasUsage && unpriced == 0 && usd == 0 {
 		return "-"
@@ -114,6 +116,10 @@ func FormatUSD(usd float64, unpriced int64, hasUsage bool) string {
 	switch {
 	case usd == 0 && unpriced > 0:
 		return "unpriced"
+	case usd == 0:
+		s = "$0"
+	case usd > 0 && usd < 0.0000005:
+		s = "<$0.000001"
 	case usd < 0.01:
 		s = fmt.Sprintf("$%.6f", usd)
 	default:

@@ -302,3 +302,25 @@ func BenchmarkUsageCost(b *testing.B) {
 		}
 	})
 }
+
+// TestFormatUSD: the one form of a cost the CLI and the UI print.
+func TestFormatUSD(t *testing.T) {
+	for _, tc := range []struct {
+		usd      float64
+		unpriced int64
+		usage    bool
+		want     string
+	}{
+		{0, 0, false, "-"},
+		{0, 0, true, "$0"},
+		{0, 2, true, "unpriced"},
+		{0.0000001, 0, true, "<$0.000001"},
+		{0.00001, 0, true, "$0.000010"},
+		{0.00875, 0, true, "$0.008750"},
+		{1.234, 1, true, "$1.2340 + 1 unpriced"},
+	} {
+		if got := FormatUSD(tc.usd, tc.unpriced, tc.usage); got != tc.want {
+			t.Errorf("FormatUSD(%v, %d, %v) = %q, want %q", tc.usd, tc.unpriced, tc.usage, got, tc.want)
+		}
+	}
+}

@@ -21,28 +21,23 @@ type agentNamer struct {
 
 func newAgentNamer(td ptrace.Traces) *agentNamer { return &agentNamer{td: td} }
 
-// name returns the agent span s (of resource res) belongs to or runs; "" for none.
+// name returns the agent span s (of resource res) belongs to or runs (genai.SpanAgent); ""
+// for none. The batch's invocations are indexed the first time SpanAgent asks about a parent.
 func (n *agentNamer) name(res pcommon.Resource, s ptrace.Span) string {
-	attrs := s.Attributes()
-	if a := genai.AgentName(attrs, res.Attributes()); a != "" {
-		return a
+	return genai.SpanAgent(s, res.Attributes(), func() bool { return n.parentIsAgent(s) })
+}
+
+// parentIsAgent tells whether the parent of s is an agent invocation among the batch's spans.
+func (n *agentNamer) parentIsAgent(s ptrace.Span) bool {
+	if n.invocations == nil {
+		n.invocations = map[[24]byte]bool{}
+		eachSpan(n.td, func(_ pcommon.Resource, sp ptrace.Span) {
+			if genai.IsAgentInvocation(sp.Attributes()) {
+				n.invocations[spanKey(sp.TraceID(), sp.SpanID())] = true
+			}
+		})
 	}
-	if !genai.IsAgentInvocation(attrs) {
-		return ""
-	}
-	parentIsAgent := false
-	if p := s.ParentSpanID(); !p.IsEmpty() {
-		if n.invocations == nil {
-			n.invocations = map[[24]byte]bool{}
-			eachSpan(n.td, func(_ pcommon.Resource, sp ptrace.Span) {
-				if genai.IsAgentInvocation(sp.Attributes()) {
-					n.invocations[spanKey(sp.TraceID(), sp.SpanID())] = true
-				}
-			})
-		}
-		parentIsAgent = n.invocations[spanKey(s.TraceID(), p)]
-	}
-	return genai.SpanAgent(s, res.Attributes(), parentIsAgent)
+	return n.invocations[spanKey(s.TraceID(), s.ParentSpanID())]
 }
 
 func spanKey(t pcommon.TraceID, s pcommon.SpanID) (k [24]byte) {

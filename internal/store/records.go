@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -133,35 +132,6 @@ func (r Records) Split(limit int, bytes bool) []Records {
 	if n > 0 || len(out) == 0 {
 		out = append(out, cur)
 	}
-	return out
-}
-
-// CombinePartials folds partials that come from several batches (a sending queue merged their
-// requests) into one partial per session under one batch id: the SHA-256 hex of the sorted
-// distinct batch ids, so the same set of batches always yields the same id (a retried write
-// replaces the same Parquet object; ClickHouse drops the same insert token). Partials that
-// already share one batch id are returned unchanged. Sessions are sorted by id. The sums are
-// MergePartials's (a partial repeated with the same batch id counts once).
-func CombinePartials(ps []SessionPartial) []SessionPartial {
-	batch, several := BatchOf(ps)
-	if !several {
-		return ps
-	}
-	ingested := map[string]int64{}
-	for _, p := range ps {
-		ingested[p.SessionID] = max(ingested[p.SessionID], p.Ingested)
-	}
-	merged := MergePartials(ps) // the same sums and sets the readers compute; a repeated (session, batch) counts once
-	out := make([]SessionPartial, 0, len(merged))
-	for _, m := range merged {
-		out = append(out, SessionPartial{
-			SessionID: m.SessionID, BatchID: batch, FirstSeen: m.FirstSeen, LastSeen: m.LastSeen,
-			Agent: m.Agent, Service: m.Service, Models: m.Models, TraceIDs: m.TraceIDs,
-			Spans: m.Spans, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CostUSD: m.CostUSD,
-			Unpriced: m.Unpriced, Errors: m.Errors, Alerts: m.Alerts, Ingested: ingested[m.SessionID],
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
 	return out
 }
 

@@ -87,30 +87,25 @@ func TestRecordsSplitKeepsOrderAndBound(t *testing.T) {
 	assert.Len(t, pparts, len(ps.Partials))
 }
 
-func TestCombinePartialsMergesLikeTheReaders(t *testing.T) {
+// TestBatchOfNamesTheSetOfBatches: partials of one batch are named by it; partials of several
+// (a sending queue merged their requests) by the id of the set, whatever its order or repetition.
+func TestBatchOfNamesTheSetOfBatches(t *testing.T) {
 	one := store.Partials(storetest.Traces(runA), storetest.Alert(runA, "x"), nil, t0, nil)
 	two := store.Partials(storetest.Traces(runB, runC), storetest.Alert(runB, "y"), nil, t0+1, nil)
-	assert.Equal(t, one, store.CombinePartials(one), "one batch: unchanged")
+	id, several := store.BatchOf(one)
+	assert.Equal(t, one[0].BatchID, id)
+	assert.False(t, several)
 	all := append(append([]store.SessionPartial{}, one...), two...)
-	c := store.CombinePartials(all)
-	require.Len(t, c, 2, "conv-1 and run c's own session")
-	assert.Equal(t, c[0].BatchID, c[1].BatchID)
-	assert.NotEqual(t, one[0].BatchID, c[0].BatchID)
-	swapped := append(append([]store.SessionPartial{}, two...), one...)
-	assert.Equal(t, c, store.CombinePartials(swapped), "the same batches give the same id")
-
-	want := store.MergePartials(all)
-	got := store.MergePartials(c)
-	require.Len(t, got, len(want))
-	for i := range want {
-		want[i].Partials = 1
-		assert.Equal(t, want[i], got[i])
-	}
-
-	// A queue is at-least-once: a request merged with a redelivered copy of itself must count once,
-	// as the readers count a repeated batch id; once combined, the copy could no longer be told apart.
-	redelivered := append(append([]store.SessionPartial{}, all...), one...)
-	assert.Equal(t, c, store.CombinePartials(redelivered), "a repeated batch counts once")
+	set, several := store.BatchOf(all)
+	assert.True(t, several)
+	assert.NotEqual(t, one[0].BatchID, set)
+	assert.NotEqual(t, two[0].BatchID, set)
+	swapped := append(append(append([]store.SessionPartial{}, two...), one...), one...)
+	again, _ := store.BatchOf(swapped)
+	assert.Equal(t, set, again, "the same batches give the same id")
+	none, several := store.BatchOf(nil)
+	assert.Empty(t, none)
+	assert.False(t, several)
 }
 
 // TestRecordsRefuseWhatCannotBeReadBack: records larger than UnmarshalRecords decodes are refused

@@ -143,24 +143,17 @@ var _ Reader = (*Tiered)(nil)
 // RebuildTraces turns warm summaries (and their exception key events) back into spans: ids,
 // name, kind, timing, status, the summary attributes as recorded, resource service.name, and an
 // "exception" span event per exception key event. Payloads are not there: the warm tier never
-// had them.
+// had them. A resource-level gen_ai.agent.name (an agent named by its service, not its spans)
+// is put back on the rebuilt resource when a span's summary shows it (resourceAgent), so the
+// run page names that agent as it does from the hot tier.
 func RebuildTraces(spans []SpanSummary, events []KeyEvent) (ptrace.Traces, error) {
 	td := ptrace.NewTraces()
-	bySvc := map[string]ptrace.SpanSlice{}
+	type resKey struct{ service, agent string }
+	byRes := map[resKey]ptrace.SpanSlice{}
 	bySpan := map[string]ptrace.Span{}
 	for _, s := range spans {
-		ss, ok := bySvc[s.Service]
-		if !ok {
-			rs := td.ResourceSpans().AppendEmpty()
-			if s.Service != "" {
-				rs.Resource().Attributes().PutStr(genai.AttrServiceName, s.Service)
-			}
-			sc := rs.ScopeSpans().AppendEmpty()
-			sc.Scope().SetName("runagain.warm")
-			ss = sc.Spans()
-			bySvc[s.Service] = ss
-		}
-		sp := ss.AppendEmpty()
+		one := ptrace.NewSpanSlice() // the span is built here, then moved under its resource
+		sp := one.AppendEmpty()
 		tid, err := decodeTraceID(s.TraceID)
 		if err != nil {
 			return td, err
@@ -187,6 +180,22 @@ func RebuildTraces(spans []SpanSummary, events []KeyEvent) (ptrace.Traces, error
 		if err := putJSON(sp.Attributes(), s.Attributes); err != nil {
 			return td, fmt.Errorf("warm span %s attributes: %w", s.SpanID, err)
 		}
+		k := resKey{s.Service, resourceAgent(sp, s.AgentName)}
+		ss, ok := byRes[k]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			if k.service != "" {
+				rs.Resource().Attributes().PutStr(genai.AttrServiceName, k.service)
+			}
+			if k.agent != "" {
+				rs.Resource().Attributes().PutStr(genai.AttrAgentName, k.agent)
+			}
+			sc := rs.ScopeSpans().AppendEmpty()
+			sc.Scope().SetName("runagain.warm")
+			ss = sc.Spans()
+			byRes[k] = ss
+		}
+		one.MoveAndAppendTo(ss)
 		bySpan[s.TraceID+s.SpanID] = sp
 	}
 	for _, e := range events {
@@ -312,6 +321,18 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// resourceAgent is the resource-level gen_ai.agent.name that the summary of sp shows (sp rebuilt
+// from it; agent is the agent name it was stored with, genai.SpanAgent at write time): agent
+// when the span alone would not be named so, since SpanAgent reads the resource's
+// gen_ai.agent.name before any name the span gives of itself; "" when the span alone is named
+// so too (or names no agent): the resource adds nothing to its page.
+func resourceAgent(sp ptrace.Span, agent string) string {
+	if agent == "" || genai.SpanAgent(sp, pcommon.NewMap(), func() bool { return true }) == agent {
+		return ""
+	}
+	return agent
 }
 
 func putJSON(m pcommon.Map, js string) error {

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -188,4 +189,83 @@ func TestRunTokensCountEachCallOnce(t *testing.T) {
 		})
 	}
 	assert.Positive(t, agentUsage, "agent spans that record their calls' usage (Pydantic AI)")
+}
+
+// TestAgentNamesFromSpanNamesAndResource reads testdata/agent-names.otlp.json (forms no corpus
+// trace has) into every tier and checks the run page's agents: a root span named just
+// "invoke_agent " names no agent (before: "invoke_agent"); Google ADK's "agent_run [a] [b]" names
+// the first bracketed agent, ADK names being Python identifiers (before: "a] [b"); an agent named
+// only by its resource's gen_ai.agent.name is named from the warm tier too (before: only hot).
+func TestAgentNamesFromSpanNamesAndResource(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join("testdata", "agent-names.otlp.json"))
+	require.NoError(t, err)
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	require.NoError(t, err)
+	hot, warm, cold := writeTiers(t, td)
+	split, err := sqlitestore.OpenWarm(filepath.Join(t.TempDir(), "split.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	defer split.Close()
+	for _, one := range oneSpanEach(td) {
+		require.NoError(t, split.WriteTraces(ctx, one))
+	}
+	for trace, want := range map[string][]string{
+		"a1000000000000000000000000000001": nil,
+		"a2000000000000000000000000000002": {"a"},
+		"a3000000000000000000000000000003": {"billing"},
+	} {
+		for _, tier := range []struct {
+			name string
+			r    store.Reader
+			want string
+		}{{"hot", hot, store.TierHot}, {"warm", warm, store.TierWarm}, {"warm, one span per request", split, store.TierWarm}, {"cold", cold, store.TierCold}} {
+			run, err := tier.r.Run(ctx, trace)
+			require.NoError(t, err)
+			require.Equal(t, tier.want, run.Tier)
+			assert.Equal(t, want, arrange(run).detail.Agents, "%s: run %s", tier.name, trace)
+		}
+	}
+}
+
+// TestResourceAgentOnWarmPage moves each any-agent corpus trace's gen_ai.agent.name from its
+// "invoke_agent [any_agent]" span to the resource (an agent named by its service) and checks that
+// the warm page names the agent as the hot page does (the rebuilt warm resource kept only
+// service.name, and the page named no agent).
+func TestResourceAgentOnWarmPage(t *testing.T) {
+	ctx := context.Background()
+	files := corpus.Walk(t, "any-agent/tests/assets", func(p string) bool { return strings.HasSuffix(p, "_trace.json") })
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res, err := importer.ParseFile(f)
+			require.NoError(t, err)
+			td := res.Traces
+			moved := 0
+			for i := 0; i < td.ResourceSpans().Len(); i++ {
+				rs := td.ResourceSpans().At(i)
+				for j := 0; j < rs.ScopeSpans().Len(); j++ {
+					spans := rs.ScopeSpans().At(j).Spans()
+					for k := 0; k < spans.Len(); k++ {
+						if v, ok := spans.At(k).Attributes().Get(genai.AttrAgentName); ok {
+							rs.Resource().Attributes().PutStr(genai.AttrAgentName, v.AsString())
+							spans.At(k).Attributes().Remove(genai.AttrAgentName)
+							moved++
+						}
+					}
+				}
+			}
+			require.Positive(t, moved)
+			hot, warm, _ := writeTiers(t, td)
+			for _, id := range traceIDs(td) {
+				agents := func(r store.Reader) []string {
+					run, err := r.Run(ctx, id)
+					require.NoError(t, err)
+					return arrange(run).detail.Agents
+				}
+				want := agents(hot)
+				assert.Equal(t, []string{"any_agent"}, want, "hot")
+				assert.Equal(t, want, agents(warm), "warm")
+			}
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -77,21 +78,10 @@ func fmtMS(v float64) string {
 	}
 }
 
-// fmtUSD formats a cost in USD for the UI's compact columns: cents for a cent or more, else four
-// decimals, six below $0.0001 so that a priced call is never shown as $0.0000. The CLI prints
-// more digits (pricing.FormatUSD: six below a cent, else four).
-func fmtUSD(v float64) string {
-	switch {
-	case v == 0:
-		return "$0"
-	case v < 0.0001:
-		return fmt.Sprintf("$%.6f", v)
-	case v < 0.01:
-		return fmt.Sprintf("$%.4f", v)
-	default:
-		return fmt.Sprintf("$%.2f", v)
-	}
-}
+// fmtUSD formats a cost in USD as the CLI does (pricing.FormatUSD, its one form: "$0", six
+// decimals below a cent so a priced call below $0.0001 is never shown as $0.0000, else four);
+// the pages say beside it when calls are unpriced.
+func fmtUSD(v float64) string { return pricing.FormatUSD(v, 0, true) }
 
 func shorten(s string, n int) string {
 	if len(s) <= n {

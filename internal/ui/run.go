@@ -218,7 +218,7 @@ func arrange(run *store.Run) *cachedRun {
 				c.detail.TestVersion = v.AsString()
 			}
 		}
-		parentIsAgent := r.Parent >= 0 && genai.IsAgentInvocation(c.nodes[r.Parent].Span.Attributes())
+		parentIsAgent := func() bool { return r.Parent >= 0 && genai.IsAgentInvocation(c.nodes[r.Parent].Span.Attributes()) }
 		if a := genai.SpanAgent(s, n.Resource.Attributes(), parentIsAgent); a != "" {
 			agents[a] = true
 		}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -367,10 +368,14 @@ func TestDiffFormNamesWhatIsMissing(t *testing.T) {
 	assert.Contains(t, body, "want 32 hex characters")
 }
 
-// TestFmtUSD: a priced run below $0.0001 (an imported Gemini 2.0 Flash call: $0.000010) is not
-// shown as $0.0000.
+// TestFmtUSD: the UI prints a cost as the CLI does (pricing.FormatUSD), so a run's cost reads the
+// same in `runagain show` and on its page (the UI had its own digits: $0.0006 and $1.23 where the
+// CLI printed $0.000632 and $1.2340); a priced run below $0.0001 (an imported Gemini 2.0 Flash
+// call: $0.000010) is still not shown as $0.0000.
 func TestFmtUSD(t *testing.T) {
-	for v, want := range map[float64]string{0: "$0", 0.00001: "$0.000010", 0.0006321: "$0.0006", 0.005: "$0.0050", 1.234: "$1.23"} {
+	for v, want := range map[float64]string{0: "$0", 0.0000001: "<$0.000001", 0.00001: "$0.000010", 0.0006321: "$0.000632",
+		0.005: "$0.005000", 1.234: "$1.2340"} {
 		assert.Equal(t, want, fmtUSD(v), v)
+		assert.Equal(t, pricing.FormatUSD(v, 0, true), fmtUSD(v), v)
 	}
 }

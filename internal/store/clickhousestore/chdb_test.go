@@ -174,7 +174,7 @@ func TestReadersOnEmptyChDB(t *testing.T) {
 
 // TestColdRecordsKeepTheirIngestionOnChDB: a partial built before the cold queue is inserted with
 // the ingestion time it was built with (the cold TTL counts from it), not the time the queue
-// delivered it; a combined batch takes its latest partial's.
+// delivered it; in a batch the queue merged, each request's partial keeps its own.
 func TestColdRecordsKeepTheirIngestionOnChDB(t *testing.T) {
 	ctx := context.Background()
 	srv := chdbtest.Start(t)
@@ -184,12 +184,63 @@ func TestColdRecordsKeepTheirIngestionOnChDB(t *testing.T) {
 	schema := Schema{Database: "runagain"}
 	built := time.Unix(0, t0)
 	early := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built }}
+	mid := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built.Add(time.Minute) }}
 	later := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built.Add(time.Hour) }}
 	require.NoError(t, early.CreateCold(ctx))
 	r := early.ColdRecords(storetest.Traces(runA), plog.Logs{})
-	r.Append(early.ColdRecords(storetest.Traces(runB), plog.Logs{}))
+	r.Append(mid.ColdRecords(storetest.Traces(runB), plog.Logs{}))
 	require.NoError(t, later.WriteColdRecords(ctx, r), "written an hour after it was built")
-	out, err := srv.Query("SELECT session_id, ingested_unix_nano, partials FROM runagain.runagain_sessions", "TSV")
+	out, err := srv.Query("SELECT session_id, ingested_unix_nano, partials FROM runagain.runagain_sessions ORDER BY ingested_unix_nano", "TSV")
 	require.NoError(t, err)
-	assert.Equal(t, fmt.Sprintf("conv-1\t%d\t1\n", t0), out)
+	assert.Equal(t, fmt.Sprintf("conv-1\t%d\t1\nconv-1\t%d\t1\n", t0, t0+int64(time.Minute)), out)
+}
+
+// TestColdRecordsCountOnceAfterRebatchOnChDB: the cold queue merged requests a and b and the
+// writer inserted them, then the collector was killed before the queue marked them done; after
+// the restart the queue sends b again, merged this time with c. The cold totals (ColdReader) are
+// those of a, b and c each counted once: each request's partials are their own insert, whose
+// insert_deduplication_token is that request's batch id, so the server drops b's second insert
+// (before, a merged write was one insert under the id of the set, and b counted twice).
+func TestColdRecordsCountOnceAfterRebatchOnChDB(t *testing.T) {
+	ctx := context.Background()
+	srv := chdbtest.Start(t)
+	db, err := OpenDB(srv.Endpoint, "", "", nil)
+	require.NoError(t, err)
+	defer db.Close()
+	schema := Schema{Database: "runagain"}
+	w := &Writer{DB: db, Schema: schema, Now: func() time.Time { return time.Unix(0, t0) }}
+	require.NoError(t, w.CreateCold(ctx))
+	req := func(runs ...storetest.Run) store.Records {
+		return w.ColdRecords(storetest.Traces(runs...), plog.Logs{})
+	}
+	merged := func(rs ...store.Records) store.Records {
+		var out store.Records
+		for _, r := range rs {
+			out.Append(r)
+		}
+		return out
+	}
+	a, b, c := req(runA), req(runB), req(runC)
+	require.NoError(t, w.WriteColdRecords(ctx, merged(a, b)))
+	require.NoError(t, w.WriteColdRecords(ctx, merged(b, c)), "b again after the crash, merged with c")
+	require.NoError(t, w.WriteColdRecords(ctx, merged(a, b)), "and the first merge retried as it was")
+
+	got, err := (&ColdReader{DB: db, Schema: schema}).Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	want := store.MergePartials(merged(a, b, c).Partials)
+	require.Len(t, got, len(want))
+	bySession := map[string]store.RunSummary{}
+	for _, r := range got {
+		bySession[r.SessionID] = r
+	}
+	for _, s := range want {
+		r := bySession[s.SessionID]
+		assert.Equal(t, s.Spans, r.Spans, s.SessionID)
+		assert.Equal(t, s.InputTokens, r.InputTokens, s.SessionID)
+		assert.Equal(t, s.OutputTokens, r.OutputTokens, s.SessionID)
+		assert.InDelta(t, s.CostUSD, r.CostUSD, 1e-12, s.SessionID)
+		assert.Equal(t, s.Errors, r.Errors, s.SessionID)
+		assert.ElementsMatch(t, s.TraceIDs, r.TraceIDs, s.SessionID)
+	}
+	assert.EqualValues(t, runA.Spans()+runB.Spans(), bySession["conv-1"].Spans, "conv-1: runs a and b once each")
 }

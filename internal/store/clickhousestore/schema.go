@@ -17,9 +17,10 @@
 //	                    columns (min first seen, max last seen, sums, set unions of models
 //	                    and trace ids) so background merges fold partials into one row per
 //	                    session, and readers GROUP BY session_id to merge what is not merged yet.
-//	                    Each batch is inserted with insert_deduplication_token = its batch id and
-//	                    the table keeps non_replicated_deduplication_window, so a retried insert
-//	                    is dropped by the server.
+//	                    Each batch (each request, also in a write the queue merged from several)
+//	                    is its own insert with insert_deduplication_token = its batch id, and the
+//	                    table keeps non_replicated_deduplication_window (10,000 inserts), so a
+//	                    retried or re-sent request is dropped by the server.
 //
 // Every query the readers issue is plain SQL text with literals (no server-side parameters), so
 // the same text runs on a ClickHouse server and in chDB (the tests, build tag chdb).

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -131,10 +132,12 @@ func (w *Writer) ColdRecords(td ptrace.Traces, ld plog.Logs) store.Records {
 	return store.Records{Partials: store.Partials(td, ld, w.keys(), w.now(), w.Prices)}
 }
 
-// WriteColdRecords inserts the partials of r, combined into one batch (store.CombinePartials)
-// when they come from several, as one insert whose deduplication token is the batch id.
+// WriteColdRecords inserts the partials of r with one insert per batch they come from (a
+// sending queue may have merged several requests), each with its own batch id as the insert's
+// deduplication token: a request sent again after a crash, merged this time with other
+// requests, is dropped by the server and counts once (insertPartials).
 func (w *Writer) WriteColdRecords(ctx context.Context, r store.Records) error {
-	return w.insertPartials(ctx, store.CombinePartials(r.Partials))
+	return w.insertPartials(ctx, r.Partials)
 }
 
 // WriteWarmLogs appends the alert records of ld as key events.
@@ -182,29 +185,48 @@ func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) 
 	return w.insertPartials(ctx, store.Partials(td, ld, w.keys(), w.now(), w.Prices))
 }
 
-// insertPartials inserts the partials of one batch (one BatchID), with the batch id as the
-// insert's deduplication token. Each row is stamped with its partial's Ingested (the ingestion
-// clock when its records were built, before the cold queue; the latest of the batches a
-// combined partial stands for), or with the clock now when it has none; the cold TTL counts
-// from it. Its partials column is 1: each row is one partial record (one batch of its session,
-// combined batches included, as the Parquet backend stores and store.MergePartials counts them),
-// and the reader sums the column.
+// insertPartials inserts ps with one insert per batch id (in batch id order), each with its
+// batch id as the insert's deduplication token, so the server drops a batch it already has
+// whatever other batches it arrives with; a partial repeated with the same (session, batch) in
+// ps is inserted once. Each row is stamped with its partial's Ingested (the ingestion clock when
+// its records were built, before the cold queue), or with the clock now when it has none; the
+// cold TTL counts from it. Its partials column is 1: each row is one partial record (one batch
+// of its session, as the Parquet backend stores and store.MergePartials counts them), and the
+// reader sums the column. A failed insert returns its error; the batches before it are stored,
+// and a retry of ps drops them by their tokens.
 func (w *Writer) insertPartials(ctx context.Context, ps []store.SessionPartial) error {
 	if len(ps) == 0 {
 		return nil
 	}
 	now := w.now()
-	rows := make([][]any, len(ps))
-	for i, p := range ps {
+	byBatch := map[string][][]any{}
+	seen := map[[2]string]bool{}
+	for _, p := range ps {
+		k := [2]string{p.SessionID, p.BatchID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		ingested := p.Ingested
 		if ingested == 0 {
 			ingested = now
 		}
-		rows[i] = []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service, p.Models, p.TraceIDs, p.Spans,
-			p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts, int64(1), ingested}
+		byBatch[p.BatchID] = append(byBatch[p.BatchID], []any{p.SessionID, p.FirstSeen, p.LastSeen, p.Agent, p.Service,
+			p.Models, p.TraceIDs, p.Spans, p.InputTokens, p.OutputTokens, p.CostUSD, p.Unpriced, p.Errors, p.Alerts,
+			int64(1), ingested})
 	}
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": ps[0].BatchID}))
-	return w.insert(ctx, TableSessions, SessionColumns, rows)
+	batches := make([]string, 0, len(byBatch))
+	for id := range byBatch {
+		batches = append(batches, id)
+	}
+	sort.Strings(batches)
+	for _, id := range batches {
+		bctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": id}))
+		if err := w.insert(bctx, TableSessions, SessionColumns, byBatch[id]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *Writer) insert(ctx context.Context, table, columns string, rows [][]any) error {
