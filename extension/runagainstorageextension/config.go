@@ -116,7 +116,7 @@ type PayloadsConfig struct {
 // PackConfig sets the size and age limits of a pack. Packs are sealed by size: issue 17's target is
 // at most one PUT-class request per 8 MiB of payload bytes on S3; the age limit is for a trickle.
 type PackConfig struct {
-	// MaxSize in bytes of the pack as uploaded (objects compressed in 128 KiB zstd blocks, plus
+	// MaxSize in bytes of the pack as uploaded (objects compressed in 256 KiB zstd blocks, plus
 	// the trailer): the segment is sealed before it could reach this. Default 16777216 (16 MiB:
 	// below the AWS transfer manager's multipart threshold, so one PutObject per pack on S3); at
 	// least 65536.

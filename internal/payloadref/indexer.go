@@ -15,9 +15,17 @@ import (
 // an object a batch acknowledged that the index does not list yet; the exception is a manifest
 // whose batch had not committed when the pack was uploaded (unconfirmed, see Batch: indexed once
 // a Commit confirms it), which Collect leaves alone for orphanAge after the upload.
+//
+// Digests are random keys: a flush dirties about min(rows, leaf pages) pages of the objects
+// B-tree, all written to the WAL at its commit, so a few large flushes cost much less than many
+// small ones. With 4,096 objects and 1 s the indexer flushed about three times a second under
+// make bench's traffic (some 13,000 new objects/s), each rewriting most of the index's pages;
+// at 32,768 and 5 s the processor's benchmark used 0.85-0.88 of the CPU per span
+// (BenchmarkOffloadLoadgen, BENCHMARKS.md). Objects waiting are found in memory (about 150
+// bytes each: some 5 MB at the bound).
 const (
-	indexInterval   = time.Second
-	indexMaxPending = 4096
+	indexInterval   = 5 * time.Second
+	indexMaxPending = 32768
 )
 
 // TouchWindow is how long a dedup hit may go without updating its object's last-referenced time

@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Pack file layouts (see the package doc, "Packs"). All integers are big-endian.
@@ -56,8 +58,12 @@ const (
 	kindRaw          = 2
 	// DefaultPackBlockSize is the size before compression of the blocks of an uploaded pack
 	// (StoreOptions.PackBlockSize): large enough that zstd finds the repetition between the
-	// messages of a conversation, small enough that reading one object decodes little.
-	DefaultPackBlockSize = 128 << 10
+	// messages of a conversation, small enough that reading one object decodes little. 256 KiB
+	// at SpeedFastest (DefaultPackLevel) stores loadgen's traffic in the bytes 128 KiB at
+	// SpeedDefault did, in about 0.55 of the compression CPU (BENCHMARKS.md, issue 17 offload).
+	DefaultPackBlockSize = 256 << 10
+	// DefaultPackLevel is the zstd level of pack blocks (StoreOptions.PackLevel).
+	DefaultPackLevel = zstd.SpeedFastest
 	// PackDir is the folder (under the bucket prefix) holding every pack: packs/<id>.pack.
 	PackDir = "packs/"
 	// PackSuffix ends every pack key.

@@ -34,6 +34,7 @@ type blockPacker struct {
 
 	bg     chan pendingBlock // async: full blocks to compress; nil compresses in add
 	bgDone chan struct{}
+	free   chan []byte // async: block buffers compressed and written, for the next blocks
 
 	mu      sync.Mutex // guards what follows (the async goroutine writes them)
 	n       int64      // bytes of finished blocks, plus queued blocks' original bytes and slack
@@ -56,7 +57,7 @@ type blockLoc struct {
 }
 
 // blockSlack bounds what a zstd frame adds to incompressible input (frame header, block
-// headers of 128 KiB blocks, checksum), per started block.
+// headers (zstd's are at most 128 KiB: a few per block), checksum), per started block.
 const blockSlack = 64
 
 // asyncBlockQueue is how many full blocks may wait for compression before add waits (back
@@ -75,6 +76,7 @@ func newBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *blockPacker 
 func newAsyncBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *blockPacker {
 	p := newBlockPacker(enc, blockSize, w)
 	p.bg, p.bgDone = make(chan pendingBlock, asyncBlockQueue), make(chan struct{})
+	p.free = make(chan []byte, asyncBlockQueue+1)
 	go p.compressLoop()
 	return p
 }
@@ -102,6 +104,12 @@ func (p *blockPacker) compressLoop() {
 		p.n += int64(len(z)) - int64(len(b.raw)+blockSlack)
 		p.located = append(p.located, blockLoc{first: b.first, end: b.end, off: p.written - int64(len(z)), zlen: uint32(len(z))})
 		p.mu.Unlock()
+		if cap(b.raw) <= 2*p.blockSize { // not one grown by a large object
+			select { // its bytes are compressed and written: the buffer can hold another block
+			case p.free <- b.raw[:0]:
+			default:
+			}
+		}
 	}
 }
 
@@ -117,6 +125,13 @@ func (p *blockPacker) writeLocked(z []byte) {
 func (p *blockPacker) add(k objKey, raw []byte) {
 	if len(p.cur) > 0 && len(p.cur)+len(raw) > p.blockSize {
 		p.flushBlock()
+	}
+	if len(p.entries) == cap(p.entries) {
+		// Doubled by hand: append grows large slices by a quarter, and a pack's entries (some
+		// 100,000) were copied about 25 times on the request path.
+		es := make([]packEntry, len(p.entries), max(1024, 2*cap(p.entries)))
+		copy(es, p.entries)
+		p.entries = es
 	}
 	p.entries = append(p.entries, packEntry{objKey: k, inOff: int64(len(p.cur)), raw: int64(len(raw))})
 	p.cur = append(p.cur, raw...)
@@ -137,7 +152,11 @@ func (p *blockPacker) flushBlock() {
 		p.mu.Unlock()
 		p.bg <- b
 		p.open = len(p.entries)
-		p.cur = make([]byte, 0, p.blockSize+p.blockSize/4)
+		select {
+		case p.cur = <-p.free:
+		default:
+			p.cur = make([]byte, 0, p.blockSize+p.blockSize/4)
+		}
 		return
 	}
 	z := p.enc.EncodeAll(p.cur, make([]byte, 0, len(p.cur)/2+blockSlack))

@@ -58,7 +58,7 @@ func WithStagingDir(dir string) Option {
 const (
 	packCacheSize  = 256     // pack heads: about 1 KiB each (a v1 head holds its trailer: ~53 bytes per object)
 	pageCacheSize  = 1024    // trailer pages: a 16 MiB pack of 100k objects has ~400 entries (21 KiB) per page
-	blockCacheSize = 64      // decoded blocks: about PackBlockSize (128 KiB) each
+	blockCacheSize = 64      // decoded blocks: about PackBlockSize (256 KiB) each
 	maxCachedBlock = 1 << 20 // larger blocks (one large object) are not kept
 )
 

@@ -20,7 +20,7 @@
 // Packs (NewStore with StoreOptions.Dir; the collector's layout): objects are appended raw (no
 // compression on the request path) to an open segment in Dir/staging, fsynced once per Batch (one
 // ConsumeTraces/ConsumeLogs call) before the batch is acknowledged. The same objects are gathered
-// in memory into blocks of PackBlockSize (128 KiB) original bytes, each compressed as one zstd
+// in memory into blocks of PackBlockSize (256 KiB) original bytes, each compressed as one zstd
 // frame when full, so the size of the pack as it will be uploaded is known; the segment is sealed
 // and uploaded whole, with one request, before that size reaches PackMaxSize (16 MiB), or
 // PackMaxAge (60 s) after its first object, in the spirit of git and restic packs:

@@ -121,7 +121,9 @@ type Config struct {
 	DedupCacheSize int `mapstructure:"dedup_cache_size"`
 	// Concurrency is how many values of one batch are stored at once. Default 4.
 	Concurrency int `mapstructure:"concurrency"`
-	// CompressionLevel is the zstd level: fastest, default, better or best. Default "default".
+	// CompressionLevel is the zstd level: fastest, default, better or best. Default "default":
+	// zstd's default for single objects, payloadref.DefaultPackLevel (fastest, over 256 KiB
+	// blocks: the bytes zstd's default stored over 128 KiB blocks) for pack blocks.
 	CompressionLevel string `mapstructure:"compression_level"`
 
 	_ struct{} // prevent unkeyed literals

@@ -131,8 +131,12 @@ func (o *offloader) start(ctx context.Context, host component.Host) error {
 		}
 	}
 	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
+	packLevel := level
+	if o.cfg.CompressionLevel == "default" {
+		packLevel = 0 // the store's default for pack blocks (payloadref.DefaultPackLevel)
+	}
 	s, release, err := acquireStore(ctx, u, payloadref.StoreOptions{
-		KnownObjects: o.cfg.DedupCacheSize, Level: level,
+		KnownObjects: o.cfg.DedupCacheSize, Level: level, PackLevel: packLevel,
 		Dir: dir, PackMaxSize: pack.MaxSize, PackMaxAge: pack.MaxAge, Logger: o.logger,
 	})
 	if err != nil {
