@@ -213,7 +213,9 @@ func MarshalRecords(r Records) ([]byte, error) {
 	b := appendRecords((*bp)[:0], &r)
 	if len(b) > recordsMaxDecoded {
 		// UnmarshalRecords would refuse it: a persisted queue entry that could not be read
-		// back after a restart. Refused now, the request fails where its sender sees it.
+		// back after a restart. Refused now, the request fails where its sender sees it. The
+		// pooled buffer goes back as it was (the grown one is an outlier's).
+		recordsBufs.Put(bp)
 		return nil, fmt.Errorf("records: %d bytes of records (%d spans, %d events, %d partials) exceed the %d a queue entry may hold",
 			len(b), len(r.Spans), len(r.Events), len(r.Partials), recordsMaxDecoded)
 	}
