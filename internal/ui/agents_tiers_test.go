@@ -40,12 +40,7 @@ func TestAgentsSameInEveryTier(t *testing.T) {
 			require.NoError(t, err)
 			td := res.Traces
 			hot, warm, cold := writeTiers(t, td)
-			split, err := sqlitestore.OpenWarm(filepath.Join(t.TempDir(), "split.db"), sqlitestore.Options{})
-			require.NoError(t, err)
-			defer split.Close()
-			for _, one := range oneSpanEach(td) {
-				require.NoError(t, split.WriteTraces(ctx, one))
-			}
+			split := warmOneSpanEach(t, td)
 
 			for _, id := range traceIDs(td) {
 				agents := func(r store.Reader, tier string) []string {
@@ -95,6 +90,19 @@ func writeTiers(t *testing.T, td ptrace.Traces) (hot *sqlitestore.DB, warm *sqli
 	_, err = cold.Write(ctx, store.Partials(td, plog.NewLogs(), nil, 1, nil))
 	require.NoError(t, err)
 	return hot, warm, cold
+}
+
+// warmOneSpanEach writes td into a new warm file one span per request (as a client exporting each
+// span on its own would), closed when the test ends.
+func warmOneSpanEach(t *testing.T, td ptrace.Traces) *sqlitestore.WarmDB {
+	t.Helper()
+	split, err := sqlitestore.OpenWarm(filepath.Join(t.TempDir(), "split.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { split.Close() })
+	for _, one := range oneSpanEach(td) {
+		require.NoError(t, split.WriteTraces(context.Background(), one))
+	}
+	return split
 }
 
 // oneSpanEach returns td as one request per span, each with its resource and scope.
@@ -203,12 +211,7 @@ func TestAgentNamesFromSpanNamesAndResource(t *testing.T) {
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
 	require.NoError(t, err)
 	hot, warm, cold := writeTiers(t, td)
-	split, err := sqlitestore.OpenWarm(filepath.Join(t.TempDir(), "split.db"), sqlitestore.Options{})
-	require.NoError(t, err)
-	defer split.Close()
-	for _, one := range oneSpanEach(td) {
-		require.NoError(t, split.WriteTraces(ctx, one))
-	}
+	split := warmOneSpanEach(t, td)
 	for trace, want := range map[string][]string{
 		"a1000000000000000000000000000001": nil,
 		"a2000000000000000000000000000002": {"a"},
