@@ -315,6 +315,8 @@ func TestFormatUSD(t *testing.T) {
 		{0, 0, true, "$0"},
 		{0, 2, true, "unpriced"},
 		{0.0000001, 0, true, "<$0.000001"},
+		{0.0000005, 0, true, "<$0.000001"}, // the float64 nearest 5e-7 is below it: %.6f prints 0.000000
+		{0.00000051, 0, true, "$0.000001"},
 		{0.00001, 0, true, "$0.000010"},
 		{0.00875, 0, true, "$0.008750"},
 		{1.234, 1, true, "$1.2340 + 1 unpriced"},
