@@ -193,20 +193,14 @@ func (x runIndex) refresh(ctx context.Context, e Execer, traceIDs []string) erro
 
 // recompute is refresh; without mayVanish (the writer, which just stored a span row of each run)
 // it skips deleting the rows of runs without span rows.
-func (x runIndex) recompute(ctx context.Context, e Execer, traceIDs []string, mayVanish bool) error {
-	if len(traceIDs) == 0 {
-		return nil
-	}
-	ids, err := json.Marshal(traceIDs)
-	if err != nil {
-		return err
-	}
+// ids is the runs' trace ids as a JSON array.
+func (x runIndex) recompute(ctx context.Context, e Execer, ids string, mayVanish bool) error {
 	if mayVanish {
-		if _, err := e.ExecContext(ctx, `DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+		if _, err := e.ExecContext(ctx, `DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, ids); err != nil {
 			return fmt.Errorf("run index: %w", err)
 		}
 	}
-	if _, err := e.ExecContext(ctx, x.fill(`trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
+	if _, err := e.ExecContext(ctx, x.fill(`trace_id IN (SELECT value FROM json_each(?))`), ids); err != nil {
 		return fmt.Errorf("run index: %w", err)
 	}
 	return nil
@@ -849,32 +843,25 @@ func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayV
 	if len(traceIDs) == 0 {
 		return nil
 	}
+	ids := idsJSON(traceIDs) // one JSON array for every statement below
 	if x.orphans != "" {
-		ids, err := json.Marshal(traceIDs)
-		if err != nil {
-			return err
-		}
-		if _, err := e.ExecContext(ctx, `DELETE FROM `+x.orphans+` WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+		if _, err := e.ExecContext(ctx, `DELETE FROM `+x.orphans+` WHERE trace_id IN (SELECT value FROM json_each(?))`, ids); err != nil {
 			return fmt.Errorf("run index: %w", err)
 		}
-		if _, err := e.ExecContext(ctx, x.fillOrphans(`trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
+		if _, err := e.ExecContext(ctx, x.fillOrphans(`trace_id IN (SELECT value FROM json_each(?))`), ids); err != nil {
 			return fmt.Errorf("run index: %w", err)
 		}
 	}
-	if err := x.recompute(ctx, e, traceIDs, mayVanish); err != nil {
+	if err := x.recompute(ctx, e, ids, mayVanish); err != nil {
 		return err
 	}
 	if x.sessions == "" {
 		return nil
 	}
-	ids, err := json.Marshal(traceIDs)
-	if err != nil {
-		return err
-	}
-	if _, err := e.ExecContext(ctx, `DELETE FROM `+x.sessions+` WHERE trace_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+	if _, err := e.ExecContext(ctx, `DELETE FROM `+x.sessions+` WHERE trace_id IN (SELECT value FROM json_each(?))`, ids); err != nil {
 		return fmt.Errorf("run index: %w", err)
 	}
-	if _, err := e.ExecContext(ctx, x.fillSessions(`s.trace_id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
+	if _, err := e.ExecContext(ctx, x.fillSessions(`s.trace_id IN (SELECT value FROM json_each(?))`), ids); err != nil {
 		return fmt.Errorf("run index: %w", err)
 	}
 	return nil
