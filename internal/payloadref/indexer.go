@@ -172,27 +172,29 @@ func (w *packWriter) commitView(b *Batch, held, conf []location) ([]location, []
 	w.pmu.RLock()
 	defer w.pmu.RUnlock()
 	var walk []location
-	for l, r := range b.refs {
-		if r.pending {
-			if e, ok := w.pending[l.objKey]; ok && e.pack == l.pack {
-				if l.manifest {
-					if m, ok := w.manifests[l.objKey]; ok && m.owner != nil {
-						conf = append(conf, l)
-						if m.owner != b {
-							walk = append(walk, m.deps...)
-						}
-					}
-				}
-				continue
+	// stillPending tells whether l is pending (same pack); an unconfirmed manifest goes to conf
+	// and, when another Batch appended it (its Commit has not succeeded, and may fail), what it
+	// names to walk: checked as if b referenced it.
+	stillPending := func(l location) bool {
+		if e, ok := w.pending[l.objKey]; !ok || e.pack != l.pack {
+			return false
+		}
+		if m, ok := w.manifests[l.objKey]; ok && l.manifest && m.owner != nil {
+			conf = append(conf, l)
+			if m.owner != b {
+				walk = append(walk, m.deps...)
 			}
 		}
-		held = append(held, l)
+		return true
+	}
+	for l, r := range b.refs {
+		if !r.pending || !stillPending(l) {
+			held = append(held, l)
+		}
 	}
 	if len(walk) == 0 {
 		return held, conf
 	}
-	// Another Batch's manifest, not confirmed yet (its Commit has not succeeded, and may fail):
-	// check what it names as if b referenced it.
 	seen := map[location]bool{}
 	for len(walk) > 0 {
 		d := walk[len(walk)-1]
@@ -201,15 +203,7 @@ func (w *packWriter) commitView(b *Batch, held, conf []location) ([]location, []
 			continue
 		}
 		seen[d] = true
-		if e, ok := w.pending[d.objKey]; ok && e.pack == d.pack {
-			if d.manifest {
-				if m, ok := w.manifests[d.objKey]; ok && m.owner != nil {
-					conf = append(conf, d)
-					if m.owner != b {
-						walk = append(walk, m.deps...)
-					}
-				}
-			}
+		if stillPending(d) {
 			continue
 		}
 		if _, ok := b.refs[d]; !ok {
