@@ -118,10 +118,11 @@ func FormatUSD(usd float64, unpriced int64, hasUsage bool) string {
 		return "unpriced"
 	case usd == 0:
 		s = "$0"
-	case usd > 0 && usd < 0.0000005:
-		s = "<$0.000001"
 	case usd < 0.01:
 		s = fmt.Sprintf("$%.6f", usd)
+		if usd > 0 && s == "$0.000000" { // decided on the printed digits: 5e-7 rounds down
+			s = "<$0.000001"
+		}
 	default:
 		s = fmt.Sprintf("$%.4f", usd)
 	}

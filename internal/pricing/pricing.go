@@ -492,6 +492,9 @@ func (t *Table) lookup(provider, model string) *Result {
 			return &Result{ProviderID: o.Provider, ModelID: id, override: o}
 		}
 	}
+	if short, ok := googleResourceModel(model); ok {
+		return t.lookup(provider, short)
+	}
 	if provider != "" {
 		if p := t.providerByID(provider); p != nil {
 			if r := t.findModel(p, model, true); r != nil {
@@ -515,6 +518,25 @@ func (t *Table) lookup(provider, model string) *Result {
 		}
 	}
 	return nil
+}
+
+// googleResourceModel returns the model id of a Google model resource name: "models/{model}"
+// (Gemini API, ai.google.dev/api/models) or "[projects/{project}/locations/{location}/]
+// publishers/{publisher}/models/{model}" (Vertex AI, cloud.google.com/vertex-ai/docs/reference/rest),
+// which Vertex AI clients record as gen_ai.request.model; ok is false for any other name.
+func googleResourceModel(model string) (string, bool) {
+	i := strings.LastIndex(model, "models/")
+	if i < 0 || (i > 0 && !strings.HasSuffix(model[:i], "/")) {
+		return "", false
+	}
+	head, id := model[:i], model[i+len("models/"):]
+	if id == "" || strings.Contains(id, "/") {
+		return "", false
+	}
+	if head != "" && !strings.HasPrefix(head, "publishers/") && !strings.HasPrefix(head, "projects/") {
+		return "", false
+	}
+	return id, true
 }
 
 // providerByID is genai-prices find_provider_by_id plus semconvProviderAlias.

@@ -315,12 +315,41 @@ func TestFormatUSD(t *testing.T) {
 		{0, 0, true, "$0"},
 		{0, 2, true, "unpriced"},
 		{0.0000001, 0, true, "<$0.000001"},
+		{0.0000005, 0, true, "<$0.000001"}, // the float64 nearest 5e-7 is below it: %.6f prints 0.000000
+		{0.00000051, 0, true, "$0.000001"},
 		{0.00001, 0, true, "$0.000010"},
 		{0.00875, 0, true, "$0.008750"},
 		{1.234, 1, true, "$1.2340 + 1 unpriced"},
 	} {
 		if got := FormatUSD(tc.usd, tc.unpriced, tc.usage); got != tc.want {
 			t.Errorf("FormatUSD(%v, %d, %v) = %q, want %q", tc.usd, tc.unpriced, tc.usage, got, tc.want)
+		}
+	}
+}
+
+// TestLookupGoogleResourceNames: Vertex AI clients record the model as a resource name (the
+// corpus's vertex-ai-2025-08-01 trace: projects/…/publishers/google/models/gemini-2.5-flash),
+// the Gemini API as models/{id}; both are priced as the model id, other slashed names are not
+// taken apart.
+func TestLookupGoogleResourceNames(t *testing.T) {
+	tab := Default()
+	want, ok := tab.Lookup("", "gemini-2.5-flash")
+	if !ok {
+		t.Fatal("gemini-2.5-flash has no price in the default table")
+	}
+	for _, m := range []string{
+		"models/gemini-2.5-flash",
+		"publishers/google/models/gemini-2.5-flash",
+		"projects/vertex-ai-integration-467711/locations/europe-central2/publishers/google/models/gemini-2.5-flash",
+	} {
+		got, ok := tab.Lookup("gcp.vertex_ai", m)
+		if !ok || got.ModelID != want.ModelID {
+			t.Errorf("Lookup(%q) = %+v, %v; want model %q", m, got, ok, want.ModelID)
+		}
+	}
+	for _, m := range []string{"models/", "projects/p/locations/l/endpoints/123", "mymodels/gemini-2.5-flash", "other/models/gemini-2.5-flash"} {
+		if _, ok := googleResourceModel(m); ok {
+			t.Errorf("googleResourceModel(%q) took it apart", m)
 		}
 	}
 }
