@@ -37,7 +37,7 @@ func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg comp
 	g.mu.Lock()
 	g.metricsOut = next
 	g.mu.Unlock()
-	return &handle{Holder: h, g: g, primary: func() bool { return true }}, nil
+	return &handle{Holder: h, g: g, primary: func() bool { return true }, metrics: true}, nil
 }
 
 func createTracesToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Traces, error) {

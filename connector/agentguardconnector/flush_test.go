@@ -53,7 +53,9 @@ func TestMetricsFlushedOnTicker(t *testing.T) {
 	assert.Equal(t, 1, points)
 	assert.InDelta(t, 3*0.15, cost, 1e-9, "cumulative over the three batches")
 
-	// Nothing new: the next tick sends nothing.
+	// Nothing new: a flush sends nothing (called here, as a tick's timing is not observable).
+	h.g.flush(context.Background())
+	assert.Len(t, h.ms.AllMetrics(), 1, "a flush with no series changed sends no batch")
 	h.clock.Advance(cfg.MetricsFlushInterval)
 	consume(4) // recorded after that tick (or before it: either way the flushes carry it once)
 	require.NoError(t, h.tm.Shutdown(context.Background()))
@@ -65,4 +67,26 @@ func TestMetricsFlushedOnTicker(t *testing.T) {
 	}
 	assert.Equal(t, 1, n, "span 4 reaches the pipeline once: from a tick or from Shutdown's flush")
 	assert.InDelta(t, 4*0.15, last, 1e-9, "the flush at Shutdown sends what the ticks had not")
+}
+
+// TestShutdownFlushesBeforeMetricsPipelineStops: the collector stops the traces to metrics
+// instance before the metrics pipeline it feeds, but the traces to logs instance (the guard's
+// last holder) may stop after that pipeline; the metrics left since the last tick must reach the
+// pipeline when the metrics instance stops, not when the guard does.
+func TestShutdownFlushesBeforeMetricsPipelineStops(t *testing.T) {
+	h := newHarness(t, createDefaultConfig())
+	b := newTraceBuilder()
+	b.span("svc", 1, 1, t0, time.Second, map[string]any{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+		"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": int64(1_000_000), "gen_ai.usage.output_tokens": int64(0)})
+	require.NoError(t, h.tm.ConsumeTraces(context.Background(), b.td))
+	require.NoError(t, h.tl.ConsumeTraces(context.Background(), b.td))
+	require.NoError(t, h.tm.Shutdown(context.Background()))
+	n := 0
+	for _, m := range h.ms.AllMetrics() {
+		sumPoints(m, MetricCost, func(pcommon.Map, pmetric.NumberDataPoint) { n++ })
+	}
+	assert.Equal(t, 1, n, "the cost reached the metrics pipeline when its instance stopped")
+	h.ms.Reset() // the metrics pipeline has stopped: the guard's own stop must send nothing more
+	require.NoError(t, h.tl.Shutdown(context.Background()))
+	assert.Empty(t, h.ms.AllMetrics())
 }

@@ -41,10 +41,22 @@ type handle struct {
 	*sharedcomponent.Holder[*guard]
 	g       *guard
 	primary func() bool
+	metrics bool // the traces to metrics instance
 }
 
 func (h *handle) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
+}
+
+// Shutdown releases this instance. The traces to metrics instance first flushes the metrics
+// recorded since the last flush: the collector stops it before the metrics pipeline it feeds,
+// while the guard itself stops with the last of its instances, which may come after that
+// pipeline has stopped (the traces to logs instance is not ordered against it).
+func (h *handle) Shutdown(ctx context.Context) error {
+	if h.metrics {
+		h.g.flush(ctx)
+	}
+	return h.Holder.Shutdown(ctx)
 }
 
 func (h *handle) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
@@ -123,8 +135,8 @@ func (g *guard) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops the tickers, flushes the metrics recorded since the last flush (the connector
-// shuts down before the metrics pipeline it feeds) and stops the telemetry.
+// Shutdown stops the tickers and the telemetry (the traces to metrics instance has flushed the
+// metrics left: see handle.Shutdown).
 func (g *guard) Shutdown(context.Context) error {
 	g.stop()
 	return nil
@@ -157,7 +169,6 @@ func (g *guard) stop() {
 	g.stopOnce.Do(func() {
 		close(g.done)
 		g.wg.Wait()
-		g.flush(context.Background())
 		g.tb.Shutdown()
 	})
 }

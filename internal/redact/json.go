@@ -591,8 +591,9 @@ func LooksJSON(s string) bool {
 	return i < len(s) && (s[i] == '{' || s[i] == '[')
 }
 
-// RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) but did
-// not parse; such a value is redacted as text. With a CleanCache, a value found clean under key
+// RedactValue is RedactKeyed that also reports whether s looked like JSON (LooksJSON) or like a
+// JSON string literal holding an escape (escapedLiteral) but did not parse; such a value is
+// redacted as text. With a CleanCache, a value found clean under key
 // is remembered, and returned unchanged without a scan when it comes again under the same key
 // (values under credential keys are always examined), when it is at least MinCleanCacheLen bytes
 // long or holds a digit cluster that a digit rule would examine with its regex (digitGated: ids
@@ -630,26 +631,15 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 			return s, nil, false
 		}
 	}
-	if LooksJSON(s) {
-		if out, fs, ok := r.RedactJSON(s); ok {
-			if cacheable && len(fs) == 0 {
-				r.cleanAdd(h)
-			}
-			return out, fs, false
+	if out, fs, encoded, ok := r.redactEncoded(s); encoded {
+		if !ok {
+			out, fs = r.RedactString(s)
+			return out, fs, true // malformed: as text, examined every time (never cached), so that every time is counted
 		}
-		out, fs = r.RedactString(s)
-		return out, fs, true // malformed: examined every time, so that every time is counted
-	}
-	if escapedLiteral(s) {
-		// the decoded view, only for literals whose raw bytes hold an escape
-		if out, fs, ok := r.redactLiteral(s); ok {
-			if cacheable && len(fs) == 0 {
-				r.cleanAdd(h)
-			}
-			return out, fs, false
+		if cacheable && len(fs) == 0 {
+			r.cleanAdd(h)
 		}
-		out, fs = r.RedactString(s)
-		return out, fs, true // not one valid string literal: as text, counted, never cached
+		return out, fs, false
 	}
 	if body, ok := r.sharedLeaf(s); ok {
 		fs = r.findSharing(s, body)
@@ -666,6 +656,21 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		}
 	}
 	return out, fs, false
+}
+
+// redactEncoded redacts s on its decoded view when it is JSON (LooksJSON: RedactJSON) or a JSON
+// string literal whose raw bytes hold an escape (escapedLiteral: redactLiteral); encoded is false
+// for any other text. ok is false when s is one of those and does not parse.
+func (r *Redactor) redactEncoded(s string) (out string, fs []Finding, encoded, ok bool) {
+	switch {
+	case LooksJSON(s):
+		out, fs, ok = r.RedactJSON(s)
+	case escapedLiteral(s):
+		out, fs, ok = r.redactLiteral(s)
+	default:
+		return s, nil, false, false
+	}
+	return out, fs, true, ok
 }
 
 // sharedLeaf reports whether the text value s is a JSON string literal whose body a later JSON

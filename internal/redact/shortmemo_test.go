@@ -36,8 +36,8 @@ func TestShortMemo(t *testing.T) {
 	for range 3 {
 		plain.RedactValue("", "chat gpt-4o")
 	}
-	if m := plain.short.snap.Load(); m != nil {
-		t.Errorf("a memo without a CleanCache: %d entries", len(*m))
+	if n := plain.short.len(); n != 0 {
+		t.Errorf("a memo without a CleanCache: %d entries", n)
 	}
 }
 
@@ -48,14 +48,14 @@ func TestShortMemoBounded(t *testing.T) {
 	for i := range shortSeenMax * 2 {
 		r.RedactValue("id", "resp_"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+itoa(i))
 	}
-	if m := r.short.snap.Load(); m != nil {
-		t.Fatalf("values seen once entered the memo: %d", len(*m))
+	if n := r.short.len(); n != 0 {
+		t.Fatalf("values seen once entered the memo: %d", n)
 	}
 	for i := range shortMemoMax + 100 {
 		for range 3 {
 			r.RedactValue("id", "v"+itoa(i))
 		}
-		if m := r.short.snap.Load(); m == nil || len(*m) > shortMemoMax {
+		if n := r.short.len(); n == 0 || n > shortMemoMax {
 			t.Fatalf("memo not bounded to %d", shortMemoMax)
 		}
 	}
@@ -73,5 +73,31 @@ func itoa(i int) string {
 		if i /= 10; i == 0 {
 			return string(b[n:])
 		}
+	}
+}
+
+// BenchmarkShortMemoFill: distinct short values (per-session ids) each seen three times, with
+// the memo and without it (the same-run baseline). Each value's second clean sighting adds it to
+// the memo; an addition must cost O(1). With the copied snapshot it replaced, the "memo" row was
+// 14,036-15,090 ns/op against "nomemo"'s 111-114 in one run (about 125x); with sync.Map, 99 ns/op
+// against 328-334 in the next (-benchtime 30000x -count 2, loaded 2-core machine).
+func BenchmarkShortMemoFill(b *testing.B) {
+	for _, mode := range []string{"memo", "nomemo"} {
+		b.Run(mode, func(b *testing.B) {
+			r, err := New(Config{CleanCache: NewCleanCache(1 << 20)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.noShortMemo = mode == "nomemo"
+			vals := make([]string, shortMemoMax)
+			for i := range vals {
+				vals[i] = "conv_" + itoa(i)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				v := vals[(i/3)%len(vals)]
+				r.RedactValue("gen_ai.conversation.id", v)
+			}
+		})
 	}
 }

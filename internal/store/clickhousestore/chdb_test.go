@@ -4,6 +4,7 @@ package clickhousestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,14 +26,20 @@ var (
 	runC = storetest.Run{Seed: "c", Service: "other", Agent: "x", Model: "gpt-4.1", Start: t0 + int64(2*time.Hour), LLMCalls: 1}
 )
 
+// openChDB starts chDB for t and opens a handle on it, closed when t ends.
+func openChDB(t *testing.T) (*chdbtest.Server, *sql.DB) {
+	srv := chdbtest.Start(t)
+	db, err := OpenDB(srv.Endpoint, "", "", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return srv, db
+}
+
 // TestWarmColdDDLWritesAndReadersOnChDB runs our warm and cold DDL, the writers' inserts
 // (clickhouse-go over HTTP) and every reader query against chDB.
 func TestWarmColdDDLWritesAndReadersOnChDB(t *testing.T) {
 	ctx := context.Background()
-	srv := chdbtest.Start(t)
-	db, err := OpenDB(srv.Endpoint, "", "", nil)
-	require.NoError(t, err)
-	defer db.Close()
+	srv, db := openChDB(t)
 	schema := Schema{Database: "runagain", WarmTTL: 90 * 24 * time.Hour}
 	w := &Writer{DB: db, Schema: schema, Now: func() time.Time { return time.Unix(0, t0) }}
 	require.NoError(t, w.CreateWarm(ctx))
@@ -177,10 +184,7 @@ func TestReadersOnEmptyChDB(t *testing.T) {
 // delivered it; in a batch the queue merged, each request's partial keeps its own.
 func TestColdRecordsKeepTheirIngestionOnChDB(t *testing.T) {
 	ctx := context.Background()
-	srv := chdbtest.Start(t)
-	db, err := OpenDB(srv.Endpoint, "", "", nil)
-	require.NoError(t, err)
-	defer db.Close()
+	srv, db := openChDB(t)
 	schema := Schema{Database: "runagain"}
 	built := time.Unix(0, t0)
 	early := &Writer{DB: db, Schema: schema, Now: func() time.Time { return built }}
@@ -203,10 +207,7 @@ func TestColdRecordsKeepTheirIngestionOnChDB(t *testing.T) {
 // (before, a merged write was one insert under the id of the set, and b counted twice).
 func TestColdRecordsCountOnceAfterRebatchOnChDB(t *testing.T) {
 	ctx := context.Background()
-	srv := chdbtest.Start(t)
-	db, err := OpenDB(srv.Endpoint, "", "", nil)
-	require.NoError(t, err)
-	defer db.Close()
+	_, db := openChDB(t)
 	schema := Schema{Database: "runagain"}
 	w := &Writer{DB: db, Schema: schema, Now: func() time.Time { return time.Unix(0, t0) }}
 	require.NoError(t, w.CreateCold(ctx))

@@ -220,10 +220,10 @@ func (w *Writer) insertPartials(ctx context.Context, ps []store.SessionPartial) 
 		batches = append(batches, id)
 	}
 	sort.Strings(batches)
-	for _, id := range batches {
+	for i, id := range batches {
 		bctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": id}))
 		if err := w.insert(bctx, TableSessions, SessionColumns, byBatch[id]); err != nil {
-			return err
+			return fmt.Errorf("batch %s, after %d of %d batches stored (a retry drops them by their tokens): %w", id, i, len(batches), err)
 		}
 	}
 	return nil
