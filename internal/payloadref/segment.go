@@ -65,9 +65,6 @@ type packWriter struct {
 	// manifests are the pending manifests (a subset of pending, same pack): what each names and
 	// whether a Commit vouched for it yet (see Batch). Guarded by pmu.
 	manifests map[objKey]pendingManifest
-	// dropped counts dropManifests calls that removed anything (guarded by pmu): the indexer
-	// reads it to know whether its snapshot of pending may hold a dropped object.
-	dropped int64
 
 	uploads chan string // sealed pack ids
 	stop    chan struct{}

@@ -377,7 +377,9 @@ var ErrStale = errors.New("payloadref: a deduplicated object was collected meanw
 // Its references are durable once Commit returns nil: Commit fsyncs the open segment once for
 // the whole batch (its new objects are indexed in the background, see indexer) and touches
 // (updates the last-referenced time in the index of) the objects the batch references that need
-// it. Put is safe for concurrent use; Commit is called once, after the Puts.
+// it. Put is safe for concurrent use; Commit is called once, after the Puts, also when a Put
+// failed: until a Commit, the manifests the batch appended stay pending (in memory, unindexed,
+// counted against MaxPendingObjects; see below).
 //
 // Touches are coarse: resent conversation history makes dedup hits most objects of most
 // batches, and one UPDATE per hit per batch was most of the index's cost. For each cached

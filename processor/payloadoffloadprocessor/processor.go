@@ -484,12 +484,13 @@ func batchOutcome(ctx context.Context, jobs []*job) error {
 // each), not for one retry per wave of cfg.Concurrency values (with 20 values and a full disk
 // that was 25 s, past the client's deadline: test/faults TestDiskFull).
 func (b *batch) store(ctx context.Context, store *payloadref.Store) {
+	cs := chains(b.order, store.Packed()) // grouped and ordered once: every attempt stores the same jobs
 	for attempt := 0; ; attempt++ {
 		pb := store.NewBatch()
 		var gaveUp atomic.Pointer[error]
 		sem := make(chan struct{}, b.o.cfg.Concurrency)
 		var wg sync.WaitGroup
-		for _, chain := range chains(b.order, store.Packed()) {
+		for _, chain := range cs {
 			sem <- struct{}{}
 			if e := gaveUp.Load(); e != nil {
 				<-sem
