@@ -1,7 +1,5 @@
 package genai
 
-import ()
-
 // fromOpenInference reads llm.input_messages.N.message.* / llm.output_messages.N.message.*
 // (OpenInference semantic conventions: role, content, contents.M.message_content.{type,text,
 // image.image.url}, tool_calls.K.tool_call.{id,function.name,function.arguments}, tool_call_id,
