@@ -117,16 +117,16 @@ const (
 	RulePEMBase64      = "pem_private_key_base64"
 	RuleURLCredentials = "url_credentials"
 	// RulePasswordHash and RuleGenericCredential (generic.go) come here in priority
-	RuleAuthorization  = "authorization"
-	RuleCookie         = "cookie"
-	RulePasswordKey    = "password_key"
-	RuleIBAN           = "iban"
-	RuleEmail          = "email"
-	RuleCreditCard     = "credit_card"
-	RuleUSSSN          = "us_ssn"
-	RuleIPv4           = "ipv4_address"
-	RuleIPv6           = "ipv6_address"
-	RulePhone          = "phone_number"
+	RuleAuthorization = "authorization"
+	RuleCookie        = "cookie"
+	RulePasswordKey   = "password_key"
+	RuleIBAN          = "iban"
+	RuleEmail         = "email"
+	RuleCreditCard    = "credit_card"
+	RuleUSSSN         = "us_ssn"
+	RuleIPv4          = "ipv4_address"
+	RuleIPv6          = "ipv6_address"
+	RulePhone         = "phone_number"
 )
 
 var builtinTemplate = sync.OnceValue(compileBuiltinRules)
