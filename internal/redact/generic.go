@@ -47,6 +47,9 @@ func explicitPlaceholder(v string) bool {
 		return true
 	}
 	l := strings.ToLower(v)
+	if explicitPlaceholderWords[strings.Trim(l, "[]()*_-. ")] {
+		return true
+	}
 	for _, m := range placeholderSubstrings {
 		if strings.Contains(l, m) {
 			return true
@@ -62,6 +65,14 @@ func explicitPlaceholder(v string) bool {
 	return ascendingRun(l) >= 7 && (strings.Contains(l, "test") || strings.Contains(l, "example") || strings.Contains(l, "fake") ||
 		strings.Contains(l, "dummy") || strings.Contains(l, "sample"))
 }
+
+// explicitPlaceholderWords, as a whole value, stand for a credential that is not there
+// (FILTERED, [REDACTED], test); "secret" and "password" are not among them: in an explicit
+// context they are the password.
+var explicitPlaceholderWords = map[string]bool{"filtered": true, "redacted": true, "masked": true, "hidden": true, "omitted": true,
+	"removed": true, "none": true, "null": true, "nil": true, "placeholder": true, "changeme": true, "dummy": true, "fake": true,
+	"example": true, "sample": true, "test": true, "testing": true, "mock": true, "todo": true, "tbd": true, "foo": true, "bar": true,
+	"baz": true, "insert": true, "replace": true, "here": true, "value": true, "undefined": true}
 
 // configAssignment reports whether the unquoted value at [va, vb) of "key <op> value" in s is
 // written the way configuration gives literals, not the way code refers to a variable: KEY=VALUE

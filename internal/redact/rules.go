@@ -253,7 +253,7 @@ func compileBuiltinRules() []*rule {
 	// the gitleaks default rule set, after the provider rules above (which name the credential the
 	// way agents' users know it) and before the generic key/value rules
 	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RulePasswordHash })
-	rs = slices.Insert(rs, at, gitleaksDetectors()...)
+	rs = slices.Insert(rs, at, slices.Concat(gitleaksDetectors(), velesDetectors())...)
 	pii := func(name string, minDigits int, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
 		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check, minDigits: minDigits}
 	}
@@ -843,7 +843,7 @@ func pemBase64Check(s string, _ []int, a, b int) (int, int, bool) {
 }
 
 // gitleaksAllowFor maps provider rules here to the gitleaks rule whose allowlists they apply.
-var gitleaksAllowFor = map[string]string{RuleGoogleAPIKey: "gcp-api-key"}
+var gitleaksAllowFor = map[string]string{RuleGoogleAPIKey: "gcp-api-key", "veles.gcpapikey.key": "gcp-api-key"}
 
 // withGitleaksAllow wraps check so that a finding the allowlists of gitleaks rule id accept is
 // dropped.
