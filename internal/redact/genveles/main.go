@@ -280,7 +280,15 @@ func keywords(re string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range set {
-		s = strings.ToLower(s)
+		// no quote, backslash or control byte: keywords are looked for in raw JSON bytes too
+		// (redact's prefilter), where those are escaped; the longest piece without one stands in
+		best := ""
+		for _, p := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 }) {
+			if len(p) > len(best) {
+				best = p
+			}
+		}
+		s = best
 		if len(s) < 3 {
 			return nil
 		}
