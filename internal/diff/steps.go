@@ -41,6 +41,7 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 		unpriced: t.Unpriced, inputTokens: t.InputTokens, outputTokens: t.OutputTokens, cost: round(t.CostUSD),
 		durationMS: float64(t.Duration) / 1e6}
 	out := make([]*step, 0, len(v.Steps))
+	byNode := map[int]*step{} // LLM steps by node, for the request their recorded exchange sent
 	for _, vs := range v.Steps {
 		n := v.Nodes[vs.Node]
 		a := n.Effective.Attributes()
@@ -57,6 +58,11 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 			s.Derived = cm.Derived || n.Derived
 			s.FinishReasons = genai.FinishReasons(a)
 			s.MessagesSource = string(cm.InputSource)
+			s.Request = requestOf(a, &cm)
+			if n.Exchange != nil {
+				s.Request = mergeRequest(s.Request, wireRequest(n.Span))
+			}
+			byNode[vs.Node] = s
 			if len(s.FinishReasons) == 0 {
 				for _, m := range cm.Output {
 					if m.FinishReason != "" {
@@ -117,6 +123,20 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 		s.strong = strings.Join([]string{s.Kind, s.Operation, s.Name, s.Model}, "\x00")
 		s.weak = strings.Join([]string{s.Kind, s.Name}, "\x00")
 		out = append(out, s)
+	}
+	// The exchange that carried a step's request (below it, or covered by it) adds what went on
+	// the wire.
+	for _, n := range v.Nodes {
+		if n.Exchange == nil || n.Step != nil {
+			continue
+		}
+		at := n.Verdict.CoveredBy
+		if at < 0 {
+			at = n.Parent
+		}
+		if ps := byNode[at]; ps != nil {
+			ps.Request = mergeRequest(ps.Request, wireRequest(n.Span))
+		}
 	}
 	return out, st, nil
 }
