@@ -80,7 +80,7 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	res, err := s.diffRuns(r.Context(), v.A, v.B, v.Step)
 	if err != nil {
 		v.Err = err.Error()
-		if errors.Is(err, errNoRun) {
+		if errors.Is(err, errNotFound) {
 			w.WriteHeader(http.StatusNotFound)
 		} else {
 			w.WriteHeader(http.StatusBadRequest)
@@ -143,7 +143,7 @@ func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Res
 		cb.mu.Lock()
 		defer cb.mu.Unlock()
 	}
-	return diff.Runs(ca.run, cb.run, diff.Options{Step: step, Messages: llmCallMessages})
+	return diff.Runs(ca.view, cb.view, diff.Options{Step: step, Messages: llmCallMessages})
 }
 
 func messageDiffViews(ms []diff.MessageDiff) []messageDiffView {
