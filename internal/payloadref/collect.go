@@ -81,6 +81,11 @@ type CollectStats struct {
 // writer whose cached location was removed meanwhile gets ErrStale at Commit and writes the
 // object again.
 //
+// A manifest that stays is a root: what it names is never removed while a writer can find it.
+// That covers a dead manifest kept as recent (KeptRecent), one left in a pack that is not
+// rewritten, one not droppable yet, and every manifest still in the staging area (see decide
+// and stagedManifests; CollectStats.KeptChildren counts what they kept).
+//
 // Collect needs the pack layout's index (NewStore with Dir; CollectOnly suffices) for the
 // last-referenced times; on a single-object store only single objects older than Grace are swept.
 // Packs still staged (not uploaded) are not swept: call Flush in the writing process first when
