@@ -53,6 +53,7 @@ var funcs = template.FuncMap{
 		return m
 	},
 	"pretty":  pretty,
+	"list":    func(xs ...string) []string { return xs },
 	"request": diff.FormatRequest,
 }
 
@@ -334,7 +335,9 @@ type runView struct {
 	Tokens   genai.Usage
 	Errors   int
 	Marks    []Mark
-	Timeline string // JSON: {trace, total, dur, rows (first page), marks}
+	Timeline string            // JSON: {trace, total, dur, rows (first page), marks}
+	Counts   map[string]int    // rows of each filter kind (find.go)
+	First    map[string]string // span id of the first row of each filter kind
 	Panel    *panelView
 	NoSpans  bool
 }
@@ -359,6 +362,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
 	v.Tokens = genai.Usage{Input: c.view.Totals.InputTokens, Output: c.view.Totals.OutputTokens}
 	v.Errors = int(c.view.Totals.Errors)
+	v.Counts, v.First = c.kindCounts(), map[string]string{}
+	for _, k := range findKinds {
+		v.First[k] = c.firstOf(k)
+	}
 	sel := -1
 	if id := r.URL.Query().Get("span"); id != "" {
 		i, ok := c.byID[strings.ToLower(id)]
