@@ -164,7 +164,7 @@ func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error
 	return c, nil
 }
 
-// arrange orders the run (DESIGN.md "Order") and computes its rows, marks and totals.
+// arrange orders the run (docs/architecture.md "Order") and computes its rows, marks and totals.
 func arrange(run *store.Run) *cachedRun {
 	c := &cachedRun{run: run, byID: map[string]int{}, logsBy: map[string][]plog.LogRecord{}, rehydrated: map[int]bool{}}
 	_, c.nodes = store.Order(run.Traces, nil)
