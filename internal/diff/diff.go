@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runview"
 )
 
 // SchemaVersion is the version of the JSON of a Result (README.md). It changes only when a field
@@ -37,13 +37,15 @@ const (
 	FieldOutput             = "output"
 	FieldFinishReason       = "finish_reason"
 	FieldError              = "error"
+	FieldRequestParameters  = "request_parameters" // temperature, top_p, max tokens, tool choice... (Step.Request)
+	FieldRequestModel       = "request_model"      // the model asked for (gen_ai.request.model, or the body sent)
 	FieldModel              = "model"
 	FieldOnlyInA            = "only_in_a" // a step of A has no counterpart in B
 	FieldOnlyInB            = "only_in_b"
 )
 
-var fieldOrder = []string{FieldInputMessages, FieldSystemInstructions, FieldToolDefinitions, FieldToolArguments,
-	FieldToolResult, FieldToolChosen, FieldOutput, FieldFinishReason, FieldError, FieldModel}
+var fieldOrder = []string{FieldInputMessages, FieldSystemInstructions, FieldToolDefinitions, FieldRequestParameters, FieldToolArguments,
+	FieldToolResult, FieldToolChosen, FieldOutput, FieldFinishReason, FieldError, FieldRequestModel, FieldModel}
 
 // Pair operations.
 const (
@@ -69,7 +71,10 @@ type Result struct {
 	A             RunInfo `json:"a"`
 	B             RunInfo `json:"b"`
 	Step          int     `json:"step,omitempty"` // Options.Step
-	Identical     bool    `json:"identical"`
+	// Changes are the recorded changes of a rerun (runagain.rerun.changes) when one run is a
+	// rerun of the other: what was changed on purpose, shown before any difference.
+	Changes   []string `json:"changes,omitempty"`
+	Identical bool     `json:"identical"`
 	// Notes say what the comparison could not see (a run from the warm tier keeps no payloads).
 	Notes  []string         `json:"notes,omitempty"`
 	First  *FirstDifference `json:"first_difference"` // null when Identical
@@ -82,6 +87,7 @@ type RunInfo struct {
 	TraceID string `json:"trace_id"`
 	Tier    string `json:"tier,omitempty"`
 	Steps   int    `json:"steps"`
+	Rerun   *Rerun `json:"rerun,omitempty"` // the run is a rerun: of which run, with which changes
 }
 
 // Step is one step of a run.
@@ -102,8 +108,11 @@ type Step struct {
 	Unpriced       bool     `json:"unpriced,omitempty"`
 	DurationMS     float64  `json:"duration_ms"`
 	MessagesSource string   `json:"messages_source,omitempty"`
-	Derived        bool     `json:"derived,omitempty"`        // read from a recorded HTTP exchange (runagain.genai.derived)
-	MessagesError  string   `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
+	// Request is what an LLM call asked for (request.go: model, temperature, top_p, max_tokens,
+	// tool_choice, tools, system_instructions and any other gen_ai.request.* by its name).
+	Request       map[string]string `json:"request,omitempty"`
+	Derived       bool              `json:"derived,omitempty"`        // read from a recorded HTTP exchange (runagain.genai.derived)
+	MessagesError string            `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
 }
 
 // Pair is one entry of the alignment.
@@ -203,14 +212,15 @@ type FirstDifference struct {
 	Text   string   `json:"text"`   // one line for a person
 }
 
-// Runs compares run a with run b. Offloaded payloads must already be rehydrated (a remaining
+// Runs compares run a with run b, read by the read model (runview.Build: the steps, counts and
+// costs every other view shows). Offloaded payloads must already be rehydrated (a remaining
 // reference to messages is an error naming the span). Runs from the warm or cold tier compare
 // what they keep (no messages).
-func Runs(a, b *store.Run, opts Options) (*Result, error) {
+func Runs(a, b *runview.View, opts Options) (*Result, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("diff: nil run")
 	}
-	for _, r := range []*store.Run{a, b} {
+	for _, r := range []*runview.View{a, b} {
 		if r.Tier == "cold" {
 			return nil, fmt.Errorf("run %s is only in the cold tier (its session's summary): it has no steps to compare", r.TraceID)
 		}
@@ -229,14 +239,21 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 	}
 	r := &Result{SchemaVersion: SchemaVersion, Step: opts.Step, Pairs: []Pair{},
 		A: RunInfo{TraceID: a.TraceID, Tier: a.Tier, Steps: len(sa)},
-		B: RunInfo{TraceID: b.TraceID, Tier: b.Tier, Steps: len(sb)}}
+		B: RunInfo{TraceID: b.TraceID, Tier: b.Tier, Steps: len(sb), Rerun: runRerun(b)}}
+	r.A.Rerun = runRerun(a)
+	switch {
+	case r.B.Rerun != nil && (r.B.Rerun.OriginalTraceID == a.TraceID || r.A.Rerun == nil):
+		r.Changes = r.B.Rerun.Changes
+	case r.A.Rerun != nil:
+		r.Changes = r.A.Rerun.Changes
+	}
 	r.Totals = Totals{
 		Steps: idelta(ta.steps, tb.steps), LLMCalls: idelta(ta.llm, tb.llm), ToolCalls: idelta(ta.tools, tb.tools),
 		InputTokens: idelta(ta.inputTokens, tb.inputTokens), OutputTokens: idelta(ta.outputTokens, tb.outputTokens),
 		CostUSD: fdelta(ta.cost, tb.cost), Unpriced: idelta(ta.unpriced, tb.unpriced), DurationMS: fdelta(ta.durationMS, tb.durationMS),
 		Errors: idelta(ta.errors, tb.errors), Alerts: idelta(ta.alerts, tb.alerts),
 	}
-	for i, run := range []*store.Run{a, b} {
+	for i, run := range []*runview.View{a, b} {
 		if run.Tier == "warm" {
 			r.Notes = append(r.Notes, fmt.Sprintf("run %s (%s) is from the warm tier: step summaries only; messages, tool arguments and results are not compared",
 				[]string{"a", "b"}[i], run.TraceID))
@@ -363,8 +380,8 @@ func describe(s *Step) string {
 	if s.Name != "" {
 		parts = append(parts, s.Name)
 	}
-	if s.Model != "" {
-		parts = append(parts, s.Model)
+	if m := modelLabel(s); m != "" {
+		parts = append(parts, m)
 	}
 	return strings.Join(parts, " ")
 }
