@@ -31,6 +31,7 @@ func comparePair(x, y *step, full bool) Pair {
 		if canonical(ca.ToolDefinitions) != canonical(cb.ToolDefinitions) {
 			add(Difference{Field: FieldToolDefinitions, Summary: "tool definitions differ"})
 		}
+		compareRequests(a.Request, b.Request, a.Model, b.Model, add)
 		callsA, callsB := toolCalls(ca.Output), toolCalls(cb.Output)
 		namesA, namesB := callNames(callsA), callNames(callsB)
 		if namesA != namesB {

@@ -37,13 +37,15 @@ const (
 	FieldOutput             = "output"
 	FieldFinishReason       = "finish_reason"
 	FieldError              = "error"
+	FieldRequestParameters  = "request_parameters" // temperature, top_p, max tokens, tool choice... (Step.Request)
+	FieldRequestModel       = "request_model"      // the model asked for (gen_ai.request.model, or the body sent)
 	FieldModel              = "model"
 	FieldOnlyInA            = "only_in_a" // a step of A has no counterpart in B
 	FieldOnlyInB            = "only_in_b"
 )
 
-var fieldOrder = []string{FieldInputMessages, FieldSystemInstructions, FieldToolDefinitions, FieldToolArguments,
-	FieldToolResult, FieldToolChosen, FieldOutput, FieldFinishReason, FieldError, FieldModel}
+var fieldOrder = []string{FieldInputMessages, FieldSystemInstructions, FieldToolDefinitions, FieldRequestParameters, FieldToolArguments,
+	FieldToolResult, FieldToolChosen, FieldOutput, FieldFinishReason, FieldError, FieldRequestModel, FieldModel}
 
 // Pair operations.
 const (
@@ -69,7 +71,10 @@ type Result struct {
 	A             RunInfo `json:"a"`
 	B             RunInfo `json:"b"`
 	Step          int     `json:"step,omitempty"` // Options.Step
-	Identical     bool    `json:"identical"`
+	// Changes are the recorded changes of a rerun (runagain.rerun.changes) when one run is a
+	// rerun of the other: what was changed on purpose, shown before any difference.
+	Changes   []string `json:"changes,omitempty"`
+	Identical bool     `json:"identical"`
 	// Notes say what the comparison could not see (a run from the warm tier keeps no payloads).
 	Notes  []string         `json:"notes,omitempty"`
 	First  *FirstDifference `json:"first_difference"` // null when Identical
@@ -82,6 +87,7 @@ type RunInfo struct {
 	TraceID string `json:"trace_id"`
 	Tier    string `json:"tier,omitempty"`
 	Steps   int    `json:"steps"`
+	Rerun   *Rerun `json:"rerun,omitempty"` // the run is a rerun: of which run, with which changes
 }
 
 // Step is one step of a run.
@@ -102,8 +108,11 @@ type Step struct {
 	Unpriced       bool     `json:"unpriced,omitempty"`
 	DurationMS     float64  `json:"duration_ms"`
 	MessagesSource string   `json:"messages_source,omitempty"`
-	Derived        bool     `json:"derived,omitempty"`        // read from a recorded HTTP exchange (runagain.genai.derived)
-	MessagesError  string   `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
+	// Request is what an LLM call asked for (request.go: model, temperature, top_p, max_tokens,
+	// tool_choice, tools, system_instructions and any other gen_ai.request.* by its name).
+	Request       map[string]string `json:"request,omitempty"`
+	Derived       bool              `json:"derived,omitempty"`        // read from a recorded HTTP exchange (runagain.genai.derived)
+	MessagesError string            `json:"messages_error,omitempty"` // the messages could not all be read (a malformed or unresolved payload)
 }
 
 // Pair is one entry of the alignment.
@@ -229,7 +238,14 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 	}
 	r := &Result{SchemaVersion: SchemaVersion, Step: opts.Step, Pairs: []Pair{},
 		A: RunInfo{TraceID: a.TraceID, Tier: a.Tier, Steps: len(sa)},
-		B: RunInfo{TraceID: b.TraceID, Tier: b.Tier, Steps: len(sb)}}
+		B: RunInfo{TraceID: b.TraceID, Tier: b.Tier, Steps: len(sb), Rerun: runRerun(b)}}
+	r.A.Rerun = runRerun(a)
+	switch {
+	case r.B.Rerun != nil && (r.B.Rerun.OriginalTraceID == a.TraceID || r.A.Rerun == nil):
+		r.Changes = r.B.Rerun.Changes
+	case r.A.Rerun != nil:
+		r.Changes = r.A.Rerun.Changes
+	}
 	r.Totals = Totals{
 		Steps: idelta(ta.steps, tb.steps), LLMCalls: idelta(ta.llm, tb.llm), ToolCalls: idelta(ta.tools, tb.tools),
 		InputTokens: idelta(ta.inputTokens, tb.inputTokens), OutputTokens: idelta(ta.outputTokens, tb.outputTokens),
@@ -363,8 +379,8 @@ func describe(s *Step) string {
 	if s.Name != "" {
 		parts = append(parts, s.Name)
 	}
-	if s.Model != "" {
-		parts = append(parts, s.Model)
+	if m := modelLabel(s); m != "" {
+		parts = append(parts, m)
 	}
 	return strings.Join(parts, " ")
 }

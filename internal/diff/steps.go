@@ -42,6 +42,7 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 	st.alerts = countAlerts(run.Logs)
 	inside := map[pcommon.SpanID]bool{} // span is an LLM/tool step or below one
 	var out []*step
+	bySpan := map[pcommon.SpanID]*step{} // LLM steps, for the request their recorded exchange sent
 	llm := 0
 	var first, last pcommon.Timestamp
 	for _, n := range flat {
@@ -57,6 +58,9 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 		}
 		under := inside[sp.ParentSpanID()]
 		isFixture := fixture.IsFixture(sp) && !under
+		if ps := bySpan[sp.ParentSpanID()]; ps != nil && under && fixture.IsFixture(sp) {
+			ps.Request = mergeRequest(ps.Request, wireRequest(sp))
+		}
 		var ex *fixture.Exchange
 		if isFixture {
 			var err error
@@ -93,6 +97,11 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 			s.CostUSD = round(s.CostUSD)
 			s.FinishReasons = genai.FinishReasons(a)
 			s.MessagesSource = string(cm.InputSource)
+			s.Request = requestOf(a, &cm)
+			if isFixture {
+				s.Request = mergeRequest(s.Request, wireRequest(sp))
+			}
+			bySpan[sp.SpanID()] = s
 		case kind == genai.KindTool:
 			s = newStep(sp, KindTool)
 			s.Operation = str(a, genai.AttrOperationName)

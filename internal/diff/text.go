@@ -30,6 +30,9 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	if r.Step > 0 {
 		p.line("", "comparing LLM call %d of each run: what the model saw and what it answered", r.Step)
 	}
+	if r.Changes != nil {
+		p.line(cBold, "%s", ChangesLine(r))
+	}
 	for _, n := range r.Notes {
 		p.line(cBold, "note: %s", n)
 	}
@@ -138,6 +141,10 @@ func (p *printer) pair(pr Pair, full bool) {
 	}
 	for _, d := range pr.Differences {
 		p.line("", "  %s: %s", d.Field, d.Summary)
+	}
+	if pr.A.Kind == KindLLM && pr.B.Kind == KindLLM && requestsDiffer(pr.A.Request, pr.B.Request) {
+		p.line(cRed, "  request a: %s", orNone(FormatRequest(pr.A.Request)))
+		p.line(cGreen, "  request b: %s", orNone(FormatRequest(pr.B.Request)))
 	}
 	for i, st := range []*Step{pr.A, pr.B} {
 		if st != nil && st.MessagesError != "" {

@@ -1,12 +1,9 @@
 package genai
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -47,29 +44,24 @@ type Source string
 
 // Sources, in the order LLMCallMessages tries them (DESIGN.md "The messages of an LLM call").
 const (
-	SourceAttributes    Source = "attributes"    // gen_ai.input.messages / gen_ai.output.messages (semconv >= 1.37)
-	SourceSpanEvents    Source = "span_events"   // span events gen_ai.{system,user,assistant,tool}.message, gen_ai.choice
-	SourceLogRecords    Source = "log_records"   // log records with those event names (official OpenAI instrumentations)
-	SourceOpenInference Source = "openinference" // llm.input_messages.N.* / llm.output_messages.N.*
-	SourceVercelAI      Source = "vercel_ai"     // ai.prompt.messages / ai.prompt, ai.response.text / ai.response.toolCalls
-	SourceOpenLLMetry   Source = "openllmetry"   // gen_ai.prompt.N.* / gen_ai.completion.N.*
+	SourceAttributes    Source = "attributes"           // gen_ai.input.messages / gen_ai.output.messages (semconv >= 1.37)
+	SourceSpanEvents    Source = "span_events"          // span events gen_ai.{system,user,assistant,tool}.message, gen_ai.choice
+	SourceLogRecords    Source = "log_records"          // log records with those event names (official OpenAI instrumentations)
+	SourceOpenInference Source = "openinference"        // llm.input_messages.N.* / llm.output_messages.N.*
+	SourceVercelAI      Source = "vercel_ai"            // ai.prompt.messages / ai.prompt, ai.response.text / ai.response.toolCalls
+	SourceOpenLLMetry   Source = "openllmetry"          // gen_ai.prompt.N.* / gen_ai.completion.N.*
+	SourceEventsAttr    Source = "events_attribute"     // attribute "events": gen_ai.* event bodies as JSON (Pydantic AI <= 0.2)
+	SourcePydanticAI    Source = "pydantic_ai"          // pydantic_ai.all_messages / final_result (agent run spans)
+	SourceOIValues      Source = "openinference_values" // input.value / output.value: provider bodies or text
+	SourceLangfuse      Source = "langfuse"             // langfuse.observation.input / .output
 )
 
 // Describe says in words where messages of this source were read from, for views.
 func (s Source) Describe() string {
-	switch s {
-	case SourceAttributes:
-		return "recorded attributes gen_ai.input.messages / gen_ai.output.messages"
-	case SourceSpanEvents:
-		return "reconstructed from span events (gen_ai.* events)"
-	case SourceLogRecords:
-		return "reconstructed from log records (gen_ai.* events)"
-	case SourceOpenInference:
-		return "reconstructed from OpenInference attributes llm.input_messages.* / llm.output_messages.*"
-	case SourceVercelAI:
-		return "reconstructed from Vercel AI SDK attributes ai.prompt.messages / ai.response.*"
-	case SourceOpenLLMetry:
-		return "reconstructed from OpenLLMetry attributes gen_ai.prompt.N.* / gen_ai.completion.N.*"
+	for _, d := range dialects {
+		if d.source == s {
+			return d.describe
+		}
 	}
 	return string(s)
 }
@@ -83,6 +75,26 @@ type CallMessages struct {
 	InputSource        Source    `json:"input_source,omitempty"`
 	OutputSource       Source    `json:"output_source,omitempty"`
 	Derived            bool      `json:"derived,omitempty"` // runagain.genai.derived: read from a recorded HTTP exchange
+	// Unread names, for a side no form was read for, the attribute that holds its content in a
+	// form runagain does not read: views say so and show that attribute as recorded.
+	Unread []Unread `json:"unread,omitempty"`
+}
+
+// Unread is content a span holds that no dialect reads.
+type Unread struct {
+	Side      string `json:"side"`      // "input" or "output"
+	Attribute string `json:"attribute"` // the attribute holding it, as recorded
+	Reason    string `json:"reason"`    // why it was not read
+}
+
+// UnreadAttr returns the attribute named for side ("input" or "output") in cm.Unread, "" if none.
+func (cm CallMessages) UnreadAttr(side string) string {
+	for _, u := range cm.Unread {
+		if u.Side == side {
+			return u.Attribute
+		}
+	}
+	return ""
 }
 
 // Attribute and event names read by LLMCallMessages that are not in genai.go.
@@ -108,6 +120,13 @@ const (
 	AttrVercelToolCalls      = "ai.response.toolCalls"
 	AttrVercelReasoning      = "ai.response.reasoning"
 	AttrVercelFinishReason   = "ai.response.finishReason"
+
+	AttrOpenInferenceOutputValue = "output.value"               // OpenInference: the call's output as text or JSON
+	AttrPydanticAllMessages      = "pydantic_ai.all_messages"   // Pydantic AI (logfire): the run's messages
+	AttrLangfuseInput            = "langfuse.observation.input" // Langfuse SDK attributes (also what its importer keeps)
+	AttrLangfuseOutput           = "langfuse.observation.output"
+	AttrTraceloopInput           = "traceloop.entity.input" // OpenLLMetry workflow/task spans
+	AttrTraceloopOutput          = "traceloop.entity.output"
 )
 
 // eventRoles maps the message event names (semconv gen-ai-events.md, v1.28-1.36) to roles.
@@ -126,8 +145,41 @@ var messageRefKeys = []string{
 	AttrLegacyPrompt, AttrLegacyCompletion, AttrEventContent,
 }
 
+// call is what a dialect reader reads: one LLM span, the log records pointing at it, and the
+// messages read so far (readers fill system instructions and tool definitions when unset).
+type call struct {
+	span  ptrace.Span
+	attrs pcommon.Map
+	logs  []plog.LogRecord
+	cm    *CallMessages
+}
+
+// dialect is one form an LLM call's messages are recorded in. read returns the input and output
+// messages it finds, nil for a side this form is absent from (an empty, non-nil list: the form
+// is there and holds no message); an error names the attribute, event or record that could not
+// be read.
+type dialect struct {
+	source   Source
+	describe string
+	read     func(c *call) (in, out []Message, err error)
+}
+
+// dialects are the forms LLMCallMessages tries, in order; each lives in its own dialect_*.go.
+var dialects = []dialect{
+	{SourceAttributes, "recorded attributes gen_ai.input.messages / gen_ai.output.messages", fromSpanAttrs},
+	{SourceSpanEvents, "reconstructed from span events (gen_ai.* events)", fromSpanEvents},
+	{SourceLogRecords, "reconstructed from log records (gen_ai.* events)", fromLogRecords},
+	{SourceOpenInference, "reconstructed from OpenInference attributes llm.input_messages.* / llm.output_messages.*", fromOpenInference},
+	{SourceVercelAI, "reconstructed from Vercel AI SDK attributes ai.prompt.messages / ai.response.*", fromVercel},
+	{SourceOpenLLMetry, "reconstructed from OpenLLMetry attributes gen_ai.prompt.N.* / gen_ai.completion.N.*", fromOpenLLMetry},
+	{SourceEventsAttr, "reconstructed from the attribute events (gen_ai.* event bodies, Pydantic AI)", fromEventsAttr},
+	{SourcePydanticAI, "reconstructed from Pydantic AI attributes pydantic_ai.all_messages / final_result", fromPydanticAllMessages},
+	{SourceOIValues, "reconstructed from OpenInference attributes input.value / output.value (request and response bodies)", fromOpenInferenceValues},
+	{SourceLangfuse, "reconstructed from Langfuse attributes langfuse.observation.input / .output", fromLangfuseFields},
+}
+
 // LLMCallMessages builds the messages of one LLM span from whichever form its client used, trying
-// in order (input and output independently, the first form present wins):
+// the dialects in order (input and output independently, the first form present wins):
 //
 //  1. attributes gen_ai.input.messages, gen_ai.output.messages, gen_ai.system_instructions,
 //     gen_ai.tool.definitions (semconv >= 1.37; a JSON string or a structured value);
@@ -139,7 +191,15 @@ var messageRefKeys = []string{
 //     opentelemetry-instrumentation-openai-v2) send these;
 //  4. OpenInference llm.input_messages.N.* / llm.output_messages.N.* (tools llm.tools.N.tool.json_schema);
 //  5. Vercel AI SDK ai.prompt.messages (or ai.prompt), ai.response.text / toolCalls / finishReason;
-//  6. OpenLLMetry gen_ai.prompt.N.* / gen_ai.completion.N.* (tools llm.request.functions.N.*).
+//  6. OpenLLMetry gen_ai.prompt.N.* / gen_ai.completion.N.* (tools llm.request.functions.N.*);
+//  7. the attribute events of Pydantic AI <= 0.2 (gen_ai.* event bodies as one JSON array);
+//  8. Pydantic AI pydantic_ai.all_messages / final_result (agent run spans);
+//  9. OpenInference input.value / output.value without llm.*_messages: provider request and
+//     response bodies (OpenAI, Anthropic, Gemini, Responses API) or plain text;
+//  10. Langfuse langfuse.observation.input / .output (Langfuse SDKs; Langfuse exports' own fields).
+//
+// A side no form could be read for, while the span holds content in an attribute runagain
+// does not read, is named in Unread.
 //
 // Older message shapes (OpenAI chat: content string or parts array, tool_calls, tool_call_id) are
 // converted to the semconv parts model: a tool message becomes a tool_call_response part, tool
@@ -153,129 +213,26 @@ var messageRefKeys = []string{
 // Derived is set when the span has runagain.genai.derived = true.
 func LLMCallMessages(span ptrace.Span, logs []plog.LogRecord) (CallMessages, error) {
 	cm := CallMessages{Input: []Message{}, Output: []Message{}}
-	attrs := span.Attributes()
+	c := &call{span: span, attrs: span.Attributes(), logs: logs, cm: &cm}
 	var errs []error
-	if v, ok := attrs.Get(AttrDerived); ok && v.Type() == pcommon.ValueTypeBool {
+	if v, ok := c.attrs.Get(AttrDerived); ok && v.Type() == pcommon.ValueTypeBool {
 		cm.Derived = v.Bool()
 	}
-	if err := unresolvedRef("span attribute", attrs); err != nil {
+	if err := unresolvedRef("span attribute", c.attrs); err != nil {
 		errs = append(errs, err)
 	}
-
-	// 1. semconv attributes.
-	in, out, err := fromSemconvAttrs(&cm, attrs, "attribute ")
-	errs = append(errs, err)
-	cm.setInput(in, SourceAttributes)
-	cm.setOutput(out, SourceAttributes)
-
-	// 2. span events.
-	if cm.InputSource == "" || cm.OutputSource == "" {
-		var evIn []Message
-		var evOut []indexed
-		var haveIn, haveOut bool
-		for i := 0; i < span.Events().Len(); i++ {
-			ev := span.Events().At(i)
-			where := fmt.Sprintf("span event %d (%s)", i, ev.Name())
-			if err := unresolvedRef(where, ev.Attributes()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			body, err := eventBody(ev.Attributes(), where)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			i2, o2, hi, ho, err := fromEvent(&cm, ev.Name(), body, ev.Attributes(), where)
-			errs = append(errs, err)
-			evIn = append(evIn, i2...)
-			for _, o := range o2 {
-				evOut = append(evOut, indexed{choiceIndex(body), o})
-			}
-			haveIn, haveOut = haveIn || hi, haveOut || ho
+	for _, d := range dialects {
+		if cm.InputSource != "" && cm.OutputSource != "" {
+			break
 		}
-		if haveIn {
-			cm.setInput(evIn, SourceSpanEvents)
-		}
-		if haveOut {
-			cm.setOutput(sortChoices(evOut), SourceSpanEvents)
-		}
-	}
-
-	// 3. log records.
-	if (cm.InputSource == "" || cm.OutputSource == "") && len(logs) > 0 {
-		var lIn []Message
-		var lOut []indexed
-		var haveIn, haveOut bool
-		for i, lr := range logs {
-			name := lr.EventName()
-			if name == "" {
-				if v, ok := lr.Attributes().Get(AttrEventName); ok {
-					name = v.AsString()
-				}
-			}
-			where := fmt.Sprintf("log record %d (%s)", i, name)
-			if err := unresolvedRef(where+" attribute", lr.Attributes()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			var body any
-			switch lr.Body().Type() {
-			case pcommon.ValueTypeMap:
-				if err := unresolvedRef(where+" body", lr.Body().Map()); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				body = lr.Body().Map().AsRaw()
-			case pcommon.ValueTypeStr:
-				s := lr.Body().Str()
-				if strings.TrimSpace(s) != "" {
-					v, err := decodeJSON(s)
-					if err != nil {
-						if _, known := eventRoles[name]; known || name == EventChoice {
-							errs = append(errs, fmt.Errorf("%s body: %w", where, err))
-						}
-						continue
-					}
-					body = v
-				}
-			case pcommon.ValueTypeEmpty:
-			default:
-				body = lr.Body().AsRaw()
-			}
-			i2, o2, hi, ho, err := fromEvent(&cm, name, body, lr.Attributes(), where)
-			errs = append(errs, err)
-			lIn = append(lIn, i2...)
-			for _, o := range o2 {
-				lOut = append(lOut, indexed{choiceIndex(body), o})
-			}
-			haveIn, haveOut = haveIn || hi, haveOut || ho
-		}
-		if haveIn {
-			cm.setInput(lIn, SourceLogRecords)
-		}
-		if haveOut {
-			cm.setOutput(sortChoices(lOut), SourceLogRecords)
-		}
-	}
-
-	// 4-6. flattened and vendor attribute dialects.
-	if cm.InputSource == "" || cm.OutputSource == "" {
-		in, out := fromOpenInference(&cm, attrs)
-		cm.setInput(in, SourceOpenInference)
-		cm.setOutput(out, SourceOpenInference)
-	}
-	if cm.InputSource == "" || cm.OutputSource == "" {
-		in, out, err := fromVercel(&cm, attrs)
+		in, out, err := d.read(c)
 		errs = append(errs, err)
-		cm.setInput(in, SourceVercelAI)
-		cm.setOutput(out, SourceVercelAI)
+		cm.setInput(in, d.source)
+		cm.setOutput(out, d.source)
 	}
-	if cm.InputSource == "" || cm.OutputSource == "" {
-		in, out := fromOpenLLMetry(&cm, attrs)
-		cm.setInput(in, SourceOpenLLMetry)
-		cm.setOutput(out, SourceOpenLLMetry)
-	}
-	return cm, errors.Join(errs...)
+	err := errors.Join(errs...)
+	cm.Unread = unread(c, err)
+	return cm, err
 }
 
 // setInput takes msgs as the input when none was found yet (nil msgs: this form is absent).
@@ -335,781 +292,43 @@ func isMessageKey(k string) bool {
 	return false
 }
 
-// fromSemconvAttrs reads the semconv message attributes of m (a span's or an event's attributes).
-// System instructions and tool definitions are set on cm when not set yet. nil means absent.
-func fromSemconvAttrs(cm *CallMessages, m pcommon.Map, where string) (in, out []Message, err error) {
-	var errs []error
-	if cm.SystemInstructions == nil {
-		if v, ok := m.Get(AttrSystemInstructions); ok {
-			raw, err := valueJSON(v)
-			switch {
-			case err == nil:
-				cm.SystemInstructions = partsFrom(raw)
-			case v.Type() == pcommon.ValueTypeStr:
-				// @opentelemetry/instrumentation-openai (Responses API) records the instructions
-				// as plain text, not the JSON parts array of the conventions: one text part.
-				cm.SystemInstructions = []Part{{Type: "text", Content: v.Str()}}
-			default:
-				errs = append(errs, fmt.Errorf("%s%s: %w", where, AttrSystemInstructions, err))
-			}
+// contentKeys are attributes that hold a call's input or output in some form, in the order they
+// are named when no dialect could read the side: the dialects' own keys (present but not
+// readable: invalid JSON, an unexpected shape) and the content attributes of other tools.
+var contentKeys = map[string][]string{
+	"input": {AttrInputMessages, AttrVercelPromptMessages, AttrVercelPrompt, AttrLegacyPrompt,
+		AttrOpenInferenceInputValue, AttrPydanticAllMessages, AttrLangfuseInput, AttrTraceloopInput},
+	"output": {AttrOutputMessages, AttrVercelResponseText, AttrVercelToolCalls, AttrLegacyCompletion,
+		AttrOpenInferenceOutputValue, AttrPydanticAllMessages, AttrLangfuseOutput, AttrTraceloopOutput},
+}
+
+// unread names, for each side without a source, the first content attribute the span holds.
+func unread(c *call, err error) []Unread {
+	var out []Unread
+	for _, side := range []struct {
+		name string
+		src  Source
+	}{{"input", c.cm.InputSource}, {"output", c.cm.OutputSource}} {
+		if side.src != "" {
+			continue
 		}
-	}
-	if cm.ToolDefinitions == nil {
-		if v, ok := m.Get(AttrToolDefinitions); ok {
-			raw, err := valueJSON(v)
+		for _, k := range contentKeys[side.name] {
+			v, ok := c.attrs.Get(k)
+			if !ok || v.AsString() == "" {
+				continue
+			}
+			reason := "no known message form"
 			if err != nil {
-				cm.ToolDefinitions = v.AsString() // kept as sent
-			} else {
-				cm.ToolDefinitions = raw
-			}
-		}
-	}
-	if v, ok := m.Get(AttrInputMessages); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s%s: %w", where, AttrInputMessages, err))
-		} else {
-			in = messagesFrom(raw, "user")
-		}
-	}
-	if v, ok := m.Get(AttrOutputMessages); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s%s: %w", where, AttrOutputMessages, err))
-		} else {
-			out = messagesFrom(raw, "assistant")
-		}
-	}
-	return in, out, errors.Join(errs...)
-}
-
-// eventBody returns the body of a span event: its gen_ai.event.content JSON if present, else its
-// attributes as a map.
-func eventBody(attrs pcommon.Map, where string) (any, error) {
-	if v, ok := attrs.Get(AttrEventContent); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", where, AttrEventContent, err)
-		}
-		return raw, nil
-	}
-	return attrs.AsRaw(), nil
-}
-
-// fromEvent reads one message event (span event or log record). hasIn/hasOut tell whether the
-// event is a message form at all (an event with an empty body still counts: the client chose
-// this form).
-func fromEvent(cm *CallMessages, name string, body any, attrs pcommon.Map, where string) (in, out []Message, hasIn, hasOut bool, err error) {
-	if role, ok := eventRoles[name]; ok {
-		m, _ := body.(map[string]any)
-		if m == nil {
-			m = map[string]any{}
-			if s, ok := body.(string); ok {
-				m["content"] = s
-			}
-		}
-		return []Message{messageFromMap(m, role)}, nil, true, false, nil
-	}
-	switch name {
-	case EventChoice:
-		m, _ := body.(map[string]any)
-		if m == nil {
-			m = map[string]any{}
-		}
-		msg := map[string]any{}
-		if mm, ok := m["message"].(map[string]any); ok {
-			msg = mm
-		}
-		out := messageFromMap(msg, "assistant")
-		if fr, ok := m["finish_reason"].(string); ok {
-			out.FinishReason = fr
-		}
-		return nil, []Message{out}, false, true, nil
-	case EventInferenceDetails:
-		i, o, err := fromSemconvAttrs(cm, attrs, where+" attribute ")
-		return i, o, i != nil, o != nil, err
-	case EventLegacyPrompt, EventLegacyCompletion:
-		key := AttrLegacyPrompt
-		def := "user"
-		if name == EventLegacyCompletion {
-			key, def = AttrLegacyCompletion, "assistant"
-		}
-		v, ok := attrs.Get(key)
-		if !ok {
-			return nil, nil, false, false, nil
-		}
-		raw, err := valueJSON(v)
-		if err != nil {
-			return nil, nil, false, false, fmt.Errorf("%s %s: %w", where, key, err)
-		}
-		msgs := messagesFrom(raw, def)
-		if name == EventLegacyPrompt {
-			return msgs, nil, true, false, nil
-		}
-		return nil, msgs, false, true, nil
-	}
-	return nil, nil, false, false, nil
-}
-
-// choiceIndex returns the index of a gen_ai.choice body, -1 if none.
-func choiceIndex(body any) int {
-	if m, ok := body.(map[string]any); ok {
-		if n, ok := toInt(m["index"]); ok {
-			return n
-		}
-	}
-	return -1
-}
-
-// indexed is an output message with its choice index, for ordering choices.
-type indexed struct {
-	idx int
-	msg Message
-}
-
-// sortChoices orders choices by their index when every choice has one, else keeps their order.
-func sortChoices(cs []indexed) []Message {
-	all := true
-	for _, c := range cs {
-		all = all && c.idx >= 0
-	}
-	if all {
-		sort.SliceStable(cs, func(i, j int) bool { return cs[i].idx < cs[j].idx })
-	}
-	out := make([]Message, len(cs))
-	for i, c := range cs {
-		out[i] = c.msg
-	}
-	return out
-}
-
-// messagesFrom converts a decoded JSON value (an array of messages, or one message) to messages.
-func messagesFrom(raw any, defaultRole string) []Message {
-	out := []Message{}
-	switch x := raw.(type) {
-	case []any:
-		for _, e := range x {
-			if m, ok := e.(map[string]any); ok {
-				out = append(out, messageFromMap(m, defaultRole))
-			} else if s, ok := e.(string); ok {
-				out = append(out, Message{Role: defaultRole, Parts: []Part{{Type: "text", Content: s}}})
-			}
-		}
-	case map[string]any:
-		out = append(out, messageFromMap(x, defaultRole))
-	case string:
-		out = append(out, Message{Role: defaultRole, Parts: []Part{{Type: "text", Content: x}}})
-	}
-	return out
-}
-
-// partsFrom converts a decoded JSON value (an array of parts, a string, or one part) to parts.
-func partsFrom(raw any) []Part {
-	out := []Part{}
-	switch x := raw.(type) {
-	case []any:
-		for _, e := range x {
-			switch p := e.(type) {
-			case map[string]any:
-				out = append(out, partFromMap(p))
-			case string:
-				out = append(out, Part{Type: "text", Content: p})
-			}
-		}
-	case map[string]any:
-		out = append(out, partFromMap(x))
-	case string:
-		out = append(out, Part{Type: "text", Content: x})
-	}
-	return out
-}
-
-// MessageFromOpenAI converts one message in either the semconv parts model or the OpenAI chat
-// completions shape ({role, content: string | [{type: "text", text}, ...], tool_calls: [{id,
-// function: {name, arguments}}], tool_call_id, name}) to a Message. defaultRole is used when the
-// map has no role (an event body: the event name gives the role).
-func MessageFromOpenAI(m map[string]any, defaultRole string) Message {
-	return messageFromMap(m, defaultRole)
-}
-
-func messageFromMap(m map[string]any, defaultRole string) Message {
-	msg := Message{Role: str(m["role"]), Name: str(m["name"]), Parts: []Part{}}
-	if msg.Role == "" {
-		msg.Role = defaultRole
-	}
-	msg.FinishReason = str(m["finish_reason"])
-	if parts, ok := m["parts"].([]any); ok {
-		msg.Parts = partsFrom(parts)
-		return msg
-	}
-	// OpenAI chat shape (also the event bodies of semconv 1.28-1.36).
-	if msg.Role == "tool" || msg.Role == "function" {
-		id := str(m["tool_call_id"])
-		if id == "" {
-			id = str(m["id"])
-		}
-		var resp any = contentText(m["content"])
-		if _, isStr := m["content"].(string); !isStr && m["content"] != nil {
-			if _, isArr := m["content"].([]any); !isArr {
-				resp = m["content"]
-			}
-		}
-		if m["content"] == nil {
-			resp = nil
-		}
-		msg.Parts = append(msg.Parts, Part{Type: "tool_call_response", ID: id, Response: resp})
-		return msg
-	}
-	switch c := m["content"].(type) {
-	case string:
-		msg.Parts = append(msg.Parts, Part{Type: "text", Content: c})
-	case []any:
-		for _, e := range c {
-			switch p := e.(type) {
-			case string:
-				msg.Parts = append(msg.Parts, Part{Type: "text", Content: p})
-			case map[string]any:
-				msg.Parts = append(msg.Parts, contentPart(p))
-			}
-		}
-	case map[string]any:
-		msg.Parts = append(msg.Parts, contentPart(c))
-	}
-	if r := str(m["reasoning_content"]); r != "" {
-		msg.Parts = append(msg.Parts, Part{Type: "reasoning", Content: r})
-	}
-	if tcs, ok := m["tool_calls"].([]any); ok {
-		for _, e := range tcs {
-			tc, ok := e.(map[string]any)
-			if !ok {
-				continue
-			}
-			p := Part{Type: "tool_call", ID: str(tc["id"]), Name: str(tc["name"])}
-			args, hasArgs := tc["arguments"]
-			if fn, ok := tc["function"].(map[string]any); ok {
-				if p.Name == "" {
-					p.Name = str(fn["name"])
-				}
-				if a, ok := fn["arguments"]; ok {
-					args, hasArgs = a, true
-				}
-			}
-			if hasArgs {
-				p.Arguments = JSONValue(args)
-			}
-			msg.Parts = append(msg.Parts, p)
-		}
-	}
-	if fc, ok := m["function_call"].(map[string]any); ok { // OpenAI legacy functions
-		msg.Parts = append(msg.Parts, Part{Type: "tool_call", Name: str(fc["name"]), Arguments: JSONValue(fc["arguments"])})
-	}
-	return msg
-}
-
-// contentPart converts one content part of the OpenAI, Anthropic or semconv shape.
-func contentPart(p map[string]any) Part {
-	t := str(p["type"])
-	switch t {
-	case "text", "input_text", "output_text":
-		if s, ok := p["text"].(string); ok {
-			return Part{Type: "text", Content: s}
-		}
-		return Part{Type: "text", Content: str(p["content"])}
-	case "refusal":
-		return Part{Type: "text", Content: str(p["refusal"])}
-	case "image_url":
-		if iu, ok := p["image_url"].(map[string]any); ok {
-			return Part{Type: "uri", Modality: "image", URI: str(iu["url"])}
-		}
-	case "tool_call", "tool_call_response", "reasoning", "blob", "uri", "file", "server_tool_call", "server_tool_call_response":
-		return partFromMap(p)
-	}
-	if _, ok := p["content"]; ok && t != "" {
-		return partFromMap(p)
-	}
-	// Unknown part: kept whole as JSON text under its own type, so nothing is lost.
-	b, _ := json.Marshal(p)
-	if t == "" {
-		t = "generic"
-	}
-	return Part{Type: t, Content: string(b)}
-}
-
-// partFromMap reads a part in the semconv shape.
-func partFromMap(p map[string]any) Part {
-	part := Part{Type: str(p["type"]), ID: str(p["id"]), Name: str(p["name"]),
-		Modality: str(p["modality"]), MimeType: str(p["mime_type"]), URI: str(p["uri"]), FileID: str(p["file_id"]),
-		Arguments: p["arguments"], Response: p["response"],
-		ServerToolCall: p["server_tool_call"], ServerToolCallResponse: p["server_tool_call_response"]}
-	switch c := p["content"].(type) {
-	case nil:
-	case string:
-		part.Content = c
-	default:
-		b, _ := json.Marshal(c)
-		part.Content = string(b)
-	}
-	if part.Type == "" {
-		part.Type = "generic"
-	}
-	return part
-}
-
-// contentText joins the text of an OpenAI content value (string or parts array).
-func contentText(c any) string {
-	switch x := c.(type) {
-	case string:
-		return x
-	case []any:
-		var b strings.Builder
-		for _, e := range x {
-			if p, ok := e.(map[string]any); ok {
-				if s, ok := p["text"].(string); ok {
-					b.WriteString(s)
-				}
-			} else if s, ok := e.(string); ok {
-				b.WriteString(s)
-			}
-		}
-		return b.String()
-	}
-	return ""
-}
-
-// JSONValue returns v decoded when it is a string holding a JSON object or array (tool call
-// arguments are sent as JSON text by OpenAI), else v unchanged.
-func JSONValue(v any) any {
-	s, ok := v.(string)
-	if !ok {
-		return v
-	}
-	t := strings.TrimSpace(s)
-	if t == "" || (t[0] != '{' && t[0] != '[') {
-		return s
-	}
-	d, err := decodeJSON(t)
-	if err != nil {
-		return s
-	}
-	return d
-}
-
-// decodeJSON decodes one JSON value, numbers as json.Number (exact).
-func decodeJSON(s string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("invalid JSON: data after the value")
-	}
-	return v, nil
-}
-
-// valueJSON returns an attribute value as decoded JSON: a string is parsed, a structured value
-// (map, slice) is taken as is.
-func valueJSON(v pcommon.Value) (any, error) {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return decodeJSON(v.Str())
-	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		return v.AsRaw(), nil
-	case pcommon.ValueTypeBytes:
-		return decodeJSON(string(v.Bytes().AsRaw()))
-	}
-	return nil, fmt.Errorf("want a JSON string, map or array, got %s", v.Type())
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case nil:
-		return ""
-	case bool, int64, float64, int:
-		return fmt.Sprint(x)
-	}
-	return ""
-}
-
-func firstStr(vs ...any) string {
-	for _, v := range vs {
-		if s := str(v); s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int64:
-		return int(x), true
-	case int:
-		return x, true
-	case float64:
-		return int(x), true
-	case json.Number:
-		n, err := strconv.Atoi(x.String())
-		return n, err == nil
-	case string:
-		n, err := strconv.Atoi(x)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-// --- flattened dialects ---------------------------------------------------------------------
-
-// flatTree collects the attributes under prefix into a tree: each dotted segment is a map key;
-// maps whose keys are all integers are read as arrays by listOf.
-func flatTree(attrs pcommon.Map, prefix string) map[string]any {
-	var root map[string]any
-	attrs.Range(func(k string, v pcommon.Value) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return true
-		}
-		if root == nil {
-			root = map[string]any{}
-		}
-		segs := strings.Split(strings.TrimPrefix(k, prefix), ".")
-		node := root
-		for i, s := range segs {
-			if i == len(segs)-1 {
-				if _, exists := node[s]; !exists {
-					node[s] = v.AsRaw()
-				}
-				break
-			}
-			next, ok := node[s].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				node[s] = next
-			}
-			node = next
-		}
-		return true
-	})
-	return root
-}
-
-// listOf returns the entries of an integer-keyed node in numeric order.
-func listOf(node any) []map[string]any {
-	m, ok := node.(map[string]any)
-	if !ok {
-		return nil
-	}
-	type kv struct {
-		i int
-		v map[string]any
-	}
-	var items []kv
-	for k, v := range m {
-		i, err := strconv.Atoi(k)
-		if err != nil {
-			continue
-		}
-		if vm, ok := v.(map[string]any); ok {
-			items = append(items, kv{i, vm})
-		}
-	}
-	sort.Slice(items, func(a, b int) bool { return items[a].i < items[b].i })
-	out := make([]map[string]any, len(items))
-	for i, it := range items {
-		out[i] = it.v
-	}
-	return out
-}
-
-func sub(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
-
-// fromOpenInference reads llm.input_messages.N.message.* / llm.output_messages.N.message.*
-// (OpenInference semantic conventions: role, content, contents.M.message_content.{type,text,
-// image.image.url}, tool_calls.K.tool_call.{id,function.name,function.arguments}, tool_call_id,
-// name) and llm.tools.N.tool.json_schema.
-func fromOpenInference(cm *CallMessages, attrs pcommon.Map) (in, out []Message) {
-	conv := func(tree map[string]any, def string) []Message {
-		if tree == nil {
-			return nil
-		}
-		msgs := []Message{}
-		for _, e := range listOf(tree) {
-			m, _ := e["message"].(map[string]any)
-			if m == nil {
-				continue
-			}
-			msg := Message{Role: str(m["role"]), Name: str(m["name"]), Parts: []Part{}}
-			if msg.Role == "" {
-				msg.Role = def
-			}
-			if msg.Role == "tool" {
-				msg.Parts = append(msg.Parts, Part{Type: "tool_call_response", ID: str(m["tool_call_id"]), Response: m["content"]})
-				msgs = append(msgs, msg)
-				continue
-			}
-			if c, ok := m["content"].(string); ok {
-				msg.Parts = append(msg.Parts, Part{Type: "text", Content: c})
-			}
-			for _, c := range listOf(m["contents"]) {
-				mc, _ := c["message_content"].(map[string]any)
-				if mc == nil {
-					continue
-				}
-				switch str(mc["type"]) {
-				case "image":
-					msg.Parts = append(msg.Parts, Part{Type: "uri", Modality: "image", URI: str(sub(mc, "image", "image", "url"))})
-				default:
-					msg.Parts = append(msg.Parts, Part{Type: "text", Content: str(mc["text"])})
-				}
-			}
-			for _, tc := range listOf(m["tool_calls"]) {
-				t, _ := tc["tool_call"].(map[string]any)
-				if t == nil {
-					continue
-				}
-				p := Part{Type: "tool_call", ID: str(t["id"]), Name: str(sub(t, "function", "name"))}
-				if a := sub(t, "function", "arguments"); a != nil {
-					p.Arguments = JSONValue(a)
-				}
-				msg.Parts = append(msg.Parts, p)
-			}
-			msgs = append(msgs, msg)
-		}
-		return msgs
-	}
-	in = conv(flatTree(attrs, "llm.input_messages."), "user")
-	out = conv(flatTree(attrs, "llm.output_messages."), "assistant")
-	if (in != nil || out != nil) && cm.ToolDefinitions == nil {
-		if tools := flatTree(attrs, "llm.tools."); tools != nil {
-			defs := []any{}
-			for _, t := range listOf(tools) {
-				if s := sub(t, "tool", "json_schema"); s != nil {
-					defs = append(defs, JSONValue(s))
-				}
-			}
-			cm.ToolDefinitions = defs
-		}
-	}
-	return in, out
-}
-
-// fromVercel reads the Vercel AI SDK attributes (ai.* telemetry, v4-v6): ai.prompt.messages
-// ([{role, content: string | [{type: text|tool-call|tool-result|reasoning|image|file, ...}]}]),
-// else ai.prompt ({system, prompt, messages}); ai.response.text, ai.response.object,
-// ai.response.toolCalls, ai.response.reasoning, ai.response.finishReason; ai.prompt.tools.
-func fromVercel(cm *CallMessages, attrs pcommon.Map) (in, out []Message, err error) {
-	var errs []error
-	if v, ok := attrs.Get(AttrVercelPromptMessages); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("attribute %s: %w", AttrVercelPromptMessages, err))
-		} else {
-			in = vercelMessages(raw)
-		}
-	} else if v, ok := attrs.Get(AttrVercelPrompt); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("attribute %s: %w", AttrVercelPrompt, err))
-		} else if p, ok := raw.(map[string]any); ok {
-			in = []Message{}
-			if s, ok := p["system"].(string); ok && cm.SystemInstructions == nil {
-				cm.SystemInstructions = []Part{{Type: "text", Content: s}}
-			}
-			if s, ok := p["prompt"].(string); ok {
-				in = append(in, Message{Role: "user", Parts: []Part{{Type: "text", Content: s}}})
-			} else if p["prompt"] != nil {
-				in = append(in, vercelMessages(p["prompt"])...)
-			}
-			if p["messages"] != nil {
-				in = append(in, vercelMessages(p["messages"])...)
-			}
-		}
-	}
-	if in != nil && cm.ToolDefinitions == nil {
-		if v, ok := attrs.Get(AttrVercelTools); ok && v.Type() == pcommon.ValueTypeSlice {
-			defs := []any{}
-			for i := 0; i < v.Slice().Len(); i++ {
-				defs = append(defs, JSONValue(v.Slice().At(i).AsRaw()))
-			}
-			cm.ToolDefinitions = defs
-		}
-	}
-	msg := Message{Role: "assistant", Parts: []Part{}}
-	have := false
-	if v, ok := attrs.Get(AttrVercelReasoning); ok && v.AsString() != "" {
-		msg.Parts = append(msg.Parts, Part{Type: "reasoning", Content: v.AsString()})
-		have = true
-	}
-	if v, ok := attrs.Get(AttrVercelResponseText); ok {
-		msg.Parts = append(msg.Parts, Part{Type: "text", Content: v.AsString()})
-		have = true
-	} else if v, ok := attrs.Get(AttrVercelResponseObject); ok {
-		msg.Parts = append(msg.Parts, Part{Type: "text", Content: v.AsString()})
-		have = true
-	}
-	if v, ok := attrs.Get(AttrVercelToolCalls); ok {
-		raw, err := valueJSON(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("attribute %s: %w", AttrVercelToolCalls, err))
-		} else if arr, ok := raw.([]any); ok {
-			for _, e := range arr {
-				if tc, ok := e.(map[string]any); ok {
-					msg.Parts = append(msg.Parts, vercelToolCall(tc))
-				}
-			}
-		}
-		have = true
-	}
-	if have {
-		if v, ok := attrs.Get(AttrVercelFinishReason); ok {
-			msg.FinishReason = v.AsString()
-		}
-		out = []Message{msg}
-	}
-	return in, out, errors.Join(errs...)
-}
-
-func vercelMessages(raw any) []Message {
-	arr, ok := raw.([]any)
-	if !ok {
-		return messagesFrom(raw, "user")
-	}
-	out := []Message{}
-	for _, e := range arr {
-		m, ok := e.(map[string]any)
-		if !ok {
-			continue
-		}
-		msg := Message{Role: str(m["role"]), Parts: []Part{}}
-		switch c := m["content"].(type) {
-		case string:
-			msg.Parts = append(msg.Parts, Part{Type: "text", Content: c})
-		case []any:
-			for _, pe := range c {
-				p, ok := pe.(map[string]any)
-				if !ok {
-					continue
-				}
-				switch str(p["type"]) {
-				case "text":
-					msg.Parts = append(msg.Parts, Part{Type: "text", Content: str(p["text"])})
-				case "reasoning":
-					msg.Parts = append(msg.Parts, Part{Type: "reasoning", Content: str(p["text"])})
-				case "tool-call":
-					msg.Parts = append(msg.Parts, vercelToolCall(p))
-				case "tool-result":
-					resp := p["output"] // v5+: {type: "text"|"json"|..., value}
-					if resp == nil {
-						resp = p["result"] // v4
-					} else if o, ok := resp.(map[string]any); ok {
-						if val, ok := o["value"]; ok {
-							resp = val
-						}
-					}
-					msg.Parts = append(msg.Parts, Part{Type: "tool_call_response", ID: str(p["toolCallId"]), Response: resp})
-				case "image":
-					msg.Parts = append(msg.Parts, Part{Type: "blob", Modality: "image", MimeType: str(p["mimeType"]), Content: str(p["image"])})
-				case "file":
-					msg.Parts = append(msg.Parts, Part{Type: "blob", MimeType: firstStr(p["mediaType"], p["mimeType"]), Content: str(p["data"])})
-				default:
-					b, _ := json.Marshal(p)
-					msg.Parts = append(msg.Parts, Part{Type: str(p["type"]), Content: string(b)})
-				}
-			}
-		}
-		out = append(out, msg)
-	}
-	return out
-}
-
-func vercelToolCall(tc map[string]any) Part {
-	args, ok := tc["input"] // v5+
-	if !ok {
-		args = tc["args"] // v4
-	}
-	return Part{Type: "tool_call", ID: str(tc["toolCallId"]), Name: str(tc["toolName"]), Arguments: JSONValue(args)}
-}
-
-// fromOpenLLMetry reads gen_ai.prompt.N.{role,content,tool_call_id,tool_calls.K.{id,name,arguments}}
-// and gen_ai.completion.N.{role,content,finish_reason,tool_calls.K.*} (Traceloop OpenLLMetry), and
-// llm.request.functions.N.{name,description,parameters} as tool definitions.
-func fromOpenLLMetry(cm *CallMessages, attrs pcommon.Map) (in, out []Message) {
-	conv := func(tree map[string]any, def string) []Message {
-		if tree == nil {
-			return nil
-		}
-		msgs := []Message{}
-		for _, m := range listOf(tree) {
-			mm := map[string]any{"role": m["role"], "content": m["content"], "tool_call_id": m["tool_call_id"],
-				"finish_reason": m["finish_reason"], "name": m["name"]}
-			if mm["role"] == nil {
-				mm["role"] = def
-			}
-			if tcs := listOf(m["tool_calls"]); tcs != nil {
-				arr := make([]any, len(tcs))
-				for i, tc := range tcs {
-					arr[i] = tc
-				}
-				mm["tool_calls"] = arr
-			}
-			if s, ok := mm["content"].(string); ok && (mm["role"] != "tool") {
-				// Multimodal content is sent as JSON text of a parts array.
-				if t := strings.TrimSpace(s); strings.HasPrefix(t, "[{") {
-					if d, err := decodeJSON(t); err == nil {
-						mm["content"] = d
+				for _, line := range strings.Split(err.Error(), "\n") {
+					if strings.Contains(line, k) {
+						reason = line
+						break
 					}
 				}
 			}
-			msgs = append(msgs, messageFromMap(mm, def))
-		}
-		return msgs
-	}
-	in = conv(flatTree(attrs, AttrLegacyPrompt+"."), "user")
-	out = conv(flatTree(attrs, AttrLegacyCompletion+"."), "assistant")
-	if (in != nil || out != nil) && cm.ToolDefinitions == nil {
-		if fns := flatTree(attrs, "llm.request.functions."); fns != nil {
-			defs := []any{}
-			for _, f := range listOf(fns) {
-				d := map[string]any{"type": "function", "name": f["name"]}
-				if f["description"] != nil {
-					d["description"] = f["description"]
-				}
-				if f["parameters"] != nil {
-					d["parameters"] = JSONValue(f["parameters"])
-				}
-				defs = append(defs, d)
-			}
-			cm.ToolDefinitions = defs
+			out = append(out, Unread{Side: side.name, Attribute: k, Reason: reason})
+			break
 		}
 	}
-	return in, out
-}
-
-// MarshalCompact renders a JSON value (a part's arguments or response) as compact JSON text; a
-// string is returned as is.
-func MarshalCompact(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	return out
 }

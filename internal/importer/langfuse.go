@@ -42,7 +42,9 @@ import (
 // .prompt.name, .prompt.version and langfuse.version. For observations ingested over OTel, an
 // input or output in the GenAI conventions' message form (role and parts) is the
 // gen_ai.input.messages / gen_ai.output.messages Langfuse moved out of the attributes, and becomes
-// that attribute again when the span lacks it (lfMessages).
+// that attribute again when the span lacks it; any other input or output is kept in
+// langfuse.observation.input / .output when the attributes hold that side in no form genai
+// reads (lfMessages).
 //
 // Trace-level fields go on the root spans (no parentObservationId): session.id (sessionId),
 // user.id (userId), langfuse.trace.name, langfuse.trace.tags (a Slice), langfuse.release,
@@ -287,7 +289,7 @@ func (p *lfParser) observation(i int, o field, traceID string) error {
 			putStrIfAbsent(attrs, f.key, compactJSON(v.raw))
 		}
 	} else {
-		lfMessages(m, attrs)
+		lfMessages(m, span)
 	}
 	lfGenAI(m, attrs)
 	return nil

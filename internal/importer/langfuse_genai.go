@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
 )
@@ -88,13 +89,16 @@ func lfGenAI(m map[string]field, attrs pcommon.Map) {
 }
 
 // lfMessages puts back the messages Langfuse moved out of an OTel-ingested observation's
-// attributes into its input and output fields: an input or output that is a list of messages in
-// the GenAI semantic conventions' form (objects with "role" and "parts", as gen_ai.input.messages
-// and gen_ai.output.messages hold them since semconv 1.37; Pydantic AI's export of 2025-12)
-// becomes that attribute again, as compact JSON text, unless the span already records it (or its
-// offloaded reference). Any other form is left alone (it is kept in the observation's own
-// attributes, or it is not a message list).
-func lfMessages(m map[string]field, attrs pcommon.Map) {
+// attributes into its input and output fields (exports from late 2025 on keep the conversation
+// there): an input or output that is a list of messages in the GenAI semantic conventions' form
+// (objects with "role" and "parts", as gen_ai.input.messages and gen_ai.output.messages hold
+// them since semconv 1.37; Pydantic AI's export of 2025-12) becomes that attribute again, as
+// compact JSON text, unless the span already records it (or its offloaded reference). Any other
+// non-empty input or output is kept in langfuse.observation.input / .output when the span's
+// attributes hold that side in no form genai reads (and record no gen_ai.*.messages, inline or
+// offloaded), so no export loses a conversation.
+func lfMessages(m map[string]field, span ptrace.Span) {
+	attrs := span.Attributes()
 	for _, f := range []struct{ src, key string }{{"input", genai.AttrInputMessages}, {"output", genai.AttrOutputMessages}} {
 		raw := m[f.src].raw
 		if _, ok := attrs.Get(f.key); ok || !semconvMessages(raw) {
@@ -104,6 +108,17 @@ func lfMessages(m map[string]field, attrs pcommon.Map) {
 			continue
 		}
 		attrs.PutStr(f.key, compactJSON(raw))
+	}
+	cm, _ := genai.LLMCallMessages(span, nil)
+	for _, f := range []struct {
+		src, key, conv string
+		read           genai.Source
+	}{{"input", genai.AttrLangfuseInput, genai.AttrInputMessages, cm.InputSource}, {"output", genai.AttrLangfuseOutput, genai.AttrOutputMessages, cm.OutputSource}} {
+		_, hasConv := attrs.Get(f.conv)
+		_, hasRef := attrs.Get(f.conv + genai.RefSuffix)
+		if v := m[f.src]; f.read == "" && !hasConv && !hasRef && !isEmptyJSON(v.raw) {
+			putStrIfAbsent(attrs, f.key, compactJSON(v.raw))
+		}
 	}
 }
 

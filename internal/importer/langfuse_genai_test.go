@@ -97,13 +97,23 @@ func TestLangfuseMessagesMovedOutOfAttributes(t *testing.T) {
 	}
 
 	// A span that records the attribute keeps it; a non-conventional input is left alone.
-	attrs := ptrace.NewSpan().Attributes()
+	span := ptrace.NewSpan()
+	attrs := span.Attributes()
 	attrs.PutStr(genai.AttrInputMessages, "recorded")
-	lfMessages(map[string]field{"input": {raw: []byte(`[{"role":"user","parts":[]}]`)}, "output": {raw: []byte(`[{"role":"assistant","content":"hi"}]`)}}, attrs)
+	lfMessages(map[string]field{"input": {raw: []byte(`[{"role":"user","parts":[]}]`)}, "output": {raw: []byte(`[{"role":"assistant","content":"hi"}]`)}}, span)
 	v, _ := attrs.Get(genai.AttrInputMessages)
 	assert.Equal(t, "recorded", v.Str())
 	_, ok := attrs.Get(genai.AttrOutputMessages)
 	assert.False(t, ok)
+	_, ok = attrs.Get(genai.AttrLangfuseInput)
+	assert.False(t, ok, "the span records gen_ai.input.messages: Langfuse's copy is not added")
+	// The other output is kept in Langfuse's own attribute, and read from there.
+	v, _ = attrs.Get(genai.AttrLangfuseOutput)
+	assert.Equal(t, `[{"role":"assistant","content":"hi"}]`, v.Str())
+	cm, _ := genai.LLMCallMessages(span, nil)
+	assert.Equal(t, genai.SourceLangfuse, cm.OutputSource)
+	require.Len(t, cm.Output, 1)
+	assert.Equal(t, "hi", cm.Output[0].Parts[0].Content)
 }
 
 // TestLfMessagesOnlyConventionalAndUnrecorded runs without the corpus: a message list in the
@@ -127,11 +137,12 @@ func TestLfMessagesOnlyConventionalAndUnrecorded(t *testing.T) {
 		{"not JSON", []byte(`[{"role":`), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			attrs := ptrace.NewSpan().Attributes()
+			span := ptrace.NewSpan()
+			attrs := span.Attributes()
 			if tc.have != "" {
 				attrs.PutStr(tc.have, "recorded")
 			}
-			lfMessages(map[string]field{"input": {raw: tc.input}}, attrs)
+			lfMessages(map[string]field{"input": {raw: tc.input}}, span)
 			v, ok := attrs.Get(genai.AttrInputMessages)
 			assert.Equal(t, tc.want != "", ok)
 			if ok {

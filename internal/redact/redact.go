@@ -274,6 +274,12 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 				if ru.kwBoundary && m.Start > 0 && isAlnum(s[m.Start-1]) {
 					continue // inside a word ("task-", "laws")
 				}
+				if ru.scan != nil {
+					if lo, hi, ok := ru.scan(s, m.Start, m.End); ok {
+						cs = append(cs, cand{prio: ri, start: lo, end: hi})
+					}
+					continue
+				}
 				if ru.narrow != nil {
 					// one window per key, starting at the key: its first match is the key's value
 					lo, hi, ok := ru.narrow(s, m.Start, m.End)

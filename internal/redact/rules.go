@@ -28,6 +28,9 @@ type rule struct {
 	kwBoundary bool
 	// narrow, if set, replaces the window of a keyword trigger at [a, b) (or rejects the trigger).
 	narrow func(s string, a, b int) (int, int, bool)
+	// scan, if set, replaces the regex: it checks a keyword trigger at [a, b) of s and returns
+	// the span of its finding (generic_credential: a byte scan, no regex).
+	scan func(s string, a, b int) (int, int, bool)
 	// minDigits gates digit-cluster rules: the cluster must hold at least this many digits.
 	minDigits int
 	// needDot gates digit-cluster rules: the cluster must contain a '.'.
@@ -113,16 +116,17 @@ const (
 	RuleNewRelicUser   = "new_relic_user_api_key"
 	RulePEMBase64      = "pem_private_key_base64"
 	RuleURLCredentials = "url_credentials"
-	RuleAuthorization  = "authorization"
-	RuleCookie         = "cookie"
-	RulePasswordKey    = "password_key"
-	RuleIBAN           = "iban"
-	RuleEmail          = "email"
-	RuleCreditCard     = "credit_card"
-	RuleUSSSN          = "us_ssn"
-	RuleIPv4           = "ipv4_address"
-	RuleIPv6           = "ipv6_address"
-	RulePhone          = "phone_number"
+	// RulePasswordHash and RuleGenericCredential (generic.go) come here in priority
+	RuleAuthorization = "authorization"
+	RuleCookie        = "cookie"
+	RulePasswordKey   = "password_key"
+	RuleIBAN          = "iban"
+	RuleEmail         = "email"
+	RuleCreditCard    = "credit_card"
+	RuleUSSSN         = "us_ssn"
+	RuleIPv4          = "ipv4_address"
+	RuleIPv6          = "ipv6_address"
+	RulePhone         = "phone_number"
 )
 
 var builtinTemplate = sync.OnceValue(compileBuiltinRules)
@@ -197,7 +201,8 @@ func compileBuiltinRules() []*rule {
 				if s[m[0]] == ',' && !inURLAuthority(s, m[0]) {
 					return 0, 0, false
 				}
-				return a, b, !isPlaceholder(s[m[4]:m[5]])
+				// a URL's userinfo is an explicit context: "secret" is the password
+				return a, b, !explicitPlaceholder(s[m[4]:m[5]])
 			}),
 		sec(RuleAuthorization, `(?i)\b(bearer|basic|ssws)\s+([A-Za-z0-9\-._~+/]{8,}=*)`, caseVariants("bearer", "basic", "ssws"), 4096,
 			func(s string, m []int, a, b int) (int, int, bool) {
@@ -215,16 +220,18 @@ func compileBuiltinRules() []*rule {
 				v := s[a:b]
 				return a, b, strings.Contains(v, "=") && !isPlaceholder(v)
 			}),
+		sec(RulePasswordHash, passwordHashRE, passwordHashKeywords, 200, nil),
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["'\]]?[ \t]*(?:=>|::?=|:|=)[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|`+"`"+`([^`+"`"+`\r\n]{1,256})`+"`"+`|([^\s"'`+"`"+`,;&<>()\[\]{}]{1,256}))`,
 			slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
 				[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
 					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase"}), 300,
 			passwordKeyCheck),
+		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
-		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64:
+		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash:
 		default:
 			r.kwBoundary = true
 		}
@@ -245,8 +252,8 @@ func compileBuiltinRules() []*rule {
 	}
 	// the gitleaks default rule set, after the provider rules above (which name the credential the
 	// way agents' users know it) and before the generic key/value rules
-	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RuleURLCredentials })
-	rs = slices.Insert(rs, at, gitleaksDetectors()...)
+	at := slices.IndexFunc(rs, func(r *rule) bool { return r.name == RulePasswordHash })
+	rs = slices.Insert(rs, at, slices.Concat(gitleaksDetectors(), velesDetectors())...)
 	pii := func(name string, minDigits int, re string, check func(string, []int, int, int) (int, int, bool)) *rule {
 		return &rule{name: name, cat: CategoryPII, re: regexp.MustCompile(re), digits: true, before: 20, after: 16, check: check, minDigits: minDigits}
 	}
@@ -678,7 +685,10 @@ func passwordKeyCheck(s string, m []int, _, _ int) (int, int, bool) {
 	if !quoted && va == m[3]+1 && isToken(s[m[2]:vb]) {
 		return 0, 0, false // a hash token made by this package, "github_token:f2b281871f07"
 	}
-	if !secretValue(v, quoted, weak) || (!quoted && exprContinues(s, vb)) {
+	// an explicit context (KEY=VALUE, a YAML line, a quoted value) makes the value the secret
+	// whatever it looks like: only placeholders pass
+	explicit := !weak && (quoted || configAssignment(s, m[2], m[3], va, vb))
+	if !secretValue(v, quoted, weak, explicit) || (!quoted && exprContinues(s, vb)) {
 		return 0, 0, false
 	}
 	if genericAllowed(s[m[0]:m[1]], lineAround(s, m[0], m[1])) {
@@ -691,10 +701,15 @@ func passwordKeyCheck(s string, m []int, _, _ int) (int, int, bool) {
 // rather than code or prose: at least 4 bytes without blanks, not a placeholder (isPlaceholder),
 // not a literal of a type (true, null, string), not a reference or expression ($VAR, this.x,
 // process.env.X, f(x), a[0], {...}), not a path, URL, ARN, CSS selector or namespace. Unquoted
-// values made only of letters and underscores are identifiers unless they look random. weak
-// (the key is only "token") asks for a random-looking value.
-func secretValue(v string, quoted, weak bool) bool {
-	if len(v) < 4 || strings.ContainsAny(v, " \t\r\n") || isPlaceholder(v) || isBooleanOrNull(v) {
+// values made only of letters and underscores are identifiers unless they look random or the
+// context is explicit (configAssignment: PASSWORD=whiteduke). explicit replaces the placeholder
+// heuristics by explicitPlaceholder. weak (the key is only "token") asks for a random-looking
+// value.
+func secretValue(v string, quoted, weak, explicit bool) bool {
+	if len(v) < 4 || strings.ContainsAny(v, " \t\r\n") || isBooleanOrNull(v) {
+		return false
+	}
+	if explicit && explicitPlaceholder(v) || !explicit && isPlaceholder(v) {
 		return false
 	}
 	if weak && !looksRandom(v) {
@@ -708,10 +723,10 @@ func secretValue(v string, quoted, weak bool) bool {
 	if strings.HasPrefix(l, "arn:") || strings.Contains(v, "://") || strings.Contains(v, "::") || strings.ContainsAny(v, "()[]{}") {
 		return false
 	}
-	if isDottedRef(v) && (!quoted || !hasLetterAndDigit(v)) {
+	if isDottedRef(v) && !randomPart(v) && (!quoted || !hasLetterAndDigit(v)) {
 		return false // process.env.X, var.db_password, config.password, io.jsonwebtoken
 	}
-	if !quoted && isIdent(v) && !hasLetterAndDigit(v) && !looksRandom(v) {
+	if !explicit && !quoted && isIdent(v) && !hasLetterAndDigit(v) && !looksRandom(v) {
 		return false // password = password, PASSWORD=SomeIdentifier
 	}
 	return true
@@ -828,7 +843,7 @@ func pemBase64Check(s string, _ []int, a, b int) (int, int, bool) {
 }
 
 // gitleaksAllowFor maps provider rules here to the gitleaks rule whose allowlists they apply.
-var gitleaksAllowFor = map[string]string{RuleGoogleAPIKey: "gcp-api-key"}
+var gitleaksAllowFor = map[string]string{RuleGoogleAPIKey: "gcp-api-key", "veles.gcpapikey.key": "gcp-api-key"}
 
 // withGitleaksAllow wraps check so that a finding the allowlists of gitleaks rule id accept is
 // dropped.

@@ -22,6 +22,8 @@ type diffView struct {
 	RunA   string
 	RunB   string
 	Totals []totalRow
+	// Changes names a rerun's recorded changes (diff.ChangesLine); empty when neither run is one.
+	Changes string
 }
 
 type pairView struct {
@@ -87,6 +89,7 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.R = res
+	v.Changes = diff.ChangesLine(res)
 	v.Title = "Diff " + shorten(v.A, 8) + " · " + shorten(v.B, 8)
 	for i, p := range res.Pairs {
 		pv := pairView{Pair: p, I: i, First: res.First != nil && res.First.Pair == i}

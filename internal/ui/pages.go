@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
@@ -50,7 +51,8 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
-	"pretty": pretty,
+	"pretty":  pretty,
+	"request": diff.FormatRequest,
 }
 
 // pretty is v as indented JSON, with <, > and & kept as they are (the page escapes them).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runagain/runagain/internal/redact"
 	"github.com/runagain/runagain/internal/testutil/benchtest"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
@@ -268,41 +269,75 @@ func cleanSpans(n int) (ptrace.Traces, int) {
 // BenchmarkAgentRedactionPerSpan is agent_redaction on one span per operation (cycling through
 // 20 spans), so that -benchmem reports B/op and allocs/op per span, and MB/s (SetBytes: the mean
 // gen_ai.input.messages size). planted: the 10 KB to 100 KB spans with eight planted values each
-// (BenchmarkAgentVsContrib's); clean: 2 KB to 8 KB chat spans with nothing to redact.
+// (BenchmarkAgentVsContrib's); clean: 2 KB to 8 KB chat spans with nothing to redact;
+// planted-nocache: the planted spans without the clean cache (every string scanned). Each runs
+// with every rule (rules=all) and without the rules issue 33 added (rules=before33), the baseline
+// of its cost measured in the same run:
+//
+//	go test -run '^$' -bench 'AgentRedactionPerSpan' -count 8 ./processor/agentredactionprocessor/ > b.txt
+//	benchstat -col /rules b.txt
 //
 //	go test -run '^$' -bench AgentRedactionPerSpan -benchmem ./processor/agentredactionprocessor/
 func BenchmarkAgentRedactionPerSpan(b *testing.B) {
 	planted, _, plantedSize := benchSpans(20)
 	clean, cleanSize := cleanSpans(20)
 	for _, tc := range []struct {
-		name string
-		td   ptrace.Traces
-		size int
-	}{{"planted", planted, plantedSize}, {"clean", clean, cleanSize}} {
-		b.Run(tc.name, func(b *testing.B) {
-			p := newAgentProc(b, consumertest.NewNop())
-			src := tc.td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-			b.SetBytes(int64(tc.size / src.Len()))
-			i := 0
-			var cpu time.Duration
-			for b.Loop() {
-				b.StopTimer()
-				x := ptrace.NewTraces()
-				src.At(i % src.Len()).CopyTo(x.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
-				i++
-				b.StartTimer()
-				c0 := benchtest.CPUTime()
-				if err := p.ConsumeTraces(context.Background(), x); err != nil {
-					b.Fatal(err)
+		name    string
+		td      ptrace.Traces
+		size    int
+		noCache bool
+	}{{"planted", planted, plantedSize, false}, {"clean", clean, cleanSize, false}, {"planted-nocache", planted, plantedSize, true}} {
+		for _, rules := range []string{"all", "before33"} {
+			b.Run(tc.name+"/rules="+rules, func(b *testing.B) {
+				var disabled []string
+				if rules == "before33" {
+					// the same-run baseline: without the rules issue 33 added (generic
+					// detector, password hashes, Veles)
+					disabled = redact.Issue33Rules()
 				}
-				cpu += benchtest.CPUTime() - c0
-			}
-			if cpu > 0 {
-				// CPU time beside wall time: on a shared machine wall time counts the waits for a core
-				b.ReportMetric(float64(cpu.Microseconds())/float64(i), "cpu-µs/span")
-				b.ReportMetric(float64(tc.size/src.Len()*i)/1e6/cpu.Seconds(), "cpu-MB/s")
-			}
-		})
+				perSpan(b, newAgentProcWith(b, consumertest.NewNop(), disabled, tc.noCache), tc.td, tc.size)
+			})
+		}
+	}
+}
+
+// newAgentProcWith is newAgentProc with rules disabled and, with noCache, no clean cache (every
+// string scanned: the cost of detection itself).
+func newAgentProcWith(tb testing.TB, next consumer.Traces, disabled []string, noCache bool) tracesProc {
+	cfg := createDefaultConfig().(*Config)
+	cfg.HashKey = "bench-key"
+	cfg.DisabledRules = disabled
+	if noCache {
+		cfg.CleanCacheMiB = 0
+	}
+	p, err := NewFactory().CreateTraces(context.Background(), processortest.NewNopSettings(component.MustNewType("agent_redaction")), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+// perSpan runs p on one span of td per operation (cycling through them); size is the total of
+// their gen_ai.input.messages bytes.
+func perSpan(b *testing.B, p tracesProc, td ptrace.Traces, size int) {
+	src := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	b.SetBytes(int64(size / src.Len()))
+	i := 0
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		x := ptrace.NewTraces()
+		src.At(i % src.Len()).CopyTo(x.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+		i++
+		b.StartTimer()
+		c0 := benchtest.CPUTime()
+		if err := p.ConsumeTraces(context.Background(), x); err != nil {
+			b.Fatal(err)
+		}
+		cpu += benchtest.CPUTime() - c0
+	}
+	if cpu > 0 {
+		// CPU time beside wall time: on a shared machine wall time counts the waits for a core
+		b.ReportMetric(float64(cpu.Microseconds())/float64(i), "cpu-µs/span")
+		b.ReportMetric(float64(size/src.Len()*i)/1e6/cpu.Seconds(), "cpu-MB/s")
 	}
 }
 

@@ -262,7 +262,7 @@ func normalizeDiff(t *testing.T, data []byte) []byte {
 		case map[string]any:
 			for k, c := range m {
 				switch k {
-				case "trace_id", "span_id":
+				case "trace_id", "span_id", "original_trace_id":
 					m[k] = "<id>"
 				case "messages_source":
 					// where the messages were read (derived at record time, or by the diff from the bodies of
