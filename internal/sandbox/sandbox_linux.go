@@ -74,26 +74,28 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	childEnd.Close()
 	waited := make(chan error, 1)
 	go func() { waited <- c.Wait() }()
+	// kill ends a child whose set-up failed; its exit status says nothing more.
+	kill := func() error {
+		_ = c.Process.Kill()
+		return <-waited
+	}
 
 	tcpFd, udpFd, setupErr := receive(int(parentEnd.Fd()))
 	if setupErr != nil {
-		_ = c.Process.Kill()
-		_ = <-waited
+		_ = kill()
 		return Result{}, fmt.Errorf("network sandbox: %w", setupErr)
 	}
 	l, err := net.FileListener(os.NewFile(uintptr(tcpFd), "sandbox-tcp"))
 	unix.Close(tcpFd)
 	if err != nil {
-		_ = c.Process.Kill()
-		_ = <-waited
+		_ = kill()
 		return Result{}, fmt.Errorf("network sandbox: %w", err)
 	}
 	pc, err := net.FilePacketConn(os.NewFile(uintptr(udpFd), "sandbox-dns"))
 	unix.Close(udpFd)
 	if err != nil {
 		l.Close()
-		_ = c.Process.Kill()
-		_ = <-waited
+		_ = kill()
 		return Result{}, fmt.Errorf("network sandbox: %w", err)
 	}
 	nm := newNames()
