@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runagain/runagain/internal/diff"
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -43,7 +43,7 @@ status; steps only in one run are listed as such; totals with deltas close the r
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := contextOf(cmd)
-			runs := make([]*store.Run, 2)
+			views := make([]*runview.View, 2)
 			rd, err := openReader()
 			if err != nil {
 				return err
@@ -59,11 +59,16 @@ status; steps only in one run are listed as such; totals with deltas close the r
 					rd.Close()
 					return fmt.Errorf("run %s: %w", id, err)
 				}
-				rehydrateRun(ctx, run)
-				runs[i] = run
+				v, closeView, err := buildView(ctx, run)
+				if err != nil {
+					rd.Close()
+					return err
+				}
+				closeView()
+				views[i] = v
 			}
 			rd.Close()
-			res, err := diff.Runs(runs[0], runs[1], diff.Options{Step: step})
+			res, err := diff.Runs(views[0], views[1], diff.Options{Step: step})
 			if err != nil {
 				return err
 			}

@@ -34,7 +34,7 @@ func TestOrphansGroupedUnderMissingParent(t *testing.T) {
 	mk(3, 8, 300) // orphan of 8
 	mk(4, 9, 400) // orphan of 9, after the orphan of 8
 	mk(5, 4, 500) // child of 4
-	view, err := buildShow(&store.Run{TraceID: pcommon.TraceID{1}.String(), Traces: td, Logs: plog.NewLogs()})
+	view, err := showOf(&store.Run{TraceID: pcommon.TraceID{1}.String(), Traces: td, Logs: plog.NewLogs()})
 	require.NoError(t, err)
 	assert.True(t, view.Incomplete)
 	assert.Equal(t, "3 orphan spans (parent not received)", view.IncompleteReason)

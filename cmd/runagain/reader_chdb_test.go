@@ -45,7 +45,7 @@ func TestShowAndSessionsOnChDB(t *testing.T) {
 	assert.Equal(t, "hot", rows[0].Tier)
 	got, err := r.Run(ctx, storetest.TraceID("cli-ch").String())
 	require.NoError(t, err)
-	v, err := buildShow(got)
+	v, err := showOf(got)
 	require.NoError(t, err)
 	var b bytes.Buffer
 	printShow(&b, v)

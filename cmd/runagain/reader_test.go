@@ -54,7 +54,7 @@ func TestShowFallsBackAsDataAges(t *testing.T) {
 		defer r.Close()
 		got, err := r.Run(ctx, id)
 		require.NoError(t, err)
-		v, err := buildShow(got)
+		v, err := showOf(got)
 		require.NoError(t, err)
 		var b bytes.Buffer
 		printShow(&b, v)

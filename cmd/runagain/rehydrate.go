@@ -8,11 +8,54 @@ import (
 	"os"
 
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
 // noRehydrate is the --no-rehydrate flag of commands that read runs.
 var noRehydrate bool
+
+// viewOptions are the read model's options from --config: the runagain_storage extension's
+// prices (with overrides) and session keys, else the embedded table and the default keys.
+func viewOptions() (runview.Options, error) {
+	cfg, err := storageConfig()
+	if err != nil {
+		return runview.Options{}, err
+	}
+	prices, err := openPricing()
+	if err != nil {
+		return runview.Options{}, err
+	}
+	o := runview.Options{Prices: prices}
+	if cfg != nil {
+		o.SessionKeys = cfg.SessionKeys
+	}
+	return o, nil
+}
+
+// buildView reads run into the read model with the configured prices and session keys, its
+// payloads rehydrated unless --no-rehydrate (a reference that cannot be read stays as it is and
+// is reported on stderr). The returned function closes the resolver.
+func buildView(ctx context.Context, run *store.Run) (*runview.View, func(), error) {
+	o, err := viewOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	closeFn := func() {}
+	if !noRehydrate {
+		r := payloadref.NewResolver()
+		o.Resolver, closeFn = r, func() { r.Close() }
+	}
+	v, err := runview.Build(ctx, run, o)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	if v.RehydrateErr != nil {
+		fmt.Fprintf(os.Stderr, "runagain: some payloads stay as references: %v\n", v.RehydrateErr)
+	}
+	return v, closeFn, nil
+}
 
 // rehydrateRun replaces offloaded payload references (K_ref) with their content (K), verifying
 // each object's SHA-256. A reference that cannot be read (object expired, store down) stays as it

@@ -18,6 +18,7 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/otlpid"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -68,6 +69,13 @@ type ShowSpan struct {
 	// usage and for unpriced calls, which have Unpriced true.
 	CostUSD  *float64 `json:"cost_usd,omitempty"`
 	Unpriced bool     `json:"unpriced,omitempty"`
+	// Step is the span's 1-based step number among the run's counted steps, LLMStep among its
+	// LLM calls (`show --step N`); 0 when the span is not a step (internal/runview/rule).
+	Step    int `json:"step,omitempty"`
+	LLMStep int `json:"llm_step,omitempty"`
+	// CoveredBy: a recorded exchange counted as part of this instrumented span's call (its
+	// usage and cost are not counted again).
+	CoveredBy string `json:"covered_by,omitempty"`
 }
 
 // ShowEvent is one span event.
@@ -119,23 +127,22 @@ input messages, system instructions and tool definitions, byte for byte as recor
 			if err != nil {
 				return err
 			}
-			rehydrateRun(cmd.Context(), run)
+			v, closeView, err := buildView(cmd.Context(), run)
+			if err != nil {
+				return err
+			}
+			defer closeView()
 			if cmd.Flags().Changed("step") {
-				in, err := stepInput(run, step)
+				in, err := v.StepInput(step)
 				if err != nil {
 					return err
 				}
 				return printStep(cmd.OutOrStdout(), in, asJSON)
 			}
-			view, err := buildShow(run)
+			view, err := buildShow(v)
 			if err != nil {
 				return err
 			}
-			prices, err := openPricing()
-			if err != nil {
-				return err
-			}
-			priceShow(view, run, prices)
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), view)
 			}
@@ -152,16 +159,13 @@ input messages, system instructions and tool definitions, byte for byte as recor
 // parseTraceID reads a trace id as 32 hex characters (either case).
 func parseTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceID(s) }
 
-func buildShow(run *store.Run) (*ShowRun, error) {
-	view := &ShowRun{TraceID: run.TraceID, Tier: run.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{}}
-	_, flat := store.Order(run.Traces, nil)
-	flat, missing, roots, orphans := groupOrphans(flat)
-	if len(flat) > 0 {
-		view.Incomplete, view.IncompleteReason = store.Completeness(roots, orphans)
-	}
+// buildShow is the --json shape of the run's View: every span in run order, with the kind,
+// usage and cost the read model counted (internal/runview).
+func buildShow(v *runview.View) (*ShowRun, error) {
+	view := &ShowRun{TraceID: v.TraceID, SessionID: v.SessionID, Tier: v.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{},
+		Incomplete: v.Incomplete, IncompleteReason: v.IncompleteReason, CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced}
 	var jm ptrace.JSONMarshaler
-	spanIndex := map[string]int{}
-	for _, n := range flat {
+	for _, n := range v.Nodes {
 		s := n.Span
 		raw, err := jm.MarshalTraces(store.SpanTraces(n.ResourceSpans, n.ScopeSpans, s))
 		if err != nil {
@@ -170,123 +174,48 @@ func buildShow(run *store.Run) (*ShowRun, error) {
 		// pdata's JSON encoder copies string bytes as they are; JSON must be UTF-8, so invalid
 		// sequences (stored as received) are shown as U+FFFD, as encoding/json does.
 		raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
-		if view.SessionID == "" {
-			if id, ok := genai.SessionID(s.Attributes(), n.Resource.Attributes(), genai.DefaultSessionKeys); ok {
-				view.SessionID = id
-			}
-		}
-		usage := genai.TokenUsage(s.Attributes())
 		dur, note := store.SpanDuration(s.StartTimestamp(), s.EndTimestamp())
 		parent := ""
 		if !s.ParentSpanID().IsEmpty() {
 			parent = s.ParentSpanID().String()
 		}
-		view.Spans = append(view.Spans, ShowSpan{
+		sp := ShowSpan{
 			Depth: n.Depth, SpanID: s.SpanID().String(), ParentSpanID: parent, Name: s.Name(),
-			Kind: s.Kind().String(), GenAIKind: string(genai.ClassifySpan(s)),
+			Kind: s.Kind().String(), GenAIKind: string(n.Kind),
 			Start:      s.StartTimestamp().AsTime().UTC(),
 			DurationMS: float64(dur) / 1e6, DurationNote: note,
 			Status: s.Status().Code().String(), StatusMessage: s.Status().Message(),
-			Model: genai.Model(s.Attributes()), InputTokens: usage.Input, OutputTokens: usage.Output,
-			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw,
-		})
-		spanIndex[s.SpanID().String()] = len(view.Spans) - 1
-		view.Spans[len(view.Spans)-1].MissingParent = missing[n]
-		switch v := &view.Spans[len(view.Spans)-1]; genai.Kind(v.GenAIKind) {
+			Model: genai.Model(n.Effective.Attributes()), InputTokens: n.RecordedUsage.Input, OutputTokens: n.RecordedUsage.Output,
+			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw, MissingParent: n.MissingParent,
+		}
+		if n.Step != nil {
+			sp.Step, sp.LLMStep = n.Step.Index, n.Step.LLMStep
+		}
+		if n.Verdict.CoveredBy >= 0 {
+			sp.CoveredBy = v.Nodes[n.Verdict.CoveredBy].SpanID()
+		}
+		switch {
+		case n.Cost.Unpriced:
+			sp.Unpriced = true
+		case n.Verdict.CountUsage && n.Cost.HasUsage:
+			usd := n.Cost.USD
+			sp.CostUSD = &usd
+		}
+		switch n.Kind {
 		case genai.KindHandoff:
-			v.HandoffFrom, v.HandoffTo = genai.Handoff(s)
+			sp.HandoffFrom, sp.HandoffTo = genai.Handoff(s)
 		case genai.KindGuardrail:
-			v.Guardrail, v.Verdict = genai.Guardrail(s)
+			sp.Guardrail, sp.Verdict = genai.Guardrail(s)
 		}
-	}
-	if view.SessionID == "" && run.Session != nil {
-		view.SessionID = run.Session.SessionID
-	}
-	if view.SessionID == "" {
-		view.SessionID = run.TraceID
-	}
-	rls := run.Logs.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				l := showLog(lrs.At(k))
-				// The agent's own records go under their span; runagain's (alerts, divergences,
-				// summaries) and records of spans not in the run stay beside the run.
-				if i, ok := spanIndex[l.SpanID]; ok && !strings.HasPrefix(l.EventName, "runagain.") {
-					view.Spans[i].Logs = append(view.Spans[i].Logs, l)
-					continue
-				}
-				view.Logs = append(view.Logs, l)
-			}
+		for _, lr := range n.Logs {
+			sp.Logs = append(sp.Logs, showLog(lr))
 		}
+		view.Spans = append(view.Spans, sp)
 	}
-	sort.SliceStable(view.Logs, func(i, j int) bool { return view.Logs[i].Time.Before(view.Logs[j].Time) })
-	for i := range view.Spans {
-		ls := view.Spans[i].Logs
-		sort.SliceStable(ls, func(a, b int) bool { return ls[a].Time.Before(ls[b].Time) })
+	for _, r := range v.Records {
+		view.Logs = append(view.Logs, showLog(r.LogRecord))
 	}
 	return view, nil
-}
-
-// groupOrphans counts the run's root spans and orphans (spans whose parent is not in the run)
-// and moves the orphan subtrees of one missing parent together, one level deeper, at the place
-// of the first of them: the view hangs them under a placeholder for that parent. missing maps
-// each orphan to its parent's id.
-func groupOrphans(flat []*store.Node) (out []*store.Node, missing map[*store.Node]string, roots, orphans int64) {
-	ids := make(map[pcommon.SpanID]bool, len(flat))
-	for _, n := range flat {
-		ids[n.Span.SpanID()] = true
-	}
-	type subtree struct {
-		nodes  []*store.Node
-		parent string // missing parent's id; "" for a true root
-	}
-	var subs []subtree
-	for _, n := range flat {
-		pid := n.Span.ParentSpanID()
-		switch {
-		case pid.IsEmpty():
-			roots++
-		case !ids[pid]:
-			orphans++
-		}
-		if n.Depth == 0 || len(subs) == 0 {
-			p := ""
-			if !pid.IsEmpty() && !ids[pid] {
-				p = pid.String()
-			}
-			subs = append(subs, subtree{parent: p})
-		}
-		subs[len(subs)-1].nodes = append(subs[len(subs)-1].nodes, n)
-	}
-	if orphans == 0 {
-		return flat, nil, roots, 0
-	}
-	missing = map[*store.Node]string{}
-	done := map[string]bool{}
-	for _, st := range subs {
-		if st.parent == "" {
-			out = append(out, st.nodes...)
-			continue
-		}
-		if done[st.parent] {
-			continue
-		}
-		done[st.parent] = true
-		for _, o := range subs {
-			if o.parent != st.parent {
-				continue
-			}
-			missing[o.nodes[0]] = o.parent
-			for _, n := range o.nodes {
-				n.Depth++
-				out = append(out, n)
-			}
-		}
-	}
-	return out, missing, roots, orphans
 }
 
 func showEvents(s ptrace.Span) []ShowEvent {
@@ -299,17 +228,8 @@ func showEvents(s ptrace.Span) []ShowEvent {
 }
 
 func showLog(lr plog.LogRecord) ShowLog {
-	ts := lr.Timestamp()
-	if ts == 0 {
-		ts = lr.ObservedTimestamp()
-	}
-	l := ShowLog{Time: ts.AsTime().UTC(), EventName: lr.EventName(), Severity: lr.SeverityText(),
+	l := ShowLog{Time: runview.RecordTime(lr), EventName: runview.EventName(lr), Severity: lr.SeverityText(),
 		Body: lr.Body().AsRaw(), Attributes: lr.Attributes().AsRaw()}
-	if l.EventName == "" { // before LogRecord.EventName, the name was the attribute event.name
-		if v, ok := lr.Attributes().Get(genai.AttrEventName); ok {
-			l.EventName = v.AsString()
-		}
-	}
 	if !lr.SpanID().IsEmpty() {
 		l.SpanID = lr.SpanID().String()
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/ui"
 )
 
@@ -57,7 +56,11 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 				return err
 			}
 			defer ds.Close()
-			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, StepInput: uiStepInput})
+			vo, err := viewOptions()
+			if err != nil {
+				return err
+			}
+			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, Prices: vo.Prices, SessionKeys: vo.SessionKeys})
 			if err != nil {
 				return err
 			}
@@ -79,14 +82,4 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 	cmd.Flags().BoolVar(&noRehydrate, "no-rehydrate", false, "show payload references (K_ref) instead of fetching the payloads")
 	addDatasetsFlag(cmd)
 	rootCmd.AddCommand(cmd)
-}
-
-// uiStepInput is stepInput (what `show --step N` prints) in the UI's shape.
-func uiStepInput(run *store.Run, n int) (*ui.StepInput, error) {
-	in, err := stepInput(run, n)
-	if err != nil {
-		return nil, err
-	}
-	return &ui.StepInput{Step: in.Step, Steps: in.Steps, SpanID: in.SpanID, Name: in.Name, Model: in.Model,
-		Keys: in.Keys, Values: in.raw}, nil
 }

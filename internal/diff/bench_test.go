@@ -12,7 +12,7 @@ func BenchmarkRuns(b *testing.B) {
 	a, c := historyRun(0xa, 100, 100).run(), historyRun(0xb, 100, 50).run()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := Runs(a, c, Options{})
+		r, err := runsOf(a, c, Options{})
 		if err != nil || r.First == nil || r.First.StepA != 101 {
 			b.Fatalf("%v %+v", err, r.First)
 		}

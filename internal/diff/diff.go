@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runview"
 )
 
 // SchemaVersion is the version of the JSON of a Result (README.md). It changes only when a field
@@ -212,14 +212,15 @@ type FirstDifference struct {
 	Text   string   `json:"text"`   // one line for a person
 }
 
-// Runs compares run a with run b. Offloaded payloads must already be rehydrated (a remaining
+// Runs compares run a with run b, read by the read model (runview.Build: the steps, counts and
+// costs every other view shows). Offloaded payloads must already be rehydrated (a remaining
 // reference to messages is an error naming the span). Runs from the warm or cold tier compare
 // what they keep (no messages).
-func Runs(a, b *store.Run, opts Options) (*Result, error) {
+func Runs(a, b *runview.View, opts Options) (*Result, error) {
 	if a == nil || b == nil {
 		return nil, errors.New("diff: nil run")
 	}
-	for _, r := range []*store.Run{a, b} {
+	for _, r := range []*runview.View{a, b} {
 		if r.Tier == "cold" {
 			return nil, fmt.Errorf("run %s is only in the cold tier (its session's summary): it has no steps to compare", r.TraceID)
 		}
@@ -252,7 +253,7 @@ func Runs(a, b *store.Run, opts Options) (*Result, error) {
 		CostUSD: fdelta(ta.cost, tb.cost), Unpriced: idelta(ta.unpriced, tb.unpriced), DurationMS: fdelta(ta.durationMS, tb.durationMS),
 		Errors: idelta(ta.errors, tb.errors), Alerts: idelta(ta.alerts, tb.alerts),
 	}
-	for i, run := range []*store.Run{a, b} {
+	for i, run := range []*runview.View{a, b} {
 		if run.Tier == "warm" {
 			r.Notes = append(r.Notes, fmt.Sprintf("run %s (%s) is from the warm tier: step summaries only; messages, tool arguments and results are not compared",
 				[]string{"a", "b"}[i], run.TraceID))

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/runagain/runagain/internal/corpus"
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -180,7 +182,7 @@ func jsonOf(t *testing.T, r *Result) []byte {
 // the human text match their golden files.
 func TestRunsGolden(t *testing.T) {
 	a, b := weatherRuns()
-	r, err := Runs(a, b, Options{})
+	r, err := runsOf(a, b, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +229,7 @@ func TestRunsGolden(t *testing.T) {
 // call and tool result messages.
 func TestRunsStep(t *testing.T) {
 	a, b := weatherRuns()
-	r, err := Runs(a, b, Options{Step: 2})
+	r, err := runsOf(a, b, Options{Step: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestRunsStep(t *testing.T) {
 		t.Errorf("first difference %+v", r.First)
 	}
 	golden(t, "weather.step2.diff.json", jsonOf(t, r))
-	if _, err := Runs(a, b, Options{Step: 3}); err == nil || !strings.Contains(err.Error(), "LLM steps 1..2") {
+	if _, err := runsOf(a, b, Options{Step: 3}); err == nil || !strings.Contains(err.Error(), "LLM steps 1..2") {
 		t.Errorf("step 3: %v", err)
 	}
 }
@@ -253,7 +255,7 @@ func TestRunsStep(t *testing.T) {
 // TestRunsSelf: a run compared with itself has no difference.
 func TestRunsSelf(t *testing.T) {
 	a, _ := weatherRuns()
-	r, err := Runs(a, a, Options{})
+	r, err := runsOf(a, a, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,16 +264,16 @@ func TestRunsSelf(t *testing.T) {
 	}
 	w := *a
 	w.Tier = "warm"
-	if r, err := Runs(&w, a, Options{}); err != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "warm tier") {
+	if r, err := runsOf(&w, a, Options{}); err != nil || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "warm tier") {
 		t.Errorf("warm run: %v %v", err, r)
 	}
 	c := *a
 	c.Tier = "cold"
-	if _, err := Runs(a, &c, Options{}); err == nil || !strings.Contains(err.Error(), "cold tier") {
+	if _, err := runsOf(a, &c, Options{}); err == nil || !strings.Contains(err.Error(), "cold tier") {
 		t.Errorf("cold run: %v", err)
 	}
 	for _, f := range corpusRuns(t) {
-		r, err := Runs(f, f, Options{})
+		r, err := runsOf(f, f, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +310,11 @@ func corpusRuns(t *testing.T) []*store.Run {
 func TestRunsCorpusFrameworks(t *testing.T) {
 	runs := corpusRuns(t)
 	llmOf := func(r *store.Run) int {
-		steps, _, err := runSteps(r, callMessages)
+		v, err := runview.Build(context.Background(), r, runview.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, _, err := runSteps(v, callMessages)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +340,7 @@ func TestRunsCorpusFrameworks(t *testing.T) {
 			if i == j || runs[i].TraceID == runs[j].TraceID {
 				continue // two exports of one trace
 			}
-			r, err := Runs(runs[i], runs[j], Options{})
+			r, err := runsOf(runs[i], runs[j], Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,7 +402,7 @@ func TestAlignModelChange(t *testing.T) {
 
 // TestTextCollapsesHistory: unchanged messages of a growing history are one line in the text.
 func TestTextCollapsesHistory(t *testing.T) {
-	r, err := Runs(historyRun(0xa, 6, 6).run(), historyRun(0xb, 6, 3).run(), Options{})
+	r, err := runsOf(historyRun(0xa, 6, 6).run(), historyRun(0xb, 6, 3).run(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,4 +438,17 @@ func TestTextHeaderCounts(t *testing.T) {
 	if !strings.Contains(b.String(), "--- a a  (1 step)\n") || !strings.Contains(b.String(), "+++ b b  (3 steps)\n") {
 		t.Fatalf("header:\n%s", b.String())
 	}
+}
+
+// runsOf compares two stored runs read by the read model with its default options.
+func runsOf(a, b *store.Run, opts Options) (*Result, error) {
+	va, err := runview.Build(context.Background(), a, runview.Options{})
+	if err != nil {
+		return nil, err
+	}
+	vb, err := runview.Build(context.Background(), b, runview.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return Runs(va, vb, opts)
 }

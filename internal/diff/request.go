@@ -11,7 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/runview"
 )
 
 // Request keys of Step.Request: what an LLM call asked for. The model and parameters come from
@@ -239,16 +240,16 @@ type Rerun struct {
 // Attributes of a rerun's root span (internal/proxy AttrRerunOriginalTrace, AttrRerunChanges,
 // AttrRerunFromStep).
 const (
-	attrRerunOriginal = "runagain.rerun.original_trace_id"
-	attrRerunChanges  = "runagain.rerun.changes"
-	attrRerunFromStep = "runagain.rerun.from_step"
+	attrRerunOriginal = runagainattr.RerunOriginalTrace
+	attrRerunChanges  = runagainattr.RerunChanges
+	attrRerunFromStep = runagainattr.RerunFromStep
 )
 
 // rerunOf reads the rerun attributes of the first span that has them; nil when the run is not
 // a rerun.
 func rerunOf(a pcommon.Map) *Rerun {
 	orig, ok1 := a.Get(attrRerunOriginal)
-	ch, ok2 := a.Get(attrRerunChanges)
+	_, ok2 := a.Get(attrRerunChanges)
 	if !ok1 && !ok2 {
 		return nil
 	}
@@ -257,13 +258,7 @@ func rerunOf(a pcommon.Map) *Rerun {
 		r.OriginalTraceID = orig.AsString()
 	}
 	if ok2 {
-		if ch.Type() == pcommon.ValueTypeSlice {
-			for i := 0; i < ch.Slice().Len(); i++ {
-				r.Changes = append(r.Changes, ch.Slice().At(i).AsString())
-			}
-		} else if s := ch.AsString(); s != "" {
-			r.Changes = append(r.Changes, s)
-		}
+		r.Changes, _ = runagainattr.Changes(a) // a string array; `runagain test` wrote a plain string before
 	}
 	if v, ok := a.Get(attrRerunFromStep); ok {
 		r.FromStep = int(v.Int())
@@ -284,18 +279,11 @@ func modelLabel(s *Step) string {
 	return req + " (answered " + s.Model + ")"
 }
 
-// runRerun reads the rerun attributes of run's spans (the root span carries them).
-func runRerun(run *store.Run) *Rerun {
-	rss := run.Traces.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			sps := sss.At(j).Spans()
-			for k := 0; k < sps.Len(); k++ {
-				if r := rerunOf(sps.At(k).Attributes()); r != nil {
-					return r
-				}
-			}
+// runRerun reads the rerun attributes of the run's spans (the root span carries them).
+func runRerun(v *runview.View) *Rerun {
+	for _, n := range v.Nodes {
+		if r := rerunOf(n.Span.Attributes()); r != nil {
+			return r
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func rerunRuns(t *testing.T) (*store.Run, *store.Run) {
 // asked for on both sides (the body sent, over the SDK's attribute), as request_model.
 func TestRerunRequestModel(t *testing.T) {
 	a, b := rerunRuns(t)
-	r, err := Runs(a, b, Options{})
+	r, err := runsOf(a, b, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"model=gpt-4.1"}, r.Changes)
 	require.NotNil(t, r.B.Rerun)
@@ -80,7 +80,7 @@ func TestRerunRequestModel(t *testing.T) {
 	b2.llm("m", nil, nil, "stop", 1, 1, 10)
 	a2.ss.At(1).Attributes().PutDouble("gen_ai.request.top_p", 1)
 	b2.ss.At(1).Attributes().PutDouble("gen_ai.request.top_p", 0.5)
-	r, err = Runs(a2.run(), b2.run(), Options{})
+	r, err = runsOf(a2.run(), b2.run(), Options{})
 	require.NoError(t, err)
 	assert.Nil(t, r.Changes)
 	assert.Equal(t, []string{FieldRequestParameters}, r.First.Fields)

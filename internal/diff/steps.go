@@ -7,13 +7,11 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
-	"github.com/runagain/runagain/internal/llmhttp"
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/runview/rule"
 )
 
 // Step kinds.
@@ -33,97 +31,69 @@ type step struct {
 	hasResult    bool
 }
 
-// runSteps lists the steps of run in run order (store.Order): LLM calls and tool calls, plus
-// recorded HTTP exchanges that are not the transport of an LLM or tool span.
-func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
-	var st runStats
-	_, flat := store.Order(run.Traces, nil)
-	logs := logsBySpan(run.Logs)
-	st.alerts = countAlerts(run.Logs)
-	inside := map[pcommon.SpanID]bool{} // span is an LLM/tool step or below one
-	var out []*step
-	bySpan := map[pcommon.SpanID]*step{} // LLM steps, for the request their recorded exchange sent
-	llm := 0
-	var first, last pcommon.Timestamp
-	for _, n := range flat {
-		sp := n.Span
-		if first == 0 || (sp.StartTimestamp() != 0 && sp.StartTimestamp() < first) {
-			first = sp.StartTimestamp()
-		}
-		if sp.EndTimestamp() > last {
-			last = sp.EndTimestamp()
-		}
-		if sp.Status().Code() == ptrace.StatusCodeError {
-			st.errors++
-		}
-		under := inside[sp.ParentSpanID()]
-		isFixture := fixture.IsFixture(sp) && !under
-		if ps := bySpan[sp.ParentSpanID()]; ps != nil && under && fixture.IsFixture(sp) {
-			ps.Request = mergeRequest(ps.Request, wireRequest(sp))
-		}
-		var ex *fixture.Exchange
-		if isFixture {
-			var err error
-			if ex, err = fixture.FromSpan(sp); err != nil {
-				return nil, st, fmt.Errorf("span %s: %w", sp.SpanID(), err)
-			}
-		}
-		eff := sp // the span read: a recorded exchange without GenAI attributes is read as llmhttp derives it
-		kind := genai.Classify(sp.Attributes())
-		if isFixture && kind == genai.KindOther {
-			c := ptrace.NewSpan()
-			sp.CopyTo(c)
-			if llmhttp.Derive(ex, c.Attributes()) != llmhttp.APINone {
-				eff, kind = c, genai.Classify(c.Attributes())
-			}
-		}
-		a := eff.Attributes()
-		var s *step
-		switch {
-		case kind == genai.KindLLM:
-			cm, err := msgs(eff, logs[sp.SpanID()])
-			s = newStep(sp, KindLLM)
+// runSteps lists the steps of the run's View in run order, as the read model counted them
+// (internal/runview: LLM calls, tool calls, and recorded HTTP exchanges that are not the
+// transport of a step nor covered by an instrumented call), with what the comparison needs.
+// The totals are the View's.
+func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
+	t := v.Totals
+	st := runStats{steps: t.Steps, llm: t.LLMCalls, tools: t.ToolCalls + t.HTTPCalls, errors: t.Errors, alerts: t.Alerts,
+		unpriced: t.Unpriced, inputTokens: t.InputTokens, outputTokens: t.OutputTokens, cost: round(t.CostUSD),
+		durationMS: float64(t.Duration) / 1e6}
+	out := make([]*step, 0, len(v.Steps))
+	byNode := map[int]*step{} // LLM steps by node, for the request their recorded exchange sent
+	for _, vs := range v.Steps {
+		n := v.Nodes[vs.Node]
+		a := n.Effective.Attributes()
+		s := newStep(vs)
+		switch vs.Kind {
+		case rule.StepLLM:
+			s.Kind = KindLLM
+			cm, err := msgs(n.Effective, n.Logs)
 			if err != nil {
 				s.MessagesError = err.Error()
 			}
 			rawFallback(&cm, a)
 			s.calls = &cm
-			s.Derived = cm.Derived
-			s.Operation = str(a, genai.AttrOperationName)
-			s.Model = genai.Model(a)
-			u := genai.TokenUsage(a)
-			s.InputTokens, s.OutputTokens = u.Input, u.Output
-			s.CostUSD, s.Unpriced = store.SpanCost(a, sp.StartTimestamp())
-			s.CostUSD = round(s.CostUSD)
+			s.Derived = cm.Derived || n.Derived
 			s.FinishReasons = genai.FinishReasons(a)
 			s.MessagesSource = string(cm.InputSource)
 			s.Request = requestOf(a, &cm)
-			if isFixture {
-				s.Request = mergeRequest(s.Request, wireRequest(sp))
+			if n.Exchange != nil {
+				s.Request = mergeRequest(s.Request, wireRequest(n.Span))
 			}
-			bySpan[sp.SpanID()] = s
-		case kind == genai.KindTool:
-			s = newStep(sp, KindTool)
-			s.Operation = str(a, genai.AttrOperationName)
-			s.Name = genai.ToolName(a)
+			byNode[vs.Node] = s
+			if len(s.FinishReasons) == 0 {
+				for _, m := range cm.Output {
+					if m.FinishReason != "" {
+						s.FinishReasons = append(s.FinishReasons, m.FinishReason)
+					}
+				}
+			}
+		case rule.StepTool:
+			s.Kind = KindTool
 			if p := genai.ToolArguments(a); p.Value != "" {
 				s.args, s.hasArgs = jsonValue(p.Value), true
 			}
 			for _, k := range []string{genai.AttrToolCallResult, "output.value"} {
-				if v, ok := a.Get(k); ok {
-					s.result, s.hasResult = jsonValue(v.AsString()), true
+				if val, ok := a.Get(k); ok {
+					s.result, s.hasResult = jsonValue(val.AsString()), true
 					break
 				}
 			}
-		case isFixture:
-			s = newStep(sp, KindHTTP)
-			s.Operation = "http"
-			path := ex.URL
+		case rule.StepHTTP:
+			s.Kind = KindHTTP
+			ex := n.Exchange
+			if ex == nil {
+				if n.ExchangeErr != nil {
+					return nil, st, n.ExchangeErr
+				}
+				break
+			}
 			q := url.Values{}
 			if u, err := url.Parse(ex.URL); err == nil {
-				path, q = u.EscapedPath(), u.Query()
+				q = u.Query()
 			}
-			s.Name = ex.Method + " " + path
 			args := map[string]any{}
 			if len(q) > 0 {
 				qm := map[string]any{}
@@ -149,58 +119,24 @@ func runSteps(run *store.Run, msgs MessagesFunc) ([]*step, runStats, error) {
 				res["body"] = jsonValue(string(ex.ResponseBody))
 			}
 			s.result, s.hasResult = res, true
-			if ex.Status >= 400 {
-				s.Status, s.Error = "error", fmt.Sprintf("HTTP %d", ex.Status)
-			} else if ex.Error != "" {
-				s.Status, s.Error = "error", ex.Error
-			}
 		}
-		if s != nil {
-			if s.Kind == KindLLM {
-				llm++
-				s.LLMStep = llm
-				if s.Operation == "" {
-					s.Operation = "chat"
-				}
-				if len(s.FinishReasons) == 0 && s.calls != nil {
-					for _, m := range s.calls.Output {
-						if m.FinishReason != "" {
-							s.FinishReasons = append(s.FinishReasons, m.FinishReason)
-						}
-					}
-				}
-			} else if s.Operation == "" {
-				s.Operation = "execute_tool"
-			}
-			s.Index = len(out) + 1
-			s.strong = strings.Join([]string{s.Kind, s.Operation, s.Name, s.Model}, "\x00")
-			s.weak = strings.Join([]string{s.Kind, s.Name}, "\x00")
-			out = append(out, s)
-			if s.Kind != KindHTTP {
-				inside[sp.SpanID()] = true
-			}
-		}
-		if under {
-			inside[sp.SpanID()] = true
-		}
+		s.strong = strings.Join([]string{s.Kind, s.Operation, s.Name, s.Model}, "\x00")
+		s.weak = strings.Join([]string{s.Kind, s.Name}, "\x00")
+		out = append(out, s)
 	}
-	st.steps = int64(len(out))
-	for _, s := range out {
-		st.inputTokens += s.InputTokens
-		st.outputTokens += s.OutputTokens
-		st.cost += s.CostUSD
-		if s.Unpriced {
-			st.unpriced++
+	// The exchange that carried a step's request (below it, or covered by it) adds what went on
+	// the wire.
+	for _, n := range v.Nodes {
+		if n.Exchange == nil || n.Step != nil {
+			continue
 		}
-		switch s.Kind {
-		case KindLLM:
-			st.llm++
-		default:
-			st.tools++
+		at := n.Verdict.CoveredBy
+		if at < 0 {
+			at = n.Parent
 		}
-	}
-	if last > first {
-		st.durationMS = float64(last-first) / 1e6
+		if ps := byNode[at]; ps != nil {
+			ps.Request = mergeRequest(ps.Request, wireRequest(n.Span))
+		}
 	}
 	return out, st, nil
 }
@@ -211,65 +147,21 @@ type runStats struct {
 	cost, durationMS                            float64
 }
 
-func newStep(sp ptrace.Span, kind string) *step {
-	s := &step{Step: Step{SpanID: sp.SpanID().String(), Kind: kind, Status: "unset"}}
-	switch sp.Status().Code() {
+func newStep(vs *runview.Step) *step {
+	s := &step{Step: Step{Index: vs.Index, LLMStep: vs.LLMStep, SpanID: vs.SpanID, Kind: string(vs.Kind), Status: "unset",
+		Operation: vs.Operation, Model: vs.Model, InputTokens: vs.Usage.Input, OutputTokens: vs.Usage.Output,
+		CostUSD: round(vs.CostUSD), Unpriced: vs.Unpriced, Derived: vs.Derived, Error: vs.Error,
+		DurationMS: float64(vs.Duration) / 1e6}}
+	if vs.Kind != rule.StepLLM {
+		s.Name = vs.Name
+	}
+	switch vs.Status {
 	case ptrace.StatusCodeOk:
 		s.Status = "ok"
 	case ptrace.StatusCodeError:
 		s.Status = "error"
-		s.Error = sp.Status().Message()
-		if s.Error == "" {
-			s.Error = str(sp.Attributes(), genai.AttrErrorType)
-		}
-		if s.Error == "" {
-			s.Error = "error"
-		}
-	}
-	if e, b := sp.EndTimestamp(), sp.StartTimestamp(); e > b {
-		s.DurationMS = float64(e-b) / 1e6
 	}
 	return s
-}
-
-func str(a pcommon.Map, k string) string {
-	if v, ok := a.Get(k); ok {
-		return v.AsString()
-	}
-	return ""
-}
-
-func logsBySpan(ld plog.Logs) map[pcommon.SpanID][]plog.LogRecord {
-	out := map[pcommon.SpanID][]plog.LogRecord{}
-	for i := 0; i < ld.ResourceLogs().Len(); i++ {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
-				if !lr.SpanID().IsEmpty() {
-					out[lr.SpanID()] = append(out[lr.SpanID()], lr)
-				}
-			}
-		}
-	}
-	return out
-}
-
-func countAlerts(ld plog.Logs) int64 {
-	var n int64
-	for i := 0; i < ld.ResourceLogs().Len(); i++ {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				if lrs.At(k).EventName() == store.AlertEventName {
-					n++
-				}
-			}
-		}
-	}
-	return n
 }
 
 // canonical is the JSON of v with sorted keys (Go's encoding of maps), for equality.

@@ -143,7 +143,7 @@ func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Res
 		cb.mu.Lock()
 		defer cb.mu.Unlock()
 	}
-	return diff.Runs(ca.run, cb.run, diff.Options{Step: step, Messages: llmCallMessages})
+	return diff.Runs(ca.view, cb.view, diff.Options{Step: step, Messages: llmCallMessages})
 }
 
 func messageDiffViews(ms []diff.MessageDiff) []messageDiffView {

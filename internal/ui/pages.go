@@ -21,6 +21,7 @@ import (
 	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -307,7 +308,11 @@ func (s *Server) detail(ctx context.Context, sum store.RunSummary) runDetail {
 	if err != nil {
 		return runDetail{Spans: sum.Spans, CostUSD: sum.CostUSD}
 	}
-	d = arrange(run).detail
+	c, err := s.arrange(ctx, run)
+	if err != nil {
+		return runDetail{Spans: sum.Spans, CostUSD: sum.CostUSD}
+	}
+	d = c.detail
 	if sum.CostUSD > 0 && d.CostUSD == 0 {
 		d.CostUSD = sum.CostUSD
 	}
@@ -353,14 +358,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := runView{Title: "Run " + shorten(c.run.TraceID, 8), TraceID: c.run.TraceID, Session: c.session, Tier: c.run.Tier,
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
-	for _, n := range c.nodes {
-		u := genai.RunUsage(genai.Classify(n.Span.Attributes()), n.Span.Attributes())
-		v.Tokens.Input += u.Input
-		v.Tokens.Output += u.Output
-		if n.Span.Status().Code() == ptrace.StatusCodeError {
-			v.Errors++
-		}
-	}
+	v.Tokens = genai.Usage{Input: c.view.Totals.InputTokens, Output: c.view.Totals.OutputTokens}
+	v.Errors = int(c.view.Totals.Errors)
 	sel := -1
 	if id := r.URL.Query().Get("span"); id != "" {
 		i, ok := c.byID[strings.ToLower(id)]
@@ -450,6 +449,7 @@ type panelView struct {
 	Usage         genai.Usage
 	CostUSD       float64
 	Unpriced      bool
+	CoveredBy     string // a recorded exchange counted as part of this instrumented call (runview rule)
 	Messages      *CallMessages
 	MessagesErr   string
 	System        []partView
@@ -506,7 +506,7 @@ type eventView struct {
 }
 
 type recordedInput struct {
-	StepInput
+	*runview.StepInput
 	Values []attrView
 }
 
@@ -515,17 +515,22 @@ var kindLabels = map[string]string{kindAgent: "agent", kindLLM: "LLM call", kind
 func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, error) {
 	sp, logs, perr := s.span(ctx, c, i)
 	row := c.rows[i]
+	node := c.nodes[i]
 	a := sp.Attributes()
+	ea := node.Effective.Attributes() // the span as read: GenAI attributes derived from an older recording's bodies
 	p := &panelView{TraceID: c.run.TraceID, Row: row, Steps: len(c.steps), KindLabel: kindLabels[row.Kind],
-		Status: sp.Status().Code().String(), StatusMessage: sp.Status().Message(), Model: genai.Model(a),
-		Provider: genai.Provider(a), Usage: genai.TokenUsage(a)}
+		Status: sp.Status().Code().String(), StatusMessage: sp.Status().Message(), Model: genai.Model(ea),
+		Provider: genai.Provider(ea), Usage: node.RecordedUsage}
 	if perr != nil {
 		p.PayloadErr = "some payloads stay as references: " + perr.Error()
 	}
 	if !sp.ParentSpanID().IsEmpty() {
 		p.ParentID = sp.ParentSpanID().String()
 	}
-	p.CostUSD, p.Unpriced = store.SpanCost(a, sp.StartTimestamp())
+	p.CostUSD, p.Unpriced = node.Cost.USD, node.Cost.Unpriced
+	if cb := node.Verdict.CoveredBy; cb >= 0 {
+		p.CoveredBy = c.nodes[cb].SpanID()
+	}
 	p.Attrs = attrViews(a)
 	p.Resource = attrViews(c.nodes[i].Resource.Attributes())
 	for j := 0; j < sp.Events().Len(); j++ {
@@ -544,7 +549,7 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		if row.Kind != kindLLM {
 			p.KindLabel = "LLM call · " + p.KindLabel
 		}
-		cm, err := llmCallMessages(sp, logs)
+		cm, err := llmCallMessages(node.Effective, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
 		} else {
@@ -559,14 +564,14 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 			}
 		}
 	}
-	if row.Step > 0 && s.opts.StepInput != nil {
+	if row.Step > 0 {
 		c.mu.Lock()
-		in, err := s.opts.StepInput(c.run, row.Step)
+		in, err := c.view.StepInput(row.Step)
 		c.mu.Unlock()
 		if err == nil {
-			ri := &recordedInput{StepInput: *in}
+			ri := &recordedInput{StepInput: in}
 			for _, k := range in.Keys {
-				val := in.Values[k]
+				val := in.Raw[k]
 				ri.Values = append(ri.Values, attrView{Key: k, Value: cut(val), Size: len(val), Truncated: len(val) > inlineLimit})
 			}
 			p.Recorded = ri
@@ -676,7 +681,7 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 	var val string
 	if q.Get("part") != "" {
 		// part=in.M.P / out.M.P / sys.P: a message part's text.
-		cm, err := llmCallMessages(sp, nil)
+		cm, err := llmCallMessages(c.nodes[i].Effective, nil)
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -687,15 +692,15 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		val = t
-	} else if q.Get("input") != "" && s.opts.StepInput != nil && c.rows[i].Step > 0 {
+	} else if q.Get("input") != "" && c.rows[i].Step > 0 {
 		c.mu.Lock()
-		in, err := s.opts.StepInput(c.run, c.rows[i].Step)
+		in, err := c.view.StepInput(c.rows[i].Step)
 		c.mu.Unlock()
 		if err != nil {
 			s.fail(w, err)
 			return
 		}
-		v, ok := in.Values[q.Get("key")]
+		v, ok := in.Raw[q.Get("key")]
 		if !ok {
 			s.fail(w, badRequest("key %q is not part of step %d's input", q.Get("key"), in.Step))
 			return

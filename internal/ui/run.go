@@ -14,14 +14,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
 // Event names of the records that point at a run and are pinned on its timeline.
 const (
-	eventAlert      = store.AlertEventName         // agent_guard
-	eventDivergence = "runagain.replay.divergence" // internal/proxy EventDivergence
-	attrFixture     = "runagain.fixture.source"    // internal/fixture AttrSource
+	eventAlert      = runagainattr.EventAlert      // agent_guard
+	eventDivergence = runagainattr.EventDivergence // internal/proxy
 )
 
 // Kinds shown on the timeline (colours in ui.css).
@@ -33,14 +34,14 @@ const (
 	kindOther = "other"
 )
 
-// spanKind is the timeline kind of a span: a recorded HTTP exchange (fixture) or HTTP client
-// span, else genai.Classify.
-func spanKind(s ptrace.Span) string {
-	a := s.Attributes()
-	if _, ok := a.Get(attrFixture); ok {
+// spanKind is the timeline kind of a node: a recorded HTTP exchange (fixture) or HTTP client
+// span, else its kind as the read model classified it.
+func spanKind(n *runview.Node) string {
+	s := n.Span
+	if _, ok := s.Attributes().Get(runagainattr.FixtureSource); ok {
 		return kindHTTP
 	}
-	switch genai.Classify(a) {
+	switch n.Kind {
 	case genai.KindLLM:
 		return kindLLM
 	case genai.KindTool:
@@ -48,7 +49,7 @@ func spanKind(s ptrace.Span) string {
 	case genai.KindAgent:
 		return kindAgent
 	}
-	if _, ok := a.Get("http.request.method"); ok && s.Kind() == ptrace.SpanKindClient {
+	if _, ok := s.Attributes().Get("http.request.method"); ok && s.Kind() == ptrace.SpanKindClient {
 		return kindHTTP
 	}
 	return kindOther
@@ -90,7 +91,8 @@ type Mark struct {
 type cachedRun struct {
 	read    time.Time
 	run     *store.Run
-	nodes   []*store.Node
+	view    *runview.View // the read model: every count and cost on the pages comes from it
+	nodes   []*runview.Node
 	rows    []Row
 	byID    map[string]int
 	steps   []int // row index of each LLM step
@@ -120,11 +122,11 @@ type runDetail struct {
 	TestDataset, TestVersion, TestCase string
 }
 
-// Attributes `runagain test` puts on the root span of a test run (cmd/runagain test.go).
+// Attributes `runagain test` puts on the root span of a test run.
 const (
-	attrTestDataset = "runagain.test.dataset"
-	attrTestVersion = "runagain.test.dataset.version"
-	attrTestCase    = "runagain.test.case"
+	attrTestDataset = runagainattr.TestDataset
+	attrTestVersion = runagainattr.TestVersion
+	attrTestCase    = runagainattr.TestCase
 )
 
 var errNoRun = errors.New("run not found")
@@ -149,7 +151,10 @@ func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error
 	if err != nil {
 		return nil, err
 	}
-	c := arrange(run)
+	c, err := s.arrange(ctx, run)
+	if err != nil {
+		return nil, err
+	}
 	c.read = now
 	s.mu.Lock()
 	// A few runs at most: a 10,000-span run is tens of MB in memory.
@@ -164,50 +169,42 @@ func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error
 	return c, nil
 }
 
-// arrange orders the run (DESIGN.md "Order") and computes its rows, marks and totals.
-func arrange(run *store.Run) *cachedRun {
-	c := &cachedRun{run: run, byID: map[string]int{}, logsBy: map[string][]plog.LogRecord{}, rehydrated: map[int]bool{}}
-	_, c.nodes = store.Order(run.Traces, nil)
+// arrange reads the run through the read model (runview.Build: order, steps, counts, cost) and
+// computes its rows and marks. Payloads are fetched per span when a panel first shows them, except
+// what counting needs (recorded exchanges read from their bodies).
+func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error) {
+	o := runview.Options{Prices: s.opts.Prices, SessionKeys: s.opts.SessionKeys, LazyPayloads: true}
+	if !s.opts.NoRehydrate {
+		o.Resolver = s.resolver
+	}
+	v, err := runview.Build(ctx, run, o)
+	if err != nil {
+		return nil, err
+	}
+	c := &cachedRun{run: run, view: v, nodes: v.Nodes, byID: map[string]int{}, logsBy: map[string][]plog.LogRecord{},
+		rehydrated: map[int]bool{}, start: v.Start, end: v.End, session: v.SessionID}
+	t := v.Totals
+	c.detail = runDetail{Spans: t.Spans, LLMCalls: int(t.LLMCalls), ToolCalls: int(t.ToolCalls), CostUSD: t.CostUSD,
+		Unpriced: int(t.Unpriced), Alerts: int(t.Alerts), Divergences: int(t.Divergences)}
 	agents := map[string]bool{}
 	for i, n := range c.nodes {
-		s := n.Span
-		st, en := s.StartTimestamp().AsTime(), s.EndTimestamp().AsTime()
-		if i == 0 || st.Before(c.start) {
-			c.start = st
-		}
-		if en.After(c.end) {
-			c.end = en
-		}
-		c.byID[s.SpanID().String()] = i
-		if c.session == "" {
-			if id, ok := genai.SessionID(s.Attributes(), n.Resource.Attributes(), genai.DefaultSessionKeys); ok {
-				c.session = id
-			}
-		}
+		c.byID[n.SpanID()] = i
 	}
-	if c.end.Before(c.start) {
-		c.end = c.start
-	}
-	c.detail.Spans = int64(len(c.nodes))
 	for i, n := range c.nodes {
 		s := n.Span
-		r := Row{I: i, SpanID: s.SpanID().String(), Parent: -1, Depth: n.Depth, Name: s.Name(), Kind: spanKind(s),
+		r := Row{I: i, SpanID: s.SpanID().String(), Parent: n.Parent, Depth: n.Depth, Name: s.Name(), Kind: spanKind(n),
 			Start: ms(s.StartTimestamp().AsTime().Sub(c.start)), Dur: ms(s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())),
 			Error: s.Status().Code() == ptrace.StatusCodeError}
 		if r.Dur < 0 {
 			r.Dur = 0
 		}
-		if p, ok := c.byID[s.ParentSpanID().String()]; ok && !s.ParentSpanID().IsEmpty() && n.Depth > 0 {
-			r.Parent = p
+		if n.Depth == 0 {
+			r.Parent = -1
 		}
-		if genai.Classify(s.Attributes()) == genai.KindLLM {
+		if n.Step != nil && n.Step.LLMStep > 0 {
 			c.steps = append(c.steps, i)
-			r.Step = len(c.steps)
-			r.Model = genai.Model(s.Attributes())
-			c.detail.LLMCalls++
-		}
-		if r.Kind == kindTool {
-			c.detail.ToolCalls++
+			r.Step = n.Step.LLMStep
+			r.Model = n.Step.Model
 		}
 		if v, ok := s.Attributes().Get(attrTestCase); ok && c.detail.TestCase == "" {
 			c.detail.TestCase = v.AsString()
@@ -222,32 +219,14 @@ func arrange(run *store.Run) *cachedRun {
 		if a := genai.SpanAgent(s, n.Resource.Attributes(), parentIsAgent); a != "" {
 			agents[a] = true
 		}
-		cost, unpriced := store.SpanCost(s.Attributes(), s.StartTimestamp())
-		c.detail.CostUSD += cost
-		if unpriced {
-			c.detail.Unpriced++
-		}
 		c.rows = append(c.rows, r)
 	}
 	for a := range agents {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}
 	sort.Strings(c.detail.Agents)
-	if ss := run.Session; ss != nil {
-		// A cold-tier run keeps no spans: its session's record says what is known.
-		if c.session == "" {
-			c.session = ss.SessionID
-		}
-		if len(c.nodes) == 0 {
-			c.start, c.end = time.Unix(0, ss.FirstSeen).UTC(), time.Unix(0, ss.LastSeen).UTC()
-			c.detail.Spans, c.detail.CostUSD, c.detail.Unpriced, c.detail.Alerts = ss.Spans, ss.CostUSD, int(ss.Unpriced), int(ss.Alerts)
-			if ss.Agent != "" {
-				c.detail.Agents = []string{ss.Agent}
-			}
-		}
-	}
-	if c.session == "" {
-		c.session = run.TraceID
+	if ss := run.Session; ss != nil && len(c.nodes) == 0 && ss.Agent != "" {
+		c.detail.Agents = []string{ss.Agent}
 	}
 	rls := run.Logs.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -260,13 +239,11 @@ func arrange(run *store.Run) *cachedRun {
 				switch lr.EventName() {
 				case eventAlert:
 					m.Kind = "alert"
-					c.detail.Alerts++
 					if v, ok := lr.Attributes().Get("alert.kind"); ok {
 						m.Name = v.AsString()
 					}
 				case eventDivergence:
 					m.Kind = "divergence"
-					c.detail.Divergences++
 					if v, ok := lr.Attributes().Get("runagain.replay.divergence.field"); ok {
 						m.Name = "replay diverged at " + v.AsString()
 					}
@@ -309,11 +286,11 @@ func arrange(run *store.Run) *cachedRun {
 			m.At = ms(m.Time.Sub(c.start))
 		}
 	}
-	return c
+	return c, nil
 }
 
-// span returns row i's span rehydrated (its payloads fetched on first use) and the log records
-// pointing at it, also rehydrated.
+// span returns row i's span rehydrated (its payloads fetched on first use: View.Rehydrate) and
+// the log records pointing at it, also rehydrated.
 func (s *Server) span(ctx context.Context, c *cachedRun, i int) (ptrace.Span, []plog.LogRecord, error) {
 	n := c.nodes[i]
 	logs := c.logsBy[c.rows[i].SpanID]
@@ -325,7 +302,7 @@ func (s *Server) span(ctx context.Context, c *cachedRun, i int) (ptrace.Span, []
 	var errs []error
 	if !c.rehydrated[i] {
 		c.rehydrated[i] = true
-		if err := s.resolver.RehydrateSpan(ctx, n.Span); err != nil {
+		if err := c.view.Rehydrate(ctx, i); err != nil {
 			errs = append(errs, err)
 		}
 		for _, lr := range logs {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -41,25 +42,15 @@ var staticFS embed.FS
 // DefaultListen is where `runagain ui` listens unless told otherwise: loopback only.
 const DefaultListen = "127.0.0.1:7600"
 
-// StepInput is what `runagain show TRACE_ID --step N` prints: the model input of the N-th LLM
-// call (1-based, run order), each input attribute's value as recorded (Values holds the
-// attribute's string form, Keys the print order).
-type StepInput struct {
-	Step, Steps int
-	SpanID      string
-	Name        string
-	Model       string
-	Keys        []string
-	Values      map[string]string
-}
-
 // Options configures New.
 type Options struct {
 	// Reader is the store the pages read (the CLI's openReader()). Required; New does not close it.
 	Reader store.Reader
-	// StepInput extracts the model input of step n exactly as `show --step n` does; nil leaves
-	// the "as recorded" section out of step pages.
-	StepInput func(run *store.Run, n int) (*StepInput, error)
+	// Prices price each call (the runagain_storage extension's table with its overrides); nil:
+	// the embedded table. SessionKeys name sessions (nil: genai.DefaultSessionKeys). Both go to
+	// the read model (runview.Build), so the pages count and price as every other view.
+	Prices      *pricing.Prices
+	SessionKeys []string
 	// Datasets is the dataset store the Datasets page lists (internal/dataset); nil hides it.
 	Datasets *dataset.Store
 	// NoRehydrate shows payload references (K_ref) instead of fetching the payloads.

@@ -1,6 +1,7 @@
-package main
+package runview
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -37,7 +38,9 @@ func TestStepInputIsWhatTheModelSaw(t *testing.T) {
 	first.Attributes().PutStr("gen_ai.input.messages", "[]")
 	run := &store.Run{TraceID: "01000000000000000000000000000000", Traces: td, Logs: plog.NewLogs()}
 
-	in, err := stepInput(run, 2)
+	v, err := Build(context.Background(), run, Options{})
+	require.NoError(t, err)
+	in, err := v.StepInput(2)
 	require.NoError(t, err)
 	assert.Equal(t, 2, in.Steps)
 	assert.Equal(t, pcommon.SpanID{3}.String(), in.SpanID)
@@ -49,8 +52,8 @@ func TestStepInputIsWhatTheModelSaw(t *testing.T) {
 	assert.Equal(t, []genai.Part{{Type: "text", Content: "be brief"}}, in.Messages.SystemInstructions)
 	assert.Empty(t, in.MessagesError)
 
-	_, err = stepInput(run, 3)
+	_, err = v.StepInput(3)
 	assert.ErrorContains(t, err, "1..2")
-	_, err = stepInput(run, 0)
+	_, err = v.StepInput(0)
 	assert.Error(t, err)
 }

@@ -1,0 +1,98 @@
+// Package runagainattr is the one place for runagain's own attribute keys and event names
+// (runagain.*), like a semantic-conventions package: every writer (proxy, rerun, test, importer,
+// agent_guard) and every reader (the read model, the UI, datasets) uses these constants, so a key
+// is spelled and typed once.
+//
+// What an agent recorded keeps its own conventions (gen_ai.*, http.*: internal/genai,
+// internal/fixture); the keys here mark what runagain added (DESIGN.md "Recorded versus inferred").
+package runagainattr
+
+import "go.opentelemetry.io/collector/pdata/pcommon"
+
+// Keys runagain puts on recorded spans.
+const (
+	// GenAIDerived (bool) is on an HTTP exchange span whose GenAI attributes the proxy or the
+	// cassette importer read from the recorded bodies (DESIGN.md "Derived at record time").
+	GenAIDerived = "runagain.genai.derived"
+	// FixtureSource (string) marks a recorded HTTP exchange span: "proxy", or the importer's
+	// cassette format.
+	FixtureSource = "runagain.fixture.source"
+	// Sequence (int) orders the events of a run where an SDK gives no sequence of its own
+	// (DESIGN.md "Order": a sequence attribute wins over start time).
+	Sequence = "runagain.sequence"
+)
+
+// Keys on the root span of a rerun (`runagain rerun`) and a test run (`runagain test`), and on a
+// rerun's exchanges.
+const (
+	RerunOriginalTrace = "runagain.rerun.original_trace_id" // string: the trace id rerun or tested
+	// RerunChanges (string array) names each change of the rerun ("model=gpt-4.1", a test's
+	// --change text). Written by PutChanges; read by Changes, which also reads the plain string
+	// `runagain test` wrote before.
+	RerunChanges        = "runagain.rerun.changes"
+	RerunFromStep       = "runagain.rerun.from_step"       // int: --from-step
+	RerunFirstDeparture = "runagain.rerun.first_departure" // int: the first LLM call that went live
+	RerunSource         = "runagain.rerun.source"          // string on each exchange: recording | live | refused
+	RerunOriginalSpan   = "runagain.rerun.original_span_id"
+	RerunLLMCall        = "runagain.rerun.llm_call" // int: 1-based LLM request of the rerun
+
+	TestDataset = "runagain.test.dataset"         // string: the dataset a test run checks
+	TestVersion = "runagain.test.dataset.version" // string: its version
+	TestCase    = "runagain.test.case"            // string: the case id
+
+	// LinkType (string) on the span link from a rerun or test run to the original run's root.
+	LinkType = "runagain.link.type"
+	// LinkRerunOf is LinkType's value on a rerun's link.
+	LinkRerunOf = "rerun_of"
+)
+
+// Log records runagain emits that point at a run (inferences: DESIGN.md "Recorded versus
+// inferred"), and their attributes.
+const (
+	EventAlert     = "runagain.alert" // agent_guard
+	AttrAlertKind  = "alert.kind"
+	AttrAlertCount = "runagain.alert.count"
+
+	EventDivergence      = "runagain.replay.divergence" // replay, rerun and test
+	DivergenceField      = "runagain.replay.divergence.field"
+	DivergenceExpected   = "runagain.replay.divergence.expected"
+	DivergenceGot        = "runagain.replay.divergence.got"
+	DivergenceRequest    = "runagain.replay.request.index" // int: 1-based replayed request
+	DivergenceNearest    = "runagain.replay.nearest.index"
+	EventPrefix          = "runagain."
+	MetricCost           = "runagain.cost"          // agent_guard counter, USD
+	MetricUnpricedCalls  = "runagain.cost.unpriced" // agent_guard counter, {call}
+	AttrCostReportedUSD  = "runagain.cost.reported_usd"
+	AttrRedactionCount   = "runagain.redaction.count"
+	AttrRedactionChanged = "runagain.redaction.changed"
+)
+
+// PutChanges sets RerunChanges on m as a string array (an empty array for no change).
+func PutChanges(m pcommon.Map, changes []string) {
+	s := m.PutEmptySlice(RerunChanges)
+	s.EnsureCapacity(len(changes))
+	for _, c := range changes {
+		s.AppendEmpty().SetStr(c)
+	}
+}
+
+// Changes reads RerunChanges from m: the string array PutChanges writes, or the plain string
+// `runagain test --change` wrote before (one change; "" is none). ok is false when absent.
+func Changes(m pcommon.Map) (changes []string, ok bool) {
+	v, ok := m.Get(RerunChanges)
+	if !ok {
+		return nil, false
+	}
+	if v.Type() == pcommon.ValueTypeSlice {
+		s := v.Slice()
+		out := make([]string, 0, s.Len())
+		for i := 0; i < s.Len(); i++ {
+			out = append(out, s.At(i).AsString())
+		}
+		return out, true
+	}
+	if str := v.AsString(); str != "" {
+		return []string{str}, true
+	}
+	return []string{}, true
+}

@@ -1,0 +1,220 @@
+// Package rule is the counting rule of a run (DESIGN.md "One read model"): which spans are steps
+// (LLM calls, tool calls, HTTP and MCP exchanges), and whose usage and cost count in the run's
+// totals. It is one function, Apply, called by the read model (internal/runview) and by every
+// writer of run totals (the store's run index and summaries, agent_guard), so that every number
+// shown for a run counts the same calls.
+//
+// The rule:
+//   - A step is counted once.
+//   - An HTTP exchange derived into an LLM call (runagain.genai.derived, or derived at read time
+//     from an older recording) counts only where no instrumented LLM span covers it: it is a
+//     descendant of an instrumented LLM span, or it overlaps in time with an instrumented LLM span
+//     of the same request (same trace, compatible request model) that covers no other exchange.
+//     An exchange derived into an MCP tool call is covered the same way by an instrumented tool span
+//     of the same tool.
+//   - An aggregate span's usage is never added to its children's: an agent or workflow span
+//     (genai.KindAgent) adds none, and an instrumented LLM span with instrumented LLM calls below
+//     it (a framework's call over the client library's, Vercel's ai.generateText over
+//     ai.generateText.doGenerate) is an aggregate, not a step: its usage counts only when no call
+//     below it records any.
+//   - Any other recorded HTTP exchange is an HTTP step (a tool API), unless it is the transport of
+//     a counted LLM or tool step (below it).
+package rule
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/runagain/runagain/internal/genai"
+)
+
+// Span is what the rule reads of one span of a run.
+type Span struct {
+	ID, Parent pcommon.SpanID
+	Start, End pcommon.Timestamp // Unix ns; End before Start is read as Start
+	// Kind is genai.Classify of the span as read (a derived exchange's derived attributes included).
+	Kind genai.Kind
+	// Exchange marks a recorded HTTP exchange (runagain.fixture.source); Derived, one whose GenAI
+	// attributes were read from its bodies (at record time or now).
+	Exchange, Derived bool
+	// Model is the request model (genai.RequestModel), Tool the tool name: what makes an
+	// instrumented span and an exchange the same request.
+	Model, Tool string
+	// HasUsage: the span records token usage (genai.TokenUsage non-zero).
+	HasUsage bool
+}
+
+// StepKind says what a step is.
+type StepKind string
+
+// Step kinds.
+const (
+	StepNone StepKind = ""
+	StepLLM  StepKind = "llm"
+	StepTool StepKind = "tool"
+	StepHTTP StepKind = "http"
+)
+
+// Verdict is the rule's answer for one span.
+type Verdict struct {
+	Step StepKind // StepNone: not a step
+	// CountUsage: the span's token usage and cost count in the run's totals.
+	CountUsage bool
+	// CoveredBy is the index of the instrumented span that covers this derived exchange, -1 when
+	// not covered.
+	CoveredBy int
+	// Aggregate: an LLM span over other instrumented LLM calls (not a step).
+	Aggregate bool
+}
+
+// Apply returns the verdict for each span of one run (spans of one trace, in any order; a span
+// id seen twice is read as the first). It reads only the fields of Span, so a writer can call it
+// on the few columns it stores.
+func Apply(spans []Span) []Verdict {
+	out := make([]Verdict, len(spans))
+	byID := make(map[pcommon.SpanID]int, len(spans))
+	for i, s := range spans {
+		out[i].CoveredBy = -1
+		if _, dup := byID[s.ID]; !dup {
+			byID[s.ID] = i
+		}
+	}
+	// ancestors calls f for each ancestor of span i, nearest first, until f returns false.
+	ancestors := func(i int, f func(j int) bool) {
+		seen := 0
+		for p := spans[i].Parent; !p.IsEmpty() && seen < len(spans); seen++ {
+			j, ok := byID[p]
+			if !ok || j == i {
+				return
+			}
+			if !f(j) {
+				return
+			}
+			p = spans[j].Parent
+		}
+	}
+	instrumented := func(i int, k genai.Kind) bool { return !spans[i].Exchange && spans[i].Kind == k }
+
+	// Aggregates: instrumented LLM spans with an instrumented LLM call below them.
+	usageBelow := make([]bool, len(spans))
+	for i := range spans {
+		if !instrumented(i, genai.KindLLM) {
+			continue
+		}
+		ancestors(i, func(j int) bool {
+			if instrumented(j, genai.KindLLM) {
+				out[j].Aggregate = true
+				if spans[i].HasUsage {
+					usageBelow[j] = true
+				}
+			}
+			return true
+		})
+	}
+	// Derived exchanges below an instrumented span of their kind are covered by the nearest.
+	taken := make([]bool, len(spans)) // instrumented spans that cover an exchange below them
+	derivedKind := func(i int) genai.Kind {
+		s := spans[i]
+		if !s.Exchange || !s.Derived || (s.Kind != genai.KindLLM && s.Kind != genai.KindTool) {
+			return ""
+		}
+		return s.Kind
+	}
+	for i := range spans {
+		k := derivedKind(i)
+		if k == "" {
+			continue
+		}
+		ancestors(i, func(j int) bool {
+			if instrumented(j, k) && (k == genai.KindLLM || sameName(spans[j].Tool, spans[i].Tool)) {
+				out[i].CoveredBy, taken[j] = j, true
+				return false
+			}
+			return true
+		})
+	}
+	// Exchanges not below one: covered by an overlapping instrumented call of the same request,
+	// one exchange per call, in the order given (run order: the earliest call first).
+	for i := range spans {
+		k := derivedKind(i)
+		if k == "" || out[i].CoveredBy >= 0 {
+			continue
+		}
+		for j := range spans {
+			if taken[j] || !instrumented(j, k) || out[j].Aggregate || !overlaps(spans[i], spans[j]) {
+				continue
+			}
+			if k == genai.KindLLM && !sameModel(spans[i].Model, spans[j].Model) ||
+				k == genai.KindTool && !sameName(spans[i].Tool, spans[j].Tool) {
+				continue
+			}
+			out[i].CoveredBy, taken[j] = j, true
+			break
+		}
+	}
+	// Steps and usage.
+	for i, s := range spans {
+		v := &out[i]
+		switch {
+		case v.CoveredBy >= 0:
+			// covered: neither a step nor counted
+		case s.Kind == genai.KindAgent:
+			// an aggregate of its calls: no usage
+		case s.Kind == genai.KindLLM && v.Aggregate:
+			v.CountUsage = s.HasUsage && !usageBelow[i]
+		case s.Kind == genai.KindLLM:
+			v.Step, v.CountUsage = StepLLM, s.HasUsage
+		case s.Kind == genai.KindTool:
+			v.Step, v.CountUsage = StepTool, s.HasUsage
+		default:
+			v.CountUsage = s.HasUsage
+		}
+	}
+	// Other exchanges: HTTP steps unless the transport of a step above them.
+	for i, s := range spans {
+		if !s.Exchange || out[i].Step != StepNone || out[i].CoveredBy >= 0 || s.Kind == genai.KindLLM || s.Kind == genai.KindTool {
+			continue
+		}
+		transport := false
+		ancestors(i, func(j int) bool {
+			if out[j].Step == StepLLM || out[j].Step == StepTool || out[j].Aggregate {
+				transport = true
+				return false
+			}
+			return true
+		})
+		if !transport {
+			out[i].Step = StepHTTP
+		}
+	}
+	return out
+}
+
+// overlaps reports whether the two spans' [start, end] intervals meet.
+func overlaps(a, b Span) bool {
+	ae, be := max(a.End, a.Start), max(b.End, b.Start)
+	return a.Start <= be && b.Start <= ae
+}
+
+// sameModel: request models name the same request when either is unknown, they are equal, or one
+// is the other with a version suffix ("gpt-4o-mini" and "gpt-4o-mini-2024-07-18"), ignoring
+// case and a provider prefix ("openai/gpt-4o").
+func sameModel(a, b string) bool {
+	a, b = bareModel(a), bareModel(b)
+	if a == "" || b == "" || a == b {
+		return true
+	}
+	return strings.HasPrefix(a, b+"-") || strings.HasPrefix(b, a+"-")
+}
+
+func bareModel(m string) string {
+	m = strings.ToLower(strings.TrimSpace(m))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m
+}
+
+// sameName: tool names match when either is unknown or they are equal.
+func sameName(a, b string) bool { return a == "" || b == "" || a == b }
