@@ -80,7 +80,7 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	res, err := s.diffRuns(r.Context(), v.A, v.B, v.Step)
 	if err != nil {
 		v.Err = err.Error()
-		if errors.Is(err, errNoRun) {
+		if errors.Is(err, errNotFound) {
 			w.WriteHeader(http.StatusNotFound)
 		} else {
 			w.WriteHeader(http.StatusBadRequest)

@@ -129,7 +129,11 @@ const (
 	attrTestCase    = runagainattr.TestCase
 )
 
-var errNoRun = errors.New("run not found")
+// errNotFound marks a missing run, step, span or page (404); errNoRun is a missing run.
+var (
+	errNotFound = errors.New("not found")
+	errNoRun    = fmt.Errorf("run %w", errNotFound)
+)
 
 // loadRun returns the run, from the cache when read less than CacheTTL ago.
 func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error) {

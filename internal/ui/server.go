@@ -108,6 +108,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
+	s.mux.HandleFunc("GET /", s.notFound)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return s, nil
 }
