@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	fx "github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/otlpclient"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/redact"
@@ -213,8 +214,16 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	defer stop()
 	code := 0
 	start := time.Now()
+	var mcpRes mcp.Result
 	if len(args) > 0 {
-		code, err = runAgent(ctx, sandboxed, rec, logger, args, childEnv(addr, caPath, root), cmd.OutOrStdout(), errOut)
+		// The agent's stdio MCP servers, started as `runagain mcp`, record through this command.
+		broker, berr := startMCPBroker(mcp.ModeRecord, ptrace.NewTraces(), cfg, proxy.ReplayOptions{}, nil, true, root.TraceID)
+		if berr != nil {
+			return berr
+		}
+		code, err = runAgent(ctx, sandboxed, rec, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+		_ = broker.Close()
+		mcpRes = broker.Result()
 	} else {
 		<-ctx.Done()
 	}
@@ -225,7 +234,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	closeErr := rec.Close()
 	st := rec.Stats()
 	if len(args) > 0 {
-		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges; run trace %s\n", st.Exchanges, root.TraceID)
+		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges%s; run trace %s\n", st.Exchanges, mcpRecorded(mcpRes), root.TraceID)
 	} else {
 		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges in %d traces\n", st.Exchanges, len(st.Traces))
 	}

@@ -341,6 +341,7 @@ func (r *Replayer) opaqueFlow(hostport, what string, explicit bool) bool {
 	}
 	r.mu.Lock()
 	r.live++
+	r.refused++
 	d := &Divergence{Request: r.live, Method: describeFlow(explicit), URL: hostport,
 		Diff: Difference{Field: "connect", Expected: "a plain-HTTP, route or intercepted (--mitm) request", Got: what + " to " + hostport}}
 	r.diverge(d)

@@ -49,6 +49,7 @@ type Replayer struct {
 	// origTrace is the recorded run's trace (of its fixture spans).
 	origTrace pcommon.TraceID
 	allow     map[string]bool
+	writes    map[string]bool // --allow-live-writes (firewall.go)
 	realtime  bool
 	flows     *flows
 
@@ -58,9 +59,11 @@ type Replayer struct {
 	served  int
 	live    int
 	div     *Divergence
-	rerun   *rerunState // set in rerun mode (rerun.go)
-	sinkWG  sync.WaitGroup
-	sinkErr error
+	// forwarded and refused count requests sent live to an allowed host and refused.
+	forwarded, refused int
+	rerun              *rerunState // set in rerun mode (rerun.go)
+	sinkWG             sync.WaitGroup
+	sinkErr            error
 }
 
 type entry struct {
@@ -82,11 +85,16 @@ type Divergence struct {
 	NearestSpanID pcommon.SpanID
 	NearestPos    int  // 1-based position of Nearest in recorded order
 	Exhausted     bool // an identical request was recorded, but fewer times than it is made now
+	// Refusal is set when the side-effect firewall refused the request (firewall.go).
+	Refusal string
 }
 
 // Message is the one-line explanation given to the client, the log record and the terminal.
 func (d *Divergence) Message() string {
 	head := fmt.Sprintf("runagain replay: request %d (%s %s) matches no recorded request", d.Request, d.Method, d.URL)
+	if d.Refusal != "" {
+		head = d.firewallMessage()
+	}
 	switch {
 	case d.Nearest == nil:
 		return head + ": the recorded run has no HTTP exchanges"
@@ -99,8 +107,12 @@ func (d *Divergence) Message() string {
 
 // ReplayOptions tune NewReplayer.
 type ReplayOptions struct {
-	// AllowHosts are hosts (name or name:port) whose requests go to the network unrecorded.
+	// AllowHosts are hosts (name or name:port) whose requests with a safe method (GET, HEAD,
+	// OPTIONS, TRACE) go to the network unrecorded; other methods are matched against the
+	// recording and refused when nothing matches (the side-effect firewall, firewall.go).
 	AllowHosts []string
+	// AllowWrites are hosts whose requests go to the network unrecorded whatever their method.
+	AllowWrites []string
 	// Realtime paces SSE chunks with their recorded timing; default: as fast as possible.
 	Realtime bool
 	// IgnoreBody and IgnoreQuery: see Normalizer. A malformed IgnoreBody path is an error naming it.
@@ -128,6 +140,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 	for _, h := range o.AllowHosts {
 		r.allow[strings.ToLower(h)] = true
 	}
+	r.initFirewall(o)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
@@ -206,7 +219,7 @@ func (r *Replayer) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conne
 
 func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	selfRoute(&r.cfg, req)
-	if r.allowed(req.URL.Host) {
+	if r.goesLive(req) {
 		return req, nil // explicitly allowed: to the network, unrecorded
 	}
 	if r.rerun != nil {
@@ -227,6 +240,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	n := r.live
 	if r.div != nil {
 		d := r.div
+		r.refused++
 		r.mu.Unlock()
 		return req, divergenceResponse(req, d, fmt.Sprintf("runagain replay: stopped at request %d; request %d (%s %s) not served. %s",
 			d.Request, n, req.Method, req.URL, d.Message()))
@@ -242,6 +256,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	}
 	d := r.nearest(live, n, req)
 	r.diverge(d)
+	r.refused++
 	r.mu.Unlock()
 	r.cfg.Logger.Print(d.Message())
 	return req, divergenceResponse(req, d, d.Message())
@@ -250,7 +265,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 // nearest builds the divergence of live against the closest recorded request, preferring
 // ones not served yet. Callers hold r.mu.
 func (r *Replayer) nearest(live *request, n int, req *http.Request) *Divergence {
-	d := &Divergence{Request: n, Method: req.Method, URL: redactURL(r.cfg.Redactor, req.URL)}
+	d := &Divergence{Request: n, Method: req.Method, URL: redactURL(r.cfg.Redactor, req.URL), Refusal: r.refusal(req)}
 	var best *entry
 	bestScore := -1.0
 	for _, pass := range []bool{false, true} { // unused first, then any
@@ -340,6 +355,9 @@ func divergenceLogs(traceID pcommon.TraceID, d *Divergence) plog.Logs {
 	}
 	a.PutStr(fixture.AttrMethod, d.Method)
 	a.PutStr(fixture.AttrURLFull, d.URL)
+	if d.Refusal != "" {
+		a.PutStr(AttrRefusal, d.Refusal)
+	}
 	return ld
 }
 
@@ -468,13 +486,15 @@ type Result struct {
 	Requests   int         // requests received (not counting allowed hosts)
 	Divergence *Divergence // first divergence, nil when none
 	Unserved   int         // recorded exchanges never requested
+	Live       int         // requests sent to an allowed host unrecorded (--allow-host, --allow-live-writes)
+	Refused    int         // requests refused (divergences, the side-effect firewall)
 }
 
 // Result returns the outcome so far.
 func (r *Replayer) Result() Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := Result{Recorded: len(r.entries), Served: r.served, Requests: r.live, Divergence: r.div}
+	res := Result{Recorded: len(r.entries), Served: r.served, Requests: r.live, Divergence: r.div, Live: r.forwarded, Refused: r.refused}
 	for _, e := range r.entries {
 		if !e.used {
 			res.Unserved++

@@ -51,6 +51,8 @@ var DefaultKeys = []string{
 	"pydantic_ai.all_messages",
 	"http.request.body*",
 	"http.response.body*",
+	"runagain.mcp.request*",
+	"runagain.mcp.response*",
 }
 
 // DefaultSplitKeys are the keys whose JSON values are stored one element per object (conversation

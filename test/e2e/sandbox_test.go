@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,9 @@ import (
 )
 
 const sandboxAgentEnv = "RUNAGAIN_E2E_SANDBOX_AGENT"
+
+// replayRunRE finds the replay's own run in its first line.
+var replayRunRE = regexp.MustCompile(`replay run ([0-9a-f]{32})`)
 
 // TestHelperSandboxGoAgent is not a test: run as a child (sandboxAgentEnv=1) it is a Go agent
 // whose tool's HTTP client ignores HTTP_PROXY (Proxy: nil), then it opens a raw TCP connection
@@ -146,6 +150,17 @@ func TestSandboxRecordsAndReplaysClientsThatIgnoreTheProxy(t *testing.T) {
 				require.Error(t, err, "the raw connection is refused as the divergence")
 				assert.Contains(t, out, "raw: read 0 bytes")
 				assert.Contains(t, errOut, "request 2 (TCP 192.0.2.1:9) matches no recorded request")
+				// The refusal is recorded on the replay's own run; the recording stays clean.
+				rm := replayRunRE.FindStringSubmatch(errOut)
+				require.NotNil(t, rm, errOut)
+				deadline := time.Now().Add(15 * time.Second)
+				failed := ""
+				for !strings.Contains(failed, rm[1]) && time.Now().Before(deadline) {
+					time.Sleep(200 * time.Millisecond)
+					failed = cli(t, col, "sessions", "--failed")
+				}
+				assert.Contains(t, failed, rm[1], "the replay run is failed")
+				assert.NotContains(t, failed, trace, "the recorded run stays clean")
 			} else {
 				require.NoError(t, err, "%s\n%s", out, errOut)
 			}
