@@ -53,6 +53,7 @@ var funcs = template.FuncMap{
 		return m
 	},
 	"pretty":  pretty,
+	"list":    func(xs ...string) []string { return xs },
 	"request": diff.FormatRequest,
 }
 
@@ -334,7 +335,9 @@ type runView struct {
 	Tokens   genai.Usage
 	Errors   int
 	Marks    []Mark
-	Timeline string // JSON: {trace, total, dur, rows (first page), marks}
+	Timeline string            // JSON: {trace, total, dur, rows (first page), marks}
+	Counts   map[string]int    // rows of each filter kind (find.go)
+	First    map[string]string // span id of the first row of each filter kind
 	Panel    *panelView
 	NoSpans  bool
 }
@@ -359,6 +362,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
 	v.Tokens = genai.Usage{Input: c.view.Totals.InputTokens, Output: c.view.Totals.OutputTokens}
 	v.Errors = int(c.view.Totals.Errors)
+	v.Counts, v.First = c.kindCounts(), map[string]string{}
+	for _, k := range findKinds {
+		v.First[k] = c.firstOf(k)
+	}
 	sel := -1
 	if id := r.URL.Query().Get("span"); id != "" {
 		i, ok := c.byID[strings.ToLower(id)]
@@ -462,6 +469,8 @@ type panelView struct {
 	CoveredBy     string // a recorded exchange counted as part of this instrumented call (runview rule)
 	Messages      *CallMessages
 	MessagesErr   string
+	InputUnread   *genai.Unread // the attribute holding the input in a form no dialect reads
+	OutputUnread  *genai.Unread
 	System        []partView
 	Input         []messageView
 	Output        []messageView
@@ -475,6 +484,16 @@ type panelView struct {
 	Tool          *toolView
 	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
+}
+
+// unreadOf returns cm's Unread entry for side, nil if none.
+func unreadOf(cm CallMessages, side string) *genai.Unread {
+	for i := range cm.Unread {
+		if cm.Unread[i].Side == side {
+			return &cm.Unread[i]
+		}
+	}
+	return nil
 }
 
 // toolView is a tool call's name, arguments and result (gen_ai.tool.*, else OpenInference
@@ -564,8 +583,11 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		cm, err := llmCallMessages(node.Effective, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
-		} else {
+		}
+		{ // every form read is shown, beside the error naming what could not be
 			p.Messages = &cm
+			p.InputUnread, p.OutputUnread = unreadOf(cm, "input"), unreadOf(cm, "output")
+			p.OpenRecorded = p.OpenRecorded || p.InputUnread != nil || p.OutputUnread != nil
 			p.System = partViews(cm.SystemInstructions)
 			p.Input = messageViews(cm.Input)
 			p.Output = messageViews(cm.Output)

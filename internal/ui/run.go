@@ -70,6 +70,8 @@ type Row struct {
 	Step   int     `json:"st,omitempty"` // 1-based LLM step, 0 when not an LLM call
 	Model  string  `json:"m,omitempty"`
 	Marks  []int   `json:"mk,omitempty"` // indexes into the run's marks pinned on this span
+	// Children is the number of direct children (the waterfall folds a row with children).
+	Children int `json:"c,omitempty"`
 }
 
 // Mark is a record pointing at the run, pinned on the timeline: an agent_guard alert or a replay
@@ -225,6 +227,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 		}
 		c.rows = append(c.rows, r)
 	}
+	countChildren(c.rows)
 	for a := range agents {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}

@@ -105,6 +105,8 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/attr", s.attrValue)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/otlp", s.spanOTLP)
 	s.mux.HandleFunc("GET /api/runs/{trace}/rows", s.rowsAPI)
+	s.mux.HandleFunc("GET /api/runs/{trace}/find", s.findAPI)
+	s.mux.HandleFunc("GET /api/runs/{trace}/tree", s.treeAPI)
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
