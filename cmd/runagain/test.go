@@ -35,7 +35,7 @@ const (
 	EnvTestRun   = "RUNAGAIN_TEST_RUN"   // trace id of the new run being recorded
 )
 
-// Attributes of the root span of a test run (a rerun of the case's run: DESIGN.md "Reruns and
+// Attributes of the root span of a test run (a rerun of the case's run: docs/architecture.md "Reruns and
 // datasets"; the span also links to the original trace).
 const (
 	AttrTestDataset  = "runagain.test.dataset"

@@ -60,7 +60,22 @@ func NewRecorder(cfg Config, root Root) *Recorder {
 }
 
 // ServeHTTP implements http.Handler.
-func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.gp.ServeHTTP(w, req) }
+//
+// When the upstream breaks off a response body (its connection fails mid-stream), the client's
+// connection is aborted too (http.ErrAbortHandler: no terminating chunk), so the agent sees the
+// same failure it would have seen without the proxy instead of a clean, shortened response.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	cut := &upstreamCut{}
+	r.gp.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), upstreamCutKey{}, cut)))
+	if cut.Load() {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// upstreamCut is set by a response body whose upstream read failed before the end.
+type upstreamCut struct{ atomic.Bool }
+
+type upstreamCutKey struct{}
 
 type pending struct {
 	ex      *fixture.Exchange
@@ -164,7 +179,11 @@ func (r *Recorder) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.
 		r.finish(p)
 		return resp
 	}
-	resp.Body = &captureBody{rc: resp.Body, p: p, r: r, sse: fixture.IsEventStream(resp.Header.Get("Content-Type"))}
+	cb := &captureBody{rc: resp.Body, p: p, r: r, sse: fixture.IsEventStream(resp.Header.Get("Content-Type"))}
+	if resp.Request != nil {
+		cb.upstreamCut, _ = resp.Request.Context().Value(upstreamCutKey{}).(*upstreamCut)
+	}
+	resp.Body = cb
 	return resp
 }
 

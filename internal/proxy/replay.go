@@ -23,7 +23,7 @@ import (
 	"github.com/runagain/runagain/internal/fixture"
 )
 
-// Divergence log record: event name and attributes (DESIGN.md: an inference is a new record
+// Divergence log record: event name and attributes (docs/architecture.md: an inference is a new record
 // pointing at the recorded span, never a change to it).
 const (
 	EventDivergence     = "runagain.replay.divergence"

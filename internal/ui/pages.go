@@ -469,6 +469,8 @@ type panelView struct {
 	CoveredBy     string // a recorded exchange counted as part of this instrumented call (runview rule)
 	Messages      *CallMessages
 	MessagesErr   string
+	InputUnread   *genai.Unread // the attribute holding the input in a form no dialect reads
+	OutputUnread  *genai.Unread
 	System        []partView
 	Input         []messageView
 	Output        []messageView
@@ -482,6 +484,16 @@ type panelView struct {
 	Tool          *toolView
 	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
+}
+
+// unreadOf returns cm's Unread entry for side, nil if none.
+func unreadOf(cm CallMessages, side string) *genai.Unread {
+	for i := range cm.Unread {
+		if cm.Unread[i].Side == side {
+			return &cm.Unread[i]
+		}
+	}
+	return nil
 }
 
 // toolView is a tool call's name, arguments and result (gen_ai.tool.*, else OpenInference
@@ -571,8 +583,11 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		cm, err := llmCallMessages(node.Effective, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
-		} else {
+		}
+		{ // every form read is shown, beside the error naming what could not be
 			p.Messages = &cm
+			p.InputUnread, p.OutputUnread = unreadOf(cm, "input"), unreadOf(cm, "output")
+			p.OpenRecorded = p.OpenRecorded || p.InputUnread != nil || p.OutputUnread != nil
 			p.System = partViews(cm.SystemInstructions)
 			p.Input = messageViews(cm.Input)
 			p.Output = messageViews(cm.Output)
