@@ -192,4 +192,3 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 
 // localTime is the RFC 3339 form the pages' script shows in the browser's time zone.
 func localTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
