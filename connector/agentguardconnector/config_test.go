@@ -27,6 +27,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.MetricsFlushInterval = 10 * time.Second
 	custom.MaxSeries = 100
 	custom.Exemplars.MaxPerDataPoint = 2
+	custom.MetricConventions.AlsoEmitPrevious = true
 	cr := 0.15
 	prefix := "internal-"
 	custom.Pricing.Models = []pricing.Override{
