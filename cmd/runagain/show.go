@@ -22,7 +22,7 @@ import (
 	"github.com/runagain/runagain/internal/store"
 )
 
-// ShowRun is the --json shape of `runagain show`: the run's spans in order (DESIGN.md "Order")
+// ShowRun is the --json shape of `runagain show`: the run's spans in order (docs/architecture.md "Order")
 // and the log records that point at it.
 type ShowRun struct {
 	TraceID   string     `json:"trace_id"`
@@ -103,7 +103,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "show TRACE_ID",
 		Short: "Show one run as an ordered tree with every span's timing, status, attributes and full inputs and outputs",
-		Long: `Show one run as an ordered tree (DESIGN.md "Order": start time, parent before child, span id;
+		Long: `Show one run as an ordered tree (docs/architecture.md "Order": start time, parent before child, span id;
 an SDK sequence attribute wins) with every span's timing, status, model, tokens and every attribute
 in full. Offloaded payloads (K_ref) are fetched from blob storage and verified unless --no-rehydrate.
 

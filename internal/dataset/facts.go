@@ -62,7 +62,7 @@ type Facts struct {
 // RunFacts reads the facts of a run (payloads rehydrated). LLM calls are the run's GenAI LLM
 // spans (genai.Classify) read with genai.LLMCallMessages; a run without any (an agent recorded
 // only through the proxy) uses its recorded HTTP exchanges instead, with the GenAI attributes the
-// proxy or importer derived at record time (DESIGN.md "Derived at record time"; for older
+// proxy or importer derived at record time (docs/architecture.md "Derived at record time"; for older
 // recordings llmhttp.Derive reads them from the bodies now, on a copy). Tool calls are the
 // tool_call parts of the calls' output messages, else the run's tool spans (MCP tools/call
 // exchanges included).

@@ -51,7 +51,7 @@ const (
 )
 
 // DefaultSessionKeys is the default ordered list of attributes that name a session
-// (DESIGN.md "Run and session"): the first one present wins.
+// (docs/architecture.md "Run and session"): the first one present wins.
 var DefaultSessionKeys = []string{AttrConversationID, AttrSessionID}
 
 // SessionID returns the first of keys present (as a non-empty string) on the span attributes,

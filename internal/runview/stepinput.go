@@ -11,7 +11,7 @@ import (
 )
 
 // stepInputKeys are the attributes that hold what a model received, in the order listed: GenAI
-// semantic conventions first, then the older and vendor dialects (DESIGN.md lists them).
+// semantic conventions first, then the older and vendor dialects (docs/architecture.md lists them).
 var stepInputKeys = []string{
 	genai.AttrSystemInstructions, genai.AttrInputMessages, genai.AttrToolDefinitions,
 	"gen_ai.prompt", "ai.prompt", "ai.prompt.messages", "ai.prompt.tools", "input.value",

@@ -202,13 +202,17 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	assert.Contains(t, errOut, `params.arguments.text: expected "buy milk", got "buy oats"`)
 	assert.Contains(t, errOut, "agent failed: MCP error -32001", "the agent got the JSON-RPC error")
 	untouched("diverged replay")
+	// The record is on the replay's own run (pointing at the original's span); the original stays clean.
+	rm := replayRunRE.FindStringSubmatch(errOut)
+	require.NotNil(t, rm, errOut)
 	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(cli(t, col, "show", trace), "params.arguments.text") {
+	for !strings.Contains(cli(t, col, "show", rm[1]), "params.arguments.text") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the divergence record is not listed with the run:\n%s", cli(t, col, "show", trace))
+			t.Fatalf("the divergence record is not listed with the replay run:\n%s", cli(t, col, "show", rm[1]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	assert.NotContains(t, cli(t, col, "show", trace), "params.arguments.text", "the original run stays clean")
 
 	// Rerun with another model: the LLM calls go live, the MCP calls are served.
 	out, errOut, code = run(nil, cmdline("rerun", append([]string{trace, "--set", "model=gpt-4.1-mini"}, route...)...)...)
