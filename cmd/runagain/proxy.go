@@ -242,7 +242,9 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	}
 	shutErr := srv.Shutdown(30 * time.Second)
 	if len(args) > 0 {
-		rec.Emit(rootSpan(root, args, start, time.Now(), code))
+		td := rootSpan(root, args, start, time.Now(), code)
+		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
+		rec.Emit(td)
 	}
 	closeErr := rec.Close()
 	st := rec.Stats()

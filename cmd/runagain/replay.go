@@ -85,6 +85,9 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	if err != nil {
 		return err
 	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain replay: %s\n", note)
+	}
 	sandboxed, err := o.sb.enabled("replay", errOut)
 	if err != nil {
 		return err
