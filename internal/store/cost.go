@@ -2,10 +2,26 @@ package store
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
+
+// DerivedExchange reports whether span is a recorded HTTP exchange (runagain.fixture.source) whose GenAI
+// attributes the proxy or importer derived from its bodies (runagain.genai.derived) into an LLM or
+// tool call (kind: genai.Classify of its attributes). Such a call counts only where no
+// instrumented span covers it (internal/runview/rule): the writers of run totals mark it so the
+// rule can be applied to their rows.
+func DerivedExchange(span ptrace.Span, kind genai.Kind) bool {
+	if kind != genai.KindLLM && kind != genai.KindTool {
+		return false
+	}
+	v, ok := span.Attributes().Get(runagainattr.GenAIDerived)
+	_, src := span.Attributes().Get(runagainattr.FixtureSource)
+	return ok && src && v.Type() == pcommon.ValueTypeBool && v.Bool()
+}
 
 // spanCost prices one span with prices (nil: the embedded table without overrides). It returns
 // the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose
