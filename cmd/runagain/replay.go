@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
@@ -30,6 +32,7 @@ var ErrDiverged = errors.New("replay diverged")
 
 func newReplayCmd() *cobra.Command {
 	o := &proxyOptions{}
+	mf := &mcpFlags{}
 	var allow, ignoreBody, ignoreQuery []string
 	var realtime bool
 	cmd := &cobra.Command{
@@ -55,18 +58,20 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReplay(cmd, o, args[0], args[1:], proxy.ReplayOptions{AllowHosts: allow, Realtime: realtime, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery})
+			return runReplay(cmd, o, mf, args[0], args[1:], proxy.ReplayOptions{AllowHosts: allow, AllowWrites: mf.allowWrites, Realtime: realtime, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery})
 		},
 	}
-	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
+	cmd.Flags().StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose GET, HEAD, OPTIONS and TRACE requests may go to the network, unrecorded (repeatable; other methods need --allow-live-writes)")
+	mf.register(cmd)
 	cmd.Flags().BoolVar(&realtime, "realtime", false, "pace SSE chunks with their recorded timing")
 	cmd.Flags().StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching, e.g. metadata.request_id or messages[*].id, or an RFC 9535 query such as $..request_id (repeatable)")
 	cmd.Flags().StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
+	o.sb.flags(cmd, true)
 	return cmd
 }
 
-func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []string, ro proxy.ReplayOptions) error {
+func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string, args []string, ro proxy.ReplayOptions) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
@@ -75,30 +80,63 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 	if err != nil {
 		return err
 	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain replay: %s\n", note)
+	}
+	sandboxed, err := o.sb.enabled("replay", errOut)
+	if err != nil {
+		return err
+	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
+	// The replay is a run of its own: its divergences are recorded on it (pointing at the
+	// original's spans), and the original stays as it was recorded.
+	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
+	rp, err := proxy.NewReplayer(cfg, run.Traces, root.TraceID, ro)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("run %s: %w", traceID, err)
 	}
-	if rp.Exchanges() == 0 {
+	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, false, root.TraceID)
+	if err != nil {
 		l.Close()
-		return fmt.Errorf("run %s has no recorded HTTP exchanges (spans with %s); record one with `runagain proxy --record` or import a cassette", traceID, "runagain.fixture.source")
+		return err
+	}
+	if rp.Exchanges() == 0 && broker.Exchanges() == 0 {
+		l.Close()
+		_ = broker.Close()
+		return fmt.Errorf("run %s has no recorded HTTP or MCP exchanges (spans with %s); record one with `runagain proxy --record` or import a cassette", traceID, "runagain.fixture.source")
 	}
 	srv := proxy.Serve(l, rp)
 	addr := l.Addr().String()
-	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s\n", rp.Exchanges(), tid, addr)
-	code, runErr := runChild(ctx, args, childEnv(addr, caPath, proxy.Root{}), cmd.OutOrStdout(), errOut)
+	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, root.TraceID)
+	if sandboxed {
+		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
+	}
+	start := time.Now()
+	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
 	shutErr := srv.Shutdown(10 * time.Second)
+	_ = broker.Close()
+	mr := broker.Result()
+	td := rerunRootSpan(root, run, args, start, time.Now(), code, nil, 0, nil)
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName("runagain replay " + filepath.Base(args[0]))
+	if err := sink.ConsumeTraces(ctx, td); err != nil {
+		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)
+	}
 	sinkErr := rp.Close()
 	r := rp.Result()
-	fmt.Fprintf(errOut, "runagain replay: served %d of %d recorded exchanges (%d requests, %d recorded exchanges not requested)\n",
-		r.Served, r.Recorded, r.Requests, r.Unserved)
+	fmt.Fprintf(errOut, "runagain replay: served %d of %d recorded exchanges (%d requests, %d recorded exchanges not requested); %d refused, %d sent live\n",
+		r.Served, r.Recorded, r.Requests, r.Unserved, r.Refused, r.Live)
+	if s := mcpSummary(mr); s != "" {
+		fmt.Fprintf(errOut, "runagain replay: %s\n", s)
+	}
 	var errs []string
+	if e := printMCPDivergence(errOut, mr); e != "" {
+		errs = append(errs, e)
+	}
 	if r.Divergence != nil {
 		fmt.Fprintln(errOut, r.Divergence.Message())
 		if sinkErr != nil {
@@ -115,7 +153,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, traceID string, args []strin
 		errs = append(errs, shutErr.Error())
 	}
 	switch {
-	case r.Divergence != nil:
+	case r.Divergence != nil || mr.Divergence != nil:
 		return fmt.Errorf("%w %s", ErrDiverged, strings.Join(errs, "; "))
 	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -25,6 +26,7 @@ func init() {
 
 func newRerunCmd() *cobra.Command {
 	o := &proxyOptions{}
+	mf := &mcpFlags{}
 	var sets, allow, ignoreBody, ignoreQuery, llmRoutes []string
 	var fromStep int
 	cmd := &cobra.Command{
@@ -71,28 +73,37 @@ request body is an error naming the path, before the command runs.`,
 			if len(llmRoutes) > 0 {
 				routes = append(append([]string(nil), routes...), llmRoutes...)
 			}
-			ro := proxy.ReplayOptions{AllowHosts: allow, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery,
+			ro := proxy.ReplayOptions{AllowHosts: allow, AllowWrites: mf.allowWrites, IgnoreBody: ignoreBody, IgnoreQuery: ignoreQuery,
 				Rerun: &proxy.RerunOptions{Edits: edits, FromStep: fromStep, LLMRoutes: routes}}
-			return runRerun(cmd, o, args[0], args[1:], ro)
+			return runRerun(cmd, o, mf, args[0], args[1:], ro)
 		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&sets, "set", nil, "PATH=VALUE: change every outgoing LLM request body at this JSON path (repeatable; VALUE JSON or text, @FILE for a file's text)")
 	f.IntVar(&fromStep, "from-step", 0, "serve the first N LLM calls from the recording, send every later one live")
 	f.StringArrayVar(&llmRoutes, "llm-route", nil, "route name whose requests are LLM calls, besides "+strings.Join(proxy.DefaultLLMRoutes, ", ")+" (repeatable)")
-	f.StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose requests may go to the network, unrecorded (repeatable)")
+	f.StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose GET, HEAD, OPTIONS and TRACE requests may go to the network, unrecorded (repeatable; other methods need --allow-live-writes)")
+	mf.register(cmd)
 	f.StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable)")
 	f.StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
+	o.sb.flags(cmd, true)
 	return cmd
 }
 
-func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string, ro proxy.ReplayOptions) error {
+func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, args []string, ro proxy.ReplayOptions) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	run, tid, err := loadRecordedRun(ctx, runArg, "rerun", errOut)
+	if err != nil {
+		return err
+	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain rerun: %s\n", note)
+	}
+	sandboxed, err := o.sb.enabled("rerun", errOut)
 	if err != nil {
 		return err
 	}
@@ -104,29 +115,47 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl") // the new run's spans the collector could not take
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	ro.Rerun.Root = root
-	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
+	// Refusals are recorded on the new run (pointing at the original's spans), not the original.
+	rp, err := proxy.NewReplayer(cfg, run.Traces, root.TraceID, ro)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("run %s: %w", runArg, err)
 	}
-	if rp.Exchanges() == 0 {
+	// The agent's stdio MCP servers are served from the recording too; their exchanges join the new run.
+	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, true, root.TraceID)
+	if err != nil {
 		l.Close()
-		return fmt.Errorf("run %s has no recorded HTTP exchanges (spans with runagain.fixture.source); record one with `runagain proxy --record`", runArg)
+		return err
+	}
+	if rp.Exchanges() == 0 && broker.Exchanges() == 0 {
+		l.Close()
+		_ = broker.Close()
+		return fmt.Errorf("run %s has no recorded HTTP or MCP exchanges (spans with runagain.fixture.source); record one with `runagain proxy --record`", runArg)
 	}
 	changes := proxy.EditSpecs(ro.Rerun.Edits)
 	srv := proxy.Serve(l, rp)
 	addr := l.Addr().String()
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
 		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), root.TraceID)
+	if sandboxed {
+		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
+	}
 	start := time.Now()
-	code, runErr := runChild(ctx, args, childEnv(addr, caPath, root), cmd.OutOrStdout(), errOut)
+	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
 	shutErr := srv.Shutdown(10 * time.Second)
+	_ = broker.Close()
+	mr := broker.Result()
 	r := rp.RerunResult()
-	rp.EmitSpans(rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First))
+	rtd := rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First)
+	o.stamp(rtd)
+	rp.EmitSpans(rtd)
 	closeErr := rp.Close()
 	r = rp.RerunResult()
 	fmt.Fprintf(errOut, "runagain rerun: %d requests: %d served from the recording, %d LLM calls live, %d refused; %d exchanges recorded\n",
 		r.Requests, r.Served, r.Live, r.Refused, r.Recorded)
+	if s := mcpSummary(mr); s != "" {
+		fmt.Fprintf(errOut, "runagain rerun: %s\n", s)
+	}
 	switch {
 	case r.First == nil:
 		fmt.Fprintf(errOut, "runagain rerun: the rerun never departed from the recording\n")
@@ -138,6 +167,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 	fmt.Fprintf(errOut, "runagain rerun: new run %s (rerun of %s)\n", root.TraceID, tid)
 	fmt.Fprintf(errOut, "runagain rerun: compare with: runagain diff %s %s\n", tid, root.TraceID)
 	var errs []string
+	if e := printMCPDivergence(errOut, mr); e != "" {
+		errs = append(errs, e)
+	}
 	if r.Divergence != nil {
 		fmt.Fprintln(errOut, r.Divergence.Message())
 		errs = append(errs, fmt.Sprintf("at request %d: %s", r.Divergence.Request, r.Divergence.Diff))
@@ -154,7 +186,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, runArg string, args []string,
 		errs = append(errs, fmt.Sprintf("recording the new run: %v", closeErr))
 	}
 	switch {
-	case r.Divergence != nil:
+	case r.Divergence != nil || mr.Divergence != nil:
 		return fmt.Errorf("%w: %s", errRerunRefused, strings.Join(errs, "; "))
 	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))

@@ -22,7 +22,7 @@ import (
 	"github.com/runagain/runagain/internal/store"
 )
 
-// ShowRun is the --json shape of `runagain show`: the run's spans in order (DESIGN.md "Order")
+// ShowRun is the --json shape of `runagain show`: the run's spans in order (docs/architecture.md "Order")
 // and the log records that point at it.
 type ShowRun struct {
 	TraceID   string     `json:"trace_id"`
@@ -37,6 +37,9 @@ type ShowRun struct {
 	// are listed under their missing parent (ShowSpan.MissingParent, depth counted under it).
 	Incomplete       bool   `json:"incomplete"`
 	IncompleteReason string `json:"incomplete_reason,omitempty"`
+	// Fixtures counts the recorded exchanges, and what a rerun or test run served, sent live and
+	// refused (show_fixtures.go).
+	Fixtures *FixtureCounts `json:"fixtures,omitempty"`
 }
 
 // ShowSpan is one span. Attributes holds plain JSON values for reading; OTLP holds the span,
@@ -103,7 +106,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "show TRACE_ID",
 		Short: "Show one run as an ordered tree with every span's timing, status, attributes and full inputs and outputs",
-		Long: `Show one run as an ordered tree (DESIGN.md "Order": start time, parent before child, span id;
+		Long: `Show one run as an ordered tree (docs/architecture.md "Order": start time, parent before child, span id;
 an SDK sequence attribute wins) with every span's timing, status, model, tokens and every attribute
 in full. Offloaded payloads (K_ref) are fetched from blob storage and verified unless --no-rehydrate.
 
@@ -163,7 +166,7 @@ func parseTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceI
 // usage and cost the read model counted (internal/runview).
 func buildShow(v *runview.View) (*ShowRun, error) {
 	view := &ShowRun{TraceID: v.TraceID, SessionID: v.SessionID, Tier: v.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{},
-		Incomplete: v.Incomplete, IncompleteReason: v.IncompleteReason, CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced}
+		Incomplete: v.Incomplete, IncompleteReason: v.IncompleteReason, CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced, Fixtures: v.Fixtures()}
 	var jm ptrace.JSONMarshaler
 	for _, n := range v.Nodes {
 		s := n.Span
@@ -248,6 +251,7 @@ func printShow(w io.Writer, v *ShowRun) {
 		}
 	}
 	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
+	printFixtureCounts(w, v.Fixtures)
 	if v.Incomplete {
 		fmt.Fprintf(w, "INCOMPLETE: %s; what arrived is shown, orphans under their missing parent\n", v.IncompleteReason)
 	}

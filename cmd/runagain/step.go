@@ -34,9 +34,14 @@ func printStep(w io.Writer, in *runview.StepInput, asJSON bool) error {
 		}
 		fmt.Fprintf(w, "\n=== tool definitions\n%s\n", b)
 	}
-	printMessages(w, "input", m.Input, m.InputSource)
-	printMessages(w, "output", m.Output, m.OutputSource)
-	if m.InputSource == "" && m.OutputSource == "" && len(in.Keys) > 0 {
+	printMessages(w, "input", m.Input, m.InputSource, m.UnreadAttr("input"), unreadReason(m, "input"))
+	printMessages(w, "output", m.Output, m.OutputSource, m.UnreadAttr("output"), unreadReason(m, "output"))
+	for _, u := range m.Unread {
+		if _, listed := in.Raw[u.Attribute]; !listed && u.Side == "output" {
+			fmt.Fprintf(w, "\n=== %s (as recorded)\n%s\n", u.Attribute, in.Unread[u.Attribute])
+		}
+	}
+	if (m.InputSource == "" && m.OutputSource == "" || len(m.Unread) > 0) && len(in.Keys) > 0 {
 		fmt.Fprintln(w, "\nattributes recorded as input (no known message form):")
 		for _, k := range in.Keys {
 			fmt.Fprintf(w, "\n=== %s\n%s\n", k, in.Raw[k])
@@ -45,7 +50,23 @@ func printStep(w io.Writer, in *runview.StepInput, asJSON bool) error {
 	return nil
 }
 
-func printMessages(w io.Writer, what string, msgs []genai.Message, src genai.Source) {
+// unreadReason returns why side was not read, "" when it was or holds nothing.
+func unreadReason(m genai.CallMessages, side string) string {
+	for _, u := range m.Unread {
+		if u.Side == side {
+			return u.Reason
+		}
+	}
+	return ""
+}
+
+// printMessages prints one side; a side no form was read for names the attribute holding its
+// content (unread, printed below as recorded), else says it was not recorded.
+func printMessages(w io.Writer, what string, msgs []genai.Message, src genai.Source, unread, reason string) {
+	if src == "" && unread != "" {
+		fmt.Fprintf(w, "\n=== %s: not read: attribute %s holds it in a form runagain does not read (%s)\n", what, unread, reason)
+		return
+	}
 	if src == "" {
 		fmt.Fprintf(w, "\n=== %s: not recorded (no known message form on this span or its records)\n", what)
 		return

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -34,7 +35,7 @@ const (
 	EnvTestRun   = "RUNAGAIN_TEST_RUN"   // trace id of the new run being recorded
 )
 
-// Attributes of the root span of a test run (a rerun of the case's run: DESIGN.md "Reruns and
+// Attributes of the root span of a test run (a rerun of the case's run: docs/architecture.md "Reruns and
 // datasets"; the span also links to the original trace).
 const (
 	AttrTestDataset  = "runagain.test.dataset"
@@ -55,6 +56,7 @@ type testOptions struct {
 	ignQuery  []string
 	cases     []string
 	change    string
+	mcp       mcpFlags
 }
 
 func init() {
@@ -99,12 +101,14 @@ runagain diff command comparing the recorded and the new run; then a summary. --
 	f.BoolVar(&o.asJSON, "json", false, "print the results as JSON instead of lines")
 	f.StringVar(&o.junitPath, "junit", "", "write a JUnit XML report to this file")
 	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for a new run to reach the store")
-	f.StringArrayVar(&o.allow, "allow-host", nil, "host whose requests go to the network, unrecorded (repeatable)")
+	f.StringArrayVar(&o.allow, "allow-host", nil, "host whose GET, HEAD, OPTIONS and TRACE requests go to the network, unrecorded (repeatable; other methods need --allow-live-writes)")
+	o.mcp.register(cmd)
 	f.StringArrayVar(&o.ignBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable; see runagain replay)")
 	f.StringArrayVar(&o.ignQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	f.StringArrayVar(&o.cases, "case", nil, "run only this case (repeatable)")
 	f.StringVar(&o.change, "change", "", "what changed in the agent, recorded on each new run ("+AttrRerunChanges+")")
 	o.proxy.flags(cmd, "127.0.0.1:0")
+	o.proxy.sb.flags(cmd, true)
 	return cmd
 }
 
@@ -116,6 +120,10 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 	}
 	if cmd.Flags().Changed("listen") {
 		return errors.New("--listen: runagain test listens on a free loopback port per case")
+	}
+	sandboxed, err := o.proxy.sb.enabled("test", cmd.ErrOrStderr())
+	if err != nil {
+		return err
 	}
 	st, err := openDatasets(ctx)
 	if err != nil {
@@ -160,7 +168,7 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := runCase(ctx, cmd, o, m, c, args)
+			r := runCase(ctx, cmd, o, m, c, args, sandboxed)
 			results[i] = r
 			if !o.asJSON {
 				mu.Lock()
@@ -201,7 +209,7 @@ func (u replayUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	return u.t.RoundTrip(r2)
 }
 
-func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset.Manifest, c *dataset.Case, args []string) *dataset.CaseResult {
+func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset.Manifest, c *dataset.Case, args []string, sandboxed bool) *dataset.CaseResult {
 	start := time.Now()
 	r := &dataset.CaseResult{Case: c.ID, Original: c.TraceID, Checked: []string{}}
 	fail := func(err error) *dataset.CaseResult {
@@ -212,6 +220,9 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	var logMu sync.Mutex
 	logger := log.New(writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logBuf.Write(p) }), "", 0)
 	po := o.proxy // a copy per case
+	if note := po.reuseRecorded(cmd, c.Traces); note != "" {
+		logger.Printf("runagain test: case %s: %s", c.ID, note)
+	}
 	cfg, sink, l, caPath, err := po.config(cmd, logger)
 	if err != nil {
 		return fail(err)
@@ -229,16 +240,24 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 		return fail(err)
 	}
 	rcfg.SelfHosts = proxy.SelfHosts(rl.Addr())
-	rp, err := proxy.NewReplayer(rcfg, c.Traces, root.TraceID, proxy.ReplayOptions{AllowHosts: o.allow, IgnoreBody: o.ignBody, IgnoreQuery: o.ignQuery})
+	ro := proxy.ReplayOptions{AllowHosts: o.allow, AllowWrites: o.mcp.allowWrites, IgnoreBody: o.ignBody, IgnoreQuery: o.ignQuery}
+	rp, err := proxy.NewReplayer(rcfg, c.Traces, root.TraceID, ro)
 	if err != nil {
 		l.Close()
 		rl.Close()
 		return fail(fmt.Errorf("case %s: %w", c.ID, err))
 	}
-	if rp.Exchanges() == 0 {
+	broker, err := startMCPBroker(mcp.ModeReplay, c.Traces, cfg, ro, &o.mcp, true, root.TraceID)
+	if err != nil {
 		l.Close()
 		rl.Close()
-		return fail(fmt.Errorf("case %s: its run has no recorded HTTP exchanges to replay", c.ID))
+		return fail(err)
+	}
+	defer broker.Close()
+	if rp.Exchanges() == 0 && broker.Exchanges() == 0 {
+		l.Close()
+		rl.Close()
+		return fail(fmt.Errorf("case %s: its run has no recorded HTTP or MCP exchanges to replay", c.ID))
 	}
 	rsrv := proxy.Serve(rl, rp)
 	purl, _ := url.Parse("http://" + rl.Addr().String())
@@ -265,15 +284,18 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	if err := os.WriteFile(caseFile, cj, 0o644); err != nil {
 		return fail(err)
 	}
-	env := append(childEnv(l.Addr().String(), caPath, root),
+	env := append(append(childEnv(l.Addr().String(), caPath, root), broker.Env()...),
 		EnvCaseID+"="+c.ID, EnvCaseInput+"="+input, EnvCaseFile+"="+caseFile, EnvCaseDir+"="+caseDir, EnvTestRun+"="+r.New)
 	var outBuf syncBuf
 	runStart := time.Now()
-	code, runErr := runChild(ctx, args, env, &outBuf, &outBuf)
+	code, runErr := runAgent(ctx, sandboxed, rec, logger, args, env, &outBuf, &outBuf)
 	runEnd := time.Now()
 	shutErr := srv.Shutdown(30 * time.Second)
+	_ = broker.Close()
+	mr := broker.Result()
 	_ = rsrv.Shutdown(10 * time.Second) // the replay server's error, if any, is in shutErr's run already
 	td := rootSpan(root, args, runStart, runEnd, code)
+	po.stamp(td)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain test " + c.ID)
 	a := sp.Attributes()
@@ -312,7 +334,10 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	if res.Divergence != nil {
 		wantLogs = 1
 	}
-	run, err := waitForRun(ctx, r.New, 1+rec.Stats().Exchanges, wantLogs, o.wait)
+	if mr.Divergence != nil {
+		wantLogs++
+	}
+	run, err := waitForRun(ctx, r.New, 1+rec.Stats().Exchanges+mr.Spans, wantLogs, o.wait)
 	if err != nil {
 		return fail(err)
 	}
@@ -327,6 +352,8 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	}
 	if d := res.Divergence; d != nil {
 		facts.Divergence = &dataset.Divergence{Request: d.Request, Detail: d.Diff.String()}
+	} else if d := mr.Divergence; d != nil {
+		facts.Divergence = &dataset.Divergence{Request: d.Request, Detail: "MCP " + d.Server + " " + d.Diff.String()}
 	}
 	r.Facts = facts
 	r.Checked, r.Failures = dataset.Evaluate(c, facts, code)

@@ -6,20 +6,15 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-
-	"github.com/runagain/runagain/internal/genai"
-	"github.com/runagain/runagain/internal/pricing"
 )
 
 // Config is the agent_guard connector configuration. Every field has a default (README.md has
 // the full table and the reasons for each default).
 type Config struct {
 	// Storage is the id of the runagain_storage extension whose prices and session keys are used
-	// (empty: the only one, if the collector has one; else pricing and session_keys below).
+	// (empty: the only one, if the collector has one; without one, the embedded price table and
+	// the default session keys, gen_ai.conversation.id then session.id).
 	Storage component.ID `mapstructure:"storage"`
-	// SessionKeys is the ordered list of span/resource attributes naming a session; the first
-	// present wins, else the trace id is the session (DESIGN.md "Run and session").
-	SessionKeys []string `mapstructure:"session_keys"`
 	// MaxSessions bounds the sessions tracked at once; the least recently active session is
 	// dropped (and ends) when a new one arrives at the limit.
 	MaxSessions int `mapstructure:"max_sessions"`
@@ -42,11 +37,7 @@ type Config struct {
 	// are recorded in one overflow series per metric with otel.metric.overflow=true.
 	MaxSeries int `mapstructure:"max_series"`
 	// Exemplars configures exemplars on the emitted data points.
-	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
-	// Pricing adds or overrides model prices when the collector has no runagain_storage
-	// extension (with one, prices are set there, once for every component and the CLI).
-	Pricing PricingConfig `mapstructure:"pricing"`
-
+	Exemplars       ExemplarsConfig       `mapstructure:"exemplars"`
 	Loop            LoopConfig            `mapstructure:"loop"`
 	CostSpike       CostSpikeConfig       `mapstructure:"cost_spike"`
 	ToolErrors      ToolErrorsConfig      `mapstructure:"tool_errors"`
@@ -60,17 +51,6 @@ type ExemplarsConfig struct {
 	// MaxPerDataPoint is the most exemplars attached to one data point per flush (the first
 	// ones recorded since the last flush); 0 disables exemplars.
 	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
-}
-
-// PricingConfig changes the embedded genai-prices table.
-type PricingConfig struct {
-	// Models are consulted before the embedded table, in order.
-	Models []pricing.Override `mapstructure:"models"`
-	// AddReasoningTokens adds gen_ai.usage.reasoning.output_tokens to the output tokens before
-	// pricing. Off by default: semconv and OpenAI count reasoning inside the output tokens; turn
-	// it on for instrumentations that report them apart (Gemini's thoughtsTokenCount as
-	// recorded by some SDKs), which providers bill as output.
-	AddReasoningTokens bool `mapstructure:"add_reasoning_tokens"`
 }
 
 // LoopConfig configures loop detection.
@@ -144,7 +124,6 @@ type ContextPressureConfig struct {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		SessionKeys:          append([]string(nil), genai.DefaultSessionKeys...),
 		MaxSessions:          50000,
 		SessionIdleTimeout:   30 * time.Minute,
 		MaxSeenSpans:         100000,
@@ -187,14 +166,6 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: must be in (0, 1], got %v", name, v))
 		}
 	}
-	if len(c.SessionKeys) == 0 {
-		errs = append(errs, errors.New("session_keys: must name at least one attribute"))
-	}
-	for i, k := range c.SessionKeys {
-		if k == "" {
-			errs = append(errs, fmt.Errorf("session_keys[%d]: must not be empty", i))
-		}
-	}
 	pos("max_sessions", c.MaxSessions)
 	pos("max_seen_spans", c.MaxSeenSpans)
 	dur("session_idle_timeout", c.SessionIdleTimeout)
@@ -203,9 +174,6 @@ func (c *Config) Validate() error {
 	pos("max_series", c.MaxSeries)
 	if c.Exemplars.MaxPerDataPoint < 0 {
 		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: must not be negative, got %d", c.Exemplars.MaxPerDataPoint))
-	}
-	if _, err := pricing.Default().WithOverrides(c.Pricing.Models); err != nil {
-		errs = append(errs, fmt.Errorf("pricing.%w", err))
 	}
 	if c.Loop.Enabled {
 		if c.Loop.Repeats < 2 {

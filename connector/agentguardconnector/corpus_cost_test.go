@@ -155,10 +155,8 @@ func TestUnknownModelIsCountedNotZero(t *testing.T) {
 	assert.Zero(t, costs, "no runagain.cost data point for an unknown model")
 	assert.Equal(t, int64(1), unpriced)
 
-	// The same model priced through configuration.
-	cfg := createDefaultConfig()
-	cfg.Pricing.Models = append(cfg.Pricing.Models, overrideFor("acme", "acme-large-9", 2, 8))
-	h2 := newHarness(t, cfg)
+	// The same model priced through configuration (the runagain_storage extension's pricing).
+	h2 := newHarnessOn(t, createDefaultConfig(), withPrices(t, pricing.Config{Models: []pricing.Override{overrideFor("acme", "acme-large-9", 2, 8)}}))
 	md, _ = h2.feed(b.td)
 	got := 0.0
 	sumPoints(md, MetricCost, func(_ pcommon.Map, dp pmetric.NumberDataPoint) { got += dp.DoubleValue() })

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -94,15 +93,11 @@ type guard struct {
 }
 
 func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock) (*guard, error) {
-	prices, err := pricing.New(pricing.Config{Models: cfg.Pricing.Models, AddReasoningTokens: cfg.Pricing.AddReasoningTokens})
-	if err != nil {
-		return nil, fmt.Errorf("pricing.%w", err)
-	}
 	tb, err := metadata.NewTelemetryBuilder(ts)
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: prices, keys: cfg.SessionKeys,
+	g := &guard{cfg: cfg, logger: ts.Logger, tb: tb, clock: clock, prices: pricing.DefaultPrices(), keys: genai.DefaultSessionKeys,
 		done: make(chan struct{}), traceAgent: map[pcommon.TraceID]string{}}
 	g.state, err = newState(cfg, g.onSessionEnd)
 	if err != nil {
@@ -113,20 +108,14 @@ func newGuard(ts component.TelemetrySettings, cfg *Config, clock clockwork.Clock
 
 // Start takes the prices and session keys of the runagain_storage extension when the collector
 // has one (named by storage, or the only one), so agent_guard's runagain.cost is the cost the
-// tiers record; pricing or session_keys set here as well are an error naming the field. Then it
-// starts the idle-session and metrics-flush tickers.
+// tiers record (without one: the embedded table and the default session keys). Then it starts
+// the idle-session and metrics-flush tickers.
 func (g *guard) Start(_ context.Context, host component.Host) error {
 	st, err := runagainstorageextension.Find(host, g.cfg.Storage)
 	if err != nil {
 		return err
 	}
 	if st != nil {
-		if len(g.cfg.Pricing.Models) > 0 || g.cfg.Pricing.AddReasoningTokens {
-			return fmt.Errorf("pricing: set by the runagain_storage extension; move these overrides to its pricing section")
-		}
-		if !slices.Equal(g.cfg.SessionKeys, genai.DefaultSessionKeys) && !slices.Equal(g.cfg.SessionKeys, st.SessionKeys()) {
-			return fmt.Errorf("session_keys %v: the runagain_storage extension says %v; set them there only", g.cfg.SessionKeys, st.SessionKeys())
-		}
 		g.mu.Lock()
 		g.prices, g.keys = st.Prices(), st.SessionKeys()
 		g.mu.Unlock()
@@ -276,7 +265,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 		g.mu.Unlock()
 		return nil
 	}
-	// Run order (DESIGN.md "Order"): start time, then span id.
+	// Run order (docs/architecture.md "Order"): start time, then span id.
 	order := slices.Grow(g.order[:0], len(events))[:len(events)]
 	g.order = order
 	for i := range events {

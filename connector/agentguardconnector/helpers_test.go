@@ -20,6 +20,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
+	"github.com/runagain/runagain/internal/pricing"
 )
 
 // t0 is the time of the first span of every scenario; the fake clock starts one hour later.
@@ -41,6 +44,22 @@ type harness struct {
 
 func newHarness(t testing.TB, cfg *Config) *harness {
 	t.Helper()
+	return newHarnessOn(t, cfg, componenttest.NewNopHost())
+}
+
+// withPrices is a host holding a runagain_storage extension whose pricing is p: the prices
+// agent_guard uses (it has none of its own).
+func withPrices(t testing.TB, p pricing.Config) component.Host {
+	t.Helper()
+	sc := runagainstorageextension.NewDefaultConfig()
+	sc.Pricing = p
+	host, _ := storagetest.Start(t, sc)
+	return host
+}
+
+// newHarnessOn is newHarness with the instances started on host.
+func newHarnessOn(t testing.TB, cfg *Config, host component.Host) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	h := &harness{t: t, clock: clockwork.NewFakeClockAt(t0.Add(time.Hour)), ms: &consumertest.MetricsSink{}, ls: &consumertest.LogsSink{}}
 	ctx := clockwork.AddToContext(context.Background(), h.clock)
@@ -53,8 +72,8 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 	require.NoError(t, err)
 	h.tl, err = f.CreateTracesToLogs(ctx, set, cfg, h.ls)
 	require.NoError(t, err)
-	require.NoError(t, h.tm.Start(ctx, componenttest.NewNopHost()))
-	require.NoError(t, h.tl.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, h.tm.Start(ctx, host))
+	require.NoError(t, h.tl.Start(ctx, host))
 	h.g = h.tm.(*handle).g
 	t.Cleanup(func() {
 		require.NoError(t, h.tm.Shutdown(context.Background()))

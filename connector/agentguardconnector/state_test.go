@@ -232,13 +232,11 @@ func TestSeriesOverflow(t *testing.T) {
 }
 
 // TestReasoningTokens: reasoning tokens are inside the output tokens by default and added to
-// them with pricing.add_reasoning_tokens.
+// them with the runagain_storage extension's pricing::add_reasoning_tokens.
 func TestReasoningTokens(t *testing.T) {
 	cost := func(add bool) float64 {
-		cfg := createDefaultConfig()
-		cfg.Pricing.AddReasoningTokens = add
-		cfg.Pricing.Models = append(cfg.Pricing.Models, overrideFor("", "thinker-1", 1, 10))
-		h := newHarness(t, cfg)
+		h := newHarnessOn(t, createDefaultConfig(), withPrices(t, pricing.Config{AddReasoningTokens: add,
+			Models: []pricing.Override{overrideFor("", "thinker-1", 1, 10)}}))
 		b := newTraceBuilder()
 		a := llmAttrs("s", "a", "thinker-1", 1000, 100, "stop")
 		a["gen_ai.usage.reasoning.output_tokens"] = int64(400)

@@ -10,11 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/config/configoptional"
 
-	"github.com/runagain/runagain/exporter/tieredexporter/internal/metadata"
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
@@ -23,42 +22,25 @@ import (
 )
 
 // TestClickHouseTiersOnChDB runs the whole exporter with every tier on ClickHouse against chDB:
-// the contrib clickhouseexporter (created from its factory, nested config unchanged, TTL from
-// the hot retention) creates its schema and inserts over HTTP; our warm and cold tables are
+// the contrib clickhouseexporter (created from its factory with the extension's connection, TTL
+// from the hot retention) creates its schema and inserts over HTTP; our warm and cold tables are
 // created and written; then the CLI's ClickHouse reader reads all three tiers back.
 func TestClickHouseTiersOnChDB(t *testing.T) {
 	ctx := context.Background()
 	srv := chdbtest.Start(t)
-	raw := map[string]any{
-		"hot": map[string]any{
-			"retention": "72h",
-			"clickhouse": map[string]any{
-				"endpoint": srv.Endpoint, "database": "otel", "compress": "none",
-				"sending_queue": map[string]any{"enabled": false},
-			},
-		},
-		"warm": map[string]any{
-			"retention":     "2160h",
-			"clickhouse":    map[string]any{"endpoint": srv.Endpoint, "database": "runagain"},
-			"sending_queue": map[string]any{"enabled": false},
-		},
-		"cold": map[string]any{
-			"clickhouse":    map[string]any{"endpoint": srv.Endpoint, "database": "runagain"},
-			"sending_queue": map[string]any{"enabled": false},
-		},
+	ch := func(db string) configoptional.Optional[runagainstorageextension.ClickHouseConfig] {
+		return configoptional.Some(runagainstorageextension.ClickHouseConfig{Endpoint: srv.Endpoint, Database: db, CreateSchema: true,
+			ConnectionParams: map[string]string{"compress": "none"}})
 	}
-	f := NewFactory()
-	cfg := f.CreateDefaultConfig().(*Config)
-	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-	require.NoError(t, confmap.Validate(cfg))
-
-	set := exportertest.NewNopSettings(metadata.Type)
-	te, err := f.CreateTraces(ctx, set, cfg)
-	require.NoError(t, err)
-	le, err := f.CreateLogs(ctx, set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, te.Start(ctx, componenttest.NewNopHost()))
-	require.NoError(t, le.Start(ctx, componenttest.NewNopHost()))
+	scfg := runagainstorageextension.NewDefaultConfig()
+	scfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: 72 * time.Hour, ClickHouse: ch("otel")})
+	scfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: 2160 * time.Hour, ClickHouse: ch("runagain")})
+	scfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{ClickHouse: ch("runagain")})
+	host, _ := storagetest.Start(t, scfg)
+	off := map[string]any{"enabled": false}
+	p := startWithHost(t, host, map[string]any{"hot": map[string]any{"sending_queue": off},
+		"warm": map[string]any{"sending_queue": off}, "cold": map[string]any{"sending_queue": off}})
+	te, le := p.traces, p.logs
 
 	// The contrib table's TTL counts from the span's own timestamp, so the runs are recent.
 	now := time.Now().Truncate(time.Second).UnixNano()

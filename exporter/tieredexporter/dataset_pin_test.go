@@ -21,7 +21,7 @@ import (
 )
 
 // TestDatasetPinsSurviveRetention: with datasets::url set, the janitors read the real dataset
-// store (dataset.PinSource). Of two runs ingested together, the one frozen into a dataset
+// store (internal/pins, the layout internal/dataset writes). Of two runs ingested together, the one frozen into a dataset
 // survives retention passes that remove the other from the hot and the warm tier (injected
 // clock); once its dataset version is removed, the next pass deletes it too.
 func TestDatasetPinsSurviveRetention(t *testing.T) {
@@ -85,12 +85,12 @@ func TestDatasetPinsSurviveRetention(t *testing.T) {
 		}
 		return out
 	}
-	c.Add(DefaultHotRetention + time.Hour)
+	c.Add(runagainstorageextension.DefaultHotRetention + time.Hour)
 	_, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{storetest.TraceID("in-a-dataset").String()}, tiers()["hot"], "past the hot retention only the pinned run stays hot")
 
-	c.Add(DefaultWarmRetention)
+	c.Add(runagainstorageextension.DefaultWarmRetention)
 	_, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	got := tiers()

@@ -1,7 +1,7 @@
 //go:generate go tool mdatagen metadata.yaml
 
 // Package tieredexporter implements the `tiered` exporter: runagain's storage for agent runs,
-// in tiers (DESIGN.md "Storage tiers"). Each tier is optional, configured on its own, and has its
+// in tiers (docs/architecture.md "Storage tiers"). Each tier is optional, configured on its own, and has its
 // own exporterhelper sending queue, retry and timeout, so one tier's outage never blocks another.
 //
 //   - hot: full spans and log records; SQLite (schema in internal/store/sqlitestore) or

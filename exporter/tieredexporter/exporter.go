@@ -16,15 +16,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
-	"github.com/runagain/runagain/internal/sharedcomponent"
 	"github.com/runagain/runagain/internal/store"
 )
 
 // tieredExporter fans each batch out to one exporterhelper pipeline per tier and acknowledges
 // once every tier has accepted it (into its queue, or written when the queue is disabled). The
 // factory makes one instance per signal. The tiers' pipelines are built at Start, from the
-// tiers the runagain_storage extension configures (found through the host), or from the
-// private storage of an inline configuration.
+// tiers the runagain_storage extension configures (found through the host).
 //
 // Persist once (README "Persist once"): the hot tier is given the whole request; the warm and
 // cold tiers' pipelines build their records of it (store.Records: span summaries and key
@@ -33,10 +31,9 @@ import (
 // build records is given only what its records are built from (store.TrimTraces,
 // store.TrimLogs: no payloads, no payload references, no stack traces).
 type tieredExporter struct {
-	set     exporter.Settings
-	cfg     *Config
-	sig     signal
-	private *sharedcomponent.Holder[*runagainstorageextension.Storage] // inline backends; nil otherwise
+	set exporter.Settings
+	cfg *Config
+	sig signal
 
 	keys  []string // session keys (what the trimmed requests keep for the summaries)
 	tiers []tierPipe
@@ -70,26 +67,12 @@ const (
 	signalLogs
 )
 
-// private holds the storage of each inline-configured tiered exporter, shared by its traces
-// and logs instances (one writer per SQLite file, one janitor per location).
-var private = sharedcomponent.NewMap[component.ID, *runagainstorageextension.Storage]()
-
-func newExporter(_ context.Context, set exporter.Settings, cfg *Config, sig signal, now func() time.Time) (*tieredExporter, error) {
-	e := &tieredExporter{set: set, cfg: cfg, sig: sig}
-	if cfg.inline() {
-		h, err := private.LoadOrStore(set.ID, func() (*runagainstorageextension.Storage, error) {
-			return runagainstorageextension.New(cfg.storageConfig(), set.TelemetrySettings, now)
-		})
-		if err != nil {
-			return nil, err
-		}
-		e.private = h
-	}
-	return e, nil
+func newExporter(_ context.Context, set exporter.Settings, cfg *Config, sig signal) *tieredExporter {
+	return &tieredExporter{set: set, cfg: cfg, sig: sig}
 }
 
 // build creates the tiers' pipelines for st's tiers.
-func (e *tieredExporter) build(ctx context.Context, st *runagainstorageextension.Storage) error {
+func (e *tieredExporter) build(ctx context.Context, st runagainstorageextension.Storage) error {
 	e.keys = st.SessionKeys()
 	for _, name := range st.Tiers() {
 		var sending TierSending
@@ -116,11 +99,6 @@ func (e *tieredExporter) build(ctx context.Context, st *runagainstorageextension
 		if err := e.addTier(ctx, name, b, sending); err != nil {
 			return err
 		}
-	}
-	if e.private != nil && e.cfg.Hot.HasValue() && e.cfg.Hot.Get().ClickHouse.HasValue() {
-		chCfg := *e.cfg.Hot.Get().ClickHouse.Get()
-		chCfg.TTL = e.cfg.Hot.Get().Retention
-		return e.addContribClickHouse(ctx, &chCfg)
 	}
 	return nil
 }
@@ -241,25 +219,16 @@ func (e *tieredExporter) components() []component.Component {
 	return cs
 }
 
-// Start finds the storage (the runagain_storage extension, or the private storage of inline
-// backends), builds one pipeline per tier it configures and starts them.
+// Start finds the runagain_storage extension, builds one pipeline per tier it configures and
+// starts them.
 func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
-	var st *runagainstorageextension.Storage
-	if e.private != nil {
-		if err := e.private.Start(ctx, host); err != nil {
-			return err
-		}
-		st = e.private.Unwrap()
-	} else {
-		found, err := runagainstorageextension.Find(host, e.cfg.Storage)
-		if err != nil {
-			return err
-		}
-		if found == nil {
-			return errors.New("no storage: add the runagain_storage extension (extensions and service::extensions) " +
-				"or configure the tiers' backends inline (hot::sqlite ...)")
-		}
-		st = found
+	st, err := runagainstorageextension.Find(host, e.cfg.Storage)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.New("no storage: add the runagain_storage extension (extensions and service::extensions): " +
+			"it says where each tier lives (README \"Upgrading\")")
 	}
 	if err := e.build(ctx, st); err != nil {
 		return err
@@ -275,14 +244,11 @@ func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown drains and stops the tiers' pipelines, then releases the private storage.
+// Shutdown drains and stops the tiers' pipelines.
 func (e *tieredExporter) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, c := range e.components() {
 		errs = append(errs, c.Shutdown(ctx))
-	}
-	if e.private != nil {
-		errs = append(errs, e.private.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }
@@ -342,17 +308,4 @@ func (e *tieredExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// runJanitors runs the retention janitors of every inline-configured exporter's storage once,
-// now (tests).
-func runJanitors(ctx context.Context) (int64, error) {
-	var total int64
-	var errs []error
-	for _, st := range private.Values() {
-		n, err := st.RunJanitors(ctx)
-		total += n
-		errs = append(errs, err)
-	}
-	return total, errors.Join(errs...)
 }

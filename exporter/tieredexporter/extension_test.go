@@ -17,6 +17,7 @@ import (
 	"github.com/runagain/runagain/exporter/tieredexporter/internal/metadata"
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
+	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
@@ -26,15 +27,22 @@ import (
 // price override for gpt-4.1 (the model storetest's runs use).
 func storageOn(dir string) *runagainstorageextension.Config {
 	cfg := runagainstorageextension.NewDefaultConfig()
-	cfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: DefaultHotRetention,
-		SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
-	cfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: DefaultWarmRetention,
-		SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "warm.db")})})
+	cfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: runagainstorageextension.DefaultHotRetention,
+		SQLite: configoptional.Some(runagainstorageextension.SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
+	cfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: runagainstorageextension.DefaultWarmRetention,
+		SQLite: configoptional.Some(runagainstorageextension.SQLiteConfig{Path: filepath.Join(dir, "warm.db")})})
 	cfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{
-		Parquet: configoptional.Some(ParquetConfig{URL: filepath.Join(dir, "cold")})})
+		Parquet: configoptional.Some(runagainstorageextension.ParquetConfig{URL: filepath.Join(dir, "cold")})})
 	cfg.JanitorInterval = 24 * time.Hour
 	cfg.Pricing.Models = []pricing.Override{{Model: "gpt-4.1", InputMTok: 100, OutputMTok: 1000}}
 	return cfg
+}
+
+// lifecycleHost is the generated lifecycle tests' host (metadata.yaml tests::host): a
+// runagain_storage extension with the embedded layout under a temporary directory.
+func lifecycleHost(t *testing.T) component.Host {
+	host, _ := storagetest.Start(t, storageOn(t.TempDir()))
+	return host
 }
 
 // startWithHost starts a traces and a logs tiered exporter on raw against host.
@@ -116,15 +124,15 @@ func TestJanitorKeepsPinnedRuns(t *testing.T) {
 	runB := storetest.Run{Seed: "free", Service: "svc", Model: "gpt-4.1", Start: c.Now().UnixNano(), LLMCalls: 1}
 	require.NoError(t, p.traces.ConsumeTraces(ctx, storetest.Traces(runA, runB)))
 
-	c.Add(DefaultHotRetention + time.Hour)
-	st.SetPinned(func(context.Context) (map[string]bool, error) { return nil, assert.AnError })
+	c.Add(runagainstorageextension.DefaultHotRetention + time.Hour)
+	st.SetPins(pins.Func(func(context.Context) (map[string]bool, error) { return nil, assert.AnError }))
 	n, err := st.RunJanitors(ctx)
 	require.Error(t, err, "unknown pins: the pass fails")
 	assert.Zero(t, n, "and deletes nothing")
 
-	st.SetPinned(func(context.Context) (map[string]bool, error) {
+	st.SetPins(pins.Func(func(context.Context) (map[string]bool, error) {
 		return map[string]bool{storetest.TraceID("pinned").String(): true}, nil
-	})
+	}))
 	_, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	r, err := storageOn(dir).OpenReader(ctx)

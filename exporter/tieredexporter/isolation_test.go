@@ -27,12 +27,12 @@ func TestColdOutageDoesNotBlockHotAndWarm(t *testing.T) {
 	ctx := context.Background()
 	minio := miniotest.Start(t)
 	dir := t.TempDir()
-	raw := embedded(dir, minio.URL("cold/"))
+	raw := embedded()
 	cold := raw["cold"].(map[string]any)
 	cold["sending_queue"] = map[string]any{"enabled": true, "queue_size": 1000, "num_consumers": 2}
 	cold["retry_on_failure"] = map[string]any{"initial_interval": "200ms", "max_interval": "1s", "max_elapsed_time": "0s"}
 	cold["timeout"] = "3s"
-	p := startTiered(t, NewFactory(), raw)
+	p, _ := startTiered(t, nil, dir, minio.URL("cold/"), raw)
 	stopped := false
 	defer func() {
 		if !stopped {

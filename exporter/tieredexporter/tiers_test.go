@@ -9,12 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 
-	"github.com/runagain/runagain/exporter/tieredexporter/internal/metadata"
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -38,20 +37,16 @@ type pair struct {
 	logs   exporter.Logs
 }
 
-func startTiered(t *testing.T, f exporter.Factory, raw map[string]any) pair {
+// startTiered starts a runagain_storage extension with the embedded layout under dir (cold on
+// the cold URL; now its clock, nil: time.Now) and a traces and a logs tiered exporter on the
+// delivery settings raw.
+func startTiered(t *testing.T, now func() time.Time, dir, cold string, raw map[string]any) (pair, *runagainstorageextension.Extension) {
 	t.Helper()
-	cfg := f.CreateDefaultConfig().(*Config)
-	require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(cfg))
-	require.NoError(t, confmap.Validate(cfg))
-	ctx := context.Background()
-	set := exportertest.NewNopSettings(metadata.Type)
-	te, err := f.CreateTraces(ctx, set, cfg)
-	require.NoError(t, err)
-	le, err := f.CreateLogs(ctx, set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, te.Start(ctx, componenttest.NewNopHost()))
-	require.NoError(t, le.Start(ctx, componenttest.NewNopHost()))
-	return pair{te, le}
+	scfg := storageOn(dir)
+	scfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{
+		Parquet: configoptional.Some(runagainstorageextension.ParquetConfig{URL: cold})})
+	host, st := storagetest.StartAt(t, scfg, now)
+	return startWithHost(t, host, raw), st
 }
 
 func (p pair) stop(t *testing.T) {
@@ -59,14 +54,15 @@ func (p pair) stop(t *testing.T) {
 	require.NoError(t, p.logs.Shutdown(context.Background()))
 }
 
-func embedded(dir string, cold string) map[string]any {
+// embedded is the delivery of config/default.yaml's tiers without queues: each write is done
+// when ConsumeTraces returns.
+func embedded() map[string]any {
 	off := map[string]any{"enabled": false}
 	return map[string]any{
-		"hot":  map[string]any{"sqlite": map[string]any{"path": filepath.Join(dir, "hot.db")}, "sending_queue": off},
-		"warm": map[string]any{"sqlite": map[string]any{"path": filepath.Join(dir, "warm.db")}, "sending_queue": off},
-		"cold": map[string]any{"parquet": map[string]any{"url": cold}, "sending_queue": off,
+		"hot":  map[string]any{"sending_queue": off},
+		"warm": map[string]any{"sending_queue": off},
+		"cold": map[string]any{"sending_queue": off,
 			"retry_on_failure": map[string]any{"initial_interval": "100ms", "max_interval": "500ms", "max_elapsed_time": "2m"}},
-		"janitor_interval": "24h",
 	}
 }
 
@@ -94,7 +90,7 @@ func TestRetentionWithInjectedClock(t *testing.T) {
 	dir := t.TempDir()
 	cold := filepath.Join(dir, "cold")
 	c := &clock{now: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
-	p := startTiered(t, newFactory(c.Now), embedded(dir, cold))
+	p, st := startTiered(t, c.Now, dir, cold, embedded())
 	defer p.stop(t)
 	old := time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC).UnixNano() // an imported run from years ago
 	runA := storetest.Run{Seed: "a", Session: "conv-1", Service: "svc", Agent: "weather", Model: "gpt-4.1", Start: old, LLMCalls: 2, ToolFail: true}
@@ -108,13 +104,13 @@ func TestRetentionWithInjectedClock(t *testing.T) {
 		require.NoError(t, err)
 		return run.Tier
 	}
-	n, err := runJanitors(ctx)
+	n, err := st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing is past retention at ingestion, however old the runs")
 	assert.Equal(t, "hot", tierOf("a"))
 
 	c.Add(7*24*time.Hour + time.Minute)
-	n, err = runJanitors(ctx)
+	n, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, runA.Spans()+runB.Spans()+1, n, "hot spans and the alert record")
 	var hotRows int
@@ -136,7 +132,7 @@ func TestRetentionWithInjectedClock(t *testing.T) {
 	}
 
 	c.Add(83 * 24 * time.Hour)
-	_, err = runJanitors(ctx)
+	_, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "cold", tierOf("a"))
 	run, err = r.Run(ctx, storetest.TraceID("a").String())
@@ -148,7 +144,7 @@ func TestRetentionWithInjectedClock(t *testing.T) {
 	assert.Equal(t, "cold", tierOf("b"), "a run without a session is its own cold session")
 
 	c.Add(100 * 365 * 24 * time.Hour)
-	_, err = runJanitors(ctx)
+	_, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "cold", tierOf("a"), "cold keeps sessions forever by default")
 }

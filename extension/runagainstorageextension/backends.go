@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
@@ -53,11 +55,9 @@ type openOptions struct {
 	prices *pricing.Prices
 	now    func() time.Time
 	every  time.Duration
-	pinned func() PinnedFunc
-	// payloadURL is the payload bucket the hot tier's retention sweeps ("" for none).
-	payloadURL string
-	// payloadDir is the pack layout's data directory (digest index) of that bucket ("" for single objects).
-	payloadDir string
+	pins   func() pins.Source
+	// payloads is the payload store the hot tier's retention sweeps (nil for none).
+	payloads *payloadref.Store
 }
 
 // hot tier on SQLite: full spans and logs.

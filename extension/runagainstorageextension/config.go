@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -17,7 +18,7 @@ import (
 	"github.com/runagain/runagain/internal/pricing"
 )
 
-// Default retentions (DESIGN.md "Storage tiers"); the cold tier keeps records forever (0).
+// Default retentions (docs/architecture.md "Storage tiers"); the cold tier keeps records forever (0).
 const (
 	DefaultHotRetention    = 7 * 24 * time.Hour
 	DefaultWarmRetention   = 90 * 24 * time.Hour
@@ -43,7 +44,7 @@ type Config struct {
 	Datasets configoptional.Optional[DatasetsConfig] `mapstructure:"datasets"`
 
 	// SessionKeys are the attributes that name a session, first present wins
-	// (DESIGN.md "Run and session"). Default: gen_ai.conversation.id, session.id.
+	// (docs/architecture.md "Run and session"). Default: gen_ai.conversation.id, session.id.
 	SessionKeys []string `mapstructure:"session_keys"`
 
 	// JanitorInterval is how often the retention janitors delete expired rows and objects from
@@ -102,7 +103,9 @@ type ParquetConfig struct {
 // PayloadsConfig configures the payload bucket and its pack files (internal/payloadref).
 type PayloadsConfig struct {
 	// URL is a gocloud.dev/blob bucket URL: file:///dir?create_dir=true, s3://bucket, gs://,
-	// azblob://, mem:// (tests). payload_offload uses it when its own storage::url is empty.
+	// azblob://, mem:// (tests); query parameters are the driver's plus prefix=some/folder/.
+	// The extension opens it once at start: payload_offload writes through it, the retention
+	// janitor collects it, the CLI reads from it.
 	URL string `mapstructure:"url"`
 	// Dir is the local data directory of the pack layout: Dir/staging holds the open segment and
 	// sealed packs not yet uploaded (fsynced before a batch is acknowledged), Dir/payload-index.db
@@ -111,7 +114,21 @@ type PayloadsConfig struct {
 	Dir string `mapstructure:"dir"`
 	// Pack sets when the open segment is sealed and uploaded.
 	Pack PackConfig `mapstructure:"pack"`
+	// DedupCacheSize is how many object locations are cached in memory in front of the digest
+	// index (hashicorp/golang-lru, about 100 bytes each); single objects: keys remembered as
+	// present. Default (and 0) 100000.
+	DedupCacheSize int `mapstructure:"dedup_cache_size"`
+	// CompressionLevel is the zstd level: fastest, default, better or best. "default" is zstd's
+	// default for single objects and payloadref.DefaultPackLevel (fastest, over 256 KiB blocks)
+	// for pack blocks. Empty is "default".
+	CompressionLevel string `mapstructure:"compression_level"`
 }
+
+// Payload store defaults.
+const (
+	DefaultDedupCacheSize   = 100000
+	DefaultCompressionLevel = "default"
+)
 
 // PackConfig sets the size and age limits of a pack. Packs are sealed by size: issue 17's target is
 // at most one PUT-class request per 8 MiB of payload bytes on S3; the age limit is for a trickle.
@@ -184,7 +201,8 @@ func createDefaultConfig() component.Config {
 			Parquet:    configoptional.Default(ParquetConfig{URL: "./data/cold"}),
 			ClickHouse: configoptional.Default(defaultClickHouse()),
 		}),
-		Payloads:        configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip", Dir: "./data/payloads", Pack: DefaultPack}),
+		Payloads: configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip", Dir: "./data/payloads", Pack: DefaultPack,
+			DedupCacheSize: DefaultDedupCacheSize, CompressionLevel: DefaultCompressionLevel}),
 		Datasets:        configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
 		SessionKeys:     append([]string(nil), genai.DefaultSessionKeys...),
 		JanitorInterval: DefaultJanitorInterval,
@@ -264,8 +282,15 @@ func (c *Config) ValidateForReading() error {
 	}
 	if c.Payloads.HasValue() {
 		errs = append(errs, validateBucketURL("payloads::url", c.Payloads.Get().URL))
-		if c.Payloads.Get().Dir != "" {
-			errs = append(errs, c.Payloads.Get().Pack.Validate("payloads::pack::"))
+		p := c.Payloads.Get()
+		if p.Dir != "" {
+			errs = append(errs, p.Pack.Validate("payloads::pack::"))
+		}
+		if p.DedupCacheSize < 0 {
+			errs = append(errs, fmt.Errorf("payloads::dedup_cache_size: must not be negative, got %d", p.DedupCacheSize))
+		}
+		if ok, _ := zstd.EncoderLevelFromString(p.CompressionLevel); !ok && p.CompressionLevel != "" {
+			errs = append(errs, fmt.Errorf("payloads::compression_level: %q is not fastest, default, better or best", p.CompressionLevel))
 		}
 	}
 	if c.Datasets.HasValue() {

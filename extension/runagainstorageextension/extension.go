@@ -12,34 +12,65 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension/internal/metadata"
-	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
 
-// Storage is a runagain_storage extension instance: it opens the configured backends at Start
-// (SQLite files, ClickHouse connections, the cold Parquet bucket), runs their retention
-// janitors, and hands components the backends, the price table with its overrides and the
-// session keys. Components find it through the host (Find), like Jaeger v2's jaeger_storage.
-type Storage struct {
+// Storage is what a component gets from the runagain_storage extension (Find): the writers of
+// the configured tiers, the one opened payload store, the price table and the session keys. As
+// Jaeger v2's jaeger_storage hands its storage exporter a factory interface, components see
+// only this interface; the extension instance (*Extension) keeps its lifecycle and maintenance.
+type Storage interface {
+	// SessionKeys are the attributes naming a session, first present wins.
+	SessionKeys() []string
+	// Prices is the one price table (embedded genai-prices with the configured overrides).
+	Prices() *pricing.Prices
+	// Tiers lists the configured tiers in order hot, warm, cold.
+	Tiers() []string
+	// HotClickHouse returns the hot tier's ClickHouse settings and retention when the hot tier
+	// is on ClickHouse: its writer is the contrib clickhouseexporter, which the tiered exporter
+	// creates.
+	HotClickHouse() (*ClickHouseConfig, time.Duration, bool)
+	// Backend returns the writer of a tier ("hot", "warm", "cold"). It fails when the tier is
+	// not configured, is the hot tier on ClickHouse (see HotClickHouse), or the extension is not
+	// started.
+	Backend(tier string) (Backend, error)
+	// PayloadStore is the payload bucket (payloads::url) opened once at Start, with its pack
+	// staging area and digest index (payloads::dir): payload_offload writes through it and the
+	// retention janitor collects through it. It fails, naming the field, when payloads is not
+	// configured or the extension is not started. Callers never close it.
+	PayloadStore() (*payloadref.Store, error)
+}
+
+// Extension is a runagain_storage extension instance: it opens the configured backends and
+// the payload store at Start (SQLite files, ClickHouse connections, the cold Parquet bucket, the
+// payload bucket), runs their retention janitors, and serves components through Storage.
+type Extension struct {
 	cfg    *Config
 	logger *zap.Logger
 	now    func() time.Time
 	prices *pricing.Prices
 
-	mu      sync.Mutex
-	tiers   map[string]*opened // by tier name, set between Start and Shutdown
-	locks   []*dirLock         // held between Start and Shutdown
-	started bool
-	pinMu   sync.Mutex // guards pinned only: the janitors read it while Shutdown holds mu
-	pinned  PinnedFunc
+	mu       sync.Mutex
+	tiers    map[string]*opened // by tier name, set between Start and Shutdown
+	payloads *payloadref.Store  // set between Start and Shutdown when payloads is configured
+	locks    []*dirLock         // held between Start and Shutdown
+	started  bool
+	pinMu    sync.Mutex // guards pins only: the janitors read it while Shutdown holds mu
+	pins     pins.Source
 }
 
-var _ extension.Extension = (*Storage)(nil)
+var (
+	_ extension.Extension = (*Extension)(nil)
+	_ Storage             = (*Extension)(nil)
+)
 
-// New builds a Storage for cfg (validated by the caller). now is the ingestion clock (nil:
-// time.Now). Backends open at Start.
-func New(cfg *Config, set component.TelemetrySettings, now func() time.Time) (*Storage, error) {
+// New builds an Extension for cfg (validated by the caller). now is the ingestion clock (nil:
+// time.Now). Backends open at Start. With datasets::url configured, the runs of that dataset
+// store are pinned (internal/pins); SetPins replaces the source.
+func New(cfg *Config, set component.TelemetrySettings, now func() time.Time) (*Extension, error) {
 	prices, err := pricing.New(cfg.Pricing)
 	if err != nil {
 		return nil, fmt.Errorf("pricing::%w", err)
@@ -51,28 +82,25 @@ func New(cfg *Config, set component.TelemetrySettings, now func() time.Time) (*S
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	s := &Storage{cfg: cfg, logger: logger, now: now, prices: prices}
+	s := &Extension{cfg: cfg, logger: logger, now: now, prices: prices}
 	if cfg.Datasets.HasValue() {
-		s.pinned = dataset.PinSource(cfg.Datasets.Get().URL)
+		s.pins = pins.Bucket(cfg.Datasets.Get().URL)
 	}
 	return s, nil
 }
 
 // Start opens every configured backend and starts the janitors. A backend that cannot be
 // opened fails the start with the tier named.
-func (s *Storage) Start(ctx context.Context, _ component.Host) error {
+func (s *Extension) Start(ctx context.Context, _ component.Host) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return nil
 	}
 	o := openOptions{logger: s.logger, keys: s.cfg.SessionKeys, prices: s.prices, now: s.now,
-		every: s.cfg.JanitorInterval, pinned: s.pinnedFunc}
+		every: s.cfg.JanitorInterval, pins: s.pinSource}
 	if o.every <= 0 {
 		o.every = DefaultJanitorInterval
-	}
-	if s.cfg.Payloads.HasValue() {
-		o.payloadURL, o.payloadDir = s.cfg.Payloads.Get().URL, s.cfg.Payloads.Get().Dir
 	}
 	locks, err := lockDirs(s.cfg.localDataDirs())
 	if err != nil {
@@ -83,8 +111,19 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 		for _, t := range tiers {
 			_ = t.close()
 		}
+		if o.payloads != nil {
+			_ = o.payloads.Close()
+		}
 		unlockAll(locks)
 		return fmt.Errorf("runagain_storage: %s tier: %w", tier, err)
+	}
+	if s.cfg.Payloads.HasValue() {
+		ps, err := openPayloads(ctx, s.cfg.Payloads.Get(), s.logger, s.now)
+		if err != nil {
+			unlockAll(locks)
+			return fmt.Errorf("runagain_storage: payloads: %w", err)
+		}
+		o.payloads = ps
 	}
 	if s.cfg.Hot.HasValue() && s.cfg.Hot.Get().SQLite.HasValue() {
 		t, err := openHotSQLite(s.cfg.Hot.Get(), o)
@@ -121,7 +160,7 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 			t.janitor.start()
 		}
 	}
-	s.tiers, s.locks, s.started = tiers, locks, true
+	s.tiers, s.payloads, s.locks, s.started = tiers, o.payloads, locks, true
 	return nil
 }
 
@@ -129,7 +168,7 @@ func (s *Storage) Start(ctx context.Context, _ component.Host) error {
 const tierPayloads = "payloads"
 
 // Shutdown stops the janitors and closes the backends.
-func (s *Storage) Shutdown(context.Context) error {
+func (s *Extension) Shutdown(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
@@ -139,55 +178,24 @@ func (s *Storage) Shutdown(context.Context) error {
 		}
 		errs = append(errs, t.close())
 	}
+	if s.payloads != nil {
+		// After the janitors (which collect through it) and every pipeline (extensions shut
+		// down last): Close seals and uploads what is staged, as far as the bucket allows.
+		errs = append(errs, closePayloads(s.payloads, s.logger))
+	}
 	unlockAll(s.locks)
-	s.tiers, s.locks, s.started = nil, nil, false
+	s.tiers, s.payloads, s.locks, s.started = nil, nil, nil, false
 	return errors.Join(errs...)
 }
 
-// Config is the extension's configuration (read-only).
-func (s *Storage) Config() *Config { return s.cfg }
-
 // SessionKeys are the attributes naming a session, first present wins.
-func (s *Storage) SessionKeys() []string { return s.cfg.SessionKeys }
+func (s *Extension) SessionKeys() []string { return s.cfg.SessionKeys }
 
 // Prices is the one price table (embedded genai-prices with the configured overrides).
-func (s *Storage) Prices() *pricing.Prices { return s.prices }
-
-// DatasetsURL is the dataset store's URL, "" when none is configured.
-func (s *Storage) DatasetsURL() string {
-	if !s.cfg.Datasets.HasValue() {
-		return ""
-	}
-	return s.cfg.Datasets.Get().URL
-}
-
-// PayloadURL is the payload bucket's URL, "" when none is configured.
-func (s *Storage) PayloadURL() string {
-	if !s.cfg.Payloads.HasValue() {
-		return ""
-	}
-	return s.cfg.Payloads.Get().URL
-}
-
-// PayloadDir is the data directory of the payload packs (staging area and digest index), ""
-// when none is configured (one object per digest).
-func (s *Storage) PayloadDir() string {
-	if !s.cfg.Payloads.HasValue() {
-		return ""
-	}
-	return s.cfg.Payloads.Get().Dir
-}
-
-// PayloadPack is the pack size and age limits.
-func (s *Storage) PayloadPack() PackConfig {
-	if !s.cfg.Payloads.HasValue() {
-		return DefaultPack
-	}
-	return s.cfg.Payloads.Get().Pack
-}
+func (s *Extension) Prices() *pricing.Prices { return s.prices }
 
 // Tiers lists the configured tiers in order hot, warm, cold.
-func (s *Storage) Tiers() []string {
+func (s *Extension) Tiers() []string {
 	var out []string
 	if s.cfg.Hot.HasValue() {
 		out = append(out, store.TierHot)
@@ -203,7 +211,7 @@ func (s *Storage) Tiers() []string {
 
 // HotClickHouse returns the hot tier's ClickHouse settings and retention when the hot tier is
 // on ClickHouse: its writer is the contrib clickhouseexporter, which the tiered exporter creates.
-func (s *Storage) HotClickHouse() (*ClickHouseConfig, time.Duration, bool) {
+func (s *Extension) HotClickHouse() (*ClickHouseConfig, time.Duration, bool) {
 	if !s.cfg.Hot.HasValue() || !s.cfg.Hot.Get().ClickHouse.HasValue() {
 		return nil, 0, false
 	}
@@ -212,7 +220,7 @@ func (s *Storage) HotClickHouse() (*ClickHouseConfig, time.Duration, bool) {
 
 // Backend returns the writer of a tier ("hot", "warm", "cold"). It fails when the tier is not
 // configured, is the hot tier on ClickHouse (see HotClickHouse), or the extension is not started.
-func (s *Storage) Backend(tier string) (Backend, error) {
+func (s *Extension) Backend(tier string) (Backend, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started {
@@ -225,24 +233,38 @@ func (s *Storage) Backend(tier string) (Backend, error) {
 	return t.backend, nil
 }
 
-// SetPinned installs the source of pinned runs that every janitor consults before deleting; nil
-// removes it. Safe to call at any time. With datasets::url configured, the dataset store's pins
-// (dataset.PinSource) are installed at creation.
-func (s *Storage) SetPinned(f PinnedFunc) {
+// SetPins installs the source of pinned runs that every janitor consults before deleting; nil
+// removes it. Safe to call at any time. With datasets::url configured, that dataset store's pins
+// (pins.Bucket) are installed at creation.
+func (s *Extension) SetPins(p pins.Source) {
 	s.pinMu.Lock()
-	s.pinned = f
+	s.pins = p
 	s.pinMu.Unlock()
 }
 
-func (s *Storage) pinnedFunc() PinnedFunc {
+func (s *Extension) pinSource() pins.Source {
 	s.pinMu.Lock()
 	defer s.pinMu.Unlock()
-	return s.pinned
+	return s.pins
+}
+
+// PayloadStore implements Storage.
+func (s *Extension) PayloadStore() (*payloadref.Store, error) {
+	if !s.cfg.Payloads.HasValue() {
+		return nil, errors.New("runagain_storage: no payload bucket: set `payloads::url` " +
+			"(e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.payloads == nil {
+		return nil, errors.New("runagain_storage: not started")
+	}
+	return s.payloads, nil
 }
 
 // RunJanitors runs every janitor once, now, and returns how many rows and objects they deleted
 // (tests and maintenance).
-func (s *Storage) RunJanitors(ctx context.Context) (int64, error) {
+func (s *Extension) RunJanitors(ctx context.Context) (int64, error) {
 	s.mu.Lock()
 	var js []*janitor
 	for _, name := range []string{store.TierHot, store.TierWarm, store.TierCold, tierPayloads} { // payloads after the hot rows
@@ -262,20 +284,19 @@ func (s *Storage) RunJanitors(ctx context.Context) (int64, error) {
 }
 
 // Find returns the runagain_storage extension a component names (id), or, when id is the zero
-// ID, the only one the host has. It returns (nil, nil) when id is zero and the host has none, so
-// components can fall back to their own settings; several and no name, or a name the host does
-// not have, is an error naming what to set.
-func Find(host component.Host, id component.ID) (*Storage, error) {
+// ID, the only one the host has. It returns (nil, nil) when id is zero and the host has none;
+// several and no name, or a name the host does not have, is an error naming what to set.
+func Find(host component.Host, id component.ID) (Storage, error) {
 	if host == nil {
 		return nil, nil
 	}
 	var found []component.ID
-	var byID = map[component.ID]*Storage{}
+	var byID = map[component.ID]Storage{}
 	for eid, ext := range host.GetExtensions() {
 		if eid.Type() != metadata.Type {
 			continue
 		}
-		st, ok := ext.(*Storage)
+		st, ok := ext.(Storage)
 		if !ok {
 			return nil, fmt.Errorf("extension %s is not a runagain_storage extension (%T)", eid, ext)
 		}

@@ -6,12 +6,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// PinnedFunc returns the runs (trace ids, 32 lowercase hex) that retention must keep: the runs
-// in any dataset (DESIGN.md "Reruns and datasets"). The janitors call it before every pass; when
-// it fails, the pass deletes nothing and is retried at the next interval.
-type PinnedFunc func(ctx context.Context) (map[string]bool, error)
+	"github.com/runagain/runagain/internal/pins"
+)
 
 // janitor enforces a retention on a backend without TTL: at start and every interval it
 // deletes what was ingested before now - retention, except pinned runs.
@@ -21,7 +18,7 @@ type janitor struct {
 	retention time.Duration
 	now       func() time.Time
 	expire    func(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error)
-	pinned    func() PinnedFunc
+	pins      func() pins.Source // read before every pass; when it fails, the pass deletes nothing
 	logger    *zap.Logger
 
 	cancel context.CancelFunc
@@ -33,7 +30,7 @@ func newJanitor(o openOptions, name string, retention time.Duration,
 	if retention <= 0 {
 		return nil
 	}
-	return &janitor{name: name, every: o.every, retention: retention, now: o.now, expire: expire, pinned: o.pinned, logger: o.logger}
+	return &janitor{name: name, every: o.every, retention: retention, now: o.now, expire: expire, pins: o.pins, logger: o.logger}
 }
 
 // runOnce deletes what is past retention now and returns how much it deleted.
@@ -47,9 +44,9 @@ func newJanitor(o openOptions, name string, retention time.Duration,
 func (j *janitor) runOnce(ctx context.Context) (int64, error) {
 	cutoff := j.now().Add(-j.retention)
 	var pinned map[string]bool
-	if j.pinned != nil {
-		if f := j.pinned(); f != nil {
-			p, err := f(ctx)
+	if j.pins != nil {
+		if src := j.pins(); src != nil {
+			p, err := src.Pinned(ctx)
 			if err != nil {
 				err = fmt.Errorf("%s tier retention: read pinned runs: %w", j.name, err)
 				j.logger.Warn("retention janitor skipped: pinned runs unknown; will retry", zap.String("tier", j.name), zap.Error(err))

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/runagain/runagain/internal/pins"
 )
 
 // TestJanitorCutoffBeforePins: a janitor pass takes its cutoff before it reads the pinned runs.
@@ -21,11 +23,11 @@ func TestJanitorCutoffBeforePins(t *testing.T) {
 	const retention = 24 * time.Hour
 	var cutoffs []time.Time
 	j := newJanitor(openOptions{logger: zap.NewNop(), every: time.Hour, now: func() time.Time { return now },
-		pinned: func() PinnedFunc {
-			return func(context.Context) (map[string]bool, error) {
+		pins: func() pins.Source {
+			return pins.Func(func(context.Context) (map[string]bool, error) {
 				now = now.Add(2 * retention) // time passes while the pins are read
 				return map[string]bool{}, nil
-			}
+			})
 		}}, "hot", retention, func(_ context.Context, cutoff time.Time, _ map[string]bool) (int64, error) {
 		cutoffs = append(cutoffs, cutoff)
 		return 0, nil

@@ -19,7 +19,7 @@ import (
 // naming the process that holds the directory; once the first shuts down, the second starts.
 func TestDataDirLock(t *testing.T) {
 	dir := t.TempDir()
-	mk := func() *Storage {
+	mk := func() *Extension {
 		cfg := NewDefaultConfig()
 		cfg.Hot = configoptional.Some(HotConfig{Retention: DefaultHotRetention, SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "hot.db")})})
 		cfg.Warm = configoptional.Some(WarmConfig{Retention: DefaultWarmRetention, SQLite: configoptional.Some(SQLiteConfig{Path: filepath.Join(dir, "warm.db")})})

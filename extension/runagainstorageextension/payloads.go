@@ -3,18 +3,64 @@ package runagainstorageextension // import "github.com/runagain/runagain/extensi
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
-	"github.com/runagain/runagain/internal/erase"
+	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
 )
 
+// openPayloads opens the payload store of payloads (the bucket, and with Dir the pack staging
+// area and digest index): one per extension, shared by every payload_offload instance and the
+// payload janitor.
+func openPayloads(ctx context.Context, p *PayloadsConfig, logger *zap.Logger, now func() time.Time) (*payloadref.Store, error) {
+	cache := p.DedupCacheSize
+	if cache == 0 {
+		cache = DefaultDedupCacheSize
+	}
+	_, level := zstd.EncoderLevelFromString(p.CompressionLevel)
+	packLevel := level
+	if p.CompressionLevel == "" || p.CompressionLevel == "default" {
+		packLevel = 0 // the store's default for pack blocks (payloadref.DefaultPackLevel)
+	}
+	s, err := payloadref.NewStore(ctx, p.URL, payloadref.StoreOptions{
+		KnownObjects: cache, Level: level, PackLevel: packLevel, Now: now,
+		Dir: p.Dir, PackMaxSize: p.Pack.MaxSize, PackMaxAge: p.Pack.MaxAge, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.Dir != "" {
+		// The digest index's memory bound: the location cache, and the digest filter (sized
+		// from the index's rows; rebuilt larger when they pass its capacity).
+		st := s.StatsAtOpen() // the rows NewStore just read: not a second scan of the index
+		dir, _ := filepath.Abs(p.Dir)
+		logger.Info("runagain_storage: payload pack store open", zap.String("dir", dir),
+			zap.Int("index_cache_limit", cache), zap.Int("index_cache_limit_bytes_approx", cache*100),
+			zap.Int64("indexed_objects", st.IndexedObjects), zap.Uint("index_filter_capacity", st.FilterCapacity),
+			zap.Int64("index_filter_bytes", st.FilterBytes))
+	}
+	return s, nil
+}
+
+// closePayloads reports the digest index's size (issue 17: "its size reported") and closes s.
+func closePayloads(s *payloadref.Store, logger *zap.Logger) error {
+	if st, err := s.Stats(context.Background()); err == nil {
+		logger.Info("runagain_storage: closing the payload store",
+			zap.Int("index_cache_entries", st.CachedLocations),
+			zap.Int64("indexed_objects", st.IndexedObjects), zap.Int64("index_filter_bytes", st.FilterBytes),
+			zap.Int64("packs_uploaded", st.PacksUploaded), zap.Int("packs_staged", st.StagedPacks))
+	}
+	return s.Close()
+}
+
 // Payload retention (issue 17, "Retention and erasure reach payload bytes"): offloaded payloads
-// follow the hot tier. After each hot retention pass the payload bucket is swept with the hot
+// follow the hot tier. After each hot retention pass the payload store is collected with the hot
 // tier's remaining references as the live set (payload_refs in SQLite, the K_ref attributes of
 // the ClickHouse tables): an object no live row reaches is deleted once it was last referenced
 // (or, for single objects, written) more than the hot retention before the sweep. Runs pinned by
@@ -22,13 +68,18 @@ import (
 // spares values on their way from payload_offload to the hot tier (a sending queue during an
 // outage): an object of an expired run was referenced no later than that run's rows were
 // ingested, so the grace never keeps an expired run's payloads past its own expiry.
+//
+// The janitor collects through the store payload_offload writes with (one process, one staging
+// area): packs still staged are left for a later pass (CollectStats.Staged). Retention is a
+// deletion promise as much as an erasure: every pack holding an expired object is rewritten
+// (Erase), not only mostly dead ones, so no byte of an expired run remains.
 
-// sweepPayloads sweeps the payload bucket (o.payloadURL) with refs as the live set.
-func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, refs store.RefLister) (erase.PayloadStats, error) {
-	sw := erase.NewSweeper(o.payloadURL, o.payloadDir, retention, o.now)
-	st, err := sw.Sweep(ctx, store.LiveRefsOf(ctx, refs), erase.SweepOptions{})
+// sweepPayloads collects o.payloads with refs as the live set.
+func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, refs store.RefLister) (payloadref.CollectStats, error) {
+	st, err := o.payloads.Collect(ctx, payloadref.LiveRefs(store.LiveRefsOf(ctx, refs)),
+		payloadref.CollectOptions{Erase: true, Grace: retention})
 	if err != nil {
-		return st, fmt.Errorf("payloads %s: %w", o.payloadURL, err)
+		return st, fmt.Errorf("payloads %s: %w", o.payloads.URI(""), err)
 	}
 	if st.ObjectsDeleted > 0 {
 		o.logger.Info("retention janitor deleted unreferenced payloads", zap.Int("objects", st.ObjectsDeleted),
@@ -43,7 +94,7 @@ func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, 
 func hotSQLiteExpire(db *sqlitestore.DB, path string, o openOptions, retention time.Duration) func(context.Context, time.Time, map[string]bool) (int64, error) {
 	return func(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error) {
 		n, err := db.ExpireExcept(ctx, cutoff, pinned)
-		if err != nil || o.payloadURL == "" {
+		if err != nil || o.payloads == nil {
 			return n, err
 		}
 		ro, err := sqlitestore.Open(path, sqlitestore.Options{ReadOnly: true, SessionKeys: o.keys})
@@ -57,9 +108,9 @@ func hotSQLiteExpire(db *sqlitestore.DB, path string, o openOptions, retention t
 }
 
 // openPayloadJanitor returns, for a hot tier on ClickHouse (whose rows expire by TTL), a janitor
-// that only sweeps the payload bucket; nil when there is nothing to sweep.
+// that only collects the payload store; nil when there is nothing to sweep.
 func openPayloadJanitor(hot *HotConfig, o openOptions) (*opened, error) {
-	if o.payloadURL == "" || hot.Retention <= 0 || !hot.ClickHouse.HasValue() {
+	if o.payloads == nil || hot.Retention <= 0 || !hot.ClickHouse.HasValue() {
 		return nil, nil
 	}
 	ch := hot.ClickHouse.Get()

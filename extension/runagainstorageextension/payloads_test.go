@@ -100,9 +100,8 @@ func testRetentionSweepsPayloads(t *testing.T, packs bool) {
 	require.NoError(t, st.Start(ctx, componenttest.NewNopHost()))
 	defer func() { require.NoError(t, st.Shutdown(ctx)) }()
 
-	ps, err := payloadref.NewStore(ctx, blobs, payloadref.StoreOptions{Dir: payloadDir, Now: c.Now})
+	ps, err := st.PayloadStore() // the store payload_offload writes through
 	require.NoError(t, err)
-	defer ps.Close()
 	prompt := "SHARED-PROMPT " + strings.Repeat("You are a careful assistant. ", 30)
 	conversation := func(secret string) []byte {
 		b, _ := json.Marshal([]map[string]string{{"role": "system", "content": prompt},

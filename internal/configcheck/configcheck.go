@@ -8,7 +8,11 @@
 //     enabled in `service::extensions` (core otherwise fails only at start, with "no storage
 //     client extension found" and no field named);
 //   - a number whose magnitude is 2^63 or more (`min_size: 1e30`): no integer field can hold it,
-//     and mapstructure's float-to-integer conversion would wrap it silently.
+//     and mapstructure's float-to-integer conversion would wrap it silently;
+//   - a setting that moved from a component to the runagain_storage extension (the tiered
+//     exporter's backends, payload_offload's bucket, agent_guard's pricing and session keys):
+//     the error names the field and the extension's field that replaces it (moved.go), where
+//     the component alone could only say "invalid keys".
 //
 // The converter only reads the configuration; it never changes it.
 package configcheck // import "github.com/runagain/runagain/internal/configcheck"
@@ -38,7 +42,7 @@ func (checker) Convert(_ context.Context, conf *confmap.Conf) error {
 
 // Check checks a whole collector configuration (see the package doc).
 func Check(cfg map[string]any) error {
-	var errs []error
+	errs := checkMoved(cfg)
 	walkNumbers("", cfg, &errs)
 
 	declared := map[string]bool{}

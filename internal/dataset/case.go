@@ -17,8 +17,24 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/payloadref"
 )
+
+type fixtureSide struct{ key, name string }
+
+// fixtureSides are the body attributes of a fixture span moved to files under bodies/: an HTTP
+// exchange's bodies (<span id>.request.json, .response.txt, ...) and an MCP stdio exchange's
+// JSON-RPC messages (<span id>.mcp-request.json, .mcp-response.json); nil for other spans.
+func fixtureSides(sp ptrace.Span) []fixtureSide {
+	switch {
+	case fixture.IsFixture(sp):
+		return []fixtureSide{{fixture.AttrRequestBody, "request"}, {fixture.AttrResponseBody, "response"}}
+	case mcp.IsExchange(sp):
+		return []fixtureSide{{mcp.AttrRequest, "mcp-request"}, {mcp.AttrResponse, "mcp-response"}}
+	}
+	return nil
+}
 
 // Files of a case (paths relative to the case directory).
 const (
@@ -83,10 +99,11 @@ func Freeze(id string, traceID string, td ptrace.Traces, ld plog.Logs, ex *CaseE
 			}
 			return true
 		})
-		if ferr != nil || !fixture.IsFixture(sp) {
+		sides := fixtureSides(sp)
+		if ferr != nil || sides == nil {
 			return ferr == nil
 		}
-		for _, side := range []struct{ key, name string }{{fixture.AttrRequestBody, "request"}, {fixture.AttrResponseBody, "response"}} {
+		for _, side := range sides {
 			v, ok := a.Get(side.key)
 			if !ok {
 				continue
@@ -175,7 +192,7 @@ func (c *Case) parse() error {
 	var perr error
 	eachSpan(td, func(sp ptrace.Span) bool {
 		a := sp.Attributes()
-		for _, key := range []string{fixture.AttrRequestBody, fixture.AttrResponseBody} {
+		for _, key := range []string{fixture.AttrRequestBody, fixture.AttrResponseBody, mcp.AttrRequest, mcp.AttrResponse} {
 			v, ok := a.Get(key + BodyFileSuffix)
 			if !ok {
 				continue

@@ -4,7 +4,7 @@
 //
 // # Versions
 //
-// A version is immutable and content-addressed (DESIGN.md "Reruns and datasets"): each case is a
+// A version is immutable and content-addressed (docs/architecture.md "Reruns and datasets"): each case is a
 // small set of files (see Case), the case digest is the SHA-256 of the sha256sum-style listing of
 // its files ("<sha256 hex>  <path>\n", sorted by path), and the version id is the SHA-256 of the
 // listing of its cases ("<case digest>  <case id>\n", sorted by case id). The same cases give the
@@ -23,8 +23,9 @@
 //	DIR/cases/<case id>/bodies/<span id>.request|response[.json|.txt|.bin]   recorded HTTP bodies, byte for byte
 //	DIR/cases/<case id>/expect.yaml      the case's expectations (editable; see Expectations)
 //
-// Pinning: every run in any version of any dataset is pinned (Store.PinnedTraceIDs); the tier
-// janitors ask for the pinned trace ids before each retention pass and never delete those runs.
+// Pinning: every run in any version of any dataset is pinned (Store.PinnedTraceIDs, read by
+// internal/pins); the storage extension's janitors ask internal/pins for the pinned trace ids
+// before each retention pass and never delete those runs.
 package dataset
 
 import (
@@ -46,6 +47,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/pins"
 )
 
 // Format is the manifest's format marker.
@@ -421,36 +423,15 @@ func (s *Store) gc(ctx context.Context) error {
 }
 
 // PinnedTraceIDs returns the trace ids (32 lowercase hex) of every run in any version of any
-// dataset: the runs retention must never delete (DESIGN.md "Reruns and datasets"). An empty or
+// dataset: the runs retention must never delete (docs/architecture.md "Reruns and datasets"). An empty or
 // absent store pins nothing; a store that cannot be read is an error, and a janitor must then
 // skip its pass rather than delete what may be pinned.
 func (s *Store) PinnedTraceIDs(ctx context.Context) (map[string]bool, error) {
-	ms, err := s.all(ctx)
+	out, err := pins.Read(ctx, s.bucket)
 	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, m := range ms {
-		for _, c := range m.Cases {
-			if c.TraceID != "" {
-				out[strings.ToLower(c.TraceID)] = true
-			}
-		}
+		return nil, fmt.Errorf("dataset store %s: %w", s.url, err)
 	}
 	return out, nil
-}
-
-// PinSource opens the dataset store at url for each call and returns its pinned trace ids: the
-// function the tier janitors are given (see PinnedTraceIDs).
-func PinSource(url string) func(ctx context.Context) (map[string]bool, error) {
-	return func(ctx context.Context) (map[string]bool, error) {
-		s, err := Open(ctx, url)
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		return s.PinnedTraceIDs(ctx)
-	}
 }
 
 // writeJSON is indented JSON with a final newline: every JSON file of the layout.

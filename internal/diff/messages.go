@@ -7,7 +7,7 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 )
 
-// The messages of an LLM call: the shared model of internal/genai (DESIGN.md "The messages of an
+// The messages of an LLM call: the shared model of internal/genai (docs/architecture.md "The messages of an
 // LLM call"), so the diff compares exactly what `show --step N` shows.
 type (
 	Part         = genai.Part

@@ -7,7 +7,7 @@ import (
 )
 
 // RefSuffix is the suffix of an attribute that holds the URI of an offloaded value
-// (DESIGN.md "Payload references": attribute K moved to blob storage becomes K_ref).
+// (docs/architecture.md "Payload references": attribute K moved to blob storage becomes K_ref).
 const RefSuffix = "_ref"
 
 // Attribute keys read by the helpers below that are not in genai.go.

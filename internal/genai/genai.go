@@ -37,7 +37,8 @@ const (
 	AttrUsageInputTokens    = string(semconv.GenAIUsageInputTokensKey)
 	AttrUsageOutputTokens   = string(semconv.GenAIUsageOutputTokensKey)
 	AttrUsageCacheRead      = string(semconv.GenAIUsageCacheReadInputTokensKey)
-	AttrUsageCacheWrite     = string(semconv.GenAIUsageCacheCreationInputTokensKey)
+	AttrUsageCacheWrite     = "gen_ai.usage.cache_write.input_tokens"               // semantic-conventions-genai v0.1.0
+	AttrUsageCacheCreation  = string(semconv.GenAIUsageCacheCreationInputTokensKey) // core semconv <= v1.41, renamed cache_write
 	AttrUsageReasoning      = string(semconv.GenAIUsageReasoningOutputTokensKey)
 	AttrSessionID           = string(semconv.SessionIDKey)
 	AttrServiceName         = string(semconv.ServiceNameKey)
@@ -50,7 +51,7 @@ const (
 )
 
 // DefaultSessionKeys is the default ordered list of attributes that name a session
-// (DESIGN.md "Run and session"): the first one present wins.
+// (docs/architecture.md "Run and session"): the first one present wins.
 var DefaultSessionKeys = []string{AttrConversationID, AttrSessionID}
 
 // SessionID returns the first of keys present (as a non-empty string) on the span attributes,
@@ -81,11 +82,31 @@ const (
 	KindOther Kind = "other"
 )
 
+// AttrVercelOperationID names a Vercel AI SDK span's operation: "ai.generateText" (the call
+// the application made, over one "ai.generateText.doGenerate" per model call), "ai.streamText",
+// "ai.generateObject", "ai.streamObject", "ai.embed", "ai.embedMany", and their ".do*" children.
+const AttrVercelOperationID = "ai.operationId"
+
 // Classify tells whether the span is an LLM call, a tool execution, an agent step, an agent
 // handoff or a guardrail (agentkinds.go), or other.
+//
+// A Vercel AI SDK outer span (ai.operationId "ai.generateText" and the like, without ".do") is
+// an agent step however it is labelled: it reports the sum of the model calls under it
+// (ai.generateText.doGenerate), which are the LLM calls.
 func Classify(attrs pcommon.Map) Kind {
 	if k := agentKind(attrs); k != "" {
 		return k
+	}
+	if v, ok := attrs.Get(AttrVercelOperationID); ok {
+		op := v.AsString()
+		switch {
+		case strings.HasPrefix(op, "ai.") && strings.Contains(op, ".do"):
+			return KindLLM // ai.generateText.doGenerate, ai.streamText.doStream, ai.embed.doEmbed
+		case op == "ai.toolCall":
+			return KindTool
+		case strings.HasPrefix(op, "ai."):
+			return KindAgent
+		}
 	}
 	if v, ok := attrs.Get(AttrOperationName); ok {
 		switch v.AsString() {
@@ -127,13 +148,15 @@ func Classify(attrs pcommon.Map) Kind {
 	return KindOther
 }
 
-// RunUsage is the usage a span of kind k adds to its run's totals, in tokens: TokenUsage, except
-// for an agent invocation (KindAgent), which adds none. An invocation that records usage (Pydantic
-// AI's "<agent> run" spans; semconv allows gen_ai.usage.* on invoke_agent spans) records the sum
-// of its model calls, which are counted on the calls themselves: adding both counted every token
-// twice. agent_guard counts usage on LLM calls only, for the same reason.
+// RunUsage is the usage a span of kind k adds to its run's totals, in tokens: TokenUsage for an
+// LLM call (KindLLM), none for any other kind. A run's tokens and cost are the sum of its LLM
+// calls, each counted once: a span that is not itself a model call and records usage (an agent
+// invocation such as Pydantic AI's "<agent> run" spans, semconv's gen_ai.usage.* on
+// invoke_agent; a framework's "orchestrate tools" or workflow span; the Vercel AI SDK's outer
+// ai.generateText) reports the sum of the calls under it, which are counted on the calls
+// themselves. agent_guard counts usage on LLM calls only, for the same reason.
 func RunUsage(k Kind, attrs pcommon.Map) Usage {
-	if k == KindAgent {
+	if k != KindLLM {
 		return Usage{}
 	}
 	return TokenUsage(attrs)
@@ -169,16 +192,34 @@ type Usage struct {
 // Total is input plus output tokens.
 func (u Usage) Total() int64 { return u.Input + u.Output }
 
-// TokenUsage reads the semconv usage attributes, falling back to the deprecated
-// gen_ai.usage.prompt_tokens/completion_tokens and OpenInference llm.token_count.*.
-// Counts recorded as decimal strings ("55") are read as numbers.
+// Usage spellings TokenUsage reads after the semconv ones, per field, first present wins.
+var (
+	inputKeys = []string{AttrUsageInputTokens, AttrLegacyPromptTokens, AttrOpenInferencePrompt,
+		"ai.usage.inputTokens", "ai.usage.promptTokens"} // Vercel AI SDK v5+, v4
+	outputKeys = []string{AttrUsageOutputTokens, AttrLegacyComplTokens, AttrOpenInferenceCompl,
+		"ai.usage.outputTokens", "ai.usage.completionTokens"}
+	cacheReadKeys = []string{AttrUsageCacheRead, "llm.token_count.prompt_details.cache_read",
+		"gen_ai.usage.cache_read_input_tokens", "cache_read_input_tokens", // OpenLLMetry, Anthropic's flat usage fields
+		"ai.usage.cachedInputTokens"} // Vercel AI SDK v5+ (a part of ai.usage.inputTokens)
+	cacheWriteKeys = []string{AttrUsageCacheWrite, AttrUsageCacheCreation, "llm.token_count.prompt_details.cache_write",
+		"gen_ai.usage.cache_creation_input_tokens", "cache_creation_input_tokens"}
+	reasoningKeys = []string{AttrUsageReasoning, "llm.token_count.completion_details.reasoning", "ai.usage.reasoningTokens"}
+)
+
+// TokenUsage reads the usage attributes: semconv gen_ai.usage.* (cache writes under
+// semantic-conventions-genai's cache_write.input_tokens or core semconv's earlier
+// cache_creation.input_tokens), falling back to the deprecated gen_ai.usage.prompt_tokens /
+// completion_tokens, OpenInference llm.token_count.*, the Vercel AI SDK's ai.usage.* (v4
+// promptTokens/completionTokens; v5+ inputTokens, outputTokens, cachedInputTokens,
+// reasoningTokens) and Anthropic's flat cache_read_input_tokens / cache_creation_input_tokens
+// (bare or under gen_ai.usage.). Counts recorded as decimal strings ("55") are read as numbers.
 func TokenUsage(attrs pcommon.Map) Usage {
 	return Usage{
-		Input:      firstInt(attrs, AttrUsageInputTokens, AttrLegacyPromptTokens, AttrOpenInferencePrompt),
-		Output:     firstInt(attrs, AttrUsageOutputTokens, AttrLegacyComplTokens, AttrOpenInferenceCompl),
-		CacheRead:  firstInt(attrs, AttrUsageCacheRead, "llm.token_count.prompt_details.cache_read"),
-		CacheWrite: firstInt(attrs, AttrUsageCacheWrite, "llm.token_count.prompt_details.cache_write"),
-		Reasoning:  firstInt(attrs, AttrUsageReasoning, "llm.token_count.completion_details.reasoning"),
+		Input:      firstInt(attrs, inputKeys...),
+		Output:     firstInt(attrs, outputKeys...),
+		CacheRead:  firstInt(attrs, cacheReadKeys...),
+		CacheWrite: firstInt(attrs, cacheWriteKeys...),
+		Reasoning:  firstInt(attrs, reasoningKeys...),
 	}
 }
 

@@ -42,7 +42,7 @@ type Message struct {
 // Source names the form an LLM call's messages were read from.
 type Source string
 
-// Sources, in the order LLMCallMessages tries them (DESIGN.md "The messages of an LLM call").
+// Sources, in the order LLMCallMessages tries them (docs/architecture.md "The messages of an LLM call").
 const (
 	SourceAttributes    Source = "attributes"           // gen_ai.input.messages / gen_ai.output.messages (semconv >= 1.37)
 	SourceSpanEvents    Source = "span_events"          // span events gen_ai.{system,user,assistant,tool}.message, gen_ai.choice

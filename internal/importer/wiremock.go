@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -24,8 +26,8 @@ func init() {
 }
 
 // WireMock reads WireMock stub mappings, JSON or YAML: one mapping ({"request": ..., "response":
-// ...}) or a mappings file ({"mappings": [...]}). Each mapping becomes one exchange of a fixture
-// trace, in file order:
+// ...}), a mappings file ({"mappings": [...]}), an array of mappings, or (YAML) several documents
+// of those. Each mapping becomes one exchange of a fixture trace, in file order:
 //
 //   - request.method ("ANY" becomes GET); request.url, urlPath, or (as written) urlPattern,
 //     urlPathPattern, urlPathTemplate, joined to http://localhost (replay does not match hosts);
@@ -49,8 +51,9 @@ var (
 	reWireMockYAMLMaps = regexp.MustCompile(`(?m)^mappings:[ \t]*(?:#.*)?$`)
 )
 
-// Detect implements Format: a JSON object with request and response, or with a mappings array;
-// or YAML with top-level request and response keys, or a mappings list.
+// Detect implements Format: a JSON object with request and response, or with a mappings array,
+// or a JSON array of such objects; or YAML with top-level request and response keys, or a
+// mappings list (in any of its documents).
 func (WireMock) Detect(s *Sniff) bool {
 	if s.Keys != nil {
 		if s.Has("request", "response") {
@@ -65,42 +68,78 @@ func (WireMock) Detect(s *Sniff) bool {
 	if s.JSONErr != nil {
 		return false
 	}
+	if t := bytes.TrimLeft(s.Data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		// a JSON array of mappings
+		var arr []map[string]json.RawMessage
+		if json.Unmarshal(t, &arr) != nil || len(arr) == 0 {
+			return false
+		}
+		_, req := arr[0]["request"]
+		_, resp := arr[0]["response"]
+		return req && resp
+	}
 	return reWireMockYAMLMaps.Match(s.Data) || (reWireMockYAMLReq.Match(s.Data) && reWireMockYAML.Match(s.Data) &&
 		regexp.MustCompile(`(?m)^response:`).Match(s.Data))
 }
 
-// Parse implements Format.
+// Parse implements Format. Every mapping of the file is imported: a file may hold several
+// YAML documents (separated by ---), each a mapping, a {mappings: [...]} object or a list of
+// mappings; a JSON file may be one mapping, a {"mappings": [...]} object or an array of
+// mappings. A mapping that cannot be imported is an error naming its document (when there are
+// several) and its index; nothing of the file is imported then.
 func (WireMock) Parse(data []byte) (ptrace.Traces, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return ptrace.Traces{}, wireMockYAMLError(data, err)
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return ptrace.Traces{}, yamlErr(&doc, "wiremock: want an object with request and response, or with mappings")
-	}
-	root := doc.Content[0]
-	var maps []*yaml.Node
-	prefix := ""
-	if ms := ymGet(root, "mappings"); ms != nil {
-		if ms.Kind != yaml.SequenceNode {
-			return ptrace.Traces{}, yamlErr(ms, "wiremock mappings: want a list, got %s", kindName(ms))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	for {
+		var d yaml.Node
+		err := dec.Decode(&d)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		maps = ms.Content
-		prefix = "mappings"
-	} else {
-		maps = []*yaml.Node{root}
+		if err != nil {
+			return ptrace.Traces{}, wireMockYAMLError(data, err)
+		}
+		docs = append(docs, &d)
 	}
 	var exs []*fixture.Exchange
-	for i, m := range maps {
-		what := "mapping"
-		if prefix != "" {
-			what = fmt.Sprintf("%s[%d]", prefix, i)
+	for di, doc := range docs {
+		if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
+			continue // an empty document (a trailing ---): nothing to import
 		}
-		ex, err := wireMockExchange(m, what)
-		if err != nil {
-			return ptrace.Traces{}, err
+		root := doc.Content[0]
+		docWhat := ""
+		if len(docs) > 1 {
+			docWhat = fmt.Sprintf("document %d of %d, ", di+1, len(docs))
 		}
-		exs = append(exs, ex)
+		var maps []*yaml.Node
+		prefix := ""
+		switch {
+		case root.Kind == yaml.SequenceNode:
+			maps = root.Content
+			prefix = docWhat + "mappings"
+		case root.Kind != yaml.MappingNode:
+			return ptrace.Traces{}, yamlErr(root, "wiremock %swant an object with request and response, or with mappings, or a list of them; got %s", docWhat, kindName(root))
+		case ymGet(root, "mappings") != nil:
+			ms := ymGet(root, "mappings")
+			if ms.Kind != yaml.SequenceNode {
+				return ptrace.Traces{}, yamlErr(ms, "wiremock %smappings: want a list, got %s", docWhat, kindName(ms))
+			}
+			maps = ms.Content
+			prefix = docWhat + "mappings"
+		default:
+			maps = []*yaml.Node{root}
+		}
+		for i, m := range maps {
+			what := strings.TrimSuffix(docWhat, ", ") + " mapping"
+			if prefix != "" {
+				what = fmt.Sprintf("%s[%d]", prefix, i)
+			}
+			ex, err := wireMockExchange(m, strings.TrimSpace(what))
+			if err != nil {
+				return ptrace.Traces{}, err
+			}
+			exs = append(exs, ex)
+		}
 	}
 	return cassetteTraces("wiremock", data, exs)
 }

@@ -75,3 +75,53 @@ func TestWireMockErrorsNameTheField(t *testing.T) {
 		t.Errorf("unknown YAML not described: %v", err)
 	}
 }
+
+// TestWireMockEveryMappingImported: a file of several YAML documents (a mapping, a mappings list,
+// a list of mappings, a trailing ---) and a JSON array of mappings import every mapping, in file
+// order, and a replay of the imported run serves each one's response byte for byte.
+func TestWireMockEveryMappingImported(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		calls []wmCall
+	}{
+		{"multi_document.yaml", []wmCall{
+			{"GET", "/tickets/1", "", 200, `{"id":1,"title":"printer on fire","state":"open"}`},
+			{"GET", "/tickets/2", "", 200, `{"id":2,"title":"vpn down","state":"closed"}`},
+			{"POST", "/tickets", `{"title":"new laptop"}`, 201, `{"id":3}`},
+			{"DELETE", "/tickets/2", "", 204, ""},
+			{"GET", "/tickets?state=open", "", 200, "1"},
+		}},
+		{"array.json", []wmCall{
+			{"GET", "/users/7", "", 200, `{"id":7,"name":"Grace"}`},
+			{"GET", "/users/8", "", 404, "no such user"},
+			{"PUT", "/users/7", "name=Grace+Hopper", 200, "ok"},
+		}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			exs := wireMockExchanges(t, c.file)
+			if len(exs) != len(c.calls) {
+				t.Fatalf("%d exchanges, want %d (every mapping of the file)", len(exs), len(c.calls))
+			}
+			for i, w := range c.calls {
+				if exs[i].Method != w.method || exs[i].URL != "http://localhost"+w.path {
+					t.Errorf("exchange %d: %s %s, want %s %s (file order)", i, exs[i].Method, exs[i].URL, w.method, w.path)
+				}
+			}
+			replayWireMock(t, c.file, c.calls)
+		})
+	}
+}
+
+// TestWireMockBadMappingNamesDocument: a mapping that cannot be imported fails the whole file
+// with an error naming the file, the document and the mapping's index.
+func TestWireMockBadMappingNamesDocument(t *testing.T) {
+	_, err := ParseFile("testdata/wiremock/bad_second_document.yaml")
+	if err == nil {
+		t.Fatal("a mapping without a response was imported")
+	}
+	for _, want := range []string{"bad_second_document.yaml", "document 2 of 2", "mappings[1].response"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}

@@ -1,5 +1,5 @@
 // Package llmhttp reads recorded HTTP exchanges with the known LLM APIs and MCP servers and
-// derives the GenAI semantic-convention attributes of the call they carry (DESIGN.md "Derived at
+// derives the GenAI semantic-convention attributes of the call they carry (docs/architecture.md "Derived at
 // record time"): the record/replay proxy and the cassette importer add them to the exchange's
 // span, so an agent with no tracing of its own still has model, tokens, messages and tool calls.
 //

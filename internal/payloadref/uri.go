@@ -4,7 +4,7 @@
 // # Convention
 //
 // An attribute K whose value was offloaded is removed and replaced by K_ref (RefSuffix) holding the
-// URI of an object (DESIGN.md "Payload references"; the convention of OpenTelemetry's GenAI
+// URI of an object (docs/architecture.md "Payload references"; the convention of OpenTelemetry's GenAI
 // upload hooks). A log body that was offloaded is emptied and LogBodyRefKey holds its URI.
 //
 // # Layouts

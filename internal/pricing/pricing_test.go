@@ -353,3 +353,59 @@ func TestLookupGoogleResourceNames(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageSpellingsPricedOnce: each usage spelling is priced at its own rate (cached input at
+// the cache-read price, not the input price), and a run's cost is its leaf calls', each once: the
+// Vercel AI SDK's outer span over its doGenerate call costs nothing itself.
+func TestUsageSpellingsPricedOnce(t *testing.T) {
+	p := DefaultPrices()
+	r, ok := p.Table().Lookup("openai", "gpt-4o-mini")
+	if !ok {
+		t.Fatal("gpt-4o-mini not priced")
+	}
+	at := time.Now()
+	span := func(raw map[string]any) pcommon.Map {
+		m := pcommon.NewMap()
+		if err := m.FromRaw(raw); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	base := map[string]any{"gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-mini"}
+	with := func(kv map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range kv {
+			m[k] = v
+		}
+		return m
+	}
+	doGenerate := with(map[string]any{"ai.operationId": "ai.generateText.doGenerate",
+		"gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 100, "ai.usage.cachedInputTokens": 800})
+	outer := with(map[string]any{"ai.operationId": "ai.generateText",
+		"ai.usage.inputTokens": 1000, "ai.usage.outputTokens": 100, "ai.usage.cachedInputTokens": 800})
+	want := r.Cost(Usage{Input: 1000, CacheRead: 800, Output: 100}, at)
+	uncached := r.Cost(Usage{Input: 1000, Output: 100}, at)
+	if !(want < uncached) {
+		t.Fatalf("cached input must cost less: %v vs %v", want, uncached)
+	}
+	start := pcommon.NewTimestampFromTime(at)
+	total := p.SpanCost(span(doGenerate), start).USD + p.SpanCost(span(outer), start).USD
+	if math.Abs(total-want) > 1e-12 {
+		t.Fatalf("run cost %v, want the doGenerate call's %v priced once with its cached input (uncached would be %v)", total, want, uncached)
+	}
+	// Anthropic's flat cache fields: input counts only the uncached tokens; reads and writes are
+	// priced at their own rates.
+	ra, ok := p.Table().Lookup("anthropic", "claude-sonnet-4-5")
+	if !ok {
+		t.Fatal("claude-sonnet-4-5 not priced")
+	}
+	flat := map[string]any{"gen_ai.system": "anthropic", "gen_ai.request.model": "claude-sonnet-4-5",
+		"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5,
+		"cache_read_input_tokens": 1000, "cache_creation_input_tokens": 200}
+	if got, want := p.SpanCost(span(flat), start).USD, ra.Cost(Usage{Input: 1210, CacheRead: 1000, CacheWrite: 200, Output: 5}, at); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("Anthropic flat cache fields: cost %v, want %v", got, want)
+	}
+}

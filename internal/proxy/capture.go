@@ -27,6 +27,9 @@ type captureBody struct {
 	eof   bool // the upstream's body was read to its end
 	// cutShort: closed before the end with no upstream error (the client stopped reading)
 	cutShort bool
+	// upstreamCut, when the request came through Recorder.ServeHTTP, is set when the upstream's
+	// body fails before its end, so the client's response is aborted as well.
+	upstreamCut *upstreamCut
 }
 
 func (c *captureBody) Read(b []byte) (int, error) {
@@ -48,6 +51,9 @@ func (c *captureBody) Read(b []byte) (int, error) {
 			c.cutShort = true
 		default:
 			c.err = err
+			if c.upstreamCut != nil {
+				c.upstreamCut.Store(true)
+			}
 		}
 		c.done()
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,4 +70,47 @@ func TestRecordStreamClosedEarly(t *testing.T) {
 			assert.Equal(t, ptrace.StatusCodeUnset, s.Status().Code())
 		}
 	}
+}
+
+// TestRecordStreamCutByUpstream: an upstream that dies in the middle of a server-sent-event
+// stream (its connection closed after one event, no terminating chunk) makes the agent's HTTP
+// client fail as it would without the proxy, and the exchange is recorded with status Error,
+// "cut short by upstream" and the event received, never as a complete response.
+func TestRecordStreamCutByUpstream(t *testing.T) {
+	up := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"i\":0}\n\n"))
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close() // the upstream dies mid-stream
+		}
+	}), nil)
+	sink := &captureSink{}
+	rec := NewRecorder(Config{Redactor: newRedactor(t), Sink: sink, Logger: quietLogger()}, Root{})
+	client := proxyClient(serve(t, rec, nil), nil)
+
+	resp, err := client.Get(up + "/stream")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err, "the agent's client must see the abort, not a clean end")
+	assert.Equal(t, "data: {\"i\":0}\n\n", string(body), "what arrived before the cut")
+
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.Stats().Exchanges < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, rec.Close())
+	spans := onlyFixture(t, sink.all())
+	require.Len(t, spans, 1)
+	s := spans[0]
+	ex, err := fixture.FromSpan(s)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, ex.Status)
+	assert.True(t, ex.CutByUpstream(), "error %q", ex.Error)
+	assert.False(t, ex.CutShort, "not closed by the client")
+	assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
+	assert.Contains(t, s.Status().Message(), "cut short by upstream")
+	assert.Equal(t, "data: {\"i\":0}\n\n", string(ex.ResponseBody))
 }

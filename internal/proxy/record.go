@@ -25,6 +25,7 @@ type Recorder struct {
 	cfg   Config
 	gp    *goproxy.ProxyHttpServer
 	root  Root
+	flows *flows
 	index atomic.Int64
 	out   chan ptrace.Traces
 	wg    sync.WaitGroup
@@ -44,12 +45,11 @@ func NewRecorder(cfg Config, root Root) *Recorder {
 	r.stats.traces = map[pcommon.TraceID]bool{}
 	r.gp = newGoproxy(&r.cfg)
 	r.gp.Tr = cfg.Transport
-	r.gp.OnRequest().HandleConnectFunc(func(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-		if r.cfg.CA != nil {
-			return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: goproxy.TLSConfigFromCA(r.cfg.CA)}, host
-		}
-		r.cfg.Logger.Printf("runagain proxy: CONNECT %s tunnelled without recording (start the proxy with --mitm to record HTTPS)", host)
-		return goproxy.OkConnect, host
+	r.flows = newFlows(&r.cfg, r, r.gp, r)
+	// CONNECT: the tunnel's first bytes say what it carries (flow.go): plain HTTP is recorded
+	// as is, TLS with --mitm, anything else is tunnelled unrecorded.
+	r.gp.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+		return r.flows.connectAction(), host
 	})
 	r.gp.OnRequest().DoFunc(r.onRequest)
 	r.gp.OnResponse().DoFunc(r.onResponse)
@@ -60,7 +60,22 @@ func NewRecorder(cfg Config, root Root) *Recorder {
 }
 
 // ServeHTTP implements http.Handler.
-func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.gp.ServeHTTP(w, req) }
+//
+// When the upstream breaks off a response body (its connection fails mid-stream), the client's
+// connection is aborted too (http.ErrAbortHandler: no terminating chunk), so the agent sees the
+// same failure it would have seen without the proxy instead of a clean, shortened response.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	cut := &upstreamCut{}
+	r.gp.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), upstreamCutKey{}, cut)))
+	if cut.Load() {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// upstreamCut is set by a response body whose upstream read failed before the end.
+type upstreamCut struct{ atomic.Bool }
+
+type upstreamCutKey struct{}
 
 type pending struct {
 	ex      *fixture.Exchange
@@ -164,7 +179,11 @@ func (r *Recorder) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.
 		r.finish(p)
 		return resp
 	}
-	resp.Body = &captureBody{rc: resp.Body, p: p, r: r, sse: fixture.IsEventStream(resp.Header.Get("Content-Type"))}
+	cb := &captureBody{rc: resp.Body, p: p, r: r, sse: fixture.IsEventStream(resp.Header.Get("Content-Type"))}
+	if resp.Request != nil {
+		cb.upstreamCut, _ = resp.Request.Context().Value(upstreamCutKey{}).(*upstreamCut)
+	}
+	resp.Body = cb
 	return resp
 }
 

@@ -23,7 +23,7 @@ import (
 	"github.com/runagain/runagain/internal/fixture"
 )
 
-// Divergence log record: event name and attributes (DESIGN.md: an inference is a new record
+// Divergence log record: event name and attributes (docs/architecture.md: an inference is a new record
 // pointing at the recorded span, never a change to it).
 const (
 	EventDivergence     = "runagain.replay.divergence"
@@ -32,6 +32,9 @@ const (
 	AttrDivGot          = "runagain.replay.divergence.got"
 	AttrDivRequestIndex = "runagain.replay.request.index"
 	AttrDivNearestIndex = "runagain.replay.nearest.index"
+	// AttrDivOriginalTrace is the recorded run the nearest span belongs to (the record itself is
+	// on the attempt's run: replay, rerun or test).
+	AttrDivOriginalTrace = "runagain.replay.original.trace_id"
 	// HeaderDivergence is set on the error response a diverging request gets.
 	HeaderDivergence = "X-Runagain-Replay-Divergence"
 )
@@ -39,12 +42,16 @@ const (
 // Replayer is the replay-mode proxy (an http.Handler): it serves the recorded exchanges of one
 // run and sends nothing to the network except to AllowHosts.
 type Replayer struct {
-	cfg      Config
-	gp       *goproxy.ProxyHttpServer
-	norm     Normalizer
-	traceID  pcommon.TraceID
-	allow    map[string]bool
-	realtime bool
+	cfg     Config
+	gp      *goproxy.ProxyHttpServer
+	norm    Normalizer
+	traceID pcommon.TraceID
+	// origTrace is the recorded run's trace (of its fixture spans).
+	origTrace pcommon.TraceID
+	allow     map[string]bool
+	writes    map[string]bool // --allow-live-writes (firewall.go)
+	realtime  bool
+	flows     *flows
 
 	mu      sync.Mutex
 	entries []*entry
@@ -52,9 +59,11 @@ type Replayer struct {
 	served  int
 	live    int
 	div     *Divergence
-	rerun   *rerunState // set in rerun mode (rerun.go)
-	sinkWG  sync.WaitGroup
-	sinkErr error
+	// forwarded and refused count requests sent live to an allowed host and refused.
+	forwarded, refused int
+	rerun              *rerunState // set in rerun mode (rerun.go)
+	sinkWG             sync.WaitGroup
+	sinkErr            error
 }
 
 type entry struct {
@@ -76,11 +85,16 @@ type Divergence struct {
 	NearestSpanID pcommon.SpanID
 	NearestPos    int  // 1-based position of Nearest in recorded order
 	Exhausted     bool // an identical request was recorded, but fewer times than it is made now
+	// Refusal is set when the side-effect firewall refused the request (firewall.go).
+	Refusal string
 }
 
 // Message is the one-line explanation given to the client, the log record and the terminal.
 func (d *Divergence) Message() string {
 	head := fmt.Sprintf("runagain replay: request %d (%s %s) matches no recorded request", d.Request, d.Method, d.URL)
+	if d.Refusal != "" {
+		head = d.firewallMessage()
+	}
 	switch {
 	case d.Nearest == nil:
 		return head + ": the recorded run has no HTTP exchanges"
@@ -93,8 +107,12 @@ func (d *Divergence) Message() string {
 
 // ReplayOptions tune NewReplayer.
 type ReplayOptions struct {
-	// AllowHosts are hosts (name or name:port) whose requests go to the network unrecorded.
+	// AllowHosts are hosts (name or name:port) whose requests with a safe method (GET, HEAD,
+	// OPTIONS, TRACE) go to the network unrecorded; other methods are matched against the
+	// recording and refused when nothing matches (the side-effect firewall, firewall.go).
 	AllowHosts []string
+	// AllowWrites are hosts whose requests go to the network unrecorded whatever their method.
+	AllowWrites []string
 	// Realtime paces SSE chunks with their recorded timing; default: as fast as possible.
 	Realtime bool
 	// IgnoreBody and IgnoreQuery: see Normalizer. A malformed IgnoreBody path is an error naming it.
@@ -122,6 +140,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 	for _, h := range o.AllowHosts {
 		r.allow[strings.ToLower(h)] = true
 	}
+	r.initFirewall(o)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
@@ -137,6 +156,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 					return nil, err
 				}
 				r.entries = append(r.entries, &entry{ex: ex, spanID: sp.SpanID()})
+				r.origTrace = sp.TraceID()
 			}
 		}
 	}
@@ -159,6 +179,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 	}
 	r.gp = newGoproxy(&r.cfg)
 	r.gp.Tr = cfg.Transport
+	r.flows = newFlows(&r.cfg, r, r.gp, r)
 	r.gp.OnRequest().HandleConnectFunc(r.onConnect)
 	r.gp.OnRequest().DoFunc(r.onRequest)
 	if o.Rerun != nil {
@@ -191,22 +212,14 @@ func (r *Replayer) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conne
 	if r.allowed(host) {
 		return goproxy.OkConnect, host
 	}
-	if r.cfg.CA != nil {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: goproxy.TLSConfigFromCA(r.cfg.CA)}, host
-	}
-	r.mu.Lock()
-	r.live++
-	d := &Divergence{Request: r.live, Method: http.MethodConnect, URL: host,
-		Diff: Difference{Field: "connect", Expected: "a plain-HTTP, route or intercepted (--mitm) request", Got: "an HTTPS tunnel to " + host}}
-	r.diverge(d)
-	r.mu.Unlock()
-	r.cfg.Logger.Print(d.Message())
-	return goproxy.RejectConnect, host
+	// The tunnel's first bytes decide (flow.go): plain HTTP and TLS with --mitm are answered
+	// from the recording, anything else is refused as the divergence (opaqueFlow).
+	return r.flows.connectAction(), host
 }
 
 func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	selfRoute(&r.cfg, req)
-	if r.allowed(req.URL.Host) {
+	if r.goesLive(req) {
 		return req, nil // explicitly allowed: to the network, unrecorded
 	}
 	if r.rerun != nil {
@@ -227,6 +240,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	n := r.live
 	if r.div != nil {
 		d := r.div
+		r.refused++
 		r.mu.Unlock()
 		return req, divergenceResponse(req, d, fmt.Sprintf("runagain replay: stopped at request %d; request %d (%s %s) not served. %s",
 			d.Request, n, req.Method, req.URL, d.Message()))
@@ -242,6 +256,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 	}
 	d := r.nearest(live, n, req)
 	r.diverge(d)
+	r.refused++
 	r.mu.Unlock()
 	r.cfg.Logger.Print(d.Message())
 	return req, divergenceResponse(req, d, d.Message())
@@ -250,7 +265,7 @@ func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Re
 // nearest builds the divergence of live against the closest recorded request, preferring
 // ones not served yet. Callers hold r.mu.
 func (r *Replayer) nearest(live *request, n int, req *http.Request) *Divergence {
-	d := &Divergence{Request: n, Method: req.Method, URL: redactURL(r.cfg.Redactor, req.URL)}
+	d := &Divergence{Request: n, Method: req.Method, URL: redactURL(r.cfg.Redactor, req.URL), Refusal: r.refusal(req)}
 	var best *entry
 	bestScore := -1.0
 	for _, pass := range []bool{false, true} { // unused first, then any
@@ -296,6 +311,10 @@ func (r *Replayer) diverge(d *Divergence) {
 		return
 	}
 	ld := divergenceLogs(r.traceID, d)
+	if !r.origTrace.IsEmpty() {
+		lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+		lr.Attributes().PutStr(AttrDivOriginalTrace, r.origTrace.String())
+	}
 	r.sinkWG.Add(1)
 	go func() {
 		defer r.sinkWG.Done()
@@ -336,6 +355,9 @@ func divergenceLogs(traceID pcommon.TraceID, d *Divergence) plog.Logs {
 	}
 	a.PutStr(fixture.AttrMethod, d.Method)
 	a.PutStr(fixture.AttrURLFull, d.URL)
+	if d.Refusal != "" {
+		a.PutStr(AttrRefusal, d.Refusal)
+	}
 	return ld
 }
 
@@ -464,13 +486,15 @@ type Result struct {
 	Requests   int         // requests received (not counting allowed hosts)
 	Divergence *Divergence // first divergence, nil when none
 	Unserved   int         // recorded exchanges never requested
+	Live       int         // requests sent to an allowed host unrecorded (--allow-host, --allow-live-writes)
+	Refused    int         // requests refused (divergences, the side-effect firewall)
 }
 
 // Result returns the outcome so far.
 func (r *Replayer) Result() Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := Result{Recorded: len(r.entries), Served: r.served, Requests: r.live, Divergence: r.div}
+	res := Result{Recorded: len(r.entries), Served: r.served, Requests: r.live, Divergence: r.div, Live: r.forwarded, Refused: r.refused}
 	for _, e := range r.entries {
 		if !e.used {
 			res.Unserved++

@@ -129,11 +129,12 @@ func velesDetectors() []*rule {
 			r.check = withGitleaksAllow(r.check, id)
 		}
 		// Veles' regexes have no word boundaries (its detectors see files, and validate in
-		// code); inside payloads a token shape within a longer base64 run is not a token
+		// code); inside payloads a token shape that starts inside a longer base64 run is not a
+		// token
 		r.kwBoundary = true
 		check := r.check
 		r.check = func(s string, m []int, a, b int) (int, int, bool) {
-			if (m[0] > 0 && isB64Byte(s[m[0]-1])) || (m[1] < len(s) && isB64Byte(s[m[1]])) {
+			if m[0] > 0 && isB64Byte(s[m[0]-1]) {
 				return 0, 0, false
 			}
 			return check(s, m, a, b)

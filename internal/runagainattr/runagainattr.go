@@ -4,7 +4,7 @@
 // is spelled and typed once.
 //
 // What an agent recorded keeps its own conventions (gen_ai.*, http.*: internal/genai,
-// internal/fixture); the keys here mark what runagain added (DESIGN.md "Recorded versus inferred").
+// internal/fixture); the keys here mark what runagain added (docs/architecture.md "Recorded versus inferred").
 package runagainattr
 
 import "go.opentelemetry.io/collector/pdata/pcommon"
@@ -12,13 +12,13 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // Keys runagain puts on recorded spans.
 const (
 	// GenAIDerived (bool) is on an HTTP exchange span whose GenAI attributes the proxy or the
-	// cassette importer read from the recorded bodies (DESIGN.md "Derived at record time").
+	// cassette importer read from the recorded bodies (docs/architecture.md "Derived at record time").
 	GenAIDerived = "runagain.genai.derived"
 	// FixtureSource (string) marks a recorded HTTP exchange span: "proxy", or the importer's
 	// cassette format.
 	FixtureSource = "runagain.fixture.source"
 	// Sequence (int) orders the events of a run where an SDK gives no sequence of its own
-	// (DESIGN.md "Order": a sequence attribute wins over start time).
+	// (docs/architecture.md "Order": a sequence attribute wins over start time).
 	Sequence = "runagain.sequence"
 )
 
@@ -46,7 +46,7 @@ const (
 	LinkRerunOf = "rerun_of"
 )
 
-// Log records runagain emits that point at a run (inferences: DESIGN.md "Recorded versus
+// Log records runagain emits that point at a run (inferences: docs/architecture.md "Recorded versus
 // inferred"), and their attributes.
 const (
 	EventAlert     = "runagain.alert" // agent_guard

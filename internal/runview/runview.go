@@ -1,7 +1,7 @@
-// Package runview is the read model of a run (DESIGN.md "One read model"): Build turns a stored
+// Package runview is the read model of a run (docs/architecture.md "One read model"): Build turns a stored
 // run into the one structure every view renders — `show` and `show --step`, the UI, `diff`,
 // dataset facts and expectations, `sessions --failed`, `test` and `rerun`. It holds the ordered
-// tree (DESIGN.md "Order"), the steps (LLM calls, tool calls, HTTP and MCP exchanges, each counted
+// tree (docs/architecture.md "Order"), the steps (LLM calls, tool calls, HTTP and MCP exchanges, each counted
 // once by internal/runview/rule), their messages (internal/genai), usage and cost (priced once
 // with the Prices given, never a process-wide table), the records pointing at the run (alerts,
 // divergences) and its completeness (orphans, a missing root).
@@ -63,7 +63,7 @@ type View struct {
 	SessionID string // the first session key present on any span; else the cold record's; else TraceID
 	Tier      string
 	Run       *store.Run
-	// Nodes are the run's spans in run order (DESIGN.md "Order"), orphans grouped under their
+	// Nodes are the run's spans in run order (docs/architecture.md "Order"), orphans grouped under their
 	// missing parent (one level deeper, Node.MissingParent on the first of them).
 	Nodes []*Node
 	// Steps are the counted steps in run order (rule.Apply); Step.Node indexes Nodes.

@@ -11,11 +11,11 @@ import (
 )
 
 // stepInputKeys are the attributes that hold what a model received, in the order listed: GenAI
-// semantic conventions first, then the older and vendor dialects (DESIGN.md lists them).
+// semantic conventions first, then the older and vendor dialects (docs/architecture.md lists them).
 var stepInputKeys = []string{
 	genai.AttrSystemInstructions, genai.AttrInputMessages, genai.AttrToolDefinitions,
 	"gen_ai.prompt", "ai.prompt", "ai.prompt.messages", "ai.prompt.tools", "input.value",
-	"pydantic_ai.all_messages",
+	"pydantic_ai.all_messages", genai.AttrEventsJSON, genai.AttrLangfuseInput, genai.AttrTraceloopInput,
 }
 
 // stepInputPrefixes are flattened dialects: every attribute under them is part of the input.
@@ -36,6 +36,9 @@ type StepInput struct {
 	Input         map[string]any     `json:"input"`
 	Keys          []string           `json:"keys"`
 	Raw           map[string]string  `json:"-"`
+	// Unread holds, as recorded, the attributes Messages.Unread names (a side's content in a form
+	// no dialect reads), for views to show them.
+	Unread map[string]string `json:"-"`
 }
 
 // StepInput returns the input of LLM call n (1-based, the numbering of Step.LLMStep). Errors name
@@ -53,6 +56,12 @@ func (v *View) StepInput(n int) (*StepInput, error) {
 	in.Messages = msgs
 	if err != nil {
 		in.MessagesError = err.Error()
+	}
+	in.Unread = map[string]string{}
+	for _, u := range msgs.Unread {
+		if val, ok := s.Attributes().Get(u.Attribute); ok {
+			in.Unread[u.Attribute] = val.AsString()
+		}
 	}
 	take := func(k string, val pcommon.Value) {
 		if _, dup := in.Input[k]; dup {

@@ -106,7 +106,7 @@ func LiveRefsOf(ctx context.Context, l RefLister) LiveRefs {
 }
 
 // IsPayloadRef tells whether attribute k with value v is a payload reference: a key ending in
-// "_ref" (genai.RefSuffix, DESIGN.md "Payload references") whose string value is a URI.
+// "_ref" (genai.RefSuffix, docs/architecture.md "Payload references") whose string value is a URI.
 func IsPayloadRef(k string, v pcommon.Value) bool {
 	return len(k) > len(genai.RefSuffix) && strings.HasSuffix(k, genai.RefSuffix) &&
 		v.Type() == pcommon.ValueTypeStr && strings.Contains(v.Str(), "://")

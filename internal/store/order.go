@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultSequenceKeys are span attributes an SDK may set to give the order of steps in a run
-// explicitly; when a span carries one it wins over the start time (DESIGN.md "Order").
+// explicitly; when a span carries one it wins over the start time (docs/architecture.md "Order").
 var DefaultSequenceKeys = []string{"runagain.sequence", "gen_ai.step.sequence"}
 
 // Node is one span in an ordered run tree.
@@ -23,7 +23,7 @@ type Node struct {
 	Depth         int
 }
 
-// Order arranges the spans of td as a forest in the order DESIGN.md specifies: siblings by the
+// Order arranges the spans of td as a forest in the order docs/architecture.md specifies: siblings by the
 // SDK sequence attribute where both carry one, else by start time, then span id; a parent always
 // before its children (depth-first). A span whose parent is not in td becomes a root.
 // It returns the roots and the flattened pre-order list.

@@ -22,7 +22,7 @@ var ErrNotFound = errors.New("run not found")
 
 // RunSummary is one row of `runagain sessions`: one run (trace) with its aggregates.
 type RunSummary struct {
-	SessionID    string    `json:"session_id"` // DESIGN.md "Run and session": the trace id when the run names none
+	SessionID    string    `json:"session_id"` // docs/architecture.md "Run and session": the trace id when the run names none
 	TraceID      string    `json:"trace_id"`   // 32 lowercase hex characters
 	Start        time.Time `json:"start"`      // earliest span start
 	End          time.Time `json:"end"`        // latest span end

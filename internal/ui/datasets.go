@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -81,16 +82,16 @@ func (s *Server) datasetsPage(w http.ResponseWriter, r *http.Request) {
 // versionPage shows one version: its cases, the run each froze, their inputs and expectations.
 func (s *Server) versionPage(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Datasets == nil {
-		http.Error(w, "no dataset store", http.StatusNotFound)
+		s.failPage(w, r, fmt.Errorf("%w: no dataset store is configured", errNotFound))
 		return
 	}
 	m, err := s.opts.Datasets.Resolve(r.Context(), r.PathValue("name")+"@"+r.PathValue("version"))
 	if err != nil {
-		code := http.StatusBadRequest
+		kind := errBadRequest
 		if errors.Is(err, dataset.ErrNotFound) {
-			code = http.StatusNotFound
+			kind = errNotFound
 		}
-		http.Error(w, err.Error(), code)
+		s.failPage(w, r, fmt.Errorf("%w: %w", kind, err))
 		return
 	}
 	v := versionView{Title: "Dataset " + m.Name + "@" + dataset.Short(m.Version), M: m}

@@ -3,7 +3,7 @@ package ui
 import "github.com/runagain/runagain/internal/genai"
 
 // The messages of an LLM call come from the shared model (COORDINATION.md interface 1,
-// DESIGN.md "The messages of an LLM call"): every view reads them the same way.
+// docs/architecture.md "The messages of an LLM call"): every view reads them the same way.
 type (
 	// Part is one part of a message.
 	Part = genai.Part

@@ -53,6 +53,7 @@ var funcs = template.FuncMap{
 		return m
 	},
 	"pretty":  pretty,
+	"list":    func(xs ...string) []string { return xs },
 	"request": diff.FormatRequest,
 }
 
@@ -101,18 +102,7 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = buf.WriteTo(w)
-}
-
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, errNoRun):
-		http.Error(w, err.Error(), http.StatusNotFound)
-	case errors.Is(err, errBadRequest):
-		http.Error(w, err.Error(), http.StatusBadRequest)
-	default:
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	_, _ = w.Write(escapeBidi(buf.Bytes()))
 }
 
 var errBadRequest = errors.New("bad request")
@@ -159,6 +149,7 @@ type sessionsView struct {
 	From, To   int
 	PrevURL    string
 	NextURL    string
+	LastURL    string // set when the page asked for is past the last one
 	Err        string
 }
 
@@ -206,6 +197,15 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		qq.Set("page", strconv.Itoa(p))
 		return "/?" + qq.Encode()
+	}
+	if v.Pages > 0 && v.Page > v.Pages {
+		// Past the last page: say so, and link the last one (not "4999901–4999900 of 2039").
+		v.Err = fmt.Sprintf("page %d is past the last page: %d runs match, %d a page, so pages 1 to %d", v.Page, total, s.opts.PageSize, v.Pages)
+		v.LastURL = page(v.Pages)
+		v.From, v.To = 0, 0
+		w.WriteHeader(http.StatusNotFound)
+		s.render(w, "sessions.html", v)
+		return
 	}
 	if v.Page > 1 {
 		v.PrevURL = page(v.Page - 1)
@@ -335,7 +335,9 @@ type runView struct {
 	Tokens   genai.Usage
 	Errors   int
 	Marks    []Mark
-	Timeline string // JSON: {trace, total, dur, rows (first page), marks}
+	Timeline string            // JSON: {trace, total, dur, rows (first page), marks}
+	Counts   map[string]int    // rows of each filter kind (find.go)
+	First    map[string]string // span id of the first row of each filter kind
 	Panel    *panelView
 	NoSpans  bool
 }
@@ -353,25 +355,29 @@ type timelineJSON struct {
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	v := runView{Title: "Run " + shorten(c.run.TraceID, 8), TraceID: c.run.TraceID, Session: c.session, Tier: c.run.Tier,
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
 	v.Tokens = genai.Usage{Input: c.view.Totals.InputTokens, Output: c.view.Totals.OutputTokens}
 	v.Errors = int(c.view.Totals.Errors)
+	v.Counts, v.First = c.kindCounts(), map[string]string{}
+	for _, k := range findKinds {
+		v.First[k] = c.firstOf(k)
+	}
 	sel := -1
 	if id := r.URL.Query().Get("span"); id != "" {
 		i, ok := c.byID[strings.ToLower(id)]
 		if !ok {
-			s.fail(w, badRequest("span %q is not in run %s", id, c.run.TraceID))
+			s.failPage(w, r, badRequest("span %q is not in run %s", id, c.run.TraceID))
 			return
 		}
 		sel = i
 	} else if st := r.URL.Query().Get("step"); st != "" {
 		n, _ := strconv.Atoi(st)
 		if n < 1 || n > len(c.steps) {
-			s.fail(w, badRequest("step %q: run %s has LLM steps 1..%d", st, c.run.TraceID, len(c.steps)))
+			s.failPage(w, r, badRequest("step %q: run %s has LLM steps 1..%d", st, c.run.TraceID, len(c.steps)))
 			return
 		}
 		sel = c.steps[n-1]
@@ -387,7 +393,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	if sel >= 0 {
 		p, err := s.panel(r.Context(), c, sel)
 		if err != nil {
-			s.fail(w, err)
+			s.failPage(w, r, err)
 			return
 		}
 		v.Panel = p
@@ -399,7 +405,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) rowsAPI(w http.ResponseWriter, r *http.Request) {
 	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
@@ -408,8 +414,18 @@ func (s *Server) rowsAPI(w http.ResponseWriter, r *http.Request) {
 		lim = rowsPage
 	}
 	off = max(0, min(off, len(c.rows)))
+	writeJSON(w, map[string]any{"offset": off, "total": len(c.rows), "rows": c.rows[off:min(off+lim, len(c.rows))]})
+}
+
+// writeJSON answers v as JSON, bidi controls escaped as on the pages (escapeBidi).
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"offset": off, "total": len(c.rows), "rows": c.rows[off:min(off+lim, len(c.rows))]})
+	_, _ = w.Write(escapeBidi(b))
 }
 
 // ---- Span panel ----
@@ -442,6 +458,7 @@ type panelView struct {
 	Steps         int
 	KindLabel     string
 	ParentID      string
+	ParentMissing bool // the parent span is not in the run (not received, or lost)
 	Status        string
 	StatusMessage string
 	Model         string
@@ -452,6 +469,8 @@ type panelView struct {
 	CoveredBy     string // a recorded exchange counted as part of this instrumented call (runview rule)
 	Messages      *CallMessages
 	MessagesErr   string
+	InputUnread   *genai.Unread // the attribute holding the input in a form no dialect reads
+	OutputUnread  *genai.Unread
 	System        []partView
 	Input         []messageView
 	Output        []messageView
@@ -465,6 +484,16 @@ type panelView struct {
 	Tool          *toolView
 	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
+}
+
+// unreadOf returns cm's Unread entry for side, nil if none.
+func unreadOf(cm CallMessages, side string) *genai.Unread {
+	for i := range cm.Unread {
+		if cm.Unread[i].Side == side {
+			return &cm.Unread[i]
+		}
+	}
+	return nil
 }
 
 // toolView is a tool call's name, arguments and result (gen_ai.tool.*, else OpenInference
@@ -526,6 +555,8 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	}
 	if !sp.ParentSpanID().IsEmpty() {
 		p.ParentID = sp.ParentSpanID().String()
+		_, in := c.byID[p.ParentID]
+		p.ParentMissing = !in
 	}
 	p.CostUSD, p.Unpriced = node.Cost.USD, node.Cost.Unpriced
 	if cb := node.Verdict.CoveredBy; cb >= 0 {
@@ -552,8 +583,11 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		cm, err := llmCallMessages(node.Effective, logs)
 		if err != nil {
 			p.MessagesErr = err.Error()
-		} else {
+		}
+		{ // every form read is shown, beside the error naming what could not be
 			p.Messages = &cm
+			p.InputUnread, p.OutputUnread = unreadOf(cm, "input"), unreadOf(cm, "output")
+			p.OpenRecorded = p.OpenRecorded || p.InputUnread != nil || p.OutputUnread != nil
 			p.System = partViews(cm.SystemInstructions)
 			p.Input = messageViews(cm.Input)
 			p.Output = messageViews(cm.Output)
@@ -631,12 +665,12 @@ func messageViews(ms []Message) []messageView {
 func (s *Server) spanIndex(w http.ResponseWriter, r *http.Request) (*cachedRun, int, bool) {
 	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return nil, 0, false
 	}
 	i, ok := c.byID[strings.ToLower(r.PathValue("span"))]
 	if !ok {
-		s.fail(w, fmt.Errorf("%w: span %s is not in run %s", errNoRun, r.PathValue("span"), c.run.TraceID))
+		s.failPage(w, r, fmt.Errorf("%w: span %s is not in run %s", errNotFound, r.PathValue("span"), c.run.TraceID))
 		return nil, 0, false
 	}
 	return c, i, true
@@ -650,7 +684,7 @@ func (s *Server) panelFragment(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.panel(r.Context(), c, i)
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	s.render(w, "panel", p)
@@ -673,7 +707,7 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 	if e := q.Get("event"); e != "" {
 		n, err := strconv.Atoi(e)
 		if err != nil || n < 0 || n >= sp.Events().Len() {
-			s.fail(w, badRequest("event %q: span has %d events", e, sp.Events().Len()))
+			s.failPage(w, r, badRequest("event %q: span has %d events", e, sp.Events().Len()))
 			return
 		}
 		m = sp.Events().At(n).Attributes()
@@ -683,12 +717,12 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 		// part=in.M.P / out.M.P / sys.P: a message part's text.
 		cm, err := llmCallMessages(c.nodes[i].Effective, nil)
 		if err != nil {
-			s.fail(w, err)
+			s.failPage(w, r, err)
 			return
 		}
 		t, ok := partText(cm, q.Get("part"))
 		if !ok {
-			s.fail(w, badRequest("part %q not found", q.Get("part")))
+			s.failPage(w, r, badRequest("part %q not found", q.Get("part")))
 			return
 		}
 		val = t
@@ -697,19 +731,19 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 		in, err := c.view.StepInput(c.rows[i].Step)
 		c.mu.Unlock()
 		if err != nil {
-			s.fail(w, err)
+			s.failPage(w, r, err)
 			return
 		}
 		v, ok := in.Raw[q.Get("key")]
 		if !ok {
-			s.fail(w, badRequest("key %q is not part of step %d's input", q.Get("key"), in.Step))
+			s.failPage(w, r, badRequest("key %q is not part of step %d's input", q.Get("key"), in.Step))
 			return
 		}
 		val = v
 	} else {
 		v, ok := m.Get(q.Get("key"))
 		if !ok {
-			s.fail(w, fmt.Errorf("%w: attribute %q not found", errNoRun, q.Get("key")))
+			s.failPage(w, r, fmt.Errorf("%w: attribute %q not found", errNotFound, q.Get("key")))
 			return
 		}
 		val = v.AsString()
@@ -757,7 +791,7 @@ func (s *Server) spanOTLP(w http.ResponseWriter, r *http.Request) {
 	var jm ptrace.JSONMarshaler
 	raw, err := jm.MarshalTraces(store.SpanTraces(n.ResourceSpans, n.ScopeSpans, sp))
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
@@ -785,21 +819,24 @@ type stepView struct {
 func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 	c, err := s.loadRun(r.Context(), r.PathValue("trace"))
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	n, err := strconv.Atoi(r.PathValue("n"))
-	if len(c.steps) == 0 {
-		s.fail(w, fmt.Errorf("%w: run %s has no LLM call", errNoRun, c.run.TraceID))
+	switch {
+	case len(c.steps) == 0:
+		s.failPage(w, r, fmt.Errorf("%w: run %s has no LLM call, so no step pages", errNotFound, c.run.TraceID))
 		return
-	}
-	if err != nil || n < 1 || n > len(c.steps) {
-		s.fail(w, fmt.Errorf("%w: step %s: run %s has LLM steps 1..%d", errNoRun, r.PathValue("n"), c.run.TraceID, len(c.steps)))
+	case err != nil:
+		s.failPage(w, r, badRequest("step %q is not a number: run %s has LLM steps 1..%d", r.PathValue("n"), c.run.TraceID, len(c.steps)))
+		return
+	case n < 1 || n > len(c.steps):
+		s.failPage(w, r, fmt.Errorf("%w: step %d: run %s has LLM steps 1..%d", errNotFound, n, c.run.TraceID, len(c.steps)))
 		return
 	}
 	p, err := s.panel(r.Context(), c, c.steps[n-1])
 	if err != nil {
-		s.fail(w, err)
+		s.failPage(w, r, err)
 		return
 	}
 	p.OpenRecorded = true

@@ -70,6 +70,8 @@ type Row struct {
 	Step   int     `json:"st,omitempty"` // 1-based LLM step, 0 when not an LLM call
 	Model  string  `json:"m,omitempty"`
 	Marks  []int   `json:"mk,omitempty"` // indexes into the run's marks pinned on this span
+	// Children is the number of direct children (the waterfall folds a row with children).
+	Children int `json:"c,omitempty"`
 }
 
 // Mark is a record pointing at the run, pinned on the timeline: an agent_guard alert or a replay
@@ -129,7 +131,11 @@ const (
 	attrTestCase    = runagainattr.TestCase
 )
 
-var errNoRun = errors.New("run not found")
+// errNotFound marks a missing run, step, span or page (404); errNoRun is a missing run.
+var (
+	errNotFound = errors.New("not found")
+	errNoRun    = fmt.Errorf("run %w", errNotFound)
+)
 
 // loadRun returns the run, from the cache when read less than CacheTTL ago.
 func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error) {
@@ -221,6 +227,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 		}
 		c.rows = append(c.rows, r)
 	}
+	countChildren(c.rows)
 	for a := range agents {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}

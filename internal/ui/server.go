@@ -105,9 +105,12 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/attr", s.attrValue)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/otlp", s.spanOTLP)
 	s.mux.HandleFunc("GET /api/runs/{trace}/rows", s.rowsAPI)
+	s.mux.HandleFunc("GET /api/runs/{trace}/find", s.findAPI)
+	s.mux.HandleFunc("GET /api/runs/{trace}/tree", s.treeAPI)
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
+	s.mux.HandleFunc("GET /", s.notFound)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return s, nil
 }

@@ -205,12 +205,16 @@ func TestSessionsPagesAndFilters(t *testing.T) {
 	code, body = get(t, ts.URL+"/?since=yesterday-ish")
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Contains(t, body, "since &#34;yesterday-ish&#34;")
-	// Hostile numbers: a page past int range or past the end is an empty page, never a crash;
-	// a cost that is not a finite USD amount is refused; a malformed trace id is a 400.
-	for _, p := range []string{"9223372036854775807", "99999999999999999999", "-5", "1000001"} {
-		code, _ = get(t, ts.URL+"/?page="+p)
-		assert.Equal(t, http.StatusOK, code, "page=%s", p)
+	// Hostile numbers: a page past int range or past the end says so (404, never a crash, no
+	// "4999901–4999900 of 3"); a cost that is not a finite USD amount is refused; a malformed
+	// trace id is a 400.
+	for _, p := range []string{"9223372036854775807", "99999999999999999999", "1000001"} {
+		code, body = get(t, ts.URL+"/?page="+p)
+		assert.Equal(t, http.StatusNotFound, code, "page=%s", p)
+		assert.Contains(t, body, "is past the last page: 3 runs match", "page=%s", p)
 	}
+	code, _ = get(t, ts.URL+"/?page=-5")
+	assert.Equal(t, http.StatusOK, code)
 	_, body = get(t, ts.URL+"/?page=9223372036854775807")
 	assert.NotContains(t, body, `data-trace="0`, "a page past the end lists nothing")
 	for _, c := range []string{"NaN", "-1", "+Inf", "1e300"} {

@@ -83,8 +83,8 @@ func BenchmarkOffload(b *testing.B) {
 
 func benchOffload(b *testing.B, url, dir, kind string, size int, level string) {
 	cfg := testConfig(url)
-	cfg.Storage.Dir = dir
-	cfg.CompressionLevel = level
+	cfg.payloads.Dir = dir
+	cfg.payloads.CompressionLevel = level
 	h := newHarness(b, cfg)
 	ctx := context.Background()
 	v := benchValue(kind, size)
@@ -148,7 +148,7 @@ func BenchmarkOffloadBatches(b *testing.B) {
 		b.Run(layout, func(b *testing.B) {
 			cfg := testConfig("file://" + b.TempDir() + "?metadata=skip")
 			if layout == "packs" {
-				cfg.Storage.Dir = b.TempDir()
+				cfg.payloads.Dir = b.TempDir()
 			}
 			h := newHarness(b, cfg)
 			ctx := context.Background()

@@ -36,9 +36,10 @@ func TestStorageCircuitBreaker(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	ts := metadatatest.NewSettings(tt).TelemetrySettings
 	ts.Logger = zap.New(core)
-	o, err := newOffloader(cfg, ts)
+	o, err := newOffloader(cfg.Config, ts)
 	require.NoError(t, err)
-	require.NoError(t, o.start(ctx, componenttest.NewNopHost()))
+	host, _ := startPayloads(t, cfg)
+	require.NoError(t, o.start(ctx, host))
 	defer func() { require.NoError(t, o.shutdown(ctx)) }()
 
 	metric := func(name string) map[string]int64 {

@@ -3,17 +3,12 @@ package payloadoffloadprocessor
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/gobwas/glob"
-	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
-	"gocloud.dev/blob"
-
-	"github.com/runagain/runagain/extension/runagainstorageextension"
 )
 
 // OnFailure says what happens to a value that could not be stored after the bounded retry.
@@ -51,6 +46,8 @@ var DefaultKeys = []string{
 	"pydantic_ai.all_messages",
 	"http.request.body*",
 	"http.response.body*",
+	"runagain.mcp.request*",
+	"runagain.mcp.response*",
 }
 
 // DefaultSplitKeys are the keys whose JSON values are stored one element per object (conversation
@@ -74,21 +71,14 @@ var DefaultSplitKeys = []string{
 	"http.response.body*",
 }
 
-// StorageConfig says where objects go.
+// StorageConfig says how values are stored. Where they go is the runagain_storage extension's
+// (payloads::url, payloads::dir, payloads::pack, payloads::dedup_cache_size,
+// payloads::compression_level): it opens the payload store once and every payload_offload
+// instance writes through it.
 type StorageConfig struct {
-	// URL is a gocloud.dev/blob bucket URL: file:///dir (or file://./relative/dir), s3://bucket,
-	// gs://bucket, azblob://container, mem://name (process-local, for tests). Query parameters
-	// are the driver's (e.g. ?create_dir=true, ?endpoint=...&region=...&use_path_style=true)
-	// plus prefix=some/folder/. Empty: the payloads::url of the runagain_storage extension.
-	URL string `mapstructure:"url"`
-	// Extension is the id of the runagain_storage extension giving the bucket when URL is empty;
-	// empty: the only one. Its payloads::dir and payloads::pack then give the pack layout.
+	// Extension is the id of the runagain_storage extension holding the payload store; empty:
+	// the only one.
 	Extension component.ID `mapstructure:"extension"`
-	// Dir (with URL only) is the data directory of the pack layout: staging area and digest
-	// index (see runagain_storage payloads::dir). Empty with URL set: one object per digest.
-	Dir string `mapstructure:"dir"`
-	// Pack (with URL and Dir) sets the pack size and age limits. Default 16 MiB, 5 s.
-	Pack runagainstorageextension.PackConfig `mapstructure:"pack"`
 	// Timeout bounds one attempt to store one value (all its objects). Default 10s.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Cooldown is how long the storage circuit breaker (github.com/sony/gobreaker) stays open
@@ -117,14 +107,8 @@ type Config struct {
 	// RetryOnFailure bounds the retry of a failed store; max_elapsed_time is the most a batch
 	// waits for storage before on_failure applies.
 	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
-	// DedupCacheSize is how many recent object keys are remembered as present. Default 100000.
-	DedupCacheSize int `mapstructure:"dedup_cache_size"`
 	// Concurrency is how many values of one batch are stored at once. Default 4.
 	Concurrency int `mapstructure:"concurrency"`
-	// CompressionLevel is the zstd level: fastest, default, better or best. Default "default":
-	// zstd's default for single objects, payloadref.DefaultPackLevel (fastest, over 256 KiB
-	// blocks: the bytes zstd's default stored over 128 KiB blocks) for pack blocks.
-	CompressionLevel string `mapstructure:"compression_level"`
 
 	_ struct{} // prevent unkeyed literals
 }
@@ -137,35 +121,20 @@ func createDefaultConfig() component.Config {
 	retry.MaxInterval = 1 * time.Second
 	retry.MaxElapsedTime = 5 * time.Second
 	return &Config{
-		Storage:          StorageConfig{Timeout: 10 * time.Second, Pack: runagainstorageextension.DefaultPack},
-		Keys:             append([]string(nil), DefaultKeys...),
-		SplitKeys:        append([]string(nil), DefaultSplitKeys...),
-		MinSize:          4096,
-		LogBody:          true,
-		OnFailure:        OnFailureKeepInline,
-		RetryOnFailure:   retry,
-		DedupCacheSize:   100000,
-		Concurrency:      4,
-		CompressionLevel: "default",
+		Storage:        StorageConfig{Timeout: 10 * time.Second},
+		Keys:           append([]string(nil), DefaultKeys...),
+		SplitKeys:      append([]string(nil), DefaultSplitKeys...),
+		MinSize:        4096,
+		LogBody:        true,
+		OnFailure:      OnFailureKeepInline,
+		RetryOnFailure: retry,
+		Concurrency:    4,
 	}
 }
 
 // Validate checks the configuration; every error names its field.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Storage.URL == "" {
-		// Resolved at start from the runagain_storage extension's payloads::url.
-	} else if u, err := url.Parse(c.Storage.URL); err != nil {
-		errs = append(errs, fmt.Errorf("storage.url: %w", err))
-	} else if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
-		errs = append(errs, fmt.Errorf("storage.url: scheme %q not supported (file, s3, gs, azblob, mem)", u.Scheme))
-	}
-	if c.Storage.Dir != "" {
-		if c.Storage.URL == "" {
-			errs = append(errs, errors.New("storage.dir: set with storage.url only (else the runagain_storage extension's payloads::dir applies)"))
-		}
-		errs = append(errs, c.Storage.Pack.Validate("storage.pack."))
-	}
 	if c.Storage.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("storage.timeout: must be positive, got %v", c.Storage.Timeout))
 	}
@@ -199,14 +168,8 @@ func (c *Config) Validate() error {
 	if c.RetryOnFailure.Enabled && c.RetryOnFailure.MaxElapsedTime <= 0 {
 		errs = append(errs, errors.New("retry_on_failure.max_elapsed_time: must be positive: the retry must be bounded"))
 	}
-	if c.DedupCacheSize < 1 {
-		errs = append(errs, fmt.Errorf("dedup_cache_size: must be at least 1, got %d", c.DedupCacheSize))
-	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("concurrency: must be at least 1, got %d", c.Concurrency))
-	}
-	if ok, _ := zstd.EncoderLevelFromString(c.CompressionLevel); !ok {
-		errs = append(errs, fmt.Errorf("compression_level: %q is not fastest, default, better or best", c.CompressionLevel))
 	}
 	return errors.Join(errs...)
 }

@@ -34,7 +34,7 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 		t.Fatal(err)
 	}
 	if err := sub.Unmarshal(cfg); err != nil {
-		t.Fatalf("unmarshal %s: %v", name, err)
+		return nil, err
 	}
 	return cfg, confmap.Validate(cfg)
 }
@@ -44,10 +44,8 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("default: %v", err)
 	}
-	want := createDefaultConfig().(*Config)
-	want.Storage.URL = "file:///var/lib/runagain/blobs?create_dir=true"
-	if !equalConfig(def, want) {
-		t.Fatalf("default config:\n got %+v\nwant %+v", def, want)
+	if !equalConfig(def, createDefaultConfig().(*Config)) {
+		t.Fatalf("default config:\n got %+v\nwant the defaults", def)
 	}
 	if def.MinSize != 4096 || def.OnFailure != OnFailureKeepInline || !def.LogBody || len(def.Keys) != len(DefaultKeys) {
 		t.Fatalf("defaults changed: %+v", def)
@@ -57,13 +55,14 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("full: %v", err)
 	}
-	if full.Storage.Timeout != 3*time.Second || full.Storage.Cooldown != time.Second || full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject ||
-		full.DedupCacheSize != 1000 || full.Concurrency != 8 || full.CompressionLevel != "fastest" || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
+	if full.Storage.Extension.String() != "runagain_storage/payloads" || full.Storage.Timeout != 3*time.Second || full.Storage.Cooldown != time.Second ||
+		full.MinSize != 1024 || full.LogBody || full.OnFailure != OnFailureReject || full.Concurrency != 8 || len(full.Keys) != 2 || full.Keys[1] != "my.app.*" ||
 		len(full.SplitKeys) != 1 || full.RetryOnFailure.MaxElapsedTime != 2*time.Second || full.RetryOnFailure.InitialInterval != 50*time.Millisecond {
 		t.Fatalf("full config not loaded as written: %+v", full)
 	}
-	if !strings.HasPrefix(full.Storage.URL, "s3://runagain-payloads?endpoint=") {
-		t.Fatalf("storage.url = %q", full.Storage.URL)
+
+	if _, err := loadConfig(t, "inline_url"); err == nil || !strings.Contains(err.Error(), "url") {
+		t.Fatalf("inline storage.url: got %v, want it refused, named", err)
 	}
 }
 
@@ -71,14 +70,13 @@ func equalConfig(a, b *Config) bool {
 	return a.Storage == b.Storage && strings.Join(a.Keys, ",") == strings.Join(b.Keys, ",") &&
 		strings.Join(a.SplitKeys, ",") == strings.Join(b.SplitKeys, ",") && a.MinSize == b.MinSize &&
 		a.LogBody == b.LogBody && a.OnFailure == b.OnFailure && a.RetryOnFailure == b.RetryOnFailure &&
-		a.DedupCacheSize == b.DedupCacheSize && a.Concurrency == b.Concurrency && a.CompressionLevel == b.CompressionLevel
+		a.Concurrency == b.Concurrency
 }
 
 // TestValidateNamesFields checks that each invalid setting is reported with its field name.
 func TestValidateNamesFields(t *testing.T) {
 	cases := map[string][]string{
-		"bad_scheme": {`storage.url: scheme "ftp" not supported`},
-		"bad_values": {"storage.timeout", "storage.cooldown", "keys[0]", "split_keys[0]", "min_size", "on_failure", "dedup_cache_size", "concurrency", "retry_on_failure.max_elapsed_time", "compression_level"},
+		"bad_values": {"storage.timeout", "storage.cooldown", "keys[0]", "split_keys[0]", "min_size", "on_failure", "concurrency", "retry_on_failure.max_elapsed_time"},
 		"no_keys":    {"keys: at least one"},
 	}
 	for name, fields := range cases {
@@ -125,20 +123,26 @@ func TestKeyMatcher(t *testing.T) {
 	}
 }
 
-// TestURLFromStorageExtension: without storage.url the processor takes the payload bucket of the
-// runagain_storage extension, and without either it refuses to start, naming storage.url.
-func TestURLFromStorageExtension(t *testing.T) {
+// TestStoreFromStorageExtension: the processor writes through the payload store of the
+// runagain_storage extension, and without one (or without its payloads) it refuses to start,
+// naming storage.extension and payloads::url.
+func TestStoreFromStorageExtension(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := loadConfig(t, "no_url")
+	cfg, err := loadConfig(t, "")
 	if err != nil {
-		t.Fatalf("no_url must validate (the extension gives the URL): %v", err)
+		t.Fatal(err)
 	}
 	p, err := NewFactory().CreateTraces(ctx, processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(ctx, componenttest.NewNopHost()); err == nil || !strings.Contains(err.Error(), "storage.url: required") {
-		t.Fatalf("start without URL or extension: got %v, want an error naming storage.url", err)
+	if err := p.Start(ctx, componenttest.NewNopHost()); err == nil || !strings.Contains(err.Error(), "storage.extension: no runagain_storage extension") ||
+		!strings.Contains(err.Error(), "payloads::url") {
+		t.Fatalf("start without extension: got %v, want an error naming storage.extension and payloads::url", err)
+	}
+	noPayloads, _ := storagetest.Start(t, runagainstorageextension.NewDefaultConfig())
+	if err := p.Start(ctx, noPayloads); err == nil || !strings.Contains(err.Error(), "payloads::url") {
+		t.Fatalf("start with an extension without payloads: got %v, want an error naming payloads::url", err)
 	}
 
 	dir := t.TempDir()

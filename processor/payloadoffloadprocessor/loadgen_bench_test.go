@@ -102,7 +102,7 @@ func benchmarkOffloadLoadgen(b *testing.B) {
 		b.Cleanup(func() { _ = os.RemoveAll(base) })
 	}
 	cfg := testConfig("file://" + base + "/blobs?create_dir=true&metadata=skip")
-	cfg.Storage.Dir = base + "/payloads"
+	cfg.payloads.Dir = base + "/payloads"
 	h := newHarness(b, cfg)
 	ctx := context.Background()
 	g := newLoadgenTraffic()
@@ -123,13 +123,8 @@ func benchmarkOffloadLoadgen(b *testing.B) {
 		}
 		h.tsink.Reset()
 	}
-	// The store closes with its last user: the background work left counts.
-	if err := h.traces.Shutdown(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := h.logs.Shutdown(ctx); err != nil {
-		b.Fatal(err)
-	}
+	// The extension closes the store after the processors: the background work left counts.
+	h.stop()
 	b.StopTimer()
 	cpu := processCPU() - cpu0 - gen
 	b.ReportMetric(float64(cpu.Microseconds())/float64(spans), "cpu-us/span")

@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/cenkalti/backoff/v5"
-	"github.com/klauspost/compress/zstd"
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -45,9 +44,8 @@ type offloader struct {
 	// cool-down is 0); see newBreaker.
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	mu      sync.Mutex
-	store   *payloadref.Store
-	release func() error
+	mu    sync.Mutex
+	store *payloadref.Store // the runagain_storage extension's, between start and shutdown
 }
 
 var (
@@ -113,37 +111,24 @@ func (o *offloader) newBreaker() *gobreaker.TwoStepCircuitBreaker[struct{}] {
 	})
 }
 
-func (o *offloader) start(ctx context.Context, host component.Host) error {
-	u, dir, pack := o.cfg.Storage.URL, o.cfg.Storage.Dir, o.cfg.Storage.Pack
-	field := "storage.url"
-	if u == "" {
-		st, err := runagainstorageextension.Find(host, o.cfg.Storage.Extension)
-		if err != nil {
-			return fmt.Errorf("storage.extension: %w", err)
-		}
-		if st != nil {
-			u, dir, pack = st.PayloadURL(), st.PayloadDir(), st.PayloadPack()
-			field = "runagain_storage payloads"
-		}
-		if u == "" {
-			return errors.New("storage.url: required, or a runagain_storage extension with payloads::url " +
-				"(e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)")
-		}
-	}
-	_, level := zstd.EncoderLevelFromString(o.cfg.CompressionLevel)
-	packLevel := level
-	if o.cfg.CompressionLevel == "default" {
-		packLevel = 0 // the store's default for pack blocks (payloadref.DefaultPackLevel)
-	}
-	s, release, err := acquireStore(ctx, u, payloadref.StoreOptions{
-		KnownObjects: o.cfg.DedupCacheSize, Level: level, PackLevel: packLevel,
-		Dir: dir, PackMaxSize: pack.MaxSize, PackMaxAge: pack.MaxAge, Logger: o.logger,
-	})
+// start takes the payload store of the runagain_storage extension (storage.extension, or the
+// only one): the extension opened it, shares it with every instance and the payload janitor, and
+// closes it after the pipelines.
+func (o *offloader) start(_ context.Context, host component.Host) error {
+	st, err := runagainstorageextension.Find(host, o.cfg.Storage.Extension)
 	if err != nil {
-		return fmt.Errorf("%s: %w", field, err)
+		return fmt.Errorf("storage.extension: %w", err)
+	}
+	if st == nil {
+		return errors.New("storage.extension: no runagain_storage extension: add one with payloads::url " +
+			"(e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket) under `extensions` and `service::extensions`")
+	}
+	s, err := st.PayloadStore()
+	if err != nil {
+		return fmt.Errorf("storage.extension: %w", err)
 	}
 	o.mu.Lock()
-	o.store, o.release = s, release
+	o.store = s
 	o.mu.Unlock()
 	return nil
 }
@@ -151,13 +136,9 @@ func (o *offloader) start(ctx context.Context, host component.Host) error {
 func (o *offloader) shutdown(context.Context) error {
 	o.tb.Shutdown()
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.store == nil {
-		return nil
-	}
-	err := o.release()
-	o.store, o.release = nil, nil
-	return err
+	o.store = nil // the extension's: it closes it
+	o.mu.Unlock()
+	return nil
 }
 
 // candidate is one value to move: attribute key of attrs, or the body of a log record.
@@ -207,7 +188,7 @@ func (b *batch) add(attrs pcommon.Map, key string, value string, body pcommon.Va
 }
 
 // streamKeys are the attributes naming the conversation a span or log record belongs to (the
-// session keys of DESIGN.md's contract); streamOf uses the first present.
+// session keys of docs/architecture.md's contract); streamOf uses the first present.
 var streamKeys = [...]string{"gen_ai.conversation.id", "session.id"}
 
 // streamOf names the stream of the values of a span or log record (attrs): its conversation, or

@@ -62,8 +62,8 @@ func TestS3PutsPer1000Spans(t *testing.T) {
 		cfg := testConfig(u)
 		cfg.RetryOnFailure.MaxElapsedTime = 30 * time.Second
 		if layout == "packs" {
-			cfg.Storage.Dir = t.TempDir()
-			cfg.Storage.Pack.MaxAge = time.Hour
+			cfg.payloads.Dir = t.TempDir()
+			cfg.payloads.Pack.MaxAge = time.Hour
 		}
 		h := newHarness(t, cfg)
 		w0, r0 := proxy.writes.Load(), proxy.rest.Load()
@@ -91,12 +91,7 @@ func TestS3PutsPer1000Spans(t *testing.T) {
 			}
 		}
 		// Shutdown seals the open pack and uploads it.
-		if err := h.traces.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.logs.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		h.stop()
 		if h.metric("failures") != 0 {
 			t.Fatalf("%s: %d values kept inline", layout, h.metric("failures"))
 		}

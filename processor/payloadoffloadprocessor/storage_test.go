@@ -111,8 +111,8 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 	cfg.SplitKeys = splitKeys
 	// The pack layout: objects are appended to a staged pack; what is stored is the bucket plus
 	// the staging area (the digest index, metadata like a file system's, is not counted).
-	cfg.Storage.Dir = filepath.Join(t.TempDir(), "payloads")
-	staging := filepath.Join(cfg.Storage.Dir, payloadref.StagingDir)
+	cfg.payloads.Dir = filepath.Join(t.TempDir(), "payloads")
+	staging := filepath.Join(cfg.payloads.Dir, payloadref.StagingDir)
 	h := newHarness(t, cfg)
 	conv := newConversation(42)
 	sys := []any{map[string]any{"type": "text", "content": conv.text(4500, 6000)}}
@@ -157,13 +157,7 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 	if h.metric("values_offloaded") < 290 {
 		t.Fatalf("only %d values offloaded", h.metric("values_offloaded"))
 	}
-	ctx := context.Background()
-	if err := h.traces.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.logs.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.stop()
 	atRest, objects = storedBytes(t, dir)
 	_, m := storedBytes(t, staging)
 	return inline, stored, objects + m - 1, atRest // the staging area's LOCK file is not an object

@@ -56,3 +56,44 @@ func proxiedRun(trace pcommon.TraceID, start time.Time, bodyModel string, root f
 	sp.SetParentSpanID(r.SpanID())
 	return td
 }
+
+// brokenRun is a run that arrived in part: an agent span, an LLM call under it whose user
+// message holds a right-to-left override (U+202E), and a tool call whose parent span never
+// arrived; the tool call has not ended yet (end time zero) when unfinished is set.
+func brokenRun(trace pcommon.TraceID, start time.Time, unfinished bool) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "broken-agent")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	add := func(id, parent byte, name string, from, to time.Duration) ptrace.Span {
+		s := spans.AppendEmpty()
+		s.SetTraceID(trace)
+		s.SetSpanID(pcommon.SpanID{trace[15], id})
+		if parent != 0 {
+			s.SetParentSpanID(pcommon.SpanID{trace[15], parent})
+		}
+		s.SetName(name)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(from)))
+		if to >= 0 {
+			s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(to)))
+		}
+		return s
+	}
+	root := add(1, 0, "invoke_agent broken", 0, 1500*time.Millisecond)
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "broken")
+	llm := add(2, 1, "chat gpt-4o", 100*time.Millisecond, 900*time.Millisecond)
+	a := llm.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.request.model", "gpt-4o")
+	a.PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"pay to \u202Egnp.exe"}]}]`)
+	a.PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"ok"}],"finish_reason":"stop"}]`)
+	end := 2000 * time.Millisecond
+	if unfinished {
+		end = -1
+	}
+	tool := add(3, 9, "execute_tool lookup", 1000*time.Millisecond, end)
+	tool.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	tool.Attributes().PutStr("gen_ai.tool.name", "lookup")
+	return td
+}

@@ -40,6 +40,12 @@ func TestValidateNamesTheField(t *testing.T) {
 			`cold::parquet::url: scheme "s4" not supported`},
 		"huge min_size": {"min_size: 2048", "min_size: 1e30",
 			"exporters::tiered::warm::sending_queue::batch::min_size: 1e+30 is out of range"},
+		"payload_offload's bucket set inline (the older form)": {"payload_offload: {}", "payload_offload: {storage: {url: 'file:///tmp/blobs'}}",
+			"processors::payload_offload::storage::url: moved to the runagain_storage extension: set `extensions::runagain_storage::payloads::url`"},
+		"a tier's backend set inline in tiered (the older form)": {"  tiered:\n    hot:\n", "  tiered:\n    hot:\n      sqlite: {path: /tmp/hot.db}\n",
+			"exporters::tiered::hot::sqlite: moved to the runagain_storage extension: set `extensions::runagain_storage::hot::sqlite`"},
+		"agent_guard's pricing (the older form)": {"agent_guard: {}", "agent_guard: {pricing: {models: [{model: x, input_mtok: 1}]}}",
+			"connectors::agent_guard::pricing: moved to the runagain_storage extension: set `extensions::runagain_storage::pricing`"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(bin, "otelcol-runagain"), "validate", "--config", variant(t, tc.old, tc.new))

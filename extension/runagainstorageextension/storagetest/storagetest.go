@@ -5,6 +5,7 @@ package storagetest // import "github.com/runagain/runagain/extension/runagainst
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -21,7 +22,13 @@ func (h Host) GetExtensions() map[component.ID]component.Component { return h }
 // Start creates and starts a runagain_storage extension on cfg (nil: the default
 // configuration) under id runagain_storage, shut down when the test ends, and returns a host
 // holding it.
-func Start(tb testing.TB, cfg *runagainstorageextension.Config) (Host, *runagainstorageextension.Storage) {
+func Start(tb testing.TB, cfg *runagainstorageextension.Config) (Host, *runagainstorageextension.Extension) {
+	tb.Helper()
+	return StartAt(tb, cfg, nil)
+}
+
+// StartAt is Start with now as the extension's ingestion clock (nil: time.Now), for retention tests.
+func StartAt(tb testing.TB, cfg *runagainstorageextension.Config, now func() time.Time) (Host, *runagainstorageextension.Extension) {
 	tb.Helper()
 	if cfg == nil {
 		cfg = runagainstorageextension.NewDefaultConfig()
@@ -29,7 +36,7 @@ func Start(tb testing.TB, cfg *runagainstorageextension.Config) (Host, *runagain
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	st, err := runagainstorageextension.New(cfg, componenttest.NewNopTelemetrySettings(), nil)
+	st, err := runagainstorageextension.New(cfg, componenttest.NewNopTelemetrySettings(), now)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,14 +11,12 @@
 package secretscore
 
 import (
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -37,6 +35,8 @@ type Example struct {
 	Text     string
 	Positive bool   // holds a secret
 	Secret   string // the secret when known ("" for literal gitleaks examples)
+	// IgnoreRule: findings of this rule are not judged (recordings hold real cookies)
+	IgnoreRule string
 }
 
 // GitleaksStats counts what the extraction read.
@@ -426,18 +426,5 @@ func ModuleDir() (string, error) {
 	if d := os.Getenv("GITLEAKS_MODULE_DIR"); d != "" {
 		return d, nil
 	}
-	cmd := exec.Command("go", "mod", "download", "-json", GitleaksModule)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", GitleaksModule, err)
-	}
-	var m struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &m); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", GitleaksModule, err)
-	}
-	if m.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %s", GitleaksModule, m.Error)
-	}
-	return m.Dir, nil
+	return downloadModule(GitleaksModule)
 }

@@ -65,6 +65,43 @@ func DetectSecretsExamples(dir string) ([]Example, error) {
 	return out, nil
 }
 
+// Sources are the example sources in the order they are printed.
+var Sources = []string{"gitleaks", "veles", "detect-secrets", "recordings"}
+
+// RecordingExamples returns one negative example per agent recording of the corpus (the JSON
+// and YAML files outside secrets/ and pii/: cassettes, traces, fixtures; code, prose, UUIDs,
+// content hashes, base64 images, placeholdered keys and JWT-shaped fixtures, no credential). A
+// recorded Cookie header is a credential, so cookie findings do not count against them.
+func RecordingExamples(corpusDir string) ([]Example, error) {
+	var out []Example
+	err := filepath.WalkDir(corpusDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(corpusDir, p)
+		if d.IsDir() {
+			if rel == "secrets" || rel == "pii" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".json" && ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fam := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+		out = append(out, Example{Source: "recordings", Family: fam, RuleID: "recording", Text: string(b), IgnoreRule: redact.RuleCookie})
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("%s: no recordings", corpusDir)
+	}
+	return out, err
+}
+
 // Outcome is the judgement of one example.
 type Outcome struct {
 	Example
@@ -82,7 +119,7 @@ func Judge(r *redact.Redactor, e Example) Outcome {
 	o := Outcome{Example: e, Redacted: out}
 	var secret []redact.Finding
 	for _, f := range fs {
-		if f.Category == redact.CategorySecret {
+		if f.Category == redact.CategorySecret && f.Rule != e.IgnoreRule {
 			secret = append(secret, f)
 			o.Rules = append(o.Rules, f.Rule)
 		}
@@ -189,7 +226,7 @@ func Precision(found, fp int) float64 {
 // Print writes one line per family (recall, false positives on its negatives) and the totals per
 // source; verbose adds each miss and false positive.
 func Print(w io.Writer, fams []*Family, verbose bool) {
-	for _, src := range []string{"gitleaks", "detect-secrets"} {
+	for _, src := range Sources {
 		fmt.Fprintf(w, "\n%s\n%-34s %9s %7s %9s %6s\n", src, "family", "positives", "recall", "negatives", "FP")
 		for _, f := range fams {
 			if f.Source != src {

@@ -1,4 +1,4 @@
-// Package rule is the counting rule of a run (DESIGN.md "One read model"): which spans are steps
+// Package rule is the counting rule of a run (docs/architecture.md "One read model"): which spans are steps
 // (LLM calls, tool calls, HTTP and MCP exchanges), and whose usage and cost count in the run's
 // totals. It is one function, Apply, called by the read model (internal/runview) and by every
 // writer of run totals (the store's run index and summaries, agent_guard), so that every number

@@ -20,7 +20,7 @@ func (d *DB) Expire(ctx context.Context, cutoff time.Time) (int64, error) {
 }
 
 // ExpireExcept is Expire keeping every row of the runs (trace ids, 32 lowercase hex) in pinned:
-// runs in a dataset are never deleted by retention (DESIGN.md "Reruns and datasets").
+// runs in a dataset are never deleted by retention (docs/architecture.md "Reruns and datasets").
 func (d *DB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[string]bool) (int64, error) {
 	return expireTables(ctx, d.db, cutoff, pinned, &hotIndex, "spans", "logs")
 }

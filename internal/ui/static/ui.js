@@ -26,7 +26,11 @@
     var viewport = document.getElementById("viewport"), canvas = document.getElementById("canvas");
     var axis = document.getElementById("axis"), panel = document.getElementById("panel");
     var selected = data.sel >= 0 && rows[data.sel] ? rows[data.sel].id : null;
-    canvas.style.height = (total * ROW_H) + "px";
+    var selI = data.sel >= 0 ? data.sel : -1;
+    // What is shown: every row (vis null), or the rows a filter or search kept and folding left.
+    var vis = null, pos = null, filter = null, collapsed = {}, tree = null;
+    var matches = { rows: [], ids: [] }, jumps = {};
+    var api = "/api/runs/" + trace;
 
     for (var t = 0; t <= 4; t++) {
       var s = el("span", null, fmtMS(dur * t / 4));
@@ -35,33 +39,53 @@
       axis.appendChild(s);
     }
 
+    function getJSON(url) {
+      return fetch(url, { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.status); });
+        return r.json();
+      });
+    }
+    function count() { return vis ? vis.length : total; }
+    function at(k) { return vis ? vis[k] : k; }
+    function posOf(i) { if (!vis) return i; var p = pos[i]; return p === undefined ? -1 : p; }
+
     function fetchPage(p) {
       if (loading[p]) return;
       loading[p] = true;
-      fetch("/api/runs/" + trace + "/rows?offset=" + (p * page) + "&limit=" + page, { credentials: "same-origin" })
-        .then(function (r) { return r.json(); })
+      getJSON(api + "/rows?offset=" + (p * page) + "&limit=" + page)
         .then(function (d) { d.rows.forEach(function (r) { rows[r.i] = r; }); draw(); })
         .catch(function () { loading[p] = false; });
     }
 
-    function rowEl(r) {
-      var e = el("div", "row " + r.k + (r.e ? " error" : "") + (r.id === selected ? " sel" : ""));
-      e.style.top = (r.i * ROW_H) + "px";
+    function rowEl(r, k) {
+      var e = el("div", "row " + r.k + (r.e ? " error" : "") + (r.id === selected ? " sel" : "") + (r.u ? " unfinished" : ""));
+      e.style.top = (k * ROW_H) + "px";
       e.setAttribute("data-span", r.id);
       e.setAttribute("data-i", r.i);
       if (r.st) e.setAttribute("data-step", r.st);
       var name = el("div", "name");
       name.style.paddingLeft = (6 + Math.min(r.d, 30) * 14) + "px";
+      if (r.c) {
+        var f = el("span", "fold", collapsed[r.i] ? "▸" : "▾");
+        f.setAttribute("data-fold", r.i);
+        f.title = (collapsed[r.i] ? "unfold " : "fold ") + r.c + " child span" + (r.c > 1 ? "s" : "");
+        name.appendChild(f);
+      } else {
+        name.appendChild(el("span", "fold leaf", ""));
+      }
       name.appendChild(el("span", "k " + r.k, r.k === "llm" ? "LLM" : r.k));
       if (r.st) name.appendChild(el("span", "st", "step " + r.st));
       (r.mk || []).forEach(function (mi) { name.appendChild(el("span", "flag " + marks[mi].k, "◆")); });
       name.appendChild(document.createTextNode(r.n));
-      name.title = r.n + (r.m ? " · " + r.m : "") + " · " + fmtMS(r.t);
+      if (r.c) name.appendChild(el("span", "kids dim", " (" + r.c + ")"));
+      name.title = r.n + (r.m ? " · " + r.m : "") + " · " + (r.u ? "not finished" : fmtMS(r.t));
+      e.appendChild(name);
+      e.appendChild(el("div", "dur", r.u ? "…" : fmtMS(r.t)));
       var lane = el("div", "lane");
       var bar = el("div", "bar " + r.k);
       bar.style.left = (100 * r.s / dur) + "%";
       bar.style.width = Math.max(0.2, 100 * r.t / dur) + "%";
-      bar.title = fmtMS(r.t) + " at +" + fmtMS(r.s);
+      bar.title = (r.u ? "not finished, started" : fmtMS(r.t)) + " at +" + fmtMS(r.s);
       lane.appendChild(bar);
       (r.mk || []).forEach(function (mi) {
         var m = marks[mi];
@@ -70,7 +94,6 @@
         pin.title = m.k + ": " + m.n + (m.msg ? " · " + m.msg : "");
         lane.appendChild(pin);
       });
-      e.appendChild(name);
       e.appendChild(lane);
       return e;
     }
@@ -78,12 +101,15 @@
     var frame = 0;
     function draw() {
       frame = 0;
+      var n = count();
+      canvas.style.height = (n * ROW_H) + "px";
       var top = viewport.scrollTop, h = viewport.clientHeight || 600;
       var from = Math.max(0, Math.floor(top / ROW_H) - OVERSCAN);
-      var to = Math.min(total, Math.ceil((top + h) / ROW_H) + OVERSCAN);
+      var to = Math.min(n, Math.ceil((top + h) / ROW_H) + OVERSCAN);
       var frag = document.createDocumentFragment();
-      for (var i = from; i < to; i++) {
-        if (rows[i]) frag.appendChild(rowEl(rows[i]));
+      for (var k = from; k < to; k++) {
+        var i = at(k);
+        if (rows[i]) frag.appendChild(rowEl(rows[i], k));
         else fetchPage(Math.floor(i / page));
       }
       canvas.replaceChildren(frag);
@@ -92,11 +118,48 @@
     viewport.addEventListener("scroll", schedule);
     window.addEventListener("resize", schedule);
 
-    function select(id, push) {
+    // rebuild recomputes what is shown from the filter and the folded rows.
+    function rebuild() {
+      var folded = Object.keys(collapsed).length > 0 && tree;
+      if (!filter && !folded) {
+        vis = null; pos = null;
+      } else {
+        var hidden = null;
+        if (folded) {
+          hidden = new Uint8Array(total);
+          for (var i = 0; i < total; i++) {
+            var p = tree.p[i];
+            if (p >= 0 && (hidden[p] || collapsed[p])) hidden[i] = 1;
+          }
+        }
+        var out = [];
+        if (filter) filter.forEach(function (i) { if (!hidden || !hidden[i]) out.push(i); });
+        else for (var j = 0; j < total; j++) if (!hidden[j]) out.push(j);
+        vis = out; pos = {};
+        out.forEach(function (i, k) { pos[i] = k; });
+      }
+      root.setAttribute("data-shown", count());
+      draw();
+    }
+    function withTree(then) {
+      if (tree) return then();
+      getJSON(api + "/tree").then(function (t) { tree = t; then(); });
+    }
+    function scrollTo(i) {
+      var k = posOf(i);
+      if (k < 0) return;
+      var top = k * ROW_H;
+      if (top < viewport.scrollTop || top + ROW_H > viewport.scrollTop + viewport.clientHeight) {
+        viewport.scrollTop = Math.max(0, top - viewport.clientHeight / 2);
+      }
+    }
+
+    function select(id, push, i) {
       selected = id;
+      if (i !== undefined) selI = i;
       canvas.querySelectorAll(".row.sel").forEach(function (e) { e.classList.remove("sel"); });
       var re = canvas.querySelector('.row[data-span="' + id + '"]');
-      if (re) re.classList.add("sel");
+      if (re) { re.classList.add("sel"); selI = +re.getAttribute("data-i"); }
       panel.setAttribute("aria-busy", "true");
       fetch("/runs/" + trace + "/spans/" + id + "/panel", { credentials: "same-origin" })
         .then(function (r) { if (!r.ok) throw new Error(r.status + " " + r.statusText); return r.text(); })
@@ -107,37 +170,143 @@
         })
         .catch(function (err) { panel.replaceChildren(el("p", "error", "could not load the span: " + err.message)); });
     }
+    // goTo selects row i (span id), showing it first if a filter or a fold hides it.
+    function goTo(i, id) {
+      if (posOf(i) < 0) {
+        filter = null; collapsed = {};
+        document.querySelectorAll("#findbar .chip[aria-pressed=true]").forEach(function (c) { c.setAttribute("aria-pressed", "false"); });
+        rebuild();
+      }
+      scrollTo(i);
+      draw();
+      select(id, true, i);
+    }
+    // step moves to the next (d = 1) or previous (d = -1) row of a list after the selected one.
+    function step(list, d) {
+      if (!list.rows.length) return false;
+      var k = -1;
+      if (d > 0) { for (k = 0; k < list.rows.length && list.rows[k] <= selI; k++); if (k >= list.rows.length) k = 0; }
+      else { for (k = list.rows.length - 1; k >= 0 && list.rows[k] >= selI; k--); if (k < 0) k = list.rows.length - 1; }
+      goTo(list.rows[k], list.ids[k]);
+      return true;
+    }
+    function jump(kind, d) {
+      if (jumps[kind]) return step(jumps[kind], d);
+      getJSON(api + "/find?kind=" + kind).then(function (l) { jumps[kind] = l; step(l, d); });
+    }
+
     canvas.addEventListener("click", function (ev) {
+      var f = ev.target.closest("[data-fold]");
+      if (f) {
+        var i = +f.getAttribute("data-fold");
+        withTree(function () { if (collapsed[i]) delete collapsed[i]; else collapsed[i] = true; rebuild(); });
+        return;
+      }
       var r = ev.target.closest(".row");
-      if (r) select(r.getAttribute("data-span"), true);
+      if (r) select(r.getAttribute("data-span"), true, +r.getAttribute("data-i"));
     });
     document.addEventListener("click", function (ev) {
+      var j = ev.target.closest("a[data-jump]");
+      if (j) { ev.preventDefault(); selI = -1; jump(j.getAttribute("data-jump") === "alert" ? "alert,divergence" : j.getAttribute("data-jump"), 1); return; }
       var a = ev.target.closest("a[data-select]");
       if (!a) return;
       var id = a.getAttribute("data-select");
-      var i = rowsIndex(id);
       ev.preventDefault();
-      if (i >= 0) viewport.scrollTop = Math.max(0, i * ROW_H - 100);
-      select(id, true);
+      var known = rowsIndex(id);
+      if (known >= 0) goTo(known, id); else select(id, true);
     });
     function rowsIndex(id) {
       for (var i = 0; i < rows.length; i++) if (rows[i] && rows[i].id === id) return i;
       return -1;
     }
-    // Arrow keys (or j / k) move the selection to the next or previous span.
+
+    // Filter chips and the search box: the rows that match, found by the server.
+    var findInput = document.getElementById("find"), findCount = document.getElementById("findcount");
+    var findSeq = 0, findTimer = 0;
+    function runFind() {
+      var kinds = [].map.call(document.querySelectorAll("#findbar .chip[aria-pressed=true]"), function (c) { return c.getAttribute("data-kind"); });
+      var q = findInput ? findInput.value : "";
+      var seq = ++findSeq;
+      if (!kinds.length && !q) {
+        filter = null; matches = { rows: [], ids: [] }; findCount.textContent = "";
+        root.removeAttribute("data-found");
+        rebuild();
+        return;
+      }
+      findCount.textContent = "searching…";
+      getJSON(api + "/find?kind=" + encodeURIComponent(kinds.join(",")) + "&q=" + encodeURIComponent(q)).then(function (res) {
+        if (seq !== findSeq) return;
+        matches = res;
+        filter = res.rows;
+        findCount.textContent = res.rows.length + " of " + res.total + " spans" + (res.error ? " (some payloads unavailable)" : "");
+        root.setAttribute("data-found", res.rows.length);
+        viewport.scrollTop = 0;
+        rebuild();
+      }).catch(function (err) { findCount.textContent = "search failed: " + err.message; });
+    }
+    document.querySelectorAll("#findbar .chip").forEach(function (c) {
+      c.addEventListener("click", function () {
+        c.setAttribute("aria-pressed", c.getAttribute("aria-pressed") === "true" ? "false" : "true");
+        runFind();
+      });
+    });
+    if (findInput) {
+      findInput.addEventListener("input", function () { clearTimeout(findTimer); findTimer = setTimeout(runFind, 250); });
+      findInput.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter") { ev.preventDefault(); clearTimeout(findTimer); runFind(); }
+        if (ev.key === "Escape") { findInput.value = ""; runFind(); findInput.blur(); }
+      });
+    }
+    document.querySelectorAll("#findbar button.nav").forEach(function (b) {
+      b.addEventListener("click", function () { step(matches, +b.getAttribute("data-step")); });
+    });
+    var depth = document.getElementById("depth");
+    if (depth) depth.addEventListener("change", function () {
+      var d = depth.value ? +depth.value : 0;
+      withTree(function () {
+        collapsed = {};
+        if (d > 0) {
+          var kids = new Uint32Array(total);
+          tree.p.forEach(function (p) { if (p >= 0) kids[p]++; });
+          for (var i = 0; i < total; i++) if (tree.d[i] === d - 1 && kids[i]) collapsed[i] = true;
+        }
+        rebuild();
+      });
+    });
+
+    // The name column is as wide as its grip is dragged.
+    var grip = document.getElementById("colgrip");
+    if (grip) grip.addEventListener("pointerdown", function (ev) {
+      ev.preventDefault();
+      grip.setPointerCapture(ev.pointerId);
+      function move(e) {
+        var r = root.getBoundingClientRect();
+        var pct = Math.min(80, Math.max(15, 100 * (e.clientX - r.left) / r.width));
+        root.style.setProperty("--namew", pct.toFixed(1) + "%");
+      }
+      function up() { grip.removeEventListener("pointermove", move); grip.removeEventListener("pointerup", up); }
+      grip.addEventListener("pointermove", move);
+      grip.addEventListener("pointerup", up);
+    });
+
+    // Keys: arrows or j / k move between spans; e / E next / previous error; a / A alert or
+    // divergence; l / L LLM call; t / T tool call; n / N search match; / searches.
+    var keyKinds = { e: "error", a: "alert,divergence", l: "llm", t: "tool" };
     document.addEventListener("keydown", function (ev) {
       if (ev.target.closest("input, textarea, select") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      if (ev.key === "/" && findInput) { ev.preventDefault(); findInput.focus(); return; }
+      var lk = ev.key.toLowerCase(), dir = ev.key === lk ? 1 : -1;
+      if (keyKinds[lk]) { ev.preventDefault(); jump(keyKinds[lk], dir); return; }
+      if (lk === "n") { ev.preventDefault(); step(matches, dir); return; }
       var d = (ev.key === "ArrowDown" || ev.key === "j") ? 1 : (ev.key === "ArrowUp" || ev.key === "k") ? -1 : 0;
       if (!d) return;
-      var cur = selected ? rowsIndex(selected) : -1;
-      var next = rows[Math.min(total - 1, Math.max(0, cur + d))];
+      var cur = selI >= 0 ? posOf(selI) : -1;
+      var nk = Math.min(count() - 1, Math.max(0, cur + d));
+      var next = rows[at(nk)];
       if (!next) return;
       ev.preventDefault();
-      var top = next.i * ROW_H;
-      if (top < viewport.scrollTop || top + ROW_H > viewport.scrollTop + viewport.clientHeight) {
-        viewport.scrollTop = Math.max(0, top - viewport.clientHeight / 2);
-      }
-      select(next.id, true);
+      scrollTo(next.i);
+      select(next.id, true, next.i);
     });
     if (data.sel >= 0) viewport.scrollTop = Math.max(0, data.sel * ROW_H - 100);
     draw();
@@ -167,8 +336,34 @@
       .then(function (t) { pre.textContent = t; });
   }, true);
 
+  // Diff page: n / N (and the button) scroll to the next / previous pair that differs.
+  function diffNav(grid) {
+    var cur = -1;
+    function go(d) {
+      var ps = grid.querySelectorAll(".pair:not(.same):not(.fold)");
+      if (!ps.length) return;
+      if (cur < 0) {
+        // start from what is on screen
+        for (cur = 0; cur < ps.length && ps[cur].querySelector(".cell").getBoundingClientRect().top < 80; cur++);
+        cur = d > 0 ? cur : cur - 1;
+      } else cur += d;
+      cur = (cur + ps.length) % ps.length;
+      grid.querySelectorAll(".pair.current").forEach(function (e) { e.classList.remove("current"); });
+      ps[cur].classList.add("current");
+      (ps[cur].querySelector(".cell") || ps[cur]).scrollIntoView({ block: "start" }); // a pair is display: contents
+      history.replaceState(null, "", "#" + (ps[cur].querySelector("[id^=pair-]") || ps[cur]).id);
+    }
+    document.querySelectorAll("[data-nextdiff]").forEach(function (b) { b.addEventListener("click", function () { go(1); }); });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.target.closest("input, textarea, select") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      if (ev.key === "n" || ev.key === "N") { ev.preventDefault(); go(ev.key === "n" ? 1 : -1); }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var tl = document.getElementById("timeline");
     if (tl) timeline(tl);
+    var dg = document.getElementById("diffgrid");
+    if (dg) diffNav(dg);
   });
 })();

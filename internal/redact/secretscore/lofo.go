@@ -1,0 +1,157 @@
+package secretscore
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/runagain/runagain/internal/redact"
+)
+
+// contextRules find a credential by its context (a key, a URL, a header), not by its family's
+// format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
+// for.
+var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true,
+	redact.RuleAuthorization: true, redact.RuleCookie: true}
+
+// LOFO is the leave-one-family-out recall of one family: its positives scored by a redactor
+// without any rule of the family (the rules that found its positives with every rule on, and
+// those named after it), so that only the context rules and the generic detector can find them.
+type LOFO struct {
+	Source, Name      string
+	Disabled          []string
+	Positives, Found  int
+	Worded, WordFound int // positives whose text holds a credential word, and those found
+}
+
+// credentialWords are the words the generic detector looks for.
+var credentialWords = []string{"key", "token", "secret", "password", "passwd", "pwd", "auth", "bearer", "credential"}
+
+func hasCredentialWord(text string) bool {
+	l := strings.ToLower(text)
+	for _, w := range credentialWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// LeaveOneFamilyOut computes LOFO for every family of sources that has a rule (a rule found one
+// of its positives with every rule on), with cfg as the base configuration.
+func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, sources ...string) ([]LOFO, error) {
+	want := map[string]bool{}
+	for _, s := range sources {
+		want[s] = true
+	}
+	type key struct{ src, fam string }
+	byFam := map[key][]Example{}
+	rules := map[key]map[string]bool{}
+	var order []key
+	for _, e := range exs {
+		if !e.Positive || !want[e.Source] {
+			continue
+		}
+		k := key{e.Source, e.Family}
+		if byFam[k] == nil {
+			order = append(order, k)
+			rules[k] = map[string]bool{}
+		}
+		byFam[k] = append(byFam[k], e)
+		for _, r := range Judge(full, e).Rules {
+			if !contextRules[r] {
+				rules[k][r] = true
+			}
+		}
+		if e.Source == "gitleaks" && e.RuleID != "" {
+			rules[k][e.RuleID] = true
+		}
+	}
+	known := map[string]bool{}
+	for _, n := range full.Rules() {
+		known[n] = true
+	}
+	for _, n := range redact.Issue33Rules() {
+		known[n] = true
+	}
+	var out []LOFO
+	for _, k := range order {
+		if k.src == "veles" {
+			for _, n := range full.Rules() {
+				if strings.HasPrefix(n, "veles."+k.fam+".") {
+					rules[k][n] = true
+				}
+			}
+		}
+		var dis []string
+		for n := range rules[k] {
+			if known[n] {
+				dis = append(dis, n)
+			}
+		}
+		if len(dis) == 0 {
+			continue // no rule finds this family: it is scored as it is
+		}
+		sort.Strings(dis)
+		c := cfg
+		c.Disabled = append(append([]string(nil), cfg.Disabled...), dis...)
+		r, err := redact.New(c)
+		if err != nil {
+			return nil, fmt.Errorf("family %s: %w", k.fam, err)
+		}
+		l := LOFO{Source: k.src, Name: k.fam, Disabled: dis}
+		for _, e := range byFam[k] {
+			hit := Judge(r, e).Hit
+			l.Positives++
+			if hit {
+				l.Found++
+			}
+			if hasCredentialWord(e.Text) {
+				l.Worded++
+				if hit {
+					l.WordFound++
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// LOFOTotals sums the LOFO figures of one source.
+func LOFOTotals(ls []LOFO, source string) (pos, found, worded, wordFound int) {
+	for _, l := range ls {
+		if l.Source == source {
+			pos += l.Positives
+			found += l.Found
+			worded += l.Worded
+			wordFound += l.WordFound
+		}
+	}
+	return
+}
+
+// PrintLOFO writes one line per family and the totals per source.
+func PrintLOFO(w io.Writer, ls []LOFO) {
+	for _, src := range Sources {
+		n := 0
+		for _, l := range ls {
+			if l.Source == src {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nleave-one-family-out, %s (its rules off: only context rules and the generic detector)\n%-34s %9s %7s %12s %7s\n",
+			src, "family", "positives", "recall", "with a word", "recall")
+		for _, l := range ls {
+			if l.Source == src {
+				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded))
+			}
+		}
+		pos, found, worded, wf := LOFOTotals(ls, src)
+		fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f\n", "TOTAL "+src, pos, ratio(found, pos), worded, ratio(wf, worded))
+	}
+}
