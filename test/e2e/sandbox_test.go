@@ -221,4 +221,20 @@ func TestRerunReusesTheRecordedRoutes(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, []string{"gpt-4o-mini", "gpt-4.1-mini"}, models, "the changed call went live to the recorded upstream")
 	mu.Unlock()
+
+	// dataset add warns on a case that cannot work, and --strict refuses it: an expectation the
+	// recorded run itself fails (it used 11 tokens) ...
+	_, errOut, code := dsCLI(t, col, nil, "dataset", "add", "weather", m[1], "--expect", "max_tokens=5", "--strict")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "warning: case "+m[1]+": the recorded run itself fails max_tokens")
+	assert.Contains(t, errOut, "--strict: 1 case problem(s); nothing was added")
+	out, errOut, code = dsCLI(t, col, nil, "dataset", "add", "weather", m[1], "--expect", "max_tokens=5")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "the recorded run itself fails max_tokens")
+	assert.Contains(t, out, "dataset weather@")
+	// ... and a run without recorded exchanges (an imported SDK trace).
+	cli(t, col, "import", filepath.Join("..", "..", "connector", "agentguardconnector", "testdata", "runaway_session.json"))
+	_, errOut, code = dsCLI(t, col, nil, "dataset", "add", "runaway", "72756e616761696e0000000000000001", "--strict")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "has no recorded HTTP exchanges, so runagain test cannot replay it")
 }

@@ -360,7 +360,19 @@
     });
   }
 
+  // Times: shown in the browser's time zone, UTC on hover.
+  function localTimes() {
+    document.querySelectorAll("time[datetime]").forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      var p = function (n) { return String(n).padStart(2, "0"); };
+      t.textContent = d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds());
+      t.setAttribute("data-local", "1");
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes();
     var tl = document.getElementById("timeline");
     if (tl) timeline(tl);
     var dg = document.getElementById("diffgrid");
