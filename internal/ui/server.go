@@ -71,6 +71,9 @@ type Server struct {
 	tmpl     *template.Template
 	resolver *payloadref.Resolver
 
+	csrf string                      // the token of state-changing forms (dataset_add.go)
+	cop  *http.CrossOriginProtection // refuses cross-origin state-changing requests
+
 	mu      sync.Mutex
 	runs    map[string]*cachedRun
 	details map[string]runDetail
@@ -95,12 +98,13 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("ui: parse templates: %w", err)
 	}
 	s := &Server{opts: o, mux: http.NewServeMux(), tmpl: tmpl, resolver: payloadref.NewResolver(),
-		runs: map[string]*cachedRun{}, details: map[string]runDetail{}}
+		runs: map[string]*cachedRun{}, details: map[string]runDetail{}, csrf: newCSRFToken(), cop: http.NewCrossOriginProtection()}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
 	s.mux.HandleFunc("GET /runs/{trace}", s.runPage)
 	s.mux.HandleFunc("GET /sessions/{session}", s.sessionPage)
+	s.mux.HandleFunc("POST /runs/{trace}/dataset", s.addToDataset)
 	s.mux.HandleFunc("GET /runs/{trace}/steps/{n}", s.stepPage)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/panel", s.panelFragment)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/attr", s.attrValue)
