@@ -53,6 +53,9 @@ type Options struct {
 	SessionKeys []string
 	// Datasets is the dataset store the Datasets page lists (internal/dataset); nil hides it.
 	Datasets *dataset.Store
+	// Quarantine lists the hot tier's dead-letter table newest first (the CLI's readQuarantine);
+	// nil: the Quarantine page says none is configured.
+	Quarantine func(ctx context.Context, limit int) ([]store.QuarantinedSpan, error)
 	// NoRehydrate shows payload references (K_ref) instead of fetching the payloads.
 	NoRehydrate bool
 	// PageSize is the sessions page's rows per page (default 50).
@@ -114,6 +117,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/runs/{trace}/tree", s.treeAPI)
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
+	s.mux.HandleFunc("GET /quarantine", s.quarantinePage)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
 	s.mux.HandleFunc("GET /", s.notFound)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
