@@ -25,7 +25,9 @@ func fromOpenInference(c *call) (in, out []Message, err error) {
 				msgs = append(msgs, msg)
 				continue
 			}
-			if c, ok := m["content"].(string); ok {
+			// An assistant turn that only calls tools has no text: LangChain.js's instrumentation
+			// writes its content as "" where OpenAI sends null, and "" is not a text part.
+			if c, ok := m["content"].(string); ok && (c != "" || m["tool_calls"] == nil) {
 				msg.Parts = append(msg.Parts, Part{Type: "text", Content: c})
 			}
 			for _, c := range listOf(m["contents"]) {

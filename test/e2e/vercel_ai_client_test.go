@@ -21,18 +21,24 @@ import (
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
-// vercelAIModules returns the node_modules .ci/run installs test/clients/vercel-ai into:
-// RUNAGAIN_VERCEL_AI_MODULES, else ~/.cache/runagain-vercel-ai/node_modules. Skipped when node or
-// the packages are missing, failed instead under RUNAGAIN_REQUIRE_NODE_CLIENTS=1 (.ci/run).
+// vercelAIModules returns the node_modules .ci/run installs test/clients/vercel-ai into.
 func vercelAIModules(t *testing.T) (node, modules string) {
 	t.Helper()
+	return npmClientModules(t, "RUNAGAIN_VERCEL_AI_MODULES", "runagain-vercel-ai", "ai", "@ai-sdk/openai", "@opentelemetry/sdk-node")
+}
+
+// npmClientModules returns node and the node_modules .ci/run installs one test/clients/NAME into:
+// $env, else ~/.cache/cacheDir/node_modules. Skipped when node or any of pkgs is missing, failed
+// instead under RUNAGAIN_REQUIRE_NODE_CLIENTS=1 (.ci/run).
+func npmClientModules(t *testing.T, env, cacheDir string, pkgs ...string) (node, modules string) {
+	t.Helper()
 	node, _ = nodeModules(t) // node itself, and the same skip-or-fail rule
-	modules = os.Getenv("RUNAGAIN_VERCEL_AI_MODULES")
+	modules = os.Getenv(env)
 	if modules == "" {
 		home, _ := os.UserHomeDir()
-		modules = filepath.Join(home, ".cache", "runagain-vercel-ai", "node_modules")
+		modules = filepath.Join(home, ".cache", cacheDir, "node_modules")
 	}
-	for _, pkg := range []string{"ai", "@ai-sdk/openai", "@opentelemetry/sdk-node"} {
+	for _, pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join(modules, pkg, "package.json")); err != nil {
 			if os.Getenv("RUNAGAIN_REQUIRE_NODE_CLIENTS") != "" {
 				t.Fatalf("node package %s not installed in %s (.ci/run installs it)", pkg, modules)
@@ -163,36 +169,32 @@ func TestRealVercelAIClient(t *testing.T) {
 	defer srv.Close()
 	c := collectortest.Start(t, collectortest.Options{})
 
-	cmd := exec.Command(node, filepath.Join(collectortest.RepoRoot(t), "test", "clients", "vercel-ai", "agent.js"))
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "OPENAI_BASE_URL="+srv.URL+"/v1",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+c.HTTP, "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "node agent: %s", stderr.String())
-	trace := strings.TrimSpace(stdout.String())
-	require.Len(t, trace, 32, "agent prints its trace id; stderr: %s", stderr.String())
+	trace := runNodeAgent(t, node, modules, "vercel-ai", srv.URL, c)
 	require.Len(t, upstream.received, 2)
 
 	// root, ai.generateText, 2 doGenerate, 1 ai.toolCall.
 	waitShow(t, c, trace, 5, 0)
-	var tree struct {
-		Spans []struct {
-			Name      string `json:"name"`
-			GenAIKind string `json:"genai_kind"`
-		} `json:"spans"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(cli(t, c, "show", "--json", trace)), &tree))
-	kinds := map[string]int{}
-	for _, s := range tree.Spans {
-		kinds[s.GenAIKind]++
-	}
-	assert.Equal(t, 2, kinds["llm"], "LLM calls: the doGenerate spans only (%+v)", tree.Spans)
-	assert.Equal(t, 1, kinds["tool"], "tool calls (%+v)", tree.Spans)
+	kinds, spans := spanKinds(t, c, trace)
+	assert.Equal(t, 2, kinds["llm"], "LLM calls: the doGenerate spans only (%+v)", spans)
+	assert.Equal(t, 1, kinds["tool"], "tool calls (%+v)", spans)
 
-	for n := 1; n <= 2; n++ {
+	assertStepsAreUpstreamLog(t, c, trace, upstream, true)
+
+	// The two calls, not the outer span's sum again.
+	assertRunTotals(t, c, 52+1100, 17+12)
+}
+
+// assertStepsAreUpstreamLog checks that `show TRACE --step N --json` holds, for every call the
+// upstream logged, exactly the messages it received (system instructions first) and returned.
+// withIDs false compares tool results without their tool_call_id, for an instrumentation that
+// records none.
+func assertStepsAreUpstreamLog(t *testing.T, c *collectortest.Collector, trace string, upstream *loggingOpenAI, withIDs bool) {
+	t.Helper()
+	steps := len(upstream.received)
+	for n := 1; n <= steps; n++ {
 		var st stepJSON
 		require.NoError(t, json.Unmarshal([]byte(cli(t, c, "show", trace, "--step", fmt.Sprint(n), "--json")), &st))
-		assert.Equal(t, 2, st.Steps)
+		assert.Equal(t, steps, st.Steps)
 		var in []string
 		for _, p := range st.Messages.SystemInstructions {
 			in = append(in, "system: "+p.Content)
@@ -205,7 +207,13 @@ func TestRealVercelAIClient(t *testing.T) {
 			out = append(out, m.lines()...)
 		}
 		sent, _ := upstream.received[n-1]["messages"].([]any)
-		assert.Equal(t, openAILines(sent), in, "step %d input = what the upstream received", n)
+		want := openAILines(sent)
+		for i, l := range want {
+			if f := strings.SplitN(l, " ", 4); !withIDs && len(f) == 4 && f[0] == "tool:" && f[1] == "result" {
+				want[i] = "tool: result  " + f[3]
+			}
+		}
+		assert.Equal(t, want, in, "step %d input = what the upstream received", n)
 		var returned []any
 		for _, ch := range upstream.returned[n-1]["choices"].([]any) {
 			returned = append(returned, ch.(map[string]any)["message"])
@@ -213,12 +221,51 @@ func TestRealVercelAIClient(t *testing.T) {
 		assert.Equal(t, openAILines(returned), out, "step %d output = what the upstream returned", n)
 	}
 
+}
+
+// runNodeAgent runs test/clients/CLIENT/agent.js against the upstream at upstreamURL, exporting
+// OTLP/HTTP to c, and returns the trace id it prints.
+func runNodeAgent(t *testing.T, node, modules, client, upstreamURL string, c *collectortest.Collector) string {
+	t.Helper()
+	cmd := exec.Command(node, filepath.Join(collectortest.RepoRoot(t), "test", "clients", client, "agent.js"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "OPENAI_BASE_URL="+upstreamURL+"/v1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+c.HTTP, "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "node agent: %s", stderr.String())
+	trace := strings.TrimSpace(stdout.String())
+	require.Len(t, trace, 32, "agent prints its trace id; stderr: %s", stderr.String())
+	return trace
+}
+
+// spanKinds returns how many spans of the run have each genai_kind, and the spans (for messages).
+func spanKinds(t *testing.T, c *collectortest.Collector, trace string) (map[string]int, []struct{ Name, GenAIKind string }) {
+	t.Helper()
+	var tree struct {
+		Spans []struct {
+			Name      string `json:"name"`
+			GenAIKind string `json:"genai_kind"`
+		} `json:"spans"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(cli(t, c, "show", "--json", trace)), &tree))
+	kinds := map[string]int{}
+	var spans []struct{ Name, GenAIKind string }
+	for _, s := range tree.Spans {
+		kinds[s.GenAIKind]++
+		spans = append(spans, struct{ Name, GenAIKind string }{s.Name, s.GenAIKind})
+	}
+	return kinds, spans
+}
+
+// assertRunTotals checks the only run's tokens and its cost at genai-prices' gpt-4o-mini rates
+// ($0.15 per million input tokens, $0.60 output), every call priced once.
+func assertRunTotals(t *testing.T, c *collectortest.Collector, in, out int64) {
+	t.Helper()
 	var rows []store.RunSummary
 	require.NoError(t, json.Unmarshal([]byte(cli(t, c, "sessions", "--json")), &rows))
 	require.Len(t, rows, 1)
-	assert.Equal(t, int64(52+1100), rows[0].InputTokens, "the two calls, not the outer span's sum again")
-	assert.Equal(t, int64(17+12), rows[0].OutputTokens)
-	// genai-prices gpt-4o-mini: $0.15 per million input tokens, $0.60 output; each call priced once.
-	assert.InDelta(t, (float64(52+1100)*0.15+float64(17+12)*0.60)/1e6, rows[0].CostUSD, 1e-12)
+	assert.Equal(t, in, rows[0].InputTokens)
+	assert.Equal(t, out, rows[0].OutputTokens)
+	assert.InDelta(t, (float64(in)*0.15+float64(out)*0.60)/1e6, rows[0].CostUSD, 1e-12)
 	assert.Zero(t, rows[0].Unpriced)
 }
