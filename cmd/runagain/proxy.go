@@ -180,11 +180,24 @@ command's. Without a command the proxy serves until interrupted.`,
 	return cmd
 }
 
+// commandFound fails, naming the command, when COMMAND cannot be started (not found on PATH, or
+// not an executable file), before anything listens or records: without it a missing command
+// stored an empty run first.
+func commandFound(verb, name string) error {
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("%s: cannot run %q: %w", verb, name, err)
+	}
+	return nil
+}
+
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
 	sandboxed := false
 	if len(args) > 0 {
+		if err := commandFound("proxy", args[0]); err != nil {
+			return err
+		}
 		var err error
 		if sandboxed, err = o.sb.enabled("proxy", errOut); err != nil {
 			return err
@@ -229,7 +242,9 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	}
 	shutErr := srv.Shutdown(30 * time.Second)
 	if len(args) > 0 {
-		rec.Emit(rootSpan(root, args, start, time.Now(), code))
+		td := rootSpan(root, args, start, time.Now(), code)
+		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
+		rec.Emit(td)
 	}
 	closeErr := rec.Close()
 	st := rec.Stats()

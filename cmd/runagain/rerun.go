@@ -100,6 +100,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	if err != nil {
 		return err
 	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain rerun: %s\n", note)
+	}
 	sandboxed, err := o.sb.enabled("rerun", errOut)
 	if err != nil {
 		return err
@@ -143,7 +146,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	_ = broker.Close()
 	mr := broker.Result()
 	r := rp.RerunResult()
-	rp.EmitSpans(rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First))
+	rtd := rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First)
+	o.stamp(rtd)
+	rp.EmitSpans(rtd)
 	closeErr := rp.Close()
 	r = rp.RerunResult()
 	fmt.Fprintf(errOut, "runagain rerun: %d requests: %d served from the recording, %d LLM calls live, %d refused; %d exchanges recorded\n",

@@ -220,6 +220,9 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	var logMu sync.Mutex
 	logger := log.New(writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logBuf.Write(p) }), "", 0)
 	po := o.proxy // a copy per case
+	if note := po.reuseRecorded(cmd, c.Traces); note != "" {
+		logger.Printf("runagain test: case %s: %s", c.ID, note)
+	}
 	cfg, sink, l, caPath, err := po.config(cmd, logger)
 	if err != nil {
 		return fail(err)
@@ -292,6 +295,7 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	mr := broker.Result()
 	_ = rsrv.Shutdown(10 * time.Second) // the replay server's error, if any, is in shutErr's run already
 	td := rootSpan(root, args, runStart, runEnd, code)
+	po.stamp(td)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain test " + c.ID)
 	a := sp.Attributes()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,4 +168,73 @@ func TestSandboxRecordsAndReplaysClientsThatIgnoreTheProxy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelperChatAgent is not a test: run as a child (sandboxAgentEnv=1) it makes one Chat
+// Completions call through OPENAI_BASE_URL, as an SDK would.
+func TestHelperChatAgent(t *testing.T) {
+	if os.Getenv(sandboxAgentEnv) == "" {
+		t.Skip("helper process")
+	}
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Weather in Paris?"}]}`
+	resp, err := http.Post(os.Getenv("OPENAI_BASE_URL")+"/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		fmt.Printf("llm: %v\n", err)
+		os.Exit(1)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("llm: %d %s\n", resp.StatusCode, b)
+}
+
+// TestRerunReusesTheRecordedRoutes: a run recorded with --route openai=UPSTREAM is rerun without
+// --route; the first line says the recording's route is reused, and the changed LLM call goes
+// live to that upstream, never to the public API.
+func TestRerunReusesTheRecordedRoutes(t *testing.T) {
+	col := collectortest.Start(t, collectortest.Options{})
+	var models []string
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		models = append(models, req.Model)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"Rainy."},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}`, req.Model)
+	}))
+	defer up.Close()
+	agent := []string{os.Args[0], "-test.run=^TestHelperChatAgent$", "-test.count=1"}
+	env := []string{sandboxAgentEnv + "=1"}
+	out, errOut, err := cliEnv(t, col, env, append([]string{"proxy", "--record", "--endpoint", col.GRPC, "--listen", "127.0.0.1:0", "--route", "openai=" + up.URL + "/v1", "--"}, agent...)...)
+	require.NoError(t, err, "%s\n%s", out, errOut)
+	m := proxyTraceRE.FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	waitShow(t, col, m[1], 2, 0)
+
+	out, errOut, err = cliEnv(t, col, env, append([]string{"rerun", m[1], "--set", "model=gpt-4.1-mini", "--"}, agent...)...)
+	require.NoError(t, err, "%s\n%s", out, errOut)
+	first, _, _ := strings.Cut(errOut, "\n")
+	assert.Equal(t, "runagain rerun: reusing the recording's --route openai="+up.URL+"/v1 (a --route of the same name overrides)", first)
+	assert.Contains(t, out, `"model":"gpt-4.1-mini"`)
+	mu.Lock()
+	assert.Equal(t, []string{"gpt-4o-mini", "gpt-4.1-mini"}, models, "the changed call went live to the recorded upstream")
+	mu.Unlock()
+
+	// dataset add warns on a case that cannot work, and --strict refuses it: an expectation the
+	// recorded run itself fails (it used 11 tokens) ...
+	_, errOut, code := dsCLI(t, col, nil, "dataset", "add", "weather", m[1], "--expect", "max_tokens=5", "--strict")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "warning: case "+m[1]+": the recorded run itself fails max_tokens")
+	assert.Contains(t, errOut, "--strict: 1 case problem(s); nothing was added")
+	out, errOut, code = dsCLI(t, col, nil, "dataset", "add", "weather", m[1], "--expect", "max_tokens=5")
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "the recorded run itself fails max_tokens")
+	assert.Contains(t, out, "dataset weather@")
+	// ... and a run without recorded exchanges (an imported SDK trace).
+	cli(t, col, "import", filepath.Join("..", "..", "connector", "agentguardconnector", "testdata", "runaway_session.json"))
+	_, errOut, code = dsCLI(t, col, nil, "dataset", "add", "runaway", "72756e616761696e0000000000000001", "--strict")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "has no recorded HTTP exchanges, so runagain test cannot replay it")
 }
