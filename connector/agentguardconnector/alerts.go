@@ -8,6 +8,7 @@ import (
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/runview/rule"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -48,6 +49,10 @@ type batch struct {
 	ts     pcommon.Timestamp
 	cur    pcommon.Timestamp // end time of the span being processed
 	alerts []*alert
+	// uncounted are the batch's spans whose usage the counting rule does not count (a proxy
+	// exchange joined to an instrumented call, a framework's call over the client library's:
+	// internal/runview/rule.Uncounted), so cost and token metrics count each call once.
+	uncounted map[rule.SpanKey]bool
 }
 
 func (st *state) newBatch(now time.Time) *batch {
