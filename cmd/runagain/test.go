@@ -341,8 +341,12 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	if err != nil {
 		return fail(err)
 	}
-	rehydrateRun(ctx, run)
-	facts, err := dataset.RunFacts(run.Traces, run.Logs)
+	v, closeView, err := buildView(ctx, run)
+	if err != nil {
+		return fail(err)
+	}
+	closeView()
+	facts, err := dataset.RunFacts(v)
 	if err != nil {
 		return fail(fmt.Errorf("new run %s: %w", r.New, err))
 	}

@@ -69,7 +69,7 @@ func (s *Server) addToDataset(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	facts, err := dataset.RunFacts(c.run.Traces, c.run.Logs)
+	facts, err := dataset.RunFacts(c.view)
 	if err != nil {
 		s.failPage(w, r, err)
 		return

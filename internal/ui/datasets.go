@@ -167,7 +167,7 @@ func (s *Server) checkTestRun(ctx context.Context, c *dataset.Case, sum store.Ru
 		_, _, _ = s.span(ctx, cr, i)
 	}
 	cr.mu.Lock()
-	facts, err := dataset.RunFacts(cr.run.Traces, cr.run.Logs)
+	facts, err := dataset.RunFacts(cr.view)
 	cr.mu.Unlock()
 	if err != nil {
 		tv.Failure = err.Error()
