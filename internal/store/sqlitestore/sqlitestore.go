@@ -194,6 +194,9 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	if err := d.flushRefs(ctx, tx, &refs); err != nil {
 		return fmt.Errorf("insert payload references: %w", err)
 	}
+	if err := hotIndex.addExchanges(ctx, tx, &batch); err != nil {
+		return err
+	}
 	if d.recomputeIndex {
 		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
 	} else {
