@@ -356,6 +356,9 @@ func divergenceLogs(traceID pcommon.TraceID, d *Divergence) plog.Logs {
 	}
 	a.PutStr(fixture.AttrMethod, d.Method)
 	a.PutStr(fixture.AttrURLFull, d.URL)
+	// its identity: the replayed run, the request and the recorded span it differs from
+	a.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(EventDivergence, traceID.String(),
+		strconv.Itoa(d.Request), d.NearestSpanID.String(), d.Diff.Field))
 	if d.Refusal != "" {
 		a.PutStr(AttrRefusal, d.Refusal)
 	}
