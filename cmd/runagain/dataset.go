@@ -60,6 +60,7 @@ are pinned: no retention janitor deletes them or their payloads.`,
 func newDatasetAddCmd() *cobra.Command {
 	var note, caseID, input string
 	var expects []string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "add NAME TRACE_ID... [--note TEXT] [--expect KIND=VALUE]...",
 		Short: "Freeze runs into a new version of dataset NAME (the previous version's cases plus these)",
@@ -73,23 +74,27 @@ newest version's cases plus these (a case with the same id is replaced).
   tools=NAME,NAME...         the tool calls in order (names); tools=recorded: names and arguments
   max_cost_usd=N  max_tokens=N  max_steps=N  max_duration=DURATION
   no_alert=KIND|any          replay=strict  replay=diverge_after:N
-Expectations can be edited later in the exported expect.yaml files (runagain dataset export/import).`,
+Expectations can be edited later in the exported expect.yaml files (runagain dataset export/import).
+
+A case that cannot work is warned about: a run with no recorded HTTP exchanges (runagain test has
+nothing to replay), an expectation the recorded run itself fails. --strict refuses the version then.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if caseID != "" && len(args) != 2 {
 				return errors.New("--case-id names one case: give one run")
 			}
-			return datasetAdd(cmd, args[0], args[1:], note, caseID, input, expects)
+			return datasetAdd(cmd, args[0], args[1:], note, caseID, input, expects, strict)
 		},
 	}
 	cmd.Flags().StringVar(&note, "note", "", "a note kept with the version (not part of its digest)")
 	cmd.Flags().StringVar(&input, "input", "", "the case input given to the command under test as RUNAGAIN_CASE_INPUT (default: the run's first LLM call's last user message)")
 	cmd.Flags().StringVar(&caseID, "case-id", "", "case id (default: the run's trace id); one run only")
 	cmd.Flags().StringArrayVar(&expects, "expect", nil, "expectation KIND=VALUE, repeatable (see above)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse the new version when a case cannot work (no recorded exchanges, or an expectation the recorded run fails)")
 	return cmd
 }
 
-func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, input string, expects []string) error {
+func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, input string, expects []string, strict bool) error {
 	ctx := contextOf(cmd)
 	if err := dataset.CheckName(name); err != nil {
 		return err
@@ -107,6 +112,7 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 	res := payloadref.NewResolver()
 	defer res.Close()
 	var cases []*dataset.Case
+	var problems []string
 	for _, arg := range runs {
 		tid, err := parseTraceID(strings.TrimSpace(arg))
 		if err != nil {
@@ -141,7 +147,14 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 		if err != nil {
 			return err
 		}
+		problems = append(problems, caseProblems(c, facts)...)
 		cases = append(cases, c)
+	}
+	for _, p := range problems {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runagain dataset add: warning: %s\n", p)
+	}
+	if strict && len(problems) > 0 {
+		return fmt.Errorf("--strict: %d case problem(s); nothing was added", len(problems))
 	}
 	// The new version: the newest version's cases, these added or replacing.
 	if vs, err := st.Versions(ctx, name); err == nil {
@@ -343,6 +356,21 @@ func countFixtures(c *dataset.Case) int {
 		}
 	}
 	return n
+}
+
+// caseProblems says why a frozen case cannot pass runagain test: no recorded HTTP exchange to
+// replay, or an expectation its own recorded run fails.
+func caseProblems(c *dataset.Case, facts *dataset.Facts) []string {
+	var out []string
+	if countFixtures(c) == 0 {
+		out = append(out, fmt.Sprintf("case %s: run %s has no recorded HTTP exchanges, so runagain test cannot replay it (record the agent with runagain proxy --record)", c.ID, c.TraceID))
+	}
+	for _, e := range c.Expect.Expect {
+		if f := e.Check(facts); f != nil {
+			out = append(out, fmt.Sprintf("case %s: the recorded run itself fails %s", c.ID, f))
+		}
+	}
+	return out
 }
 
 // caseInput is expect.yaml's input, else the last user message of the run's first LLM call.

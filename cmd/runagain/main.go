@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/internal/sandbox"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -34,6 +35,8 @@ func init() {
 }
 
 func main() {
+	// In the network sandbox's first process this sets the namespace up and execs the command.
+	sandbox.Init()
 	// Everything a command prints may hold recorded agent text: escape what could drive the
 	// terminal (internal/termsafe); JSON output stays valid and decodes to the same values.
 	rootCmd.SetOut(termsafe.NewWriter(os.Stdout))

@@ -74,6 +74,11 @@ func runMCP(cmd *cobra.Command, o *otlpFlags, name string, args []string) error 
 		c := mcp.Dial(path)
 		opts.Broker, opts.Sink = c, c
 	} else {
+		if !cmd.Flags().Changed("endpoint") { // the agent's environment, when the MCP client reduced the server's
+			if v, _ := mcp.Lookup("RUNAGAIN_ENDPOINT"); v != "" {
+				o.endpoint = v
+			}
+		}
 		sink, err := o.dial(cmd, otlpclient.Options{})
 		if err != nil {
 			return err

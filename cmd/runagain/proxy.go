@@ -28,18 +28,21 @@ import (
 
 // proxyOptions are the flags shared by `runagain proxy` and `runagain replay`.
 type proxyOptions struct {
-	listen string
-	routes []string
-	mitm   bool
+	listen    string
+	routes    []string
+	connectTo []string
+	mitm      bool
 	otlpFlags
 	redactBodies bool
 	hashKeyEnv   string
+	sb           sandboxOptions
 }
 
 func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", defListen, "address to listen on (127.0.0.1:0 picks a free port)")
 	f.StringArrayVar(&o.routes, "route", nil, "reverse-proxy route NAME=URL: /NAME/... goes to URL/... (repeatable; defaults: "+strings.Join(proxy.DefaultRoutes, ", ")+")")
+	f.StringArrayVar(&o.connectTo, "connect-to", nil, "HOST:PORT=ADDR:PORT: connect to ADDR:PORT for requests addressed to HOST:PORT, which they and their recordings keep (a staging or local upstream; repeatable)")
 	f.BoolVar(&o.mitm, "mitm", false, "intercept HTTPS (CONNECT) with a local CA kept in --data-dir (proxy-ca.pem); clients must trust it, see internal/proxy/README.md")
 	o.register(cmd)
 	f.StringVar(&o.hashKeyEnv, "redaction-key-env", "RUNAGAIN_REDACTION_KEY", "environment variable holding the HMAC key of hash redaction (else <data-dir>/redaction.key, as config/default.yaml's agent_redaction uses); use the processor's key so hashed values match in replay")
@@ -63,7 +66,11 @@ func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Con
 	if err != nil {
 		return proxy.Config{}, nil, nil, "", err
 	}
-	cfg := proxy.Config{Routes: routes, Redactor: rd, RedactBodies: o.redactBodies, Logger: logger}
+	connectTo, err := parseConnectTo(o.connectTo)
+	if err != nil {
+		return proxy.Config{}, nil, nil, "", err
+	}
+	cfg := proxy.Config{Routes: routes, Redactor: rd, RedactBodies: o.redactBodies, Logger: logger, ConnectTo: connectTo}
 	caPath := ""
 	if o.mitm {
 		ca, p, err := proxy.LoadOrCreateCA(dataDirFlag)
@@ -84,6 +91,21 @@ func (o *proxyOptions) config(cmd *cobra.Command, logger *log.Logger) (proxy.Con
 	}
 	cfg.SelfHosts = proxy.SelfHosts(l.Addr())
 	return cfg, sink, l, caPath, nil
+}
+
+// parseConnectTo reads --connect-to HOST:PORT=ADDR:PORT values.
+func parseConnectTo(vals []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, v := range vals {
+		from, to, ok := strings.Cut(v, "=")
+		_, _, e1 := net.SplitHostPort(from)
+		_, _, e2 := net.SplitHostPort(to)
+		if !ok || e1 != nil || e2 != nil {
+			return nil, fmt.Errorf("--connect-to %q: want HOST:PORT=ADDR:PORT", v)
+		}
+		m[strings.ToLower(from)] = to
+	}
+	return m, nil
 }
 
 // childEnv points a command at the proxy: SDK base URLs at the routes, HTTP_PROXY (and
@@ -154,12 +176,20 @@ command's. Without a command the proxy serves until interrupted.`,
 	cmd.Flags().BoolVar(&record, "record", false, "record exchanges (the only proxy mode; replay with: runagain replay TRACE_ID -- COMMAND)")
 	cmd.Flags().BoolVar(&o.redactBodies, "redact-bodies", false, "also redact bodies in the proxy (by default the collector's agent_redaction processor does)")
 	o.flags(cmd, "127.0.0.1:8765")
+	o.sb.flags(cmd, false)
 	return cmd
 }
 
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
+	sandboxed := false
+	if len(args) > 0 {
+		var err error
+		if sandboxed, err = o.sb.enabled("proxy", errOut); err != nil {
+			return err
+		}
+	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
@@ -177,6 +207,9 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	if caPath != "" {
 		fmt.Fprintf(errOut, "runagain proxy: intercepting HTTPS with the CA %s\n", caPath)
 	}
+	if sandboxed {
+		fmt.Fprintf(errOut, "runagain proxy: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
+	}
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	code := 0
@@ -188,7 +221,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		if berr != nil {
 			return berr
 		}
-		code, err = runChild(ctx, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+		code, err = runAgent(ctx, sandboxed, rec, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
 		_ = broker.Close()
 		mcpRes = broker.Result()
 	} else {
@@ -196,7 +229,9 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	}
 	shutErr := srv.Shutdown(30 * time.Second)
 	if len(args) > 0 {
-		rec.Emit(rootSpan(root, args, start, time.Now(), code))
+		td := rootSpan(root, args, start, time.Now(), code)
+		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
+		rec.Emit(td)
 	}
 	closeErr := rec.Close()
 	st := rec.Stats()

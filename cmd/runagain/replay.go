@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -66,6 +67,7 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 	cmd.Flags().StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching, e.g. metadata.request_id or messages[*].id, or an RFC 9535 query such as $..request_id (repeatable)")
 	cmd.Flags().StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
+	o.sb.flags(cmd, true)
 	return cmd
 }
 
@@ -78,17 +80,27 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	if err != nil {
 		return err
 	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain replay: %s\n", note)
+	}
+	sandboxed, err := o.sb.enabled("replay", errOut)
+	if err != nil {
+		return err
+	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
+	// The replay is a run of its own: its divergences are recorded on it (pointing at the
+	// original's spans), and the original stays as it was recorded.
+	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
+	rp, err := proxy.NewReplayer(cfg, run.Traces, root.TraceID, ro)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("run %s: %w", traceID, err)
 	}
-	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, false, tid)
+	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, false, root.TraceID)
 	if err != nil {
 		l.Close()
 		return err
@@ -100,11 +112,20 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	}
 	srv := proxy.Serve(l, rp)
 	addr := l.Addr().String()
-	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s\n", rp.Exchanges(), tid, addr)
-	code, runErr := runChild(ctx, args, append(childEnv(addr, caPath, proxy.Root{}), broker.Env()...), cmd.OutOrStdout(), errOut)
+	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, root.TraceID)
+	if sandboxed {
+		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
+	}
+	start := time.Now()
+	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()
+	td := rerunRootSpan(root, run, args, start, time.Now(), code, nil, 0, nil)
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName("runagain replay " + filepath.Base(args[0]))
+	if err := sink.ConsumeTraces(ctx, td); err != nil {
+		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)
+	}
 	sinkErr := rp.Close()
 	r := rp.Result()
 	fmt.Fprintf(errOut, "runagain replay: served %d of %d recorded exchanges (%d requests, %d recorded exchanges not requested); %d refused, %d sent live\n",

@@ -87,6 +87,7 @@ request body is an error naming the path, before the command runs.`,
 	f.StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable)")
 	f.StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
+	o.sb.flags(cmd, true)
 	return cmd
 }
 
@@ -99,6 +100,13 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	if err != nil {
 		return err
 	}
+	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
+		fmt.Fprintf(errOut, "runagain rerun: %s\n", note)
+	}
+	sandboxed, err := o.sb.enabled("rerun", errOut)
+	if err != nil {
+		return err
+	}
 	cfg, sink, l, caPath, err := o.config(cmd, logger)
 	if err != nil {
 		return err
@@ -107,7 +115,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	cfg.SpillPath = filepath.Join(dataDirFlag, "proxy-unsent.otlp.jsonl") // the new run's spans the collector could not take
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	ro.Rerun.Root = root
-	rp, err := proxy.NewReplayer(cfg, run.Traces, tid, ro)
+	// Refusals are recorded on the new run (pointing at the original's spans), not the original.
+	rp, err := proxy.NewReplayer(cfg, run.Traces, root.TraceID, ro)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("run %s: %w", runArg, err)
@@ -128,13 +137,18 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	addr := l.Addr().String()
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
 		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), root.TraceID)
+	if sandboxed {
+		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
+	}
 	start := time.Now()
-	code, runErr := runChild(ctx, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()
 	r := rp.RerunResult()
-	rp.EmitSpans(rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First))
+	rtd := rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First)
+	o.stamp(rtd)
+	rp.EmitSpans(rtd)
 	closeErr := rp.Close()
 	r = rp.RerunResult()
 	fmt.Fprintf(errOut, "runagain rerun: %d requests: %d served from the recording, %d LLM calls live, %d refused; %d exchanges recorded\n",

@@ -37,6 +37,9 @@ type ShowRun struct {
 	// are listed under their missing parent (ShowSpan.MissingParent, depth counted under it).
 	Incomplete       bool   `json:"incomplete"`
 	IncompleteReason string `json:"incomplete_reason,omitempty"`
+	// Fixtures counts the recorded exchanges, and what a rerun or test run served, sent live and
+	// refused (show_fixtures.go).
+	Fixtures *FixtureCounts `json:"fixtures,omitempty"`
 }
 
 // ShowSpan is one span. Attributes holds plain JSON values for reading; OTLP holds the span,
@@ -163,7 +166,7 @@ func parseTraceID(s string) (pcommon.TraceID, error) { return otlpid.ParseTraceI
 // usage and cost the read model counted (internal/runview).
 func buildShow(v *runview.View) (*ShowRun, error) {
 	view := &ShowRun{TraceID: v.TraceID, SessionID: v.SessionID, Tier: v.Tier, Spans: []ShowSpan{}, Logs: []ShowLog{},
-		Incomplete: v.Incomplete, IncompleteReason: v.IncompleteReason, CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced}
+		Incomplete: v.Incomplete, IncompleteReason: v.IncompleteReason, CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced, Fixtures: v.Fixtures()}
 	var jm ptrace.JSONMarshaler
 	for _, n := range v.Nodes {
 		s := n.Span
@@ -248,6 +251,7 @@ func printShow(w io.Writer, v *ShowRun) {
 		}
 	}
 	fmt.Fprintf(w, "run %s  session %s  tier %s\n", v.TraceID, v.SessionID, v.Tier)
+	printFixtureCounts(w, v.Fixtures)
 	if v.Incomplete {
 		fmt.Fprintf(w, "INCOMPLETE: %s; what arrived is shown, orphans under their missing parent\n", v.IncompleteReason)
 	}

@@ -108,6 +108,7 @@ runagain diff command comparing the recorded and the new run; then a summary. --
 	f.StringArrayVar(&o.cases, "case", nil, "run only this case (repeatable)")
 	f.StringVar(&o.change, "change", "", "what changed in the agent, recorded on each new run ("+AttrRerunChanges+")")
 	o.proxy.flags(cmd, "127.0.0.1:0")
+	o.proxy.sb.flags(cmd, true)
 	return cmd
 }
 
@@ -119,6 +120,10 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 	}
 	if cmd.Flags().Changed("listen") {
 		return errors.New("--listen: runagain test listens on a free loopback port per case")
+	}
+	sandboxed, err := o.proxy.sb.enabled("test", cmd.ErrOrStderr())
+	if err != nil {
+		return err
 	}
 	st, err := openDatasets(ctx)
 	if err != nil {
@@ -163,7 +168,7 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := runCase(ctx, cmd, o, m, c, args)
+			r := runCase(ctx, cmd, o, m, c, args, sandboxed)
 			results[i] = r
 			if !o.asJSON {
 				mu.Lock()
@@ -204,7 +209,7 @@ func (u replayUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	return u.t.RoundTrip(r2)
 }
 
-func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset.Manifest, c *dataset.Case, args []string) *dataset.CaseResult {
+func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset.Manifest, c *dataset.Case, args []string, sandboxed bool) *dataset.CaseResult {
 	start := time.Now()
 	r := &dataset.CaseResult{Case: c.ID, Original: c.TraceID, Checked: []string{}}
 	fail := func(err error) *dataset.CaseResult {
@@ -215,6 +220,9 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	var logMu sync.Mutex
 	logger := log.New(writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logBuf.Write(p) }), "", 0)
 	po := o.proxy // a copy per case
+	if note := po.reuseRecorded(cmd, c.Traces); note != "" {
+		logger.Printf("runagain test: case %s: %s", c.ID, note)
+	}
 	cfg, sink, l, caPath, err := po.config(cmd, logger)
 	if err != nil {
 		return fail(err)
@@ -280,13 +288,14 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 		EnvCaseID+"="+c.ID, EnvCaseInput+"="+input, EnvCaseFile+"="+caseFile, EnvCaseDir+"="+caseDir, EnvTestRun+"="+r.New)
 	var outBuf syncBuf
 	runStart := time.Now()
-	code, runErr := runChild(ctx, args, env, &outBuf, &outBuf)
+	code, runErr := runAgent(ctx, sandboxed, rec, logger, args, env, &outBuf, &outBuf)
 	runEnd := time.Now()
 	shutErr := srv.Shutdown(30 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()
 	_ = rsrv.Shutdown(10 * time.Second) // the replay server's error, if any, is in shutErr's run already
 	td := rootSpan(root, args, runStart, runEnd, code)
+	po.stamp(td)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain test " + c.ID)
 	a := sp.Attributes()

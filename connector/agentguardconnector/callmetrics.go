@@ -6,8 +6,11 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 )
 
-// recordCall records one call's metrics at now: gen_ai.client.operation.duration (s) for LLM
-// and tool calls; for LLM calls gen_ai.client.token.usage by gen_ai.token.type (input, output),
+// recordCall records one call's metrics at now: for LLM calls gen_ai.client.inference.duration (s)
+// and the gen_ai.client.inference.usage.{input,output}_tokens counters (semantic-conventions-genai)
+// and/or, as semconv <= 1.41 named them, gen_ai.client.operation.duration and the
+// gen_ai.client.token.usage histogram by gen_ai.token.type (input, output), as configured;
+// gen_ai.client.operation.duration for tool calls;
 // and runagain.cost (USD) when c was priced or runagain.cost.unpriced when it has usage but no
 // known price. Each point keeps the span as an exemplar.
 func (a *aggregator) recordCall(c *call, now pcommon.Timestamp) {
@@ -16,14 +19,25 @@ func (a *aggregator) recordCall(c *call, now pcommon.Timestamp) {
 	switch c.kind {
 	case genai.KindLLM:
 		base := [6]kv{{genai.AttrAgentName, c.agent}, {genai.AttrOperationName, c.op}, {genai.AttrProviderName, c.provider}, {genai.AttrRequestModel, c.reqModel}, {genai.AttrResponseModel, c.respModel}, {genai.AttrErrorType, c.errType}}
-		a.record(a.get(mDuration, c.service, base[:], now), dur, ex)
-		if c.usage.Input > 0 {
-			base[5] = kv{"gen_ai.token.type", "input"}
-			a.record(a.get(mTokenUsage, c.service, base[:], now), float64(c.usage.Input), ex)
+		if a.names.inference {
+			a.record(a.get(mInferenceDuration, c.service, base[:], now), dur, ex)
+			if c.usage.Input > 0 {
+				a.record(a.get(mInferenceInput, c.service, base[:5], now), float64(c.usage.Input), ex)
+			}
+			if c.usage.Output > 0 {
+				a.record(a.get(mInferenceOutput, c.service, base[:5], now), float64(c.usage.Output), ex)
+			}
 		}
-		if c.usage.Output > 0 {
-			base[5] = kv{"gen_ai.token.type", "output"}
-			a.record(a.get(mTokenUsage, c.service, base[:], now), float64(c.usage.Output), ex)
+		if a.names.legacy {
+			a.record(a.get(mDuration, c.service, base[:], now), dur, ex)
+			if c.usage.Input > 0 {
+				base[5] = kv{"gen_ai.token.type", "input"}
+				a.record(a.get(mTokenUsage, c.service, base[:], now), float64(c.usage.Input), ex)
+			}
+			if c.usage.Output > 0 {
+				base[5] = kv{"gen_ai.token.type", "output"}
+				a.record(a.get(mTokenUsage, c.service, base[:], now), float64(c.usage.Output), ex)
+			}
 		}
 		if hasUsage(c.usage) {
 			costAttrs := [3]kv{{genai.AttrAgentName, c.agent}, {genai.AttrProviderName, c.provider}, {genai.AttrRequestModel, c.reqModel}}

@@ -37,7 +37,10 @@ type Config struct {
 	// are recorded in one overflow series per metric with otel.metric.overflow=true.
 	MaxSeries int `mapstructure:"max_series"`
 	// Exemplars configures exemplars on the emitted data points.
-	Exemplars       ExemplarsConfig       `mapstructure:"exemplars"`
+	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
+	// MetricConventions selects the names of the LLM call metrics.
+	MetricConventions MetricConventionsConfig `mapstructure:"metric_conventions"`
+
 	Loop            LoopConfig            `mapstructure:"loop"`
 	CostSpike       CostSpikeConfig       `mapstructure:"cost_spike"`
 	ToolErrors      ToolErrorsConfig      `mapstructure:"tool_errors"`
@@ -51,6 +54,33 @@ type ExemplarsConfig struct {
 	// MaxPerDataPoint is the most exemplars attached to one data point per flush (the first
 	// ones recorded since the last flush); 0 disables exemplars.
 	MaxPerDataPoint int `mapstructure:"max_per_data_point"`
+}
+
+// Metric convention releases accepted by metric_conventions.release.
+const (
+	// ConventionsGenAI01 is open-telemetry/semantic-conventions-genai v0.1.0: an LLM call's
+	// duration is gen_ai.client.inference.duration, its tokens the counters
+	// gen_ai.client.inference.usage.input_tokens / output_tokens.
+	ConventionsGenAI01 = "genai-0.1"
+	// ConventionsSemconv141 is core semconv v1.41.0 (the last with gen_ai.*):
+	// gen_ai.client.operation.duration and the gen_ai.client.token.usage histogram.
+	ConventionsSemconv141 = "semconv-1.41"
+)
+
+// MetricConventionsConfig names the conventions release whose metric names agent_guard emits.
+type MetricConventionsConfig struct {
+	// Release is ConventionsGenAI01 (default) or ConventionsSemconv141.
+	Release string `mapstructure:"release"`
+	// AlsoEmitPrevious emits, with the genai-0.1 names, the semconv-1.41 ones too, so dashboards
+	// and alerts on the old names keep working during a migration.
+	AlsoEmitPrevious bool `mapstructure:"also_emit_previous"`
+}
+
+func (m MetricConventionsConfig) names() metricNames {
+	if m.Release == ConventionsSemconv141 {
+		return metricNames{legacy: true}
+	}
+	return metricNames{inference: true, legacy: m.AlsoEmitPrevious}
 }
 
 // LoopConfig configures loop detection.
@@ -130,6 +160,7 @@ func createDefaultConfig() *Config {
 		ExpiryInterval:       time.Minute,
 		MetricsFlushInterval: time.Second,
 		MaxSeries:            5000,
+		MetricConventions:    MetricConventionsConfig{Release: ConventionsGenAI01},
 		Exemplars:            ExemplarsConfig{MaxPerDataPoint: 5},
 		Loop: LoopConfig{
 			Enabled: true, Repeats: 5, Window: 10 * time.Minute, ConsecutiveTool: 10, MaxFingerprints: 256,
@@ -172,6 +203,14 @@ func (c *Config) Validate() error {
 	dur("expiry_interval", c.ExpiryInterval)
 	dur("metrics_flush_interval", c.MetricsFlushInterval)
 	pos("max_series", c.MaxSeries)
+	switch c.MetricConventions.Release {
+	case ConventionsGenAI01, ConventionsSemconv141:
+	default:
+		errs = append(errs, fmt.Errorf("metric_conventions.release: must be %q or %q, got %q", ConventionsGenAI01, ConventionsSemconv141, c.MetricConventions.Release))
+	}
+	if c.MetricConventions.AlsoEmitPrevious && c.MetricConventions.Release == ConventionsSemconv141 {
+		errs = append(errs, fmt.Errorf("metric_conventions.also_emit_previous: only with release %q (%q has no previous names)", ConventionsGenAI01, ConventionsSemconv141))
+	}
 	if c.Exemplars.MaxPerDataPoint < 0 {
 		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: must not be negative, got %d", c.Exemplars.MaxPerDataPoint))
 	}

@@ -25,6 +25,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.MetricsFlushInterval = 10 * time.Second
 	custom.MaxSeries = 100
 	custom.Exemplars.MaxPerDataPoint = 2
+	custom.MetricConventions.AlsoEmitPrevious = true
 	custom.Loop.Repeats = 3
 	custom.Loop.Window = 5 * time.Minute
 	custom.Loop.ConsecutiveTool = 0

@@ -10,12 +10,19 @@ import (
 )
 
 // Emitted metric names and units (OpenTelemetry GenAI semantic conventions where they exist).
+// The LLM call metrics follow the release metric_conventions.release selects: semantic-
+// conventions-genai v0.1.0 (the default) names an inference's duration and its token counters;
+// core semconv up to v1.41.0 recorded both under gen_ai.client.operation.duration and the
+// gen_ai.client.token.usage histogram.
 const (
-	MetricTokenUsage = "gen_ai.client.token.usage"        // histogram, {token}, by gen_ai.token.type
-	MetricDuration   = "gen_ai.client.operation.duration" // histogram, s
-	MetricCost       = "runagain.cost"                    // counter, USD
-	MetricUnpriced   = "runagain.cost.unpriced"           // counter, {call}: LLM calls with usage but no known price
-	MetricAlerts     = "runagain.alerts"                  // counter, {alert}, by alert.kind
+	MetricInferenceDuration = "gen_ai.client.inference.duration"            // histogram, s: LLM calls (genai-0.1)
+	MetricInferenceInput    = "gen_ai.client.inference.usage.input_tokens"  // counter, {token} (genai-0.1)
+	MetricInferenceOutput   = "gen_ai.client.inference.usage.output_tokens" // counter, {token} (genai-0.1)
+	MetricTokenUsage        = "gen_ai.client.token.usage"                   // histogram, {token}, by gen_ai.token.type (semconv <= 1.41)
+	MetricDuration          = "gen_ai.client.operation.duration"            // histogram, s: tool executions; LLM calls too in semconv <= 1.41
+	MetricCost              = "runagain.cost"                               // counter, USD
+	MetricUnpriced          = "runagain.cost.unpriced"                      // counter, {call}: LLM calls with usage but no known price
+	MetricAlerts            = "runagain.alerts"                             // counter, {alert}, by alert.kind
 )
 
 type metricID int
@@ -26,6 +33,9 @@ const (
 	mCost
 	mUnpriced
 	mAlerts
+	mInferenceDuration
+	mInferenceInput
+	mInferenceOutput
 	numMetrics
 )
 
@@ -44,6 +54,10 @@ var metricDefs = [numMetrics]struct {
 	mCost:     {MetricCost, "USD", "Cost of LLM calls in US dollars, from the genai-prices table and configured overrides.", false, false, nil},
 	mUnpriced: {MetricUnpriced, "{call}", "LLM calls with token usage whose model has no known price; their cost is not in runagain.cost.", false, true, nil},
 	mAlerts:   {MetricAlerts, "{alert}", "Alerts raised by agent_guard (one log record each), by alert.kind.", false, true, nil},
+	mInferenceDuration: {MetricInferenceDuration, "s", "Duration of GenAI inference operations (LLM calls).", true, false,
+		[]float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}},
+	mInferenceInput:  {MetricInferenceInput, "{token}", "Input tokens used by GenAI inference operations.", false, true, nil},
+	mInferenceOutput: {MetricInferenceOutput, "{token}", "Output tokens used by GenAI inference operations.", false, true, nil},
 }
 
 type exemplar struct {
@@ -76,14 +90,19 @@ type kv struct{ k, v string }
 type aggregator struct {
 	max          int
 	maxExemplars int
+	names        metricNames // which releases' LLM call metrics are recorded
 	series       map[string]*series
 	touched      []*series
 	keyBuf       []byte
 }
 
-func newAggregator(maxSeries, maxExemplars int) *aggregator {
-	return &aggregator{max: maxSeries, maxExemplars: maxExemplars, series: map[string]*series{}}
+func newAggregator(maxSeries, maxExemplars int, names metricNames) *aggregator {
+	return &aggregator{max: maxSeries, maxExemplars: maxExemplars, names: names, series: map[string]*series{}}
 }
+
+// metricNames tells which naming of the LLM call metrics is recorded: the semantic-conventions-
+// genai release's (inference), core semconv <= 1.41's (legacy), or both during a migration.
+type metricNames struct{ inference, legacy bool }
 
 func (a *aggregator) get(m metricID, service string, attrs []kv, now pcommon.Timestamp) *series {
 	b := append(a.keyBuf[:0], byte('0'+m), 0)

@@ -85,7 +85,9 @@ func TestPrometheusExporterShowsAlert(t *testing.T) {
 	assert.Contains(t, alert, "trace_id=\""+runaway.TraceID(1).String()+"\"")
 	assert.NotEmpty(t, lineWith(text, "runagain_cost", `gen_ai_request_model="gpt-4o-mini"`), "cost series")
 	// 20 chat calls in two batches: the histogram count is cumulative.
-	assert.Contains(t, lineWith(text, "gen_ai_client_token_usage", "_count{", `gen_ai_token_type="input"`), "} 20")
+	assert.Contains(t, lineWith(text, "gen_ai_client_inference_duration", "_count{", `gen_ai_request_model="gpt-4o-mini"`), "} 20")
+	assert.NotEmpty(t, lineWith(text, "gen_ai_client_inference_usage_input_tokens", `gen_ai_request_model="gpt-4o-mini"`), "input token counter")
+	assert.Empty(t, lineWith(text, "gen_ai_client_token_usage"), "semconv-1.41 names only with also_emit_previous")
 }
 
 // splitSpans returns td's first ResourceSpans cut into n ResourceSpans of consecutive spans.

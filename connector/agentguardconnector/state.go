@@ -28,7 +28,7 @@ type state struct {
 }
 
 func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
-	st := &state{cfg: cfg, onEnd: onEnd, agg: newAggregator(cfg.MaxSeries, cfg.Exemplars.MaxPerDataPoint)}
+	st := &state{cfg: cfg, onEnd: onEnd, agg: newAggregator(cfg.MaxSeries, cfg.Exemplars.MaxPerDataPoint, cfg.MetricConventions.names())}
 	var err error
 	if st.sessions, err = simplelru.NewLRU(cfg.MaxSessions, st.endSession); err != nil {
 		return nil, fmt.Errorf("max_sessions: %w", err)

@@ -524,7 +524,7 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 	t.Logf("exposed:\n%s", strings.Join(ours, "\n"))
 	assert.Empty(t, miss, "rules/dashboard use metrics or labels the binary does not expose; exposed:\n%s", strings.Join(got.names(), "\n"))
 	// The names the rules are built on, as the binary translates them.
-	for _, n := range []string{"runagain_alerts_total", "runagain_cost_USD_total", "gen_ai_client_token_usage_bucket", "otelcol_exporter_sent_spans_total"} {
+	for _, n := range []string{"runagain_alerts_total", "runagain_cost_USD_total", "gen_ai_client_inference_usage_input_tokens_total", "gen_ai_client_inference_duration_seconds_bucket", "otelcol_exporter_sent_spans_total"} {
 		assert.Contains(t, got, n)
 	}
 	assert.True(t, got["runagain_alerts_total"]["alert_kind"], "runagain_alerts_total carries alert_kind")

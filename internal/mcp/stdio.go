@@ -205,7 +205,11 @@ func (s *session) fromAgent(ctx context.Context, line []byte) {
 		if m.method == "notifications/initialized" {
 			s.initNot = append([]byte(nil), line...)
 		}
-		s.span(&Exchange{Direction: "client", Request: m.raw, Start: now, End: now})
+		source := "recording" // answered by the replay: nothing to send
+		if s.srv != nil {
+			source = "live"
+		}
+		s.span(&Exchange{Direction: "client", Request: m.raw, Start: now, End: now, Source: source})
 		if s.srv != nil {
 			s.toServer(line)
 		}
@@ -407,7 +411,8 @@ func (s *session) track(from string, m *message, now time.Time, source string, o
 	}
 }
 
-// noteProtocol keeps the protocol version an initialize exchange negotiated.
+// noteProtocol keeps the protocol version an initialize exchange negotiated (the server's
+// answer, else the version the client asked for).
 func (s *session) noteProtocol(req *message, resp []byte) {
 	if req.method != "initialize" {
 		return
@@ -417,9 +422,13 @@ func (s *session) noteProtocol(req *message, resp []byte) {
 			ProtocolVersion string `json:"protocolVersion"`
 		} `json:"result"`
 	}
+	v := req.param("protocolVersion") // the client's, unless the server answered with another
 	if json.Unmarshal(resp, &r) == nil && r.Result.ProtocolVersion != "" {
+		v = r.Result.ProtocolVersion
+	}
+	if v != "" {
 		s.mu.Lock()
-		s.proto = r.Result.ProtocolVersion
+		s.proto = v
 		s.mu.Unlock()
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -58,6 +57,10 @@ type CollectStats struct {
 	// KeptRecent is how many unreferenced objects were kept because they were referenced (or
 	// written) after the mark began, or within Grace before it.
 	KeptRecent int
+	// KeptChildren is how many objects no live reference reaches were kept because a manifest
+	// that stays names them (one kept as recent, or left in a pack that is not rewritten): a
+	// writer deduplicating against a manifest references everything it names.
+	KeptChildren int
 	// Staged is how many packs were still in the staging area (not yet uploaded, not swept).
 	Staged int
 	// KeptShared is how many objects reached by opts.Erased stay because a live reference
@@ -77,6 +80,11 @@ type CollectStats struct {
 // removes an index row only if it was not referenced since (one SQLite transaction), and a
 // writer whose cached location was removed meanwhile gets ErrStale at Commit and writes the
 // object again.
+//
+// A manifest that stays is a root: what it names is never removed while a writer can find it.
+// That covers a dead manifest kept as recent (KeptRecent), one left in a pack that is not
+// rewritten, one not droppable yet, and every manifest still in the staging area (see decide
+// and stagedManifests; CollectStats.KeptChildren counts what they kept).
 //
 // Collect needs the pack layout's index (NewStore with Dir; CollectOnly suffices) for the
 // last-referenced times; on a single-object store only single objects older than Grace are swept.
@@ -127,13 +135,39 @@ func (s *Store) Collect(ctx context.Context, live LiveRefs, opts CollectOptions)
 		}
 		st.Staged = n
 	}
-	if err := s.sweepPacks(ctx, marked, cut, opts, &st); err != nil {
+	// Manifests still staged are roots: writers deduplicate against them.
+	staged, err := s.stagedManifests()
+	if err != nil {
 		return st, err
 	}
-	if err := s.sweepSingles(ctx, marked, cut, &st); err != nil {
+	roots := map[location]bool{}
+	for _, l := range staged {
+		if _, ok := marked[l]; !ok {
+			roots[l] = true
+		}
+	}
+	before := len(marked)
+	if err := s.markFrom(ctx, staged, marked, &st); err != nil {
 		return st, err
 	}
-	return st, nil
+	st.KeptChildren += len(marked) - before - len(roots)
+	packs, err := s.listPacks(ctx, marked, &st)
+	if err != nil {
+		return st, err
+	}
+	singles, err := s.listSingles(ctx, marked)
+	if err != nil {
+		return st, err
+	}
+	if err := s.decide(ctx, packs, singles, marked, cut, opts, &st); err != nil {
+		return st, err
+	}
+	for _, p := range packs {
+		if err := s.applyPack(ctx, p, &st); err != nil {
+			return st, err
+		}
+	}
+	return st, s.deleteSingles(ctx, singles, &st)
 }
 
 // cutoffs: an unreferenced object last referenced (or written) before its cutoff may go: now
@@ -153,19 +187,10 @@ func (c cutoffs) of(l location) time.Time {
 // mark returns every object location (pack id, or "" for a single object) the live references
 // of this store reach.
 func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[location]struct{}, error) {
-	ownBucket, ownKey, err := SplitURI(s.URI(s.prefix + packKey("0")))
+	ownBucket, ownPrefix, err := s.ownPrefix()
 	if err != nil {
 		return nil, err
 	}
-	ownPrefix := strings.TrimSuffix(ownKey, packKey("0"))
-	marked := map[location]struct{}{}
-	r := &fetch{b: s.bucket, bucketURL: ownBucket, prefix: ownPrefix}
-	var staging []string
-	if s.staging != "" {
-		staging = append(staging, s.staging)
-	}
-	pr := newPackReader(staging, s.dec)
-	sc := newReadScope()
 	var roots []location
 	err = live(func(uri string) bool {
 		if ctx.Err() != nil {
@@ -197,7 +222,33 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	// Depth-first over manifests; every location is visited once.
+	marked := map[location]struct{}{}
+	return marked, s.markFrom(ctx, roots, marked, st)
+}
+
+// ownPrefix returns the bucket URL and the key prefix of this store's references.
+func (s *Store) ownPrefix() (bucketURL, prefix string, err error) {
+	ownBucket, ownKey, err := SplitURI(s.URI(s.prefix + packKey("0")))
+	if err != nil {
+		return "", "", err
+	}
+	return ownBucket, strings.TrimSuffix(ownKey, packKey("0")), nil
+}
+
+// markFrom adds to marked every location roots reach, manifests followed (depth first; every
+// location is read once).
+func (s *Store) markFrom(ctx context.Context, roots []location, marked map[location]struct{}, st *CollectStats) error {
+	ownBucket, ownPrefix, err := s.ownPrefix()
+	if err != nil {
+		return err
+	}
+	r := &fetch{b: s.bucket, bucketURL: ownBucket, prefix: ownPrefix}
+	var staging []string
+	if s.staging != "" {
+		staging = append(staging, s.staging)
+	}
+	pr := newPackReader(staging, s.dec)
+	sc := newReadScope()
 	stack := roots
 	for len(stack) > 0 {
 		l := stack[len(stack)-1]
@@ -219,11 +270,11 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 		if err != nil {
 			// A live manifest that cannot be read: its children cannot be marked, so nothing
 			// it might name may be deleted. Stop rather than delete live data.
-			return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+			return fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
 		}
 		m, err := decodeManifest(doc)
 		if err != nil {
-			return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+			return fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
 		}
 		for _, p := range m.Parts {
 			if p.Ref == "" {
@@ -231,12 +282,12 @@ func (s *Store) mark(ctx context.Context, live LiveRefs, st *CollectStats) (map[
 			}
 			sum, err := hexSum(p.Ref)
 			if err != nil {
-				return nil, fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
+				return fmt.Errorf("payloadref: marking %s: %w", l.name(), err)
 			}
 			stack = append(stack, location{objKey{sum, p.M}, p.P})
 		}
 	}
-	return marked, nil
+	return nil
 }
 
 // readRaw returns the decompressed content of one object (a manifest document).
@@ -249,109 +300,6 @@ func (s *Store) readRaw(ctx context.Context, f *fetch, pr *packReader, sc *readS
 		return nil, err
 	}
 	return s.dec.DecodeAll(z, nil)
-}
-
-// sweepPacks deletes or rewrites the packs under this store's prefix.
-func (s *Store) sweepPacks(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
-	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
-	restarts := 0
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if gcerrors.Code(err) == gcerrors.NotFound && restarts < 3 {
-			// An entry vanished while listed (file:// lists an upload's temporary file, renamed
-			// a moment later): list again. Sweeping a pack twice is a no-op the second time.
-			restarts++
-			it = s.bucket.List(&blob.ListOptions{Prefix: s.prefix + PackDir})
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("payloadref: listing packs: %w", err)
-		}
-		id, ok := strings.CutSuffix(strings.TrimPrefix(obj.Key, s.prefix+PackDir), PackSuffix)
-		if !ok || !validPackID(id) {
-			continue
-		}
-		st.PacksScanned++
-		if err := s.sweepPack(ctx, id, obj, marked, cutoff, opts, st); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *Store) sweepPack(ctx context.Context, id string, obj *blob.ListObject, marked map[location]struct{}, cutoff cutoffs, opts CollectOptions, st *CollectStats) error {
-	key := s.prefix + packKey(id)
-	entries, err := readTrailer(ctx, s.bucket, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("payloadref: pack %s: %w", key, err)
-	}
-	var dead []objKey
-	var total int64
-	size := make(map[objKey]int64, len(entries))
-	for _, e := range entries {
-		total += e.size()
-		size[e.objKey] = e.size()
-		if _, ok := marked[location{e.objKey, id}]; !ok {
-			dead = append(dead, e.objKey)
-		}
-	}
-	if len(dead) == 0 {
-		return nil
-	}
-	// One decision, on what the index says now, in the transaction that removes the rows of the
-	// objects to drop, right before the pack is deleted or rewritten: a dead object left in a
-	// pack that is not rewritten stays indexed and is found dead again by the next Collect.
-	var keptRecent int
-	choose := func(kept, unindexed map[objKey]bool) []objKey {
-		drop, dropBytes := s.droppable(id, obj, dead, size, cutoff, kept, unindexed)
-		keptRecent = len(dead) - len(drop)
-		whole := len(drop) == len(entries)
-		if len(drop) == 0 || !whole && !opts.Erase && float64(dropBytes) <= opts.RewriteDeadFraction*float64(total) {
-			return nil
-		}
-		return drop
-	}
-	var drop []objKey
-	if s.idx != nil {
-		at := func(k objKey) time.Time { return cutoff.of(location{k, id}) }
-		if drop, err = s.idx.forget(ctx, id, dead, at, choose); err != nil {
-			return fmt.Errorf("payloadref: digest index: %w", err)
-		}
-	} else {
-		drop = choose(nil, nil)
-	}
-	st.KeptRecent += keptRecent
-	if len(drop) == 0 {
-		return nil
-	}
-	dropBytes := obj.Size // what the bucket no longer holds: the pack, or what its rewrite saved
-	s.locsForget(id, drop)
-	if len(drop) == len(entries) {
-		if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("payloadref: deleting %s: %w", key, err)
-		}
-		if s.idx != nil {
-			if err := s.idx.moved(ctx, id, entries, true, 0); err != nil {
-				return err
-			}
-		}
-		st.PacksDeleted++
-	} else {
-		n, err := s.rewritePack(ctx, id, key, drop)
-		if err != nil {
-			return err
-		}
-		dropBytes -= n
-		st.PacksRewritten++
-	}
-	st.ObjectsDeleted += len(drop)
-	st.BytesFreed += dropBytes
-	return nil
 }
 
 // droppable returns the dead objects of pack id that may be removed, and their bytes (e.size()),
@@ -407,39 +355,6 @@ func (s *Store) locsForget(pack string, keys []objKey) {
 		if c, ok := s.locs.Peek(k); ok && c.pack == pack {
 			s.locs.Remove(k)
 		}
-	}
-}
-
-// sweepSingles deletes the single objects (the layout before packs) no live reference names,
-// written before the cutoff.
-func (s *Store) sweepSingles(ctx context.Context, marked map[location]struct{}, cutoff cutoffs, st *CollectStats) error {
-	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix + KeyDir})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("payloadref: listing objects: %w", err)
-		}
-		sum, manifest, err := ParseKey(obj.Key)
-		if err != nil {
-			continue
-		}
-		l := location{objKey{sum, manifest}, ""}
-		if _, ok := marked[l]; ok {
-			continue
-		}
-		if !obj.ModTime.Before(cutoff.of(l)) {
-			st.KeptRecent++
-			continue
-		}
-		if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("payloadref: deleting %s: %w", obj.Key, err)
-		}
-		s.known.Remove(obj.Key)
-		st.ObjectsDeleted++
-		st.BytesFreed += obj.Size
 	}
 }
 

@@ -399,65 +399,62 @@ func (x *index) objectCount(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// forget decides and removes, in one transaction, which dead objects of pack go. It reads the
-// rows of dead naming this pack: those referenced at or after their cutoff are kept (a writer
-// deduplicated against them after the mark began, or within the grace), those without such a
-// row are unindexed. choose returns, from that answer, the objects to drop (none: nothing
-// changes); their rows are deleted before the transaction commits, so the pack's bytes can go
-// next: a writer that deduplicates against one of them afterwards no longer finds its row, and
-// gets ErrStale at Commit.
-func (x *index) forget(ctx context.Context, pack string, dead []objKey, cutoff func(objKey) time.Time,
-	choose func(kept, unindexed map[objKey]bool) []objKey) ([]objKey, error) {
-	tx, err := x.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	kept, unindexed := map[objKey]bool{}, map[objKey]bool{}
-	var n int64
-	err = tx.QueryRowContext(ctx, `SELECT n FROM packs WHERE id = ?`, pack).Scan(&n)
+// rowReader is what refStates reads through: the index's database, or a transaction of it.
+type rowReader interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// refStates reads, through q, the rows of the dead objects of pack that name it: kept are those
+// referenced at or after their cutoff (a writer deduplicated against them after the mark began,
+// or within the grace), unindexed those without such a row (nothing finds that copy through the
+// index). n is the pack's number (-1: no packs row names it).
+func refStates(ctx context.Context, q rowReader, pack string, dead []objKey, cutoff func(objKey) time.Time) (kept, unindexed map[objKey]bool, n int64, err error) {
+	kept, unindexed = map[objKey]bool{}, map[objKey]bool{}
+	err = q.QueryRowContext(ctx, `SELECT n FROM packs WHERE id = ?`, pack).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
-		n = -1 // no row names this pack
+		n = -1
 	} else if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	sel, err := tx.PrepareContext(ctx, `SELECT last_ref FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
+	sel, err := q.PrepareContext(ctx, `SELECT last_ref FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	defer func() { _ = sel.Close() }()
 	for _, k := range dead {
 		var last int64
 		err := sel.QueryRowContext(ctx, k.sum[:], k.manifest, n).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
-			unindexed[k] = true // nothing dedups against this copy through the index
+			unindexed[k] = true
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 		if last >= cutoff(k).UnixNano() {
 			kept[k] = true
 		}
 	}
-	drop := choose(kept, unindexed)
-	if len(drop) == 0 {
-		return nil, nil
+	return kept, unindexed, n, nil
+}
+
+// deleteRows deletes, in tx, the rows of keys naming pack number n.
+func deleteRows(ctx context.Context, tx *sql.Tx, n int64, keys []objKey) error {
+	if len(keys) == 0 {
+		return nil
 	}
 	del, err := tx.PrepareContext(ctx, `DELETE FROM objects WHERE digest = ? AND manifest = ? AND pack = ?`)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = del.Close() }()
-	for _, k := range drop {
-		if unindexed[k] {
-			continue
-		}
+	for _, k := range keys {
 		if _, err := del.ExecContext(ctx, k.sum[:], k.manifest, n); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return drop, tx.Commit()
+	return nil
 }
 
 // moved records a pack's new size after it was rewritten, or drops the pack's rows (its objects

@@ -143,10 +143,15 @@ func (w *packWriter) recover(ctx context.Context) ([]string, error) {
 		}
 		var added []packEntryAt
 		for _, e := range entries {
-			added = append(added, packEntryAt{e, id})
+			if !e.manifest {
+				added = append(added, packEntryAt{e, id})
+			}
 		}
 		// Objects of a crashed process that were fsynced but whose index rows were not committed:
-		// index them now (their values may have been acknowledged).
+		// index them now (their values may have been acknowledged). Only values: a manifest is
+		// indexed once a Commit vouched for what it names (see Batch), and the file does not say
+		// which were (an unconfirmed one may name objects collected since); a manifest indexed
+		// before the crash keeps its row, and one that was not is written again when needed.
 		if _, _, err := w.s.idx.insert(ctx, added, w.s.now); err != nil {
 			return nil, err
 		}

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"log"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -42,6 +44,21 @@ type Config struct {
 	// SelfHosts are host:port values that address the proxy itself (absolute-form requests to
 	// them are served like relative ones). Serve fills it in from its listener.
 	SelfHosts []string
+	// ConnectTo maps a host:port the agent addresses (lower case) to the address dialled instead,
+	// e.g. a staging or local upstream; requests and their recordings keep the host they were
+	// sent to. It applies to Transport's default dialer and to tunnels.
+	ConnectTo map[string]string
+}
+
+// dialer dials addr, or where ConnectTo sends it.
+func (c *Config) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := c.ConnectTo[strings.ToLower(addr)]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 func (c *Config) defaults() {
@@ -54,7 +71,7 @@ func (c *Config) defaults() {
 	if c.Transport == nil {
 		c.Transport = &http.Transport{
 			Proxy:                 nil,
-			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           c.dialer(),
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          100,
 			IdleConnTimeout:       90 * time.Second,

@@ -1,13 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/elazarl/goproxy"
 )
@@ -20,8 +20,8 @@ func newGoproxy(cfg *Config) *goproxy.ProxyHttpServer {
 	gp.KeepDestinationHeaders = true
 	gp.CertStore = newCertStore()
 	// ConnectDial for tunnels: direct, never through HTTP(S)_PROXY of our own environment.
-	d := &net.Dialer{Timeout: 30 * time.Second}
-	gp.ConnectDial = func(network, addr string) (net.Conn, error) { return d.Dial(network, addr) }
+	dial := cfg.dialer()
+	gp.ConnectDial = func(network, addr string) (net.Conn, error) { return dial(context.Background(), network, addr) }
 	return gp
 }
 

@@ -25,6 +25,7 @@ type Recorder struct {
 	cfg   Config
 	gp    *goproxy.ProxyHttpServer
 	root  Root
+	flows *flows
 	index atomic.Int64
 	out   chan ptrace.Traces
 	wg    sync.WaitGroup
@@ -44,12 +45,11 @@ func NewRecorder(cfg Config, root Root) *Recorder {
 	r.stats.traces = map[pcommon.TraceID]bool{}
 	r.gp = newGoproxy(&r.cfg)
 	r.gp.Tr = cfg.Transport
-	r.gp.OnRequest().HandleConnectFunc(func(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-		if r.cfg.CA != nil {
-			return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: goproxy.TLSConfigFromCA(r.cfg.CA)}, host
-		}
-		r.cfg.Logger.Printf("runagain proxy: CONNECT %s tunnelled without recording (start the proxy with --mitm to record HTTPS)", host)
-		return goproxy.OkConnect, host
+	r.flows = newFlows(&r.cfg, r, r.gp, r)
+	// CONNECT: the tunnel's first bytes say what it carries (flow.go): plain HTTP is recorded
+	// as is, TLS with --mitm, anything else is tunnelled unrecorded.
+	r.gp.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+		return r.flows.connectAction(), host
 	})
 	r.gp.OnRequest().DoFunc(r.onRequest)
 	r.gp.OnResponse().DoFunc(r.onResponse)

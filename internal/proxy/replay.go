@@ -32,6 +32,9 @@ const (
 	AttrDivGot          = "runagain.replay.divergence.got"
 	AttrDivRequestIndex = "runagain.replay.request.index"
 	AttrDivNearestIndex = "runagain.replay.nearest.index"
+	// AttrDivOriginalTrace is the recorded run the nearest span belongs to (the record itself is
+	// on the attempt's run: replay, rerun or test).
+	AttrDivOriginalTrace = "runagain.replay.original.trace_id"
 	// HeaderDivergence is set on the error response a diverging request gets.
 	HeaderDivergence = "X-Runagain-Replay-Divergence"
 )
@@ -39,13 +42,16 @@ const (
 // Replayer is the replay-mode proxy (an http.Handler): it serves the recorded exchanges of one
 // run and sends nothing to the network except to AllowHosts.
 type Replayer struct {
-	cfg      Config
-	gp       *goproxy.ProxyHttpServer
-	norm     Normalizer
-	traceID  pcommon.TraceID
-	allow    map[string]bool
-	writes   map[string]bool // --allow-live-writes (firewall.go)
-	realtime bool
+	cfg     Config
+	gp      *goproxy.ProxyHttpServer
+	norm    Normalizer
+	traceID pcommon.TraceID
+	// origTrace is the recorded run's trace (of its fixture spans).
+	origTrace pcommon.TraceID
+	allow     map[string]bool
+	writes    map[string]bool // --allow-live-writes (firewall.go)
+	realtime  bool
+	flows     *flows
 
 	mu      sync.Mutex
 	entries []*entry
@@ -150,6 +156,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 					return nil, err
 				}
 				r.entries = append(r.entries, &entry{ex: ex, spanID: sp.SpanID()})
+				r.origTrace = sp.TraceID()
 			}
 		}
 	}
@@ -172,6 +179,7 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 	}
 	r.gp = newGoproxy(&r.cfg)
 	r.gp.Tr = cfg.Transport
+	r.flows = newFlows(&r.cfg, r, r.gp, r)
 	r.gp.OnRequest().HandleConnectFunc(r.onConnect)
 	r.gp.OnRequest().DoFunc(r.onRequest)
 	if o.Rerun != nil {
@@ -204,18 +212,9 @@ func (r *Replayer) onConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conne
 	if r.allowed(host) {
 		return goproxy.OkConnect, host
 	}
-	if r.cfg.CA != nil {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: goproxy.TLSConfigFromCA(r.cfg.CA)}, host
-	}
-	r.mu.Lock()
-	r.live++
-	r.refused++
-	d := &Divergence{Request: r.live, Method: http.MethodConnect, URL: host,
-		Diff: Difference{Field: "connect", Expected: "a plain-HTTP, route or intercepted (--mitm) request", Got: "an HTTPS tunnel to " + host}}
-	r.diverge(d)
-	r.mu.Unlock()
-	r.cfg.Logger.Print(d.Message())
-	return goproxy.RejectConnect, host
+	// The tunnel's first bytes decide (flow.go): plain HTTP and TLS with --mitm are answered
+	// from the recording, anything else is refused as the divergence (opaqueFlow).
+	return r.flows.connectAction(), host
 }
 
 func (r *Replayer) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
@@ -312,6 +311,10 @@ func (r *Replayer) diverge(d *Divergence) {
 		return
 	}
 	ld := divergenceLogs(r.traceID, d)
+	if !r.origTrace.IsEmpty() {
+		lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+		lr.Attributes().PutStr(AttrDivOriginalTrace, r.origTrace.String())
+	}
 	r.sinkWG.Add(1)
 	go func() {
 		defer r.sinkWG.Done()

@@ -22,13 +22,20 @@ func SelfHosts(addr net.Addr) []string {
 
 // Server runs a proxy handler on a listener.
 type Server struct {
-	srv  *http.Server
-	done chan error
+	srv   *http.Server
+	flows *flows // the handler's CONNECT and sandbox flows, waited for by Shutdown
+	done  chan error
 }
 
 // Serve starts serving h on l in the background.
 func Serve(l net.Listener, h http.Handler) *Server {
 	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}, done: make(chan error, 1)}
+	switch x := h.(type) {
+	case *Recorder:
+		s.flows = x.flows
+	case *Replayer:
+		s.flows = x.flows
+	}
 	go func() {
 		err := s.srv.Serve(l)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -46,6 +53,9 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		_ = s.srv.Close()
+	}
+	if s.flows != nil {
+		s.flows.shutdown(ctx)
 	}
 	if e := <-s.done; e != nil && err == nil {
 		err = e

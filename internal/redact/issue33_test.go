@@ -30,6 +30,8 @@ func TestIssue33SecretsFound(t *testing.T) {
 		{"phpass", "wp_user pass $P$BdIpQmKq6sM8zX1vN2cR4tY7uW9oE0a. stored", []string{"BdIpQmKq6sM8zX1vN2cR4tY7uW9oE0a."}, []string{"wp_user pass ", " stored"}},
 		{"unseen family after a credential word", "here is the zorp api key zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s for staging", []string{"zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s"}, []string{"here is the zorp api key ", " for staging"}},
 		{"unseen family in a custom header", "X-Zorp-Auth: 7Gq2mW9xK4pL8vN3bT6yR1cZ5hJ0dF2s", []string{"7Gq2mW9xK4pL8vN3bT6yR1cZ5hJ0dF2s"}, []string{"X-Zorp-Auth: "}},
+		{"SigV4 presigned URL", "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAZ5QW3HN7PL2RT2NQ%2F20251201%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20251201T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Security-Token=IQoJb3JpZ2luX2VjEJr9Qm7XkLp2Wn4Rt8Yz&X-Amz-Signature=5f2a9c0d3b7e1f4a6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b",
+			[]string{"AKIAZ5QW3HN7PL2RT2NQ", "IQoJb3JpZ2luX2VjEJr9Qm7XkLp2Wn4Rt8Yz", "5f2a9c0d3b7e1f4a6c8d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b"}, []string{"X-Amz-Date=20251201T000000Z&X-Amz-Expires=3600"}},
 		{"unseen family as a CLI flag", "zorpctl login --token zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s --region eu", []string{"zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s"}, []string{"zorpctl login --token ", " --region eu"}},
 	}
 	for _, c := range cases {

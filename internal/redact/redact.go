@@ -202,6 +202,14 @@ func (r *Redactor) Rules() []string {
 	return out
 }
 
+// CategoryOf returns the category of rule name ("" when the rule is not active).
+func (r *Redactor) CategoryOf(name string) Category {
+	if ru := r.byName[name]; ru != nil {
+		return ru.cat
+	}
+	return ""
+}
+
 // ActionOf returns the action configured for rule name ("" when the rule is not active).
 func (r *Redactor) ActionOf(name string) Action {
 	if ru := r.byName[name]; ru != nil {

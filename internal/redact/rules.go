@@ -224,7 +224,7 @@ func compileBuiltinRules() []*rule {
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["'\]]?[ \t]*(?:=>|::?=|:|=)[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|`+"`"+`([^`+"`"+`\r\n]{1,256})`+"`"+`|([^\s"'`+"`"+`,;&<>()\[\]{}]{1,256}))`,
 			slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
 				[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
-					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase"}), 300,
+					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"}), 300,
 			passwordKeyCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
 	}
@@ -436,7 +436,7 @@ func basicCredential(v string) bool {
 var sensitiveKeySuffixes = []string{"password", "passwd", "pwd", "passphrase", "secret", "secretkey", "secretaccesskey",
 	"clientsecret", "apikey", "apisecret", "accesstoken", "refreshtoken", "authtoken", "idtoken", "sessiontoken",
 	"bearertoken", "token", "privatekey", "accesskey", "credential", "credentials", "signingkey", "encryptionkey", "masterkey",
-	"accountkey"}
+	"accountkey", "amzsignature", "googsignature"}
 
 // SensitiveKey reports whether values under key (a JSON object key, an attribute key, an HTTP
 // header name) are credentials as a whole, and which rule names them: "authorization",

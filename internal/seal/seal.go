@@ -3,10 +3,17 @@
 //
 // Envelope encryption: each session has a random 256-bit data key; values are sealed with
 // AES-256-GCM under it. The data key itself is stored only wrapped (encrypted) by a master key
-// through a gocloud.dev/secrets Keeper: by default a local key (localsecrets, the key in
-// <dir>/master.key, mode 0600, created on first use); otherwise a Keeper URL: base64key://,
-// awskms:// or gcpkms:// (drivers linked in drivers.go). Wrapped data keys live one file per session in
+// through a gocloud.dev/secrets Keeper (Master): a KMS named by a Keeper URL (awskms://,
+// gcpkms://, azurekeyvault://, hashivault://, base64key://; drivers linked in drivers.go), or a
+// local key (localsecrets) given by an environment variable or read from a file outside the data
+// directory (created with a random key, mode 0600, on first use). A key file inside the data
+// directory is refused unless explicitly allowed: whoever holds the data directory would hold
+// the key too. Wrapped data keys live one file per session in
 // <dir>/sessions/<sha256 of the session id>.key.
+//
+// What is sealed holds no credential: the caller seals the original with the findings of the
+// secret rules still redacted (only what PII rules changed comes back), and never a value whose
+// every change was a credential (agentredactionprocessor).
 //
 // Crypto-shredding: Destroy removes a session's wrapped data key. Every sealed copy of that
 // session's originals, wherever it went (hot tier rows, exports, backups, packs, Parquet), can
@@ -58,30 +65,146 @@ type Keys struct {
 	cache  map[string][]byte // session -> data key
 }
 
-// OpenKeys opens the key directory dir (created, mode 0700, when missing). keeperURL is a
-// gocloud.dev/secrets URL of the master key; "" means the local key in dir/master.key.
+// DefaultKeyEnv is the environment variable read for the local master key (base64 of 32 bytes).
+const DefaultKeyEnv = "RUNAGAIN_SEAL_KEY"
+
+// DefaultKeyFileEnv is the environment variable OpenKeys reads for the master key file.
+const DefaultKeyFileEnv = "RUNAGAIN_SEAL_KEY_FILE"
+
+// Master says where the master key that wraps the data keys comes from, first match wins:
+// KeeperURL (a KMS), the environment variable KeyEnv, the file KeyFile ("" means
+// <key dir>/master.key, the layout of earlier releases).
+type Master struct {
+	KeeperURL string
+	KeyEnv    string
+	KeyFile   string
+	// DataDir, when set, is the data directory the key file must not be inside (refused with an
+	// error naming both paths unless AllowKeyInDataDir).
+	DataDir           string
+	AllowKeyInDataDir bool
+}
+
+// OpenKeys opens the key directory dir with the master key of keeperURL when set, else of
+// $RUNAGAIN_SEAL_KEY, else of the file $RUNAGAIN_SEAL_KEY_FILE, else dir/master.key (what the
+// CLI uses to open what the collector sealed).
 func OpenKeys(ctx context.Context, dir, keeperURL string) (*Keys, error) {
+	return OpenKeysWith(ctx, dir, Master{KeeperURL: keeperURL, KeyEnv: DefaultKeyEnv, KeyFile: os.Getenv(DefaultKeyFileEnv)})
+}
+
+// OpenKeysWith opens the key directory dir (created, mode 0700, when missing) with the master key
+// m names.
+func OpenKeysWith(ctx context.Context, dir string, m Master) (*Keys, error) {
 	if dir == "" {
 		return nil, errors.New("seal: no key directory")
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("seal: key directory: %w", err)
 	}
-	var keeper *secrets.Keeper
-	if keeperURL == "" {
-		key, err := localMasterKey(filepath.Join(dir, "master.key"))
-		if err != nil {
-			return nil, err
-		}
-		keeper = localsecrets.NewKeeper(key)
-	} else {
-		k, err := secrets.OpenKeeper(ctx, keeperURL)
+	keeper, err := m.keeper(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Keys{dir: dir, keeper: keeper, cache: map[string][]byte{}}, nil
+}
+
+func (m Master) keeper(ctx context.Context, dir string) (*secrets.Keeper, error) {
+	if m.KeeperURL != "" {
+		k, err := secrets.OpenKeeper(ctx, m.KeeperURL)
 		if err != nil {
 			return nil, fmt.Errorf("seal: keeper_url: %w", err)
 		}
-		keeper = k
+		return k, nil
 	}
-	return &Keys{dir: dir, keeper: keeper, cache: map[string][]byte{}}, nil
+	if m.KeyEnv != "" {
+		if v := strings.TrimSpace(os.Getenv(m.KeyEnv)); v != "" {
+			raw, err := base64.StdEncoding.DecodeString(v)
+			if err != nil || len(raw) != 32 {
+				return nil, fmt.Errorf("seal: $%s: not a base64 256-bit key (make one with: head -c 32 /dev/urandom | base64)", m.KeyEnv)
+			}
+			var key [32]byte
+			copy(key[:], raw)
+			return localsecrets.NewKeeper(key), nil
+		}
+	}
+	path := m.KeyFile
+	if path == "" {
+		path = filepath.Join(dir, "master.key")
+	}
+	if m.DataDir != "" && !m.AllowKeyInDataDir {
+		if k, d, in := inside(path, m.DataDir); in {
+			return nil, fmt.Errorf("seal: the master key file %s is inside the data directory %s: whoever holds the data directory could open every sealed original; "+
+				"keep the key outside it (seal_originals.key_file, $%s), give it by environment ($%s), use a KMS (seal_originals.keeper_url), "+
+				"or accept the risk with seal_originals.allow_key_in_data_dir: true", k, d, DefaultKeyFileEnv, m.KeyEnv)
+		}
+	}
+	key, err := localMasterKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return localsecrets.NewKeeper(key), nil
+}
+
+// inside reports whether path lies in dir (after making both absolute and resolving symbolic
+// links as far as they exist), and returns both as compared.
+func inside(path, dir string) (string, string, bool) {
+	p, d := resolve(path), resolve(dir)
+	rel, err := filepath.Rel(d, p)
+	return p, d, err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func resolve(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		return r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(a)); err == nil {
+		return filepath.Join(r, filepath.Base(a))
+	}
+	return a
+}
+
+// Rewrap re-encrypts every session's data key with next (master key rotation): the sealed
+// originals stay as they are, and from then on only next opens them. It returns how many data
+// keys it rewrapped; a key that does not open with the current master key is an error naming
+// its file, and nothing after it is rewritten. Keys then uses next (Close closes it) and closes
+// the previous keeper.
+func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	files, err := filepath.Glob(filepath.Join(k.dir, "sessions", "*.key"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range files {
+		wrapped, err := os.ReadFile(f)
+		if err != nil {
+			return n, fmt.Errorf("seal: %w", err)
+		}
+		dk, err := k.keeper.Decrypt(ctx, wrapped)
+		if err != nil {
+			return n, fmt.Errorf("seal: %s does not open with the current master key: %w", f, err)
+		}
+		w2, err := next.Encrypt(ctx, dk)
+		if err != nil {
+			return n, fmt.Errorf("seal: wrapping with the new master key: %w", err)
+		}
+		tmp := f + ".new"
+		if err := os.WriteFile(tmp, w2, 0o600); err != nil {
+			return n, fmt.Errorf("seal: %w", err)
+		}
+		if err := os.Rename(tmp, f); err != nil {
+			return n, fmt.Errorf("seal: %w", err)
+		}
+		n++
+	}
+	old := k.keeper
+	k.keeper = next
+	_ = old.Close()
+	return n, nil
 }
 
 // Exists reports whether dir holds a key directory made by OpenKeys.

@@ -139,3 +139,69 @@ func TestKeeperURLs(t *testing.T) {
 		t.Fatalf("unwrapped a different key: %v", err)
 	}
 }
+
+// TestRewrap: after rotating the master key, every session's data key opens with the new key
+// only, and what was sealed under it opens as before.
+func TestRewrap(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	oldFile, newFile := filepath.Join(t.TempDir(), "old.key"), filepath.Join(t.TempDir(), "new.key")
+	k, err := OpenKeysWith(ctx, dir, Master{KeyFile: oldFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := k.DataKey(ctx, "s1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := Seal(dk, []byte("original"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nk, err := OpenKeysWith(ctx, t.TempDir(), Master{KeyFile: newFile}) // makes the new key
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := nk.keeper
+	if n, err := k.Rewrap(ctx, next); err != nil || n != 1 {
+		t.Fatalf("rewrapped %d: %v", n, err)
+	}
+	if _, err := OpenKeysWith(ctx, dir, Master{KeyFile: oldFile}); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := OpenKeysWith(ctx, dir, Master{KeyFile: oldFile})
+	if _, err := stale.DataKey(ctx, "s1", false); err == nil {
+		t.Error("the old master key still opens the rewrapped data key")
+	}
+	fresh, _ := OpenKeysWith(ctx, dir, Master{KeyFile: newFile})
+	dk2, err := fresh.DataKey(ctx, "s1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := Open(dk2, sealed, nil); err != nil || string(pt) != "original" {
+		t.Fatalf("sealed value after rotation: %q %v", pt, err)
+	}
+}
+
+// TestKeyFileInsideDataDir: a key file in the data directory, also through a symbolic link or
+// "..", is refused naming both paths; outside, or allowed, it is used.
+func TestKeyFileInsideDataDir(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, kf := range []string{filepath.Join(data, "keys", "master.key"), filepath.Join(link, "seal.key"), filepath.Join(data, "x", "..", "seal.key")} {
+		_, err := OpenKeysWith(ctx, t.TempDir(), Master{KeyFile: kf, DataDir: data})
+		if err == nil || !strings.Contains(err.Error(), "inside the data directory") || !strings.Contains(err.Error(), "seal.key") && !strings.Contains(err.Error(), "master.key") {
+			t.Errorf("%s: %v", kf, err)
+		}
+	}
+	if _, err := OpenKeysWith(ctx, t.TempDir(), Master{KeyFile: filepath.Join(data, "seal.key"), DataDir: data, AllowKeyInDataDir: true}); err != nil {
+		t.Error(err)
+	}
+	if _, err := OpenKeysWith(ctx, t.TempDir(), Master{KeyFile: filepath.Join(t.TempDir(), "seal.key"), DataDir: data}); err != nil {
+		t.Error(err)
+	}
+}

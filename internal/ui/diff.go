@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -18,7 +20,8 @@ type diffView struct {
 	Step   int
 	Err    string
 	R      *diff.Result
-	Pairs  []pairView
+	Items  []diffItem
+	Nav    diffNav
 	RunA   string
 	RunB   string
 	Totals []totalRow
@@ -63,6 +66,17 @@ type totalRow struct {
 func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := diffView{Title: "Diff", A: strings.ToLower(strings.TrimSpace(q.Get("a"))), B: strings.ToLower(strings.TrimSpace(q.Get("b")))}
+	if runs := q["run"]; len(runs) > 0 && v.A == "" && v.B == "" {
+		// From the sessions list's Compare: two runs ticked, newest first; the older is A.
+		if len(runs) != 2 {
+			v.Err = fmt.Sprintf("tick exactly two runs to compare (%d ticked)", len(runs))
+			w.WriteHeader(http.StatusBadRequest)
+			s.render(w, "diff.html", v)
+			return
+		}
+		http.Redirect(w, r, "/diff?"+url.Values{"a": {runs[1]}, "b": {runs[0]}}.Encode(), http.StatusSeeOther)
+		return
+	}
 	if q.Get("step") != "" {
 		if _, err := fmt.Sscan(q.Get("step"), &v.Step); err != nil {
 			v.Step = 0 // not a number: no step filter
@@ -77,7 +91,14 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, "diff.html", v)
 		return
 	}
-	res, err := s.diffRuns(r.Context(), v.A, v.B, v.Step)
+	var errA, errB error
+	v.A, errA = s.resolveTrace(r.Context(), v.A)
+	v.B, errB = s.resolveTrace(r.Context(), v.B)
+	var res *diff.Result
+	err := errors.Join(errA, errB)
+	if err == nil {
+		res, err = s.diffRuns(r.Context(), v.A, v.B, v.Step)
+	}
 	if err != nil {
 		v.Err = err.Error()
 		if errors.Is(err, errNotFound) {
@@ -91,11 +112,23 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	v.R = res
 	v.Changes = diff.ChangesLine(res)
 	v.Title = "Diff " + shorten(v.A, 8) + " · " + shorten(v.B, 8)
-	for i, p := range res.Pairs {
-		pv := pairView{Pair: p, I: i, First: res.First != nil && res.First.Pair == i}
-		pv.Input = messageDiffViews(p.Input)
-		pv.Output = messageDiffViews(p.Output)
-		v.Pairs = append(v.Pairs, pv)
+	page := -1 // the first difference's
+	if p, err := strconv.Atoi(q.Get("page")); err == nil && p >= 1 {
+		page = min(p, maxPage) - 1
+	}
+	expand := -1
+	if e := q.Get("expand"); e != "" {
+		expand, _ = strconv.Atoi(e)
+	}
+	base := url.Values{"a": {v.A}, "b": {v.B}}
+	if v.Step > 0 {
+		base.Set("step", strconv.Itoa(v.Step))
+	}
+	var ok bool
+	v.Items, v.Nav, ok = layoutPairs(res, base, page, expand)
+	if !ok {
+		v.Err = fmt.Sprintf("page %d is past the last page of this diff (%d)", page+1, v.Nav.Pages)
+		w.WriteHeader(http.StatusNotFound)
 	}
 	t := res.Totals
 	v.Totals = []totalRow{

@@ -37,14 +37,15 @@ const (
 )
 
 var funcs = template.FuncMap{
-	"ms":    fmtMS,
-	"dur":   func(d time.Duration) string { return fmtMS(ms(d)) },
-	"usd":   fmtUSD,
-	"short": func(s string) string { return shorten(s, 12) },
-	"id12":  func(s string) string { return s[:min(12, len(s))] },
-	"join":  strings.Join,
-	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
-	"add":   func(a, b int) int { return a + b },
+	"ms":      fmtMS,
+	"dur":     func(d time.Duration) string { return fmtMS(ms(d)) },
+	"usd":     fmtUSD,
+	"short":   func(s string) string { return shorten(s, 12) },
+	"id12":    func(s string) string { return s[:min(12, len(s))] },
+	"join":    strings.Join,
+	"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"rfc3339": localTime,
+	"add":     func(a, b int) int { return a + b },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -129,12 +130,16 @@ type SessionsFilter struct {
 	Errors       bool    // only runs with error spans
 	Alerts       bool    // only runs with alerts or replay divergences
 	CostMin      float64 // only runs costing more than this (USD)
+	Query        string  // free text: ids, name, agents, models, input and outcome previews
+	Sort         string  // a sortKeys key; "" newest first
+	Asc          bool    // ascending (default descending)
 	Page         int     // 1-based
 }
 
 type sessionRow struct {
 	store.RunSummary
-	D runDetail
+	D       runDetail
+	ShortID string // the trace id cut where it differs from every other on the page (distinctIDs)
 }
 
 type sessionsView struct {
@@ -149,7 +154,8 @@ type sessionsView struct {
 	From, To   int
 	PrevURL    string
 	NextURL    string
-	LastURL    string // set when the page asked for is past the last one
+	SortURL    map[string]string // the list sorted by each key (descending; again: ascending)
+	LastURL    string            // set when the page asked for is past the last one
 	Err        string
 }
 
@@ -158,6 +164,28 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	v := sessionsView{Title: "Sessions", F: SessionsFilter{Since: q.Get("since"), Until: q.Get("until"), Model: q.Get("model"),
 		Agent: q.Get("agent"), Session: q.Get("session"), Errors: q.Get("errors") != "", Alerts: q.Get("alerts") != ""}, CostMinStr: q.Get("cost_min")}
 	v.F.Page, _ = strconv.Atoi(q.Get("page"))
+	v.F.Query = strings.TrimSpace(q.Get("q"))
+	v.F.Sort, v.F.Asc = q.Get("sort"), q.Get("order") == "asc"
+	if _, ok := sortKeys[v.F.Sort]; v.F.Sort != "" && !ok {
+		v.Err = fmt.Sprintf("sort %q: want start, duration, cost, tokens or errors", v.F.Sort)
+		w.WriteHeader(http.StatusBadRequest)
+		s.render(w, "sessions.html", v)
+		return
+	}
+	v.SortURL = map[string]string{}
+	for k := range sortKeys {
+		qq := url.Values{}
+		for kk, vals := range q {
+			qq[kk] = vals
+		}
+		qq.Del("page")
+		qq.Set("sort", k)
+		qq.Del("order")
+		if v.F.Sort == k && !v.F.Asc {
+			qq.Set("order", "asc")
+		}
+		v.SortURL[k] = "/?" + qq.Encode()
+	}
 	// Page numbers are bounded so that (page-1)*PageSize cannot overflow: past the last page
 	// the page is simply empty.
 	v.F.Page = max(1, min(v.F.Page, maxPage))
@@ -228,9 +256,9 @@ const countCap = 1000
 // cost) cost read every run in the time range, and those on agents, alerts and cost read each
 // candidate run once; the result is kept per run until its span count changes.
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
-	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0
+	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0 || f.Query != "" || f.Sort == "cost"
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
-	indexed := !needDetail && !f.Errors && f.Model == ""
+	indexed := !needDetail && !f.Errors && f.Model == "" && (f.Sort == "" || f.Sort == "start" && !f.Asc)
 	if indexed {
 		rf.Limit = max(f.Page*s.opts.PageSize, countCap) + 1 // one more tells that there are more
 	}
@@ -265,8 +293,14 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 			if f.CostMin > 0 && !(row.D.CostUSD > f.CostMin) {
 				continue
 			}
+			if f.Query != "" && !matchesText(row, strings.ToLower(f.Query)) {
+				continue
+			}
 		}
 		match = append(match, row)
+	}
+	if f.Sort != "" {
+		sortRows(match, f.Sort, !f.Asc)
 	}
 	from := len(match)
 	if p := f.Page - 1; p >= 0 && p <= len(match)/s.opts.PageSize {
@@ -279,6 +313,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 			page[i].D = s.detail(ctx, page[i].RunSummary)
 		}
 	}
+	distinctIDs(page)
 	return page, len(match), more, nil
 }
 

@@ -122,6 +122,8 @@ type runDetail struct {
 	// Test names the dataset case this run is a test run of (`runagain test` sets
 	// runagain.test.dataset, .dataset.version and .case on its root span); empty otherwise.
 	TestDataset, TestVersion, TestCase string
+	// Preview names the run and says how it began and ended (listrow.go).
+	Preview runPreview
 }
 
 // Attributes `runagain test` puts on the root span of a test run.
@@ -293,6 +295,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 			m.At = ms(m.Time.Sub(c.start))
 		}
 	}
+	c.detail.Preview = previewOf(c)
 	return c, nil
 }
 

@@ -100,6 +100,7 @@ func New(o Options) (*Server, error) {
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
 	s.mux.HandleFunc("GET /runs/{trace}", s.runPage)
+	s.mux.HandleFunc("GET /sessions/{session}", s.sessionPage)
 	s.mux.HandleFunc("GET /runs/{trace}/steps/{n}", s.stepPage)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/panel", s.panelFragment)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/attr", s.attrValue)

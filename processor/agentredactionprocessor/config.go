@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 
 	"github.com/runagain/runagain/internal/redact"
+	"github.com/runagain/runagain/internal/seal"
 )
 
 // DefaultHashKeyEnv is the environment variable read for the HMAC key when hash_key is empty.
@@ -78,9 +79,26 @@ type SealConfig struct {
 	// ($RUNAGAIN_SEAL_KEY_DIR, else <data dir>/keys). Empty (the default) turns sealing off:
 	// redacted values are then gone for good.
 	KeyDir string `mapstructure:"key_dir"`
-	// KeeperURL is a gocloud.dev/secrets URL of the master key that wraps the data keys; empty
-	// means the local key in key_dir/master.key.
+	// KeeperURL is a gocloud.dev/secrets URL of the master key that wraps the data keys (a KMS
+	// for a gateway: awskms://, gcpkms://, azurekeyvault://, hashivault://); empty means a local
+	// key (key_env, else key_file).
 	KeeperURL string `mapstructure:"keeper_url"`
+	// KeyEnv names the environment variable holding the local master key (base64 of 32 bytes;
+	// default RUNAGAIN_SEAL_KEY); used when set and non-empty.
+	KeyEnv string `mapstructure:"key_env"`
+	// KeyFile is the file holding the local master key (created with a random key, mode 0600, when
+	// missing); empty means key_dir/master.key. It must lie outside data_dir.
+	KeyFile string `mapstructure:"key_file"`
+	// DataDir is the collector's data directory: a key file inside it is refused at start, naming
+	// both paths (whoever holds the data directory would hold the key that opens it).
+	DataDir string `mapstructure:"data_dir"`
+	// AllowKeyInDataDir accepts a key file inside data_dir (a test machine, an encrypted disk).
+	AllowKeyInDataDir bool `mapstructure:"allow_key_in_data_dir"`
+}
+
+// master is the seal package's view of where the master key comes from.
+func (s SealConfig) master() seal.Master {
+	return seal.Master{KeeperURL: s.KeeperURL, KeyEnv: s.KeyEnv, KeyFile: s.KeyFile, DataDir: s.DataDir, AllowKeyInDataDir: s.AllowKeyInDataDir}
 }
 
 // DefaultCleanCacheMiB is the default of clean_cache_mib: 8 MiB hold about 50,000 verdicts
@@ -112,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HashKeyEnv != "" && !envNameRE.MatchString(c.HashKeyEnv) {
 		errs = append(errs, fmt.Errorf("hash_key_env: %q is not an environment variable name", c.HashKeyEnv))
+	}
+	if c.SealOriginals.KeyEnv != "" && !envNameRE.MatchString(c.SealOriginals.KeyEnv) {
+		errs = append(errs, fmt.Errorf("seal_originals.key_env: %q is not an environment variable name", c.SealOriginals.KeyEnv))
 	}
 	if c.SealOriginals.KeeperURL != "" && c.SealOriginals.KeyDir == "" {
 		errs = append(errs, errors.New("seal_originals.key_dir: required with seal_originals.keeper_url (the wrapped data keys live there)"))

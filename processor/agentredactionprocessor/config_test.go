@@ -45,17 +45,18 @@ func TestLoadConfig(t *testing.T) {
 
 	cfg, err = loadConfig(t, "sealed")
 	require.NoError(t, err)
-	assert.Equal(t, SealConfig{KeyDir: "/var/lib/runagain/keys"}, cfg.SealOriginals)
+	assert.Equal(t, SealConfig{KeyDir: "/var/lib/runagain/keys", KeyEnv: "RUNAGAIN_SEAL_KEY", KeyFile: "/etc/runagain/seal.key", DataDir: "/var/lib/runagain"}, cfg.SealOriginals)
 }
 
 func TestLoadInvalidConfig(t *testing.T) {
 	for name, field := range map[string]string{
-		"bad_regex":  "custom_rules[0].regex",
-		"bad_action": "rule_actions[email]",
-		"bad_rule":   "disabled_rules",
-		"bad_env":    "hash_key_env",
-		"bad_seal":   "seal_originals.key_dir",
-		"bad_cache":  "clean_cache_mib",
+		"bad_regex":    "custom_rules[0].regex",
+		"bad_action":   "rule_actions[email]",
+		"bad_rule":     "disabled_rules",
+		"bad_env":      "hash_key_env",
+		"bad_seal":     "seal_originals.key_dir",
+		"bad_seal_env": "seal_originals.key_env",
+		"bad_cache":    "clean_cache_mib",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

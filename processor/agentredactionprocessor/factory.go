@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/runagain/runagain/internal/seal"
 	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadata"
 )
 
@@ -22,7 +23,8 @@ func NewFactory() processor.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{HashKeyEnv: DefaultHashKeyEnv, RefuseInvalidSpans: true, CleanCacheMiB: DefaultCleanCacheMiB}
+	return &Config{HashKeyEnv: DefaultHashKeyEnv, RefuseInvalidSpans: true, CleanCacheMiB: DefaultCleanCacheMiB,
+		SealOriginals: SealConfig{KeyEnv: seal.DefaultKeyEnv}}
 }
 
 var capabilities = processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true})

@@ -25,13 +25,16 @@ import (
 )
 
 type redactionProcessor struct {
-	r                               *redact.Redactor
-	ignored                         map[string]bool
-	telemetry                       *metadata.TelemetryBuilder
-	ruleAttrs                       map[string]metric.MeasurementOption
-	logger                          *zap.Logger
-	keys                            *seal.Keys // nil unless seal_originals.enabled
-	refuse                          bool       // refuse_invalid_spans
+	r         *redact.Redactor
+	ignored   map[string]bool
+	telemetry *metadata.TelemetryBuilder
+	ruleAttrs map[string]metric.MeasurementOption
+	logger    *zap.Logger
+	keys      *seal.Keys // nil unless seal_originals.enabled
+	// secretsOnly is the redactor without the PII rules: what is sealed is the original with the
+	// credentials still redacted (nil unless sealing)
+	secretsOnly                     *redact.Redactor
+	refuse                          bool // refuse_invalid_spans
 	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
 	// cache hits and misses already reported to telemetry (report adds what came since)
 	reportedHits, reportedMisses atomic.Int64
@@ -76,11 +79,21 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 	}
 	set.Logger.Debug("agent_redaction rules", zap.Strings("rules", r.Rules()))
 	if cfg.SealOriginals.KeyDir != "" {
-		k, err := seal.OpenKeys(context.Background(), cfg.SealOriginals.KeyDir, cfg.SealOriginals.KeeperURL)
+		k, err := seal.OpenKeysWith(context.Background(), cfg.SealOriginals.KeyDir, cfg.SealOriginals.master())
 		if err != nil {
 			return nil, fmt.Errorf("agent_redaction: seal_originals: %w", err)
 		}
 		p.keys = k
+		so := rc
+		for _, name := range r.Rules() {
+			if r.CategoryOf(name) == redact.CategoryPII {
+				so.Disabled = append(so.Disabled, name)
+			}
+		}
+		so.CleanCache = nil
+		if p.secretsOnly, err = redact.New(so); err != nil {
+			return nil, fmt.Errorf("agent_redaction: seal_originals: %w", err)
+		}
 		p.ignored[seal.AttrSession] = true
 	}
 	return p, nil
@@ -344,6 +357,7 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 					}
 				}
 				if p.keys != nil && n > 0 {
+					p.withoutCredentials(span.Attributes(), before)
 					if _, err := seal.SealChanged(ctx, p.keys, span, rs.Resource().Attributes(), before); err != nil {
 						// never store the value in clear: the redacted span goes on, the original is lost
 						p.logger.Error("agent_redaction: sealing an original failed; the redacted value is kept without it", zap.Error(err))
@@ -402,4 +416,57 @@ func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	}
 	p.report(ctx, &t)
 	return ld, nil
+}
+
+// withoutCredentials turns the originals in before (attribute values before redaction) into
+// what may be sealed: each changed value with the findings of the secret rules redacted again
+// (a credential is never sealed: replay does not need it), and no entry at all for a value whose
+// every change was a credential (an Authorization or Cookie header, an API key), which then
+// keeps only its redacted form.
+func (p *redactionProcessor) withoutCredentials(attrs pcommon.Map, before map[string]pcommon.Value) {
+	for key, orig := range before {
+		cur, ok := attrs.Get(key)
+		if ok && cur.Equal(orig) {
+			continue
+		}
+		v := pcommon.NewValueEmpty()
+		orig.CopyTo(v)
+		if drop := redactIn(p.secretsOnly, key, v); drop || (ok && v.Equal(cur)) {
+			delete(before, key) // nothing but credentials changed: nothing to seal
+			continue
+		}
+		before[key] = v
+	}
+}
+
+// redactIn redacts v in place with r as the processor does (strings, bytes holding text, and
+// strings nested in slices and maps); it reports whether the whole value is to be dropped.
+func redactIn(r *redact.Redactor, key string, v pcommon.Value) bool {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		out, fs, _ := r.RedactValue(key, v.Str())
+		if redact.HasDrop(fs) {
+			return true
+		}
+		if len(fs) > 0 {
+			v.SetStr(out)
+		}
+	case pcommon.ValueTypeBytes:
+		b := v.Bytes().AsRaw()
+		if !utf8.Valid(b) {
+			return false
+		}
+		out, fs, _ := r.RedactValue(key, string(b))
+		if redact.HasDrop(fs) {
+			return true
+		}
+		if len(fs) > 0 {
+			v.SetEmptyBytes().FromRaw([]byte(out))
+		}
+	case pcommon.ValueTypeSlice:
+		v.Slice().RemoveIf(func(e pcommon.Value) bool { return redactIn(r, key, e) })
+	case pcommon.ValueTypeMap:
+		v.Map().RemoveIf(func(k string, e pcommon.Value) bool { return redactIn(r, k, e) })
+	}
+	return false
 }

@@ -97,3 +97,42 @@ func brokenRun(trace pcommon.TraceID, start time.Time, unfinished bool) ptrace.T
 	tool.Attributes().PutStr("gen_ai.tool.name", "lookup")
 	return td
 }
+
+// turnRun is one turn of a conversation: an agent span over one LLM call that read input and
+// answered answer (or failed with fail), taking d.
+func turnRun(trace pcommon.TraceID, start time.Time, session, input, answer, fail string, d time.Duration) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "support-bot")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	root := spans.AppendEmpty()
+	root.SetTraceID(trace)
+	root.SetSpanID(pcommon.SpanID{trace[15], 1})
+	root.SetName("invoke_agent support")
+	root.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	root.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(d)))
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "support")
+	root.Attributes().PutStr("gen_ai.conversation.id", session)
+	llm := spans.AppendEmpty()
+	llm.SetTraceID(trace)
+	llm.SetSpanID(pcommon.SpanID{trace[15], 2})
+	llm.SetParentSpanID(root.SpanID())
+	llm.SetName("chat gpt-4o")
+	llm.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(10 * time.Millisecond)))
+	llm.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(d - 10*time.Millisecond)))
+	a := llm.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.request.model", "gpt-4o")
+	a.PutStr("gen_ai.conversation.id", session)
+	a.PutInt("gen_ai.usage.input_tokens", int64(len(input)))
+	a.PutInt("gen_ai.usage.output_tokens", int64(len(answer)))
+	a.PutStr("gen_ai.input.messages", `[{"role":"system","parts":[{"type":"text","content":"Be brief."}]},{"role":"user","parts":[{"type":"text","content":"`+input+`"}]}]`)
+	if fail != "" {
+		llm.Status().SetCode(ptrace.StatusCodeError)
+		llm.Status().SetMessage(fail)
+	} else {
+		a.PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"`+answer+`"}],"finish_reason":"stop"}]`)
+	}
+	return td
+}

@@ -50,7 +50,13 @@ func TestDiffNamesRerunChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, txt, "b is a rerun of a with: model=gpt-4.1\n")
 
-	do(t, ctx, chromedp.Navigate(ui.URL+"/diff?a="+orig.String()+"&b="+rerun.String()), chromedp.WaitVisible(chromedp.CSS(`#diffgrid`)))
+	// Compare from the sessions list: tick both runs; the older one is A.
+	do(t, ctx, chromedp.Navigate(ui.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#runs tbody tr`)),
+		chromedp.Click(chromedp.CSS(`#runs tr[data-trace="`+orig.String()+`"] input[name=run]`)),
+		chromedp.Click(chromedp.CSS(`#runs tr[data-trace="`+rerun.String()+`"] input[name=run]`)),
+		chromedp.Click(chromedp.CSS(`#compare-btn`)),
+		chromedp.WaitVisible(chromedp.CSS(`#diffgrid`)))
+	assert.Equal(t, ui.URL+"/diff?a="+orig.String()+"&b="+rerun.String(), eval[string](t, ctx, `location.href`))
 	assert.Equal(t, "Changed on purpose: b is a rerun of a with: model=gpt-4.1", eval[string](t, ctx, `document.querySelector('#changes').textContent`))
 	assert.True(t, eval[bool](t, ctx, `document.querySelector('#changes').compareDocumentPosition(document.querySelector('#first-difference-text')) == Node.DOCUMENT_POSITION_FOLLOWING`),
 		"the changes come before the first difference")

@@ -202,13 +202,17 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	assert.Contains(t, errOut, `params.arguments.text: expected "buy milk", got "buy oats"`)
 	assert.Contains(t, errOut, "agent failed: MCP error -32001", "the agent got the JSON-RPC error")
 	untouched("diverged replay")
+	// The record is on the replay's own run (pointing at the original's span); the original stays clean.
+	rm := replayRunRE.FindStringSubmatch(errOut)
+	require.NotNil(t, rm, errOut)
 	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(cli(t, col, "show", trace), "params.arguments.text") {
+	for !strings.Contains(cli(t, col, "show", rm[1]), "params.arguments.text") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the divergence record is not listed with the run:\n%s", cli(t, col, "show", trace))
+			t.Fatalf("the divergence record is not listed with the replay run:\n%s", cli(t, col, "show", rm[1]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	assert.NotContains(t, cli(t, col, "show", trace), "params.arguments.text", "the original run stays clean")
 
 	// Rerun with another model: the LLM calls go live, the MCP calls are served.
 	out, errOut, code = run(nil, cmdline("rerun", append([]string{trace, "--set", "model=gpt-4.1-mini"}, route...)...)...)
@@ -217,6 +221,11 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	assert.Equal(t, int64(6), llmCalls.Load(), "three LLM calls live")
 	assert.Contains(t, errOut, "MCP (notes): 4 served from the recording, 0 refused, 0 sent live")
 	untouched("rerun")
+	m = regexp.MustCompile(`new run ([0-9a-f]{32})`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	waitRunSpans(t, col.DataDir, m[1], 1+3+5)
+	assert.Contains(t, cli(t, col, "show", m[1]), "exchanges: 3 HTTP, 5 MCP (servers: notes): 0 recorded, 5 served from the recording, 3 sent live, 0 refused")
+	assert.Contains(t, cli(t, col, "show", trace), "exchanges: 3 HTTP, 5 MCP (servers: notes): 8 recorded, 0 served")
 
 	// A dataset of the run: the test passes, then fails when the agent's tool arguments change.
 	out, errOut, code = run(nil, "dataset", "add", "notes", trace, "--expect", "tools=recorded")
@@ -267,4 +276,36 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	assert.Contains(t, errOut, "MCP (notes): 3 served from the recording, 0 refused, 1 sent live")
 	b, _ := stat()
 	assert.Equal(t, "start\nbuy milk\nbuy oats\n", b, "the allowed live write happened once")
+
+	// Diff sees the MCP tool like any tool: a rerun whose agent writes another note, sent live.
+	out, errOut, code = run([]string{"NOTE_OVERRIDE=buy oats"}, cmdline("rerun", append([]string{trace, "--allow-live-writes", "notes"}, route...)...)...)
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	m = regexp.MustCompile(`new run ([0-9a-f]{32})`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	waitRunSpans(t, col.DataDir, m[1], 1+3+5)
+	diff := cli(t, col, "diff", trace, m[1])
+	assert.Contains(t, diff, "first difference: step 2 (tool append_note): tool arguments differ at text", diff)
+	assert.Contains(t, diff, "- text: buy milk\n    + text: buy oats")
+	assert.Contains(t, diff, "= step 4/4  tool read_notes")
+
+	// Without a runagain command around the agent, runagain mcp sends its spans to the collector
+	// itself (RUNAGAIN_ENDPOINT found in the agent's environment), as a run of its own.
+	before := map[string]bool{}
+	for _, r := range sessions(t, col) {
+		before[r.TraceID] = true
+	}
+	direct := exec.Command(node, agent[2])
+	direct.Env = append(append(os.Environ(), env...), "OPENAI_BASE_URL="+model.URL+"/v1", "RUNAGAIN_ENDPOINT="+col.GRPC, "NOTES_FILE="+filepath.Join(dir, "direct.txt"))
+	dout, err := direct.CombinedOutput()
+	require.NoError(t, err, "%s", dout)
+	var own string
+	for deadline := time.Now().Add(15 * time.Second); own == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, r := range sessions(t, col) {
+			if !before[r.TraceID] && r.Spans == 6 {
+				own = r.TraceID
+			}
+		}
+	}
+	require.NotEmpty(t, own, "a run with the session's 5 exchanges and its root span")
+	assert.Contains(t, cli(t, col, "show", own), "runagain mcp notes")
 }

@@ -51,7 +51,8 @@ func TestHelperHTTPGet(t *testing.T) {
 func TestSealedOriginalsReplayExactly(t *testing.T) {
 	dataDir := t.TempDir()
 	keyDir := filepath.Join(dataDir, "keys")
-	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir, Env: []string{"RUNAGAIN_SEAL_KEY_DIR=" + keyDir}})
+	keyFile := filepath.Join(t.TempDir(), "seal.key") // the master key outside the data directory
+	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir, Env: []string{"RUNAGAIN_SEAL_KEY_DIR=" + keyDir, seal.DefaultKeyFileEnv + "=" + keyFile}})
 	file, err := filepath.Abs("testdata/crm_contact_wiremock.json")
 	require.NoError(t, err)
 	res, err := importer.ParseFile(file)
@@ -101,7 +102,7 @@ func TestSealedOriginalsReplayExactly(t *testing.T) {
 	run, err := db.Run(context.Background(), traceID)
 	db.Close()
 	require.NoError(t, err)
-	keys, err := seal.OpenKeys(context.Background(), keyDir, "")
+	keys, err := seal.OpenKeysWith(context.Background(), keyDir, seal.Master{KeyFile: keyFile})
 	require.NoError(t, err)
 	_, err = keys.DataKey(context.Background(), traceID, false)
 	assert.True(t, errors.Is(err, seal.ErrErased), "data key still there: %v", err)

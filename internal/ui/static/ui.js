@@ -336,8 +336,46 @@
       .then(function (t) { pre.textContent = t; });
   }, true);
 
+  // Diff page: n / N (and the button) scroll to the next / previous pair that differs.
+  function diffNav(grid) {
+    var cur = -1;
+    function go(d) {
+      var ps = grid.querySelectorAll(".pair:not(.same):not(.fold)");
+      if (!ps.length) return;
+      if (cur < 0) {
+        // start from what is on screen
+        for (cur = 0; cur < ps.length && ps[cur].querySelector(".cell").getBoundingClientRect().top < 80; cur++);
+        cur = d > 0 ? cur : cur - 1;
+      } else cur += d;
+      cur = (cur + ps.length) % ps.length;
+      grid.querySelectorAll(".pair.current").forEach(function (e) { e.classList.remove("current"); });
+      ps[cur].classList.add("current");
+      (ps[cur].querySelector(".cell") || ps[cur]).scrollIntoView({ block: "start" }); // a pair is display: contents
+      history.replaceState(null, "", "#" + (ps[cur].querySelector("[id^=pair-]") || ps[cur]).id);
+    }
+    document.querySelectorAll("[data-nextdiff]").forEach(function (b) { b.addEventListener("click", function () { go(1); }); });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.target.closest("input, textarea, select") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      if (ev.key === "n" || ev.key === "N") { ev.preventDefault(); go(ev.key === "n" ? 1 : -1); }
+    });
+  }
+
+  // Times: shown in the browser's time zone, UTC on hover.
+  function localTimes() {
+    document.querySelectorAll("time[datetime]").forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      var p = function (n) { return String(n).padStart(2, "0"); };
+      t.textContent = d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds());
+      t.setAttribute("data-local", "1");
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes();
     var tl = document.getElementById("timeline");
     if (tl) timeline(tl);
+    var dg = document.getElementById("diffgrid");
+    if (dg) diffNav(dg);
   });
 })();

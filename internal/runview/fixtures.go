@@ -1,0 +1,94 @@
+package runview
+
+import (
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/mcp"
+	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// FixtureCounts are a run's recorded exchanges (HTTP and MCP over stdio) and, for a rerun or
+// test run, what was served from the recording, sent live and refused (runagain.rerun.source on
+// each exchange), and the side-effect firewall's refusals (divergence records with
+// runagain.replay.refusal).
+type FixtureCounts struct {
+	HTTP      int `json:"http"`
+	MCP       int `json:"mcp"`
+	Served    int `json:"served"`
+	Live      int `json:"live"`
+	Refused   int `json:"refused"`
+	Firewall  int `json:"firewall_refusals"`
+	Recorded  int `json:"recorded"` // exchanges without a rerun source: recorded live by proxy --record or runagain mcp
+	mcpServer map[string]bool
+	Servers   []string `json:"mcp_servers,omitempty"`
+}
+
+// Fixtures counts the run's exchanges; nil when it has none.
+func (v *View) Fixtures() *FixtureCounts {
+	if v.Run == nil {
+		return nil
+	}
+	return fixtureCounts(v.Run)
+}
+
+func fixtureCounts(run *store.Run) *FixtureCounts {
+	fc := &FixtureCounts{mcpServer: map[string]bool{}}
+	rss := run.Traces.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				fc.add(spans.At(k))
+			}
+		}
+	}
+	rls := run.Logs.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				a := lrs.At(k).Attributes()
+				_, http := a.Get(proxy.AttrRefusal)
+				_, rpc := a.Get(mcp.AttrRefusal)
+				if http || rpc {
+					fc.Firewall++
+				}
+			}
+		}
+	}
+	if fc.HTTP+fc.MCP == 0 {
+		return nil
+	}
+	return fc
+}
+
+func (fc *FixtureCounts) add(sp ptrace.Span) {
+	a := sp.Attributes()
+	switch {
+	case fixture.IsFixture(sp):
+		fc.HTTP++
+	case mcp.IsExchange(sp):
+		fc.MCP++
+		if v, ok := a.Get(mcp.AttrServer); ok && !fc.mcpServer[v.Str()] {
+			fc.mcpServer[v.Str()] = true
+			fc.Servers = append(fc.Servers, v.Str())
+		}
+	default:
+		return
+	}
+	src, _ := a.Get(proxy.AttrRerunSource)
+	switch src.Str() {
+	case "recording":
+		fc.Served++
+	case "live":
+		fc.Live++
+	case "refused":
+		fc.Refused++
+	default:
+		fc.Recorded++
+	}
+}

@@ -1,0 +1,194 @@
+package ui
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// previewLen bounds the one-line previews of the run list and the session page (runes).
+const previewLen = 140
+
+// runPreview is what a row of the run list says about a run beyond its numbers: its name (the
+// root span's, or its agent's), the first user input, and how it ended (the first error, else the
+// last output), each one line.
+type runPreview struct {
+	Name    string
+	Input   string
+	Outcome string
+	Failed  bool // Outcome is an error
+}
+
+// previewOf reads a run's preview from its read model: messages as recorded (offloaded payloads
+// stay references here; the run page fetches them).
+func previewOf(c *cachedRun) runPreview {
+	var p runPreview
+	for _, n := range c.nodes {
+		if n.Depth == 0 {
+			p.Name = n.Span.Name()
+			break
+		}
+	}
+	if len(c.detail.Agents) > 0 && (p.Name == "" || !strings.Contains(p.Name, c.detail.Agents[0])) {
+		if p.Name != "" {
+			p.Name = c.detail.Agents[0] + " · " + p.Name
+		} else {
+			p.Name = c.detail.Agents[0]
+		}
+	}
+	for _, n := range c.nodes {
+		if n.Span.Status().Code() == ptrace.StatusCodeError {
+			msg := n.Span.Status().Message()
+			if msg == "" {
+				if v, ok := n.Span.Attributes().Get(genai.AttrErrorType); ok {
+					msg = v.AsString()
+				}
+			}
+			p.Outcome, p.Failed = oneLine(n.Span.Name()+": "+msg), true
+			break
+		}
+	}
+	for _, i := range c.steps {
+		cm, err := c.view.Messages(c.nodes[i])
+		if err != nil {
+			continue
+		}
+		if p.Input == "" {
+			for _, m := range cm.Input {
+				if m.Role == "user" {
+					if t := partsText(m.Parts); t != "" {
+						p.Input = oneLine(t)
+						break
+					}
+				}
+			}
+		}
+		if !p.Failed {
+			for _, m := range cm.Output {
+				if t := partsText(m.Parts); t != "" {
+					p.Outcome = oneLine(t)
+				}
+			}
+		}
+	}
+	return p
+}
+
+func partsText(ps []genai.Part) string {
+	var b strings.Builder
+	for _, p := range ps {
+		switch p.Type {
+		case "text", "":
+			b.WriteString(p.Content)
+			b.WriteByte(' ')
+		case "tool_call":
+			b.WriteString("→ " + p.Name + "() ")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// oneLine folds whitespace and cuts s to previewLen runes.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > previewLen {
+		r := []rune(s)
+		s = string(r[:previewLen]) + "…"
+	}
+	return s
+}
+
+// Sort keys of the run list (?sort=KEY, ?order=asc|desc; newest first by default).
+var sortKeys = map[string]func(a, b sessionRow) bool{
+	"start":    func(a, b sessionRow) bool { return a.Start.Before(b.Start) },
+	"duration": func(a, b sessionRow) bool { return a.Duration() < b.Duration() },
+	"cost":     func(a, b sessionRow) bool { return a.D.CostUSD < b.D.CostUSD },
+	"tokens": func(a, b sessionRow) bool {
+		return a.InputTokens+a.OutputTokens < b.InputTokens+b.OutputTokens
+	},
+	"errors": func(a, b sessionRow) bool { return a.Errors < b.Errors },
+}
+
+// sortRows orders rows by key (ascending unless desc), ties newest first.
+func sortRows(rows []sessionRow, key string, desc bool) {
+	less := sortKeys[key]
+	sort.SliceStable(rows, func(i, j int) bool {
+		if desc {
+			return less(rows[j], rows[i])
+		}
+		return less(rows[i], rows[j])
+	})
+}
+
+// matchesText reports whether a listed run contains q (lower case) in its ids, name, agents,
+// models or previews.
+func matchesText(r sessionRow, q string) bool {
+	for _, s := range append([]string{r.TraceID, r.SessionID, r.D.Preview.Name, r.D.Preview.Input, r.D.Preview.Outcome},
+		append(r.Models, r.D.Agents...)...) {
+		if strings.Contains(strings.ToLower(s), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// distinctIDs gives each row's trace id shortened to the fewest characters (at least 8) that
+// tell it apart from every other id on the page.
+func distinctIDs(rows []sessionRow) {
+	for i := range rows {
+		n := 8
+		for j := range rows {
+			if i == j {
+				continue
+			}
+			a, b := rows[i].TraceID, rows[j].TraceID
+			k := 0
+			for k < len(a) && k < len(b) && a[k] == b[k] {
+				k++
+			}
+			n = max(n, k+1)
+		}
+		rows[i].ShortID = rows[i].TraceID[:min(n, len(rows[i].TraceID))]
+	}
+}
+
+// ---- Session page ----
+
+type sessionPageView struct {
+	Title   string
+	Session string
+	Turns   []sessionRow
+	Err     string
+}
+
+// sessionPage lists the runs of one session (a multi-turn conversation, or an agent's session)
+// oldest first: each turn's input and answer (or error), with links into each run.
+func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("session")
+	v := sessionPageView{Title: "Session " + shorten(id, 16), Session: id}
+	sums, err := s.opts.Reader.Runs(r.Context(), store.RunFilter{SessionID: id})
+	if err != nil {
+		s.failPage(w, r, err)
+		return
+	}
+	if len(sums) == 0 {
+		s.failPage(w, r, badRequest("no run of session %q is stored", id))
+		return
+	}
+	for _, sum := range sums {
+		v.Turns = append(v.Turns, sessionRow{RunSummary: sum, D: s.detail(r.Context(), sum)})
+	}
+	sortRows(v.Turns, "start", false)
+	distinctIDs(v.Turns)
+	s.render(w, "session.html", v)
+}
+
+// localTime is the RFC 3339 form the pages' script shows in the browser's time zone.
+func localTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
