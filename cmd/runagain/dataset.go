@@ -14,6 +14,7 @@ import (
 	"github.com/runagain/runagain/internal/dataset"
 	fx "github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/store"
 )
 
 // datasetsURLFlag is where datasets are kept: a gocloud.dev/blob URL (RUNAGAIN_DATASETS_URL,
@@ -131,7 +132,7 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 		if err := res.RehydrateLogs(ctx, run.Logs); err != nil {
 			return fmt.Errorf("run %s: rehydrating log payloads: %w", arg, err)
 		}
-		facts, err := dataset.RunFacts(run.Traces, run.Logs)
+		facts, err := factsOf(ctx, run)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", arg, err)
 		}
@@ -378,7 +379,7 @@ func caseInput(c *dataset.Case) string {
 	if c.Expect != nil && c.Expect.Input != "" {
 		return c.Expect.Input
 	}
-	if f, err := dataset.RunFacts(c.Traces, c.Logs); err == nil {
+	if f, err := factsOf(context.Background(), &store.Run{TraceID: c.TraceID, Traces: c.Traces, Logs: c.Logs}); err == nil {
 		return f.Input
 	}
 	return ""

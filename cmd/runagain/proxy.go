@@ -180,11 +180,24 @@ command's. Without a command the proxy serves until interrupted.`,
 	return cmd
 }
 
+// commandFound fails, naming the command, when COMMAND cannot be started (not found on PATH, or
+// not an executable file), before anything listens or records: without it a missing command
+// stored an empty run first.
+func commandFound(verb, name string) error {
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("%s: cannot run %q: %w", verb, name, err)
+	}
+	return nil
+}
+
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	errOut := cmd.ErrOrStderr()
 	logger := log.New(errOut, "", 0)
 	sandboxed := false
 	if len(args) > 0 {
+		if err := commandFound("proxy", args[0]); err != nil {
+			return err
+		}
 		var err error
 		if sandboxed, err = o.sb.enabled("proxy", errOut); err != nil {
 			return err

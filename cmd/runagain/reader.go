@@ -48,11 +48,9 @@ func openReader() (store.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	prices, err := openPricing()
-	if err != nil {
+	if _, err := openPricing(); err != nil { // a bad pricing section fails before anything is read
 		return nil, err
 	}
-	store.SetPrices(prices) // store.SpanCost (diff, dataset) prices with the configured table
 	if err := checkColdURL(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
@@ -55,6 +56,20 @@ func buildView(ctx context.Context, run *store.Run) (*runview.View, func(), erro
 		fmt.Fprintf(os.Stderr, "runagain: some payloads stay as references: %v\n", v.RehydrateErr)
 	}
 	return v, closeFn, nil
+}
+
+// factsOf is dataset.RunFacts of run read with the configured prices and session keys; its
+// payloads must already be rehydrated.
+func factsOf(ctx context.Context, run *store.Run) (*dataset.Facts, error) {
+	o, err := viewOptions()
+	if err != nil {
+		return nil, err
+	}
+	v, err := runview.Build(ctx, run, o)
+	if err != nil {
+		return nil, err
+	}
+	return dataset.RunFacts(v)
 }
 
 // rehydrateRun replaces offloaded payload references (K_ref) with their content (K), verifying

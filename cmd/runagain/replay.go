@@ -76,6 +76,11 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(args) > 0 {
+		if err := commandFound("replay", args[0]); err != nil {
+			return err
+		}
+	}
 	run, tid, err := loadRecordedRun(ctx, traceID, "replayed", errOut)
 	if err != nil {
 		return err

@@ -223,24 +223,17 @@ func rerunRootSpan(root proxy.Root, orig *store.Run, args []string, start, end t
 	td := rootSpan(root, args, start, end, code)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain rerun " + filepath.Base(args[0]))
-	a := sp.Attributes()
-	a.PutStr(proxy.AttrRerunOriginalTrace, orig.TraceID)
-	ch := a.PutEmptySlice(proxy.AttrRerunChanges)
-	for _, c := range changes {
-		ch.AppendEmpty().SetStr(c)
+	r := proxy.RerunOf{OriginalTrace: mustTraceID(orig.TraceID), Changes: changes, FromStep: fromStep}
+	if changes == nil {
+		r.Changes = []string{}
 	}
-	if fromStep > 0 {
-		a.PutInt(proxy.AttrRerunFromStep, int64(fromStep))
+	if first != nil {
+		r.FirstDeparture = first.LLMCall
 	}
-	if first != nil && first.LLMCall > 0 {
-		a.PutInt(proxy.AttrRerunFirstDeparture, int64(first.LLMCall))
-	}
-	link := sp.Links().AppendEmpty()
-	link.SetTraceID(mustTraceID(orig.TraceID))
 	if roots, _ := store.Order(orig.Traces, nil); len(roots) > 0 {
-		link.SetSpanID(roots[0].Span.SpanID())
+		r.OriginalRoot = roots[0].Span.SpanID()
 	}
-	link.Attributes().PutStr("runagain.link.type", "rerun_of")
+	proxy.MarkRerun(sp, r)
 	return td
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/termsafe"
@@ -149,7 +148,7 @@ func failedRuns(ctx context.Context, rd store.Reader, runs []store.RunSummary) (
 			if err != nil {
 				return nil, nil, fmt.Errorf("run %s: %w", r.TraceID, err)
 			}
-			f, err := dataset.RunFacts(ptrace.NewTraces(), run.Logs)
+			f, err := factsOf(ctx, &store.Run{TraceID: run.TraceID, Traces: ptrace.NewTraces(), Logs: run.Logs, Tier: run.Tier})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -60,7 +60,8 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 			if err != nil {
 				return err
 			}
-			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, Prices: vo.Prices, SessionKeys: vo.SessionKeys})
+			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, Prices: vo.Prices, SessionKeys: vo.SessionKeys,
+				Quarantine: readQuarantine})
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -115,6 +116,13 @@ func (b *batch) build() plog.Logs {
 				traceIDs.AppendEmpty().SetStr(r.trace.String())
 			}
 		}
+		// The alert's identity: its rule, its run and the spans it points at (a re-import after a
+		// restart raises the same alert again; the store keeps it once).
+		parts := []string{AlertEventName, a.kind, a.rule, a.at.trace.String(), a.at.span.String()}
+		for i := 0; i < spanIDs.Len(); i++ {
+			parts = append(parts, traceIDs.At(i).Str()+"/"+spanIDs.At(i).Str())
+		}
+		attrs.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(parts...))
 		for _, e := range a.evidence {
 			switch v := e.value.(type) {
 			case int64:

@@ -11,9 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/corpus"
 	"github.com/runagain/runagain/internal/importer"
+	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/store"
 )
 
 const (
@@ -27,7 +30,7 @@ func corpusCase(t *testing.T, rel string, expects ...string) *Case {
 	res, err := importer.ParseFile(filepath.Join(corpus.Dir(t), rel))
 	require.NoError(t, err)
 	tid := res.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
-	f, err := RunFacts(res.Traces, plog.NewLogs())
+	f, err := factsOf(t, res.Traces, plog.NewLogs())
 	require.NoError(t, err)
 	ex := &CaseExpect{}
 	for _, s := range expects {
@@ -72,13 +75,13 @@ func TestVersionsExportImport(t *testing.T) {
 	for _, c := range cs {
 		byID[c.ID] = c
 	}
-	fb, err := RunFacts(byID[b.ID].Traces, byID[b.ID].Logs)
+	fb, err := factsOf(t, byID[b.ID].Traces, byID[b.ID].Logs)
 	require.NoError(t, err)
 	assert.Equal(t, "http", fb.MessagesSource)
 	require.NotEmpty(t, fb.Tools, "the tools cassette asks for tool calls")
 	assert.Equal(t, "get_current_weather", fb.Tools[0].Name)
 	for _, c := range cs {
-		f, err := RunFacts(c.Traces, c.Logs)
+		f, err := factsOf(t, c.Traces, c.Logs)
 		require.NoError(t, err)
 		for _, e := range c.Expect.Expect {
 			assert.Nil(t, e.Check(f), "case %s: %s holds on the recorded run", c.ID, e.Name())
@@ -244,4 +247,14 @@ func TestParseExpect(t *testing.T) {
 	fail := e.Check(f)
 	assert.Equal(t, `output contains "London"`, fail.Expectation)
 	assert.Contains(t, fail.Got, "Paris")
+}
+
+// factsOf is RunFacts of the run td, ld read with the read model's default options.
+func factsOf(t *testing.T, td ptrace.Traces, ld plog.Logs) (*Facts, error) {
+	t.Helper()
+	v, err := runview.Build(context.Background(), &store.Run{TraceID: "run", Traces: td, Logs: ld}, runview.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return RunFacts(v)
 }

@@ -7,25 +7,23 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
-	"github.com/runagain/runagain/internal/llmhttp"
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/runview/rule"
 )
 
 // Event names and attributes read from a run's log records (agent_guard alerts and replay
 // divergences; their writers are connector/agentguardconnector and internal/proxy).
 const (
-	EventAlert      = "runagain.alert"
-	AttrAlertKind   = "alert.kind"
-	EventDivergence = "runagain.replay.divergence"
-	attrDivField    = "runagain.replay.divergence.field"
-	attrDivExpected = "runagain.replay.divergence.expected"
-	attrDivGot      = "runagain.replay.divergence.got"
-	attrDivRequest  = "runagain.replay.request.index"
+	EventAlert      = runagainattr.EventAlert
+	AttrAlertKind   = runagainattr.AttrAlertKind
+	EventDivergence = runagainattr.EventDivergence
+	attrDivField    = runagainattr.DivergenceField
+	attrDivExpected = runagainattr.DivergenceExpected
+	attrDivGot      = runagainattr.DivergenceGot
+	attrDivRequest  = runagainattr.DivergenceRequest
 )
 
 // ToolCall is one tool call the model asked for.
@@ -59,136 +57,81 @@ type Facts struct {
 	MessagesSource string `json:"messages_source,omitempty"`
 }
 
-// RunFacts reads the facts of a run (payloads rehydrated). LLM calls are the run's GenAI LLM
-// spans (genai.Classify) read with genai.LLMCallMessages; a run without any (an agent recorded
-// only through the proxy) uses its recorded HTTP exchanges instead, with the GenAI attributes the
-// proxy or importer derived at record time (docs/architecture.md "Derived at record time"; for older
-// recordings llmhttp.Derive reads them from the bodies now, on a copy). Tool calls are the
-// tool_call parts of the calls' output messages, else the run's tool spans (MCP tools/call
+// RunFacts reads the facts of a run from its read model (runview.Build with the configured prices;
+// payloads rehydrated). LLM calls are the View's counted LLM steps (runview/rule: an instrumented
+// agent's calls, or the recorded HTTP exchanges no instrumented call covers, with the GenAI
+// attributes derived from their bodies), read with genai.LLMCallMessages; steps, tokens and cost
+// are the View's totals, so a budget checks the number every other view shows. Tool calls are
+// the tool_call parts of the calls' output messages, else the run's tool steps (MCP tools/call
 // exchanges included).
-func RunFacts(td ptrace.Traces, ld plog.Logs) (*Facts, error) {
-	f := &Facts{Tools: []ToolCall{}}
-	_, flat := store.Order(td, nil)
-	logsBySpan := map[pcommon.SpanID][]plog.LogRecord{}
-	for i := 0; i < ld.ResourceLogs().Len(); i++ {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			for k := 0; k < sls.At(j).LogRecords().Len(); k++ {
-				lr := sls.At(j).LogRecords().At(k)
-				logsBySpan[lr.SpanID()] = append(logsBySpan[lr.SpanID()], lr)
-			}
-		}
-	}
-	var first, last time.Time
-	type call struct {
-		msgs  genai.CallMessages
-		attrs pcommon.Map
-		start pcommon.Timestamp
-	}
-	var spanCalls, httpCalls []call
-	var toolSpans []ToolCall
-	for _, n := range flat {
-		sp := n.Span
-		s, e := sp.StartTimestamp().AsTime(), sp.EndTimestamp().AsTime()
-		if first.IsZero() || s.Before(first) {
-			first = s
-		}
-		if e.After(last) {
-			last = e
-		}
-		a := sp.Attributes()
-		fromHTTP := fixture.IsFixture(sp)
-		if fromHTTP && genai.Classify(a) == genai.KindOther {
-			// Recorded before the proxy and importer derived GenAI attributes at record time:
-			// read them from the bodies now, on a copy (the recorded span is never changed).
-			if ex, err := fixture.FromSpan(sp); err == nil {
-				tmp := ptrace.NewSpan()
-				sp.CopyTo(tmp)
-				if llmhttp.Derive(ex, tmp.Attributes()) != llmhttp.APINone {
-					sp, a = tmp, tmp.Attributes()
-				}
-			}
-		}
-		switch genai.Classify(a) {
-		case genai.KindLLM:
-			cm, err := genai.LLMCallMessages(sp, logsBySpan[sp.SpanID()])
+func RunFacts(v *runview.View) (*Facts, error) {
+	f := &Facts{Tools: []ToolCall{}, Steps: v.Totals.LLMCalls, Tokens: v.Totals.InputTokens + v.Totals.OutputTokens,
+		CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced, Duration: v.Totals.Duration}
+	var toolSteps []ToolCall
+	var calls []genai.CallMessages
+	fromSpans := false
+	for _, st := range v.Steps {
+		n := v.Nodes[st.Node]
+		switch st.Kind {
+		case rule.StepLLM:
+			cm, err := v.Messages(n)
 			if err != nil {
-				return nil, fmt.Errorf("span %s: %w", sp.SpanID(), err)
+				return nil, fmt.Errorf("span %s: %w", st.SpanID, err)
 			}
-			c := call{cm, a, sp.StartTimestamp()}
-			if fromHTTP {
-				httpCalls = append(httpCalls, c)
-			} else {
-				spanCalls = append(spanCalls, c)
+			calls = append(calls, cm)
+			if n.Exchange == nil {
+				fromSpans = true
 			}
-		case genai.KindTool:
-			tc := ToolCall{Name: genai.ToolName(a)}
-			if p := genai.ToolArguments(a); p.Value != "" {
+		case rule.StepTool:
+			tc := ToolCall{Name: genai.ToolName(n.Effective.Attributes())}
+			if p := genai.ToolArguments(n.Effective.Attributes()); p.Value != "" {
 				tc.Arguments = jsonValue(p.Value)
 			}
-			toolSpans = append(toolSpans, tc)
+			toolSteps = append(toolSteps, tc)
 		}
 	}
-	calls := spanCalls
-	f.MessagesSource = "spans"
-	if len(calls) == 0 && len(httpCalls) > 0 {
-		calls, f.MessagesSource = httpCalls, "http"
+	switch {
+	case len(calls) == 0:
+	case fromSpans:
+		f.MessagesSource = "spans"
+	default:
+		f.MessagesSource = "http"
 	}
-	if len(calls) == 0 {
-		f.MessagesSource = ""
-	}
-	if !first.IsZero() {
-		f.Duration = last.Sub(first)
-	}
-	for i, c := range calls {
-		f.Steps++
-		f.Tokens += genai.TokenUsage(c.attrs).Total()
-		usd, unpriced := store.SpanCost(c.attrs, c.start)
-		f.CostUSD += usd
-		if unpriced {
-			f.Unpriced++
-		}
+	for i, cm := range calls {
 		if i == 0 {
-			f.Input = lastText(c.msgs.Input, "user")
+			f.Input = lastText(cm.Input, "user")
 		}
-		for _, m := range c.msgs.Output {
+		for _, m := range cm.Output {
 			for _, p := range m.Parts {
 				if p.Type == "tool_call" {
 					f.Tools = append(f.Tools, ToolCall{Name: p.Name, Arguments: p.Arguments})
 				}
 			}
 		}
-		if i == len(calls)-1 && len(c.msgs.Output) > 0 {
-			f.Output = text(c.msgs.Output[len(c.msgs.Output)-1])
+		if i == len(calls)-1 && len(cm.Output) > 0 {
+			f.Output = text(cm.Output[len(cm.Output)-1])
 			f.HasOutput = true
 		}
 	}
-	if len(f.Tools) == 0 && len(toolSpans) > 0 {
-		f.Tools = toolSpans
+	if len(f.Tools) == 0 && len(toolSteps) > 0 {
+		f.Tools = toolSteps
 	}
-	for i := 0; i < ld.ResourceLogs().Len(); i++ {
-		sls := ld.ResourceLogs().At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
-				a := lr.Attributes()
-				switch lr.EventName() {
-				case EventAlert:
-					kind := "unknown"
-					if v, ok := a.Get(AttrAlertKind); ok {
-						kind = v.AsString()
-					}
-					f.Alerts = append(f.Alerts, kind)
-				case EventDivergence:
-					d := &Divergence{Detail: attrStr(a, attrDivField) + ": expected " + attrStr(a, attrDivExpected) + ", got " + attrStr(a, attrDivGot)}
-					if v, ok := a.Get(attrDivRequest); ok {
-						d.Request = int(v.Int())
-					}
-					if f.Divergence == nil || d.Request < f.Divergence.Request {
-						f.Divergence = d
-					}
-				}
+	for _, r := range v.Records {
+		a := r.LogRecord.Attributes()
+		switch r.EventName {
+		case EventAlert:
+			kind := "unknown"
+			if val, ok := a.Get(AttrAlertKind); ok {
+				kind = val.AsString()
+			}
+			f.Alerts = append(f.Alerts, kind)
+		case EventDivergence:
+			d := &Divergence{Detail: attrStr(a, attrDivField) + ": expected " + attrStr(a, attrDivExpected) + ", got " + attrStr(a, attrDivGot)}
+			if val, ok := a.Get(attrDivRequest); ok {
+				d.Request = int(val.Int())
+			}
+			if f.Divergence == nil || d.Request < f.Divergence.Request {
+				f.Divergence = d
 			}
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Attributes of a rerun: on every exchange span of the new run, and on its root span.
@@ -24,17 +26,17 @@ const (
 	// AttrRerunSource is on each exchange of a rerun: "recording" (served from the original run),
 	// "live" (an LLM request sent to its route's upstream) or "refused" (matched nothing; the
 	// client got the divergence error).
-	AttrRerunSource = "runagain.rerun.source"
+	AttrRerunSource = runagainattr.RerunSource
 	// AttrRerunOriginalSpan is the span id of the recorded exchange a "recording" exchange served.
-	AttrRerunOriginalSpan = "runagain.rerun.original_span_id"
+	AttrRerunOriginalSpan = runagainattr.RerunOriginalSpan
 	// AttrRerunLLMCall is the 1-based number of an LLM request in the rerun.
-	AttrRerunLLMCall = "runagain.rerun.llm_call"
+	AttrRerunLLMCall = runagainattr.RerunLLMCall
 	// Root span attributes (set by the CLI): the original run, each change, --from-step, and the
 	// first LLM call that went live.
-	AttrRerunOriginalTrace  = "runagain.rerun.original_trace_id"
-	AttrRerunChanges        = "runagain.rerun.changes"
-	AttrRerunFromStep       = "runagain.rerun.from_step"
-	AttrRerunFirstDeparture = "runagain.rerun.first_departure"
+	AttrRerunOriginalTrace  = runagainattr.RerunOriginalTrace
+	AttrRerunChanges        = runagainattr.RerunChanges
+	AttrRerunFromStep       = runagainattr.RerunFromStep
+	AttrRerunFirstDeparture = runagainattr.RerunFirstDeparture
 )
 
 // DefaultLLMRoutes are the routes whose requests are LLM calls in a rerun: the default routes'

@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -35,19 +34,7 @@ func TestIssue33SecretsFound(t *testing.T) {
 		{"unseen family as a CLI flag", "zorpctl login --token zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s --region eu", []string{"zk_8fK2pQ9xZr7LmN4vB6tY1wE3uD5s"}, []string{"zorpctl login --token ", " --region eu"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			out, fs := r.Redact(c.in)
-			for _, g := range c.gone {
-				if strings.Contains(out, g) {
-					t.Errorf("%q survived: %q (findings %v)", g, out, fs)
-				}
-			}
-			for _, k := range c.kept {
-				if !strings.Contains(out, k) {
-					t.Errorf("%q was changed: %q (findings %v)", k, out, fs)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkGoneKept(t, r, c.in, c.gone, c.kept) })
 	}
 }
 

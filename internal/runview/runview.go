@@ -267,20 +267,12 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 	return v, nil
 }
 
-// RuleSpan is what the counting rule reads of a span as read (kind classified on the effective
-// attributes, derived or not): the one conversion every caller of rule.Apply uses.
-func RuleSpan(s ptrace.Span, exchange, derived bool) rule.Span {
-	a := s.Attributes()
-	return rule.Span{ID: s.SpanID(), Parent: s.ParentSpanID(), Start: s.StartTimestamp(), End: s.EndTimestamp(),
-		Kind: genai.Classify(a), Exchange: exchange, Derived: derived, Model: genai.RequestModel(a),
-		Tool: genai.ToolName(a), HasUsage: genai.TokenUsage(a) != (genai.Usage{})}
-}
-
 // count applies the rule and fills steps, usage, cost and totals.
 func (v *View) count() {
 	in := make([]rule.Span, len(v.Nodes))
 	for i, n := range v.Nodes {
-		in[i] = RuleSpan(n.Effective, n.Exchange != nil || fixture.IsFixture(n.Span), n.Derived)
+		in[i] = rule.FromSpan(n.Effective)
+		in[i].Derived = n.Derived
 	}
 	verdicts := rule.Apply(in)
 	t := &v.Totals

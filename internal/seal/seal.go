@@ -82,14 +82,20 @@ type Master struct {
 	// error naming both paths unless AllowKeyInDataDir).
 	DataDir           string
 	AllowKeyInDataDir bool
+	// NoCreate: a missing key file is not created; the keys then open no data key (DataKey
+	// names what to set) but Destroy works (runagain delete needs no master key).
+	NoCreate bool
 }
 
 // OpenKeys opens the key directory dir with the master key of keeperURL when set, else of
 // $RUNAGAIN_SEAL_KEY, else of the file $RUNAGAIN_SEAL_KEY_FILE, else dir/master.key (what the
-// CLI uses to open what the collector sealed).
+// CLI uses to open what the collector sealed); it never creates a master key.
 func OpenKeys(ctx context.Context, dir, keeperURL string) (*Keys, error) {
-	return OpenKeysWith(ctx, dir, Master{KeeperURL: keeperURL, KeyEnv: DefaultKeyEnv, KeyFile: os.Getenv(DefaultKeyFileEnv)})
+	return OpenKeysWith(ctx, dir, Master{KeeperURL: keeperURL, KeyEnv: DefaultKeyEnv, KeyFile: os.Getenv(DefaultKeyFileEnv), NoCreate: true})
 }
+
+// errNoMaster is returned by DataKey when the keys were opened without a master key.
+var errNoMaster = fmt.Errorf("seal: no master key: set $%s (the key), $%s (its file) or $RUNAGAIN_SEAL_KEEPER_URL (a KMS) as for the collector", DefaultKeyEnv, DefaultKeyFileEnv)
 
 // OpenKeysWith opens the key directory dir (created, mode 0700, when missing) with the master key
 // m names.
@@ -137,6 +143,11 @@ func (m Master) keeper(ctx context.Context, dir string) (*secrets.Keeper, error)
 				"or accept the risk with seal_originals.allow_key_in_data_dir: true", k, d, DefaultKeyFileEnv, m.KeyEnv)
 		}
 	}
+	if m.NoCreate {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
 	key, err := localMasterKey(path)
 	if err != nil {
 		return nil, err
@@ -174,6 +185,9 @@ func resolve(p string) string {
 func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.keeper == nil {
+		return 0, errNoMaster
+	}
 	files, err := filepath.Glob(filepath.Join(k.dir, "sessions", "*.key"))
 	if err != nil {
 		return 0, err
@@ -203,7 +217,9 @@ func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
 	}
 	old := k.keeper
 	k.keeper = next
-	_ = old.Close()
+	if old != nil {
+		_ = old.Close()
+	}
 	return n, nil
 }
 
@@ -280,6 +296,12 @@ func (k *Keys) DataKey(ctx context.Context, session string, create bool) ([]byte
 		return dk, nil
 	}
 	path := k.sessionPath(session)
+	if k.keeper == nil {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !create {
+			return nil, ErrErased
+		}
+		return nil, errNoMaster
+	}
 	for range 2 {
 		wrapped, err := os.ReadFile(path)
 		if err == nil {
@@ -341,7 +363,12 @@ func (k *Keys) Destroy(session string) (bool, error) {
 }
 
 // Close releases the keeper.
-func (k *Keys) Close() error { return k.keeper.Close() }
+func (k *Keys) Close() error {
+	if k.keeper == nil {
+		return nil
+	}
+	return k.keeper.Close()
+}
 
 const version = 1
 

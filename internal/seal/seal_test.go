@@ -24,7 +24,7 @@ func span(td ptrace.Traces) ptrace.Span {
 func TestSealRestoreDestroy(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	k, err := OpenKeys(ctx, dir, "")
+	k, err := OpenKeysWith(ctx, dir, Master{}) // the local key in dir/master.key, created
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +203,37 @@ func TestKeyFileInsideDataDir(t *testing.T) {
 	}
 	if _, err := OpenKeysWith(ctx, t.TempDir(), Master{KeyFile: filepath.Join(t.TempDir(), "seal.key"), DataDir: data}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOpenKeysCreatesNoMasterKey: the CLI's OpenKeys without a master key creates none in the
+// key directory; it can still destroy a session's key, and opening one says what to set.
+func TestOpenKeysCreatesNoMasterKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	kf := filepath.Join(t.TempDir(), "seal.key")
+	c, err := OpenKeysWith(ctx, dir, Master{KeyFile: kf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DataKey(ctx, "s1", true); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	t.Setenv(DefaultKeyEnv, "")
+	t.Setenv(DefaultKeyFileEnv, "")
+	k, err := OpenKeys(ctx, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := os.Stat(filepath.Join(dir, "master.key")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenKeys made a master key in the key directory: %v", err)
+	}
+	if _, err := k.DataKey(ctx, "s1", false); err == nil || !strings.Contains(err.Error(), DefaultKeyFileEnv) {
+		t.Fatalf("DataKey without a master key: %v", err)
+	}
+	if ok, err := k.Destroy("s1"); !ok || err != nil {
+		t.Fatalf("Destroy without a master key: %v %v", ok, err)
 	}
 }

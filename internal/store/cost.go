@@ -1,13 +1,27 @@
 package store
 
 import (
-	"sync"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
+
+// DerivedExchange reports whether span is a recorded HTTP exchange (runagain.fixture.source) whose GenAI
+// attributes the proxy or importer derived from its bodies (runagain.genai.derived) into an LLM or
+// tool call (kind: genai.Classify of its attributes). Such a call counts only where no
+// instrumented span covers it (internal/runview/rule): the writers of run totals mark it so the
+// rule can be applied to their rows.
+func DerivedExchange(span ptrace.Span, kind genai.Kind) bool {
+	if kind != genai.KindLLM && kind != genai.KindTool {
+		return false
+	}
+	v, ok := span.Attributes().Get(runagainattr.GenAIDerived)
+	_, src := span.Attributes().Get(runagainattr.FixtureSource)
+	return ok && src && v.Type() == pcommon.ValueTypeBool && v.Bool()
+}
 
 // spanCost prices one span with prices (nil: the embedded table without overrides). It returns
 // the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose
@@ -24,30 +38,4 @@ func usageCost(prices *pricing.Prices, u genai.Usage, attrs pcommon.Map, start p
 	}
 	c := prices.UsageCost(u, attrs, start)
 	return c.USD, c.Unpriced
-}
-
-var (
-	processPricesMu sync.RWMutex
-	processPrices   *pricing.Prices
-)
-
-// SetPrices sets the prices SpanCost uses in this process (nil: the embedded table). The runagain
-// CLI sets them from --config (the runagain_storage extension's pricing) when it opens the store,
-// so views that price calls (diff, dataset) agree with the collector.
-func SetPrices(p *pricing.Prices) {
-	processPricesMu.Lock()
-	processPrices = p
-	processPricesMu.Unlock()
-}
-
-// SpanCost prices one span with the process's prices (SetPrices; default the embedded
-// genai-prices table without overrides), at the span's start time. It returns the cost in USD and
-// whether the span is an unpriced LLM call (usage recorded, no known price: counted, never free).
-// Spans without usage cost 0 and are not unpriced. Code that holds a *pricing.Prices (components
-// given one by the runagain_storage extension) calls its SpanCost instead.
-func SpanCost(attrs pcommon.Map, start pcommon.Timestamp) (usd float64, unpriced bool) {
-	processPricesMu.RLock()
-	p := processPrices
-	processPricesMu.RUnlock()
-	return spanCost(p, attrs, start)
 }

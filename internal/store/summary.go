@@ -13,6 +13,8 @@ import (
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/runview/rule"
 )
 
 // Tier names, as reported in RunSummary.Tier and Run.Tier.
@@ -24,7 +26,7 @@ const (
 
 // AlertEventName is the log record event name agent_guard gives its alerts; the warm tier keeps
 // these records as key events and the cold tier counts them per session.
-const AlertEventName = "runagain.alert"
+const AlertEventName = runagainattr.EventAlert
 
 // SpanSummary is the warm tier's record of one span: what it was and how it went, without
 // payloads. Times are Unix nanoseconds.
@@ -52,6 +54,8 @@ type SpanSummary struct {
 	// Attributes is a JSON object of the span's summary attributes (SummaryAttribute keys only,
 	// scalar or array values as recorded; never payloads).
 	Attributes string `parquet:"attributes"`
+	// Exchange: a derived exchange (DerivedExchange), for the run index's counting rule.
+	Exchange bool `parquet:"-"`
 }
 
 // KeyEvent is the warm tier's record of an exception span event or an alert log record.
@@ -91,7 +95,8 @@ func SummaryAttribute(k string) bool {
 		genai.AttrToolName, "gen_ai.tool.call.id", "gen_ai.tool.type", genai.AttrFinishReasons,
 		"gen_ai.response.id", genai.AttrSessionID, "error.type", genai.AttrOpenInferenceKind,
 		genai.AttrOpenInferenceModel, "llm.provider", "llm.system", "http.request.method",
-		"http.response.status_code", "server.address", "runagain.sequence", "gen_ai.step.sequence":
+		"http.response.status_code", "server.address", "runagain.sequence", "gen_ai.step.sequence",
+		runagainattr.GenAIDerived, runagainattr.FixtureSource:
 		return true
 	}
 	return strings.HasPrefix(k, "gen_ai.usage.") || strings.HasPrefix(k, "llm.token_count.")
@@ -125,7 +130,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(kind),
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
 			ToolName: str(attrs, genai.AttrToolName), AgentName: agents.name(res, s),
-			ErrorType: str(attrs, "error.type"),
+			ErrorType: str(attrs, "error.type"), Exchange: DerivedExchange(s, kind),
 		}
 		cost, unpriced := usageCost(prices, usage, attrs, s.StartTimestamp())
 		sum.CostUSD = cost
@@ -274,6 +279,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	var th traceHex
 	if td != (ptrace.Traces{}) {
 		agents := newAgentNamer(td)
+		uncounted := rule.Uncounted(td)
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
 				return
@@ -301,6 +307,9 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			seen(p, int64(s.StartTimestamp()), int64(SaneEnd(s.StartTimestamp(), s.EndTimestamp())))
 			p.Spans++
 			u := genai.RunUsage(genai.Classify(attrs), attrs)
+			if uncounted[rule.SpanKey{Trace: s.TraceID(), Span: sid}] {
+				u = genai.Usage{} // counted on another span of the batch (runview/rule)
+			}
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output
 			cost, unpriced := usageCost(prices, u, attrs, s.StartTimestamp())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/runagain/runagain/internal/dataset"
@@ -50,11 +51,11 @@ type testRunView struct {
 	Failure  string
 	Checked  int
 	Original string
+	// DiffURL opens the diff with the case's run at its first difference; SameSteps says there
+	// is none (a failed expectation the case's own run fails too).
+	DiffURL   string
+	SameSteps bool
 }
-
-// testScanLimit bounds how many of the newest runs since a version was created the version page
-// reads to find its cases' test runs.
-const testScanLimit = 200
 
 // datasetsPage lists the datasets and their versions, newest first (internal/dataset).
 func (s *Server) datasetsPage(w http.ResponseWriter, r *http.Request) {
@@ -127,19 +128,21 @@ func (s *Server) versionPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	v.Scanned = testScanLimit
 	s.render(w, "dataset.html", v)
 }
 
-// lastTestRuns finds, among the testScanLimit newest runs started since m was created, the
-// newest test run of each case of m (by the attributes `runagain test` records).
+// lastTestRuns finds, among the runs started since m was created (newest first, until every case
+// has one), the newest test run of each case of m (by the attributes `runagain test` records).
 func (s *Server) lastTestRuns(ctx context.Context, m *dataset.Manifest) map[string]store.RunSummary {
 	out := map[string]store.RunSummary{}
-	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{Since: m.Created, Limit: testScanLimit})
+	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{Since: m.Created})
 	if err != nil {
 		return out
 	}
 	for _, sum := range sums {
+		if len(out) == len(m.Cases) {
+			break
+		}
 		d := s.detail(ctx, sum)
 		if d.TestCase == "" || d.TestDataset != m.Name || d.TestVersion != m.Version {
 			continue
@@ -164,7 +167,7 @@ func (s *Server) checkTestRun(ctx context.Context, c *dataset.Case, sum store.Ru
 		_, _, _ = s.span(ctx, cr, i)
 	}
 	cr.mu.Lock()
-	facts, err := dataset.RunFacts(cr.run.Traces, cr.run.Logs)
+	facts, err := dataset.RunFacts(cr.view)
 	cr.mu.Unlock()
 	if err != nil {
 		tv.Failure = err.Error()
@@ -178,6 +181,13 @@ func (s *Server) checkTestRun(ctx context.Context, c *dataset.Case, sum store.Ru
 	tv.Status = "pass"
 	if len(failures) > 0 {
 		tv.Status, tv.Failure = "fail", failures[0].String()
+		if res, err := s.diffRuns(ctx, c.TraceID, sum.TraceID, 0); err == nil {
+			if res.Identical {
+				tv.SameSteps = true
+			} else {
+				tv.DiffURL = "/diff?" + url.Values{"a": {c.TraceID}, "b": {sum.TraceID}}.Encode() + fmt.Sprintf("#pair-%d", res.First.Pair)
+			}
+		}
 	}
 	return tv
 }

@@ -375,6 +375,14 @@ type runView struct {
 	First    map[string]string // span id of the first row of each filter kind
 	Panel    *panelView
 	NoSpans  bool
+	// Incomplete says why the run is not whole (runview: no root, missing parents; unfinished
+	// spans); Live: it may still be receiving spans, the page refreshes every RefreshS seconds.
+	Incomplete string
+	Live       bool
+	RefreshS   int
+	// CSRF is the token of the "Add to dataset" form; Datasets whether a dataset store is set.
+	CSRF     string
+	Datasets bool
 }
 
 type timelineJSON struct {
@@ -397,6 +405,17 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		Start: c.start, Duration: ms(c.end.Sub(c.start)), D: c.detail, Marks: c.marks, NoSpans: len(c.rows) == 0}
 	v.Tokens = genai.Usage{Input: c.view.Totals.InputTokens, Output: c.view.Totals.OutputTokens}
 	v.Errors = int(c.view.Totals.Errors)
+	if c.view.Incomplete || c.unfinished > 0 {
+		v.Incomplete = c.view.IncompleteReason
+		if c.unfinished > 0 {
+			if v.Incomplete != "" {
+				v.Incomplete += "; "
+			}
+			v.Incomplete += fmt.Sprintf("%d span%s not finished", c.unfinished, map[bool]string{true: "s", false: ""}[c.unfinished > 1])
+		}
+		v.Live, v.RefreshS = c.live(s.opts.Now()), int(liveRefresh/time.Second)
+	}
+	v.CSRF, v.Datasets = s.csrf, s.opts.Datasets != nil
 	v.Counts, v.First = c.kindCounts(), map[string]string{}
 	for _, k := range findKinds {
 		v.First[k] = c.firstOf(k)

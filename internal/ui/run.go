@@ -72,6 +72,10 @@ type Row struct {
 	Marks  []int   `json:"mk,omitempty"` // indexes into the run's marks pinned on this span
 	// Children is the number of direct children (the waterfall folds a row with children).
 	Children int `json:"c,omitempty"`
+	// Unfinished: the span has not ended (Dur runs to the run's end); MissingParent names the
+	// parent span that never arrived, on the first of its orphans (incomplete.go).
+	Unfinished    bool   `json:"u,omitempty"`
+	MissingParent string `json:"mp,omitempty"`
 }
 
 // Mark is a record pointing at the run, pinned on the timeline: an agent_guard alert or a replay
@@ -105,6 +109,8 @@ type cachedRun struct {
 	session string
 	detail  runDetail
 
+	unfinished int // spans that have not ended
+
 	mu         sync.Mutex
 	rehydrated map[int]bool
 }
@@ -124,6 +130,9 @@ type runDetail struct {
 	TestDataset, TestVersion, TestCase string
 	// Preview names the run and says how it began and ended (listrow.go).
 	Preview runPreview
+	// DurationMS is the run page's duration (the read model's start to end), so that the list
+	// and the page say the same.
+	DurationMS float64
 }
 
 // Attributes `runagain test` puts on the root span of a test run.
@@ -147,7 +156,7 @@ func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error
 	}
 	now := s.opts.Now()
 	s.mu.Lock()
-	if c, ok := s.runs[traceID]; ok && now.Sub(c.read) < s.opts.CacheTTL {
+	if c, ok := s.runs[traceID]; ok && now.Sub(c.read) < s.opts.CacheTTL && !(c.live(now) && now.Sub(c.read) >= liveRefresh/2) {
 		s.mu.Unlock()
 		return c, nil
 	}
@@ -230,6 +239,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 		c.rows = append(c.rows, r)
 	}
 	countChildren(c.rows)
+	markUnfinished(c)
 	for a := range agents {
 		c.detail.Agents = append(c.detail.Agents, a)
 	}
@@ -296,6 +306,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 		}
 	}
 	c.detail.Preview = previewOf(c)
+	c.detail.DurationMS = ms(c.end.Sub(c.start))
 	return c, nil
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	SessionKeys []string
 	// Datasets is the dataset store the Datasets page lists (internal/dataset); nil hides it.
 	Datasets *dataset.Store
+	// Quarantine lists the hot tier's dead-letter table newest first (the CLI's readQuarantine);
+	// nil: the Quarantine page says none is configured.
+	Quarantine func(ctx context.Context, limit int) ([]store.QuarantinedSpan, error)
 	// NoRehydrate shows payload references (K_ref) instead of fetching the payloads.
 	NoRehydrate bool
 	// PageSize is the sessions page's rows per page (default 50).
@@ -70,6 +73,9 @@ type Server struct {
 	mux      *http.ServeMux
 	tmpl     *template.Template
 	resolver *payloadref.Resolver
+
+	csrf string                      // the token of state-changing forms (dataset_add.go)
+	cop  *http.CrossOriginProtection // refuses cross-origin state-changing requests
 
 	mu      sync.Mutex
 	runs    map[string]*cachedRun
@@ -95,12 +101,13 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("ui: parse templates: %w", err)
 	}
 	s := &Server{opts: o, mux: http.NewServeMux(), tmpl: tmpl, resolver: payloadref.NewResolver(),
-		runs: map[string]*cachedRun{}, details: map[string]runDetail{}}
+		runs: map[string]*cachedRun{}, details: map[string]runDetail{}, csrf: newCSRFToken(), cop: http.NewCrossOriginProtection()}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
 	s.mux.HandleFunc("GET /runs/{trace}", s.runPage)
 	s.mux.HandleFunc("GET /sessions/{session}", s.sessionPage)
+	s.mux.HandleFunc("POST /runs/{trace}/dataset", s.addToDataset)
 	s.mux.HandleFunc("GET /runs/{trace}/steps/{n}", s.stepPage)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/panel", s.panelFragment)
 	s.mux.HandleFunc("GET /runs/{trace}/spans/{span}/attr", s.attrValue)
@@ -110,6 +117,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/runs/{trace}/tree", s.treeAPI)
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
+	s.mux.HandleFunc("GET /quarantine", s.quarantinePage)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
 	s.mux.HandleFunc("GET /", s.notFound)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -56,7 +56,8 @@ type Config struct {
 	// INVALID_ARGUMENT, HTTP 400), counted in processor_agent_redaction_refused_spans, and nothing
 	// of it is kept. Core v0.165's otlp receiver cannot answer with partial success from a
 	// pipeline component, so refusing the whole request is the only answer that never
-	// acknowledges a span and then drops it.
+	// acknowledges a span and then drops it. A pipeline with the span_quarantine processor after
+	// this one turns it off: span_quarantine keeps the valid spans and quarantines the others.
 	RefuseInvalidSpans bool `mapstructure:"refuse_invalid_spans"`
 	// CleanCacheMiB bounds the memory of the redaction cache (redact.CleanCache), in MiB (default
 	// 8, about 50,000 strings); 0 turns it off. It remembers whole attribute values found clean

@@ -302,8 +302,7 @@ func TestInvalidSpansDoNotCrash(t *testing.T) {
 	}
 	code, msg := post(td)
 	t.Logf("OTLP/HTTP answer for a request with an empty trace id: %d %q", code, msg)
-	assert.Equal(t, http.StatusBadRequest, code, "refused, not acknowledged then dropped")
-	assert.Contains(t, msg, "1 with an all-zero trace_id")
+	assert.Equal(t, http.StatusOK, code, "the valid span accepted, the invalid one quarantined (TestMixedRequestQuarantined)")
 
 	// the valid span alone is stored
 	ss.Spans().RemoveIf(func(s ptrace.Span) bool { return s.Name() == "no trace id" })

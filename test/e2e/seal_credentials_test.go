@@ -15,7 +15,6 @@ import (
 
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/seal"
-	"github.com/runagain/runagain/internal/store/sqlitestore"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
@@ -63,14 +62,7 @@ func TestSealingKeepsNoCredential(t *testing.T) {
 	assert.NotEmpty(t, hits["paid by card"], "the scan reads where the values were sent: it would find them")
 	assert.Greater(t, files, 2)
 
-	db, err := sqlitestore.Open(filepath.Join(dataDir, "hot.db"), sqlitestore.Options{ReadOnly: true})
-	require.NoError(t, err)
-	run, err := db.Run(context.Background(), traceID)
-	db.Close()
-	require.NoError(t, err)
-	keys, err := seal.OpenKeysWith(context.Background(), keyDir, seal.Master{KeyFile: keyFile})
-	require.NoError(t, err)
-	defer keys.Close()
+	run, keys := hotRunAndKeys(t, dataDir, traceID, keyDir, keyFile)
 	rep, err := seal.Restore(context.Background(), keys, run.Traces, nil)
 	require.NoError(t, err)
 	require.Positive(t, rep.Restored)

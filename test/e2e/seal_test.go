@@ -19,6 +19,7 @@ import (
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/seal"
+	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
@@ -97,18 +98,11 @@ func TestSealedOriginalsReplayExactly(t *testing.T) {
 	assert.Contains(t, out, "data key destroyed")
 
 	// the sealed copy in the hot tier cannot be opened any more
-	db, err := sqlitestore.Open(filepath.Join(dataDir, "hot.db"), sqlitestore.Options{ReadOnly: true})
-	require.NoError(t, err)
-	run, err := db.Run(context.Background(), traceID)
-	db.Close()
-	require.NoError(t, err)
-	keys, err := seal.OpenKeysWith(context.Background(), keyDir, seal.Master{KeyFile: keyFile})
-	require.NoError(t, err)
+	run, keys := hotRunAndKeys(t, dataDir, traceID, keyDir, keyFile)
 	_, err = keys.DataKey(context.Background(), traceID, false)
 	assert.True(t, errors.Is(err, seal.ErrErased), "data key still there: %v", err)
 	rep, err := seal.Restore(context.Background(), keys, run.Traces, fixture.IsFixture)
 	require.NoError(t, err)
-	keys.Close()
 	assert.Zero(t, rep.Restored)
 	assert.Len(t, rep.Erased, 1)
 
@@ -119,4 +113,19 @@ func TestSealedOriginalsReplayExactly(t *testing.T) {
 		assert.NotContains(t, got, v)
 	}
 	assert.True(t, strings.HasPrefix(got, `{"id": 42, "name": "Ana Lima", "email": "`), got)
+}
+
+// hotRunAndKeys reads run traceID from the hot tier of dataDir and opens the seal key directory
+// keyDir with the master key in keyFile (closed at the end of the test).
+func hotRunAndKeys(t *testing.T, dataDir, traceID, keyDir, keyFile string) (*store.Run, *seal.Keys) {
+	t.Helper()
+	db, err := sqlitestore.Open(filepath.Join(dataDir, "hot.db"), sqlitestore.Options{ReadOnly: true})
+	require.NoError(t, err)
+	run, err := db.Run(context.Background(), traceID)
+	db.Close()
+	require.NoError(t, err)
+	keys, err := seal.OpenKeysWith(context.Background(), keyDir, seal.Master{KeyFile: keyFile})
+	require.NoError(t, err)
+	t.Cleanup(func() { keys.Close() })
+	return run, keys
 }

@@ -169,14 +169,24 @@ func downloadModule(mod string) (string, error) {
 }
 
 // FakeLooking reports whether an example's secret is written to look fake: it holds an example
-// word (test, example, placeholder, fake, dummy, sample) or a counting run of 8 or more
-// (abcdefgh, 12345678). Veles' tests use many such handwritten values; runagain keeps
+// word (test, example, placeholder, fake, dummy, sample, xxx), a run of 6 or more of one byte
+// (aaaaaa) or a counting run of 8 or more (abcdefgh, 12345678). Veles' tests use many such handwritten values; runagain keeps
 // obviously fake values by design, so the score reports recall with and without them.
 func FakeLooking(secret string) bool {
 	l := strings.ToLower(secret)
-	for _, w := range []string{"test", "example", "placeholder", "fake", "dummy", "sample"} {
+	for _, w := range []string{"test", "example", "placeholder", "fake", "dummy", "sample", "xxx"} {
 		if strings.Contains(l, w) {
 			return true
+		}
+	}
+	same := 1
+	for i := 1; i < len(l); i++ {
+		if l[i] == l[i-1] {
+			if same++; same >= 6 {
+				return true // a filler run: aaaaaa, 000000
+			}
+		} else {
+			same = 1
 		}
 	}
 	run := 1

@@ -25,8 +25,10 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Span is what the rule reads of one span of a run.
@@ -218,3 +220,62 @@ func bareModel(m string) string {
 
 // sameName: tool names match when either is unknown or they are equal.
 func sameName(a, b string) bool { return a == "" || b == "" || a == b }
+
+// FromSpan is what the rule reads of a span as recorded: its kind (genai.Classify), whether it is
+// a recorded exchange (runagain.fixture.source) and whether its GenAI attributes were derived
+// (runagain.genai.derived). The read model passes derived itself for exchanges it reads now.
+func FromSpan(s ptrace.Span) Span {
+	a := s.Attributes()
+	_, exchange := a.Get(runagainattr.FixtureSource)
+	derived := false
+	if v, ok := a.Get(runagainattr.GenAIDerived); ok && v.Type() == pcommon.ValueTypeBool {
+		derived = v.Bool()
+	}
+	return Span{ID: s.SpanID(), Parent: s.ParentSpanID(), Start: s.StartTimestamp(), End: s.EndTimestamp(),
+		Kind: genai.Classify(a), Exchange: exchange, Derived: derived, Model: genai.RequestModel(a),
+		Tool: genai.ToolName(a), HasUsage: genai.TokenUsage(a) != (genai.Usage{})}
+}
+
+// SpanKey names a span: its trace and span ids.
+type SpanKey struct {
+	Trace pcommon.TraceID
+	Span  pcommon.SpanID
+}
+
+// Uncounted returns the spans of td that record usage the rule does not count (agent spans,
+// which never add usage, are left out), applying it to the spans of each trace in td together:
+// what a writer that sees one batch at a time (the cold tier's session partials, agent_guard) can
+// know. Spans of the run that arrive in other batches are not seen; the run index applies the rule
+// over the whole stored run. nil when every span's usage counts.
+func Uncounted(td ptrace.Traces) map[SpanKey]bool {
+	byTrace := map[pcommon.TraceID][]Span{}
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			sps := sss.At(j).Spans()
+			for k := 0; k < sps.Len(); k++ {
+				s := sps.At(k)
+				if s.Attributes().Len() == 0 {
+					continue // no usage, no kind: changes nothing the rule decides
+				}
+				byTrace[s.TraceID()] = append(byTrace[s.TraceID()], FromSpan(s))
+			}
+		}
+	}
+	var out map[SpanKey]bool
+	for tid, spans := range byTrace {
+		if len(spans) < 2 {
+			continue
+		}
+		for i, v := range Apply(spans) {
+			if !v.CountUsage && spans[i].HasUsage && spans[i].Kind != genai.KindAgent {
+				if out == nil {
+					out = map[SpanKey]bool{}
+				}
+				out[SpanKey{tid, spans[i].ID}] = true
+			}
+		}
+	}
+	return out
+}

@@ -116,7 +116,9 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 					f: SpanFacts{TraceID: span.TraceID().String(), SpanID: span.SpanID().String(), ParentSpanID: parent,
 						SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
 						End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
-						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced}}
+						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced,
+						Exchange: store.DerivedExchange(span, genaiKind)}}
+				r.f.LLM = genaiKind == genai.KindLLM && !r.f.Exchange
 				if cost.Unpriced {
 					r.unpriced = 1
 				}
@@ -315,6 +317,7 @@ func (d *DB) retriedSpans(ctx context.Context, tx *sql.Tx, w *traceWrite, from, 
 				return fmt.Errorf("replace span %s: %d rows inserted (%v)", f.SpanID, k, err)
 			}
 			batch.Replaced(f.TraceID)
+			batch.Exchange(*f)
 		}
 		for _, uri := range store.SpanPayloadRefs(r.span) {
 			refs.add(f.TraceID, f.SpanID, uri)

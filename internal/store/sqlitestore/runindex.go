@@ -81,6 +81,8 @@ type runIndex struct {
 	orphans string
 	// sessions is the table of the runs' other sessions ('' for none: hot run_sessions)
 	sessions string
+	// exchanges lists the runs' derived exchanges, for the counting rule (countrule.go)
+	exchanges string
 	// triggers keep the index right when rows are deleted by any code path (an erasure, a
 	// maintenance DELETE): a deleted span row drops its run's index row (expiry, which may delete
 	// part of a run, recomputes the rows of the runs it touched afterwards), a deleted alert
@@ -89,7 +91,7 @@ type runIndex struct {
 }
 
 var (
-	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans", sessions: "run_sessions",
+	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans", sessions: "run_sessions", exchanges: "run_rule_spans",
 		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS spans_runs_delete AFTER DELETE ON spans BEGIN
@@ -99,7 +101,7 @@ CREATE TRIGGER IF NOT EXISTS logs_runs_delete AFTER DELETE ON logs WHEN old.even
   UPDATE runs SET alerts = alerts - 1 WHERE trace_id = old.trace_id;
 END;
 `}
-	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)", orphans: "summary_orphans",
+	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)", orphans: "summary_orphans", exchanges: "summary_rule_spans",
 		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS span_summaries_runs_delete AFTER DELETE ON span_summaries BEGIN
@@ -116,7 +118,7 @@ func (x runIndex) ddl() string {
 	if x.orphans == "" {
 		return runsDDL + x.triggers
 	}
-	return runsDDL + x.triggers + x.orphansDDL() + x.sessionsDDL()
+	return runsDDL + x.triggers + x.orphansDDL() + x.sessionsDDL() + x.exchangesDDL()
 }
 
 // # Other sessions of a run (hot schema version 8)
@@ -418,6 +420,9 @@ type SpanFacts struct {
 	Error                            bool // status code 2
 	CostUSD                          float64
 	Unpriced                         bool
+	// Exchange: a recorded HTTP exchange with derived GenAI attributes; LLM: an instrumented
+	// LLM call (genai kind llm, not an exchange). Both for the counting rule (countrule.go).
+	Exchange, LLM bool
 }
 
 // runDelta is what a batch's inserted rows add to one run.
@@ -482,6 +487,21 @@ type RunBatch struct {
 	full     traceSet           // runs recomputed from their rows
 	alerts   map[string]int64   // alert records inserted, by run
 	alertIDs []string
+	// exchanges are the (trace, span) of rows that make the counting rule apply (countrule.go);
+	// llm the instrumented LLM rows inserted
+	exchanges [][3]any // trace, span, 1 for a derived exchange (0: a nested LLM call)
+	llm       []SpanFacts
+}
+
+// Exchange records that the transaction wrote the span row f of a derived exchange (inserted
+// or replaced): its run is counted by the rule.
+func (b *RunBatch) Exchange(f SpanFacts) {
+	if f.Exchange {
+		b.exchanges = append(b.exchanges, [3]any{f.TraceID, f.SpanID, 1})
+	}
+	if f.LLM {
+		b.llm = append(b.llm, f)
+	}
 }
 
 // Inserted records a span row the transaction inserted (it did not exist).
@@ -496,6 +516,7 @@ func (b *RunBatch) Inserted(f SpanFacts) {
 		b.order = append(b.order, f.TraceID)
 	}
 	r.add(f)
+	b.Exchange(f)
 	b.spans = append(b.spans, f)
 	b.ids[[2]string{f.TraceID, f.SpanID}] = true
 }
@@ -556,7 +577,7 @@ func (x runIndex) apply(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
 			return fmt.Errorf("run index: %w", err)
 		}
 	}
-	return nil
+	return x.applyRule(ctx, tx, b.order)
 }
 
 // jsonArg encodes v (slices of strings and numbers) as a JSON text argument for json_each.
@@ -853,6 +874,9 @@ func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayV
 		}
 	}
 	if err := x.recompute(ctx, e, ids, mayVanish); err != nil {
+		return err
+	}
+	if err := x.applyRule(ctx, e, traceIDs); err != nil {
 		return err
 	}
 	if x.sessions == "" {

@@ -487,6 +487,7 @@ func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Res
 			return fmt.Errorf("sqlite warm tier: replace span %s: %w", s.SpanID, err)
 		}
 		batch.Replaced(s.TraceID)
+		batch.Exchange(spanFacts(s))
 	}
 	return nil
 }
@@ -504,7 +505,8 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 	return SpanFacts{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
-		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0}
+		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange,
+		LLM: s.GenAIKind == string(genai.KindLLM) && !s.Exchange}
 }
 
 // writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or one row
@@ -553,6 +555,9 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 				batch.Alert(e.TraceID)
 			}
 		}
+	}
+	if err := warmIndex.addExchanges(ctx, tx, &batch); err != nil {
+		return err
 	}
 	if w.recomputeIndex {
 		err = warmIndex.rebuild(ctx, tx, batch.traces(), false)

@@ -73,6 +73,11 @@
       } else {
         name.appendChild(el("span", "fold leaf", ""));
       }
+      if (r.mp) {
+        var ph = el("span", "missingparent", "⋯ " + r.mp.slice(0, 8));
+        ph.title = "parent span " + r.mp + " never arrived";
+        name.appendChild(ph);
+      }
       name.appendChild(el("span", "k " + r.k, r.k === "llm" ? "LLM" : r.k));
       if (r.st) name.appendChild(el("span", "st", "step " + r.st));
       (r.mk || []).forEach(function (mi) { name.appendChild(el("span", "flag " + marks[mi].k, "◆")); });
@@ -371,8 +376,21 @@
     });
   }
 
+  // A run still receiving spans reloads itself (the selected span stays in the URL), unless
+  // someone is typing in the page.
+  function liveRefresh(b) {
+    var sec = +b.getAttribute("data-refresh");
+    setTimeout(function tick() {
+      var a = document.activeElement;
+      if (a && a.closest && a.closest("input, textarea, select")) { setTimeout(tick, sec * 1000); return; }
+      location.reload();
+    }, sec * 1000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localTimes();
+    var live = document.querySelector("[data-refresh]");
+    if (live) liveRefresh(live);
     var tl = document.getElementById("timeline");
     if (tl) timeline(tl);
     var dg = document.getElementById("diffgrid");
