@@ -264,9 +264,9 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	require.NotNil(t, m, errOut)
 	waitRunSpans(t, col.DataDir, m[1], 1+3+5)
 	diff := cli(t, col, "diff", trace, m[1])
-	assert.Contains(t, diff, "first difference: step 2 (tool append_note): tool arguments differ at text", diff)
+	assert.Regexp(t, `first difference: step \d+ \(tool append_note\): tool arguments differ at text`, diff)
 	assert.Contains(t, diff, "- text: buy milk\n    + text: buy oats")
-	assert.Contains(t, diff, "= step 4/4  tool read_notes")
+	assert.Regexp(t, `= step \d+/\d+  tool read_notes`, diff, "the read is the same in both")
 
 	// Without a runagain command around the agent, runagain mcp sends its spans to the collector
 	// itself (RUNAGAIN_ENDPOINT found in the agent's environment), as a run of its own.
