@@ -6,10 +6,13 @@ CLI       := $(BIN)/runagain
 JAEGER    := $(BIN)/jaeger
 BENCH_FILE := $(BIN)/otelcol-bench-file
 CONFIG    ?= config/default.yaml
+# Release flags of the CLI binaries: no build paths (-trimpath), no symbol table or DWARF
+# (-s -w). ocb builds the collector with the same flags by default (debug_compilation: false).
+GOFLAGS_BIN := -trimpath -ldflags='-s -w'
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './data/*') go.mod go.sum
 export RUNAGAIN_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: build run test test-short lint bench pii-score secrets-score clean
+.PHONY: build run demo test test-race test-short lint tidy-check govulncheck bench pii-score secrets-score clean
 
 build: $(COLLECTOR) $(CLI)
 
@@ -24,13 +27,20 @@ $(COLLECTOR): builder-config.yaml $(GO_SOURCES)
 
 $(CLI): $(GO_SOURCES)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(CLI) ./cmd/runagain
+	$(GO) build $(GOFLAGS_BIN) -o $(CLI) ./cmd/runagain
 
 run: build
 	@echo "otelcol-runagain: OTLP on $${RUNAGAIN_OTLP_GRPC_ENDPOINT:-127.0.0.1:4317} (gRPC) and $${RUNAGAIN_OTLP_HTTP_ENDPOINT:-127.0.0.1:4318} (HTTP); data in $${RUNAGAIN_DATA_DIR:-./data}"
 	@echo "runagain CLI: sends to RUNAGAIN_ENDPOINT (default 127.0.0.1:4317; set it when you move the gRPC port)"
 	@echo "web UI: in another terminal run '$(CLI) ui', then open http://127.0.0.1:7600/"
 	$(COLLECTOR) --config $(CONFIG)
+
+# A scripted agent (examples/demo) through record, replay, rerun, diff, dataset and test, offline,
+# on its own data directory (data/demo) and free loopback ports; prints what to open in the UI.
+# test/e2e TestDemo runs the same program.
+demo: build
+	$(GO) build $(GOFLAGS_BIN) -o $(BIN)/runagain-demo ./examples/demo
+	$(BIN)/runagain-demo -bin $(BIN) -config $(CONFIG)
 
 # The end-to-end tests use the real binaries built above (RUNAGAIN_BIN_DIR).
 test: build
@@ -39,10 +49,33 @@ test: build
 test-short:
 	$(GO) test -short ./...
 
+# The unit packages (everything but test/ and deploy/deploytest, which drive the real binaries)
+# under the race detector, -short: .ci/run runs it as its own step. -race costs about 10x the CPU
+# of a plain run here (internal/store/sqlitestore and internal/redact: 43 s of user CPU against
+# 4 s), and -short leaves out the tests that start MinIO, chDB or the real binaries, whose
+# processes are not race-built anyway.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/' -e '/deploy/deploytest')
+test-race:
+	$(GO) test -race -short -count=1 -timeout 30m $(UNIT_PKGS)
+
 # golangci-lint, pinned in go.mod as a tool (go tool golangci-lint); configuration in .golangci.yml
-# (the standard linters, a few more, gofmt and goimports).
-lint:
+# (the standard linters, contrib's that fit, depguard layering rules, gofmt and goimports); first
+# go.mod and go.sum tidy, and govulncheck where its database is reachable.
+lint: tidy-check govulncheck
 	$(GO) tool golangci-lint run ./...
+
+# go.mod and go.sum are tidy: `go mod tidy` changes neither (it is undone when it does).
+tidy-check:
+	@cp go.mod go.mod.tidy-check && cp go.sum go.sum.tidy-check; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod go.mod.tidy-check || ! cmp -s go.sum go.sum.tidy-check; then \
+	  echo "go.mod/go.sum are not tidy: run go mod tidy and commit"; diff go.mod.tidy-check go.mod; \
+	  mv go.mod.tidy-check go.mod; mv go.sum.tidy-check go.sum; exit 1; fi; \
+	rm -f go.mod.tidy-check go.sum.tidy-check
+
+# Known vulnerabilities (.ci/govulncheck; skipped, saying so, where the database is unreachable).
+govulncheck:
+	.ci/govulncheck
 
 # mdatagen (pinned in go.mod as a tool) regenerates each component's metadata code, generated
 # tests, documentation.md and the status table between the README's markers.

@@ -74,6 +74,7 @@ func runMCP(cmd *cobra.Command, o *otlpFlags, name string, args []string) error 
 		c := mcp.Dial(path)
 		opts.Broker, opts.Sink = c, c
 	} else {
+		logger.Printf("runagain mcp %s: no runagain command around the agent (%s is in neither this nor an ancestor's environment): recording to the collector", name, mcp.EnvBroker)
 		if !cmd.Flags().Changed("endpoint") { // the agent's environment, when the MCP client reduced the server's
 			if v, _ := mcp.Lookup("RUNAGAIN_ENDPOINT"); v != "" {
 				o.endpoint = v

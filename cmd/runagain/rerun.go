@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +37,10 @@ func newRerunCmd() *cobra.Command {
 --set says in every outgoing LLM request body (JSON path on the known LLM routes: --set
 model=gpt-4.1, --set temperature=0, --set 'messages[0].content=@prompt.txt', or an RFC 9535
 query naming one value, --set '$.messages[-1].content=hi'; VALUE is JSON when it
-parses as JSON, else a string; @FILE is the file's text). A change made in the agent's own code
+parses as JSON, else a string; @FILE is the file's text). A selector aims a change at some calls:
+--set 'step=2:messages[0].content=hi' (the 2nd LLM call), --set 'api=responses:instructions=Be
+brief' (Responses API calls only; also chat, messages, gemini). A path applies where it exists:
+calls without it are sent unchanged, and rerun names the calls each --set changed. A change made in the agent's own code
 or prompt files needs no --set.
 
   - A request that still matches the recording is served from it: tool and API responses stay
@@ -49,8 +53,8 @@ or prompt files needs no --set.
 Every exchange is recorded as a new run (a trace of its own) whose root span links to RUN and
 names each change (runagain.rerun.original_trace_id, runagain.rerun.changes). At the end rerun
 prints the new run id, the first request where it departed from the recording, and the
-runagain diff command to compare the two. A --set path that names no value in a recorded LLM
-request body is an error naming the path, before the command runs.`,
+runagain diff command to compare the two. A --set path that names no value in any recorded LLM
+request body it selects is an error naming the path, before the command runs.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
 				return errors.New("usage: runagain rerun RUN [--set PATH=VALUE]... [--from-step N] -- COMMAND [ARGS...]")
@@ -79,7 +83,7 @@ request body is an error naming the path, before the command runs.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&sets, "set", nil, "PATH=VALUE: change every outgoing LLM request body at this JSON path (repeatable; VALUE JSON or text, @FILE for a file's text)")
+	f.StringArrayVar(&sets, "set", nil, "[SELECTOR:]PATH=VALUE: change outgoing LLM request bodies at this JSON path where it exists (repeatable; VALUE JSON or text, @FILE for a file's text; SELECTOR step=N or api=chat|responses|messages|gemini, comma-separated)")
 	f.IntVar(&fromStep, "from-step", 0, "serve the first N LLM calls from the recording, send every later one live")
 	f.StringArrayVar(&llmRoutes, "llm-route", nil, "route name whose requests are LLM calls, besides "+strings.Join(proxy.DefaultLLMRoutes, ", ")+" (repeatable)")
 	f.StringArrayVar(&allow, "allow-host", nil, "host (or host:port) whose GET, HEAD, OPTIONS and TRACE requests may go to the network, unrecorded (repeatable; other methods need --allow-live-writes)")
@@ -87,7 +91,9 @@ request body is an error naming the path, before the command runs.`,
 	f.StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable)")
 	f.StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
-	o.sb.flags(cmd, true)
+	// Off by default: a rerun sends its changed LLM calls live anyway, and openai-go agents were
+	// seen sending one call twice through the sandbox's loopback relay (TestRerunSetModelAndDiff).
+	o.sb.flags(cmd, false)
 	return cmd
 }
 
@@ -153,6 +159,13 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	r = rp.RerunResult()
 	fmt.Fprintf(errOut, "runagain rerun: %d requests: %d served from the recording, %d LLM calls live, %d refused; %d exchanges recorded\n",
 		r.Requests, r.Served, r.Live, r.Refused, r.Recorded)
+	for _, e := range ro.Rerun.Edits {
+		if calls := r.Changed[e.Spec]; len(calls) > 0 {
+			fmt.Fprintf(errOut, "runagain rerun: --set %s changed LLM call(s) %s\n", e.Spec, joinInts(calls))
+		} else {
+			fmt.Fprintf(errOut, "runagain rerun: --set %s changed no LLM call\n", e.Spec)
+		}
+	}
 	if s := mcpSummary(mr); s != "" {
 		fmt.Fprintf(errOut, "runagain rerun: %s\n", s)
 	}
@@ -223,25 +236,26 @@ func rerunRootSpan(root proxy.Root, orig *store.Run, args []string, start, end t
 	td := rootSpan(root, args, start, end, code)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain rerun " + filepath.Base(args[0]))
-	a := sp.Attributes()
-	a.PutStr(proxy.AttrRerunOriginalTrace, orig.TraceID)
-	ch := a.PutEmptySlice(proxy.AttrRerunChanges)
-	for _, c := range changes {
-		ch.AppendEmpty().SetStr(c)
+	r := proxy.RerunOf{OriginalTrace: mustTraceID(orig.TraceID), Changes: changes, FromStep: fromStep}
+	if changes == nil {
+		r.Changes = []string{}
 	}
-	if fromStep > 0 {
-		a.PutInt(proxy.AttrRerunFromStep, int64(fromStep))
+	if first != nil {
+		r.FirstDeparture = first.LLMCall
 	}
-	if first != nil && first.LLMCall > 0 {
-		a.PutInt(proxy.AttrRerunFirstDeparture, int64(first.LLMCall))
-	}
-	link := sp.Links().AppendEmpty()
-	link.SetTraceID(mustTraceID(orig.TraceID))
 	if roots, _ := store.Order(orig.Traces, nil); len(roots) > 0 {
-		link.SetSpanID(roots[0].Span.SpanID())
+		r.OriginalRoot = roots[0].Span.SpanID()
 	}
-	link.Attributes().PutStr("runagain.link.type", "rerun_of")
+	proxy.MarkRerun(sp, r)
 	return td
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func mustTraceID(s string) pcommon.TraceID {

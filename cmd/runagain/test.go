@@ -23,6 +23,7 @@ import (
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -38,11 +39,11 @@ const (
 // Attributes of the root span of a test run (a rerun of the case's run: docs/architecture.md "Reruns and
 // datasets"; the span also links to the original trace).
 const (
-	AttrTestDataset  = "runagain.test.dataset"
-	AttrTestVersion  = "runagain.test.dataset.version"
-	AttrTestCase     = "runagain.test.case"
-	AttrRerunOrigin  = "runagain.rerun.original_trace_id"
-	AttrRerunChanges = "runagain.rerun.changes"
+	AttrTestDataset  = runagainattr.TestDataset
+	AttrTestVersion  = runagainattr.TestVersion
+	AttrTestCase     = runagainattr.TestCase
+	AttrRerunOrigin  = runagainattr.RerunOriginalTrace
+	AttrRerunChanges = runagainattr.RerunChanges
 )
 
 type testOptions struct {
@@ -302,17 +303,15 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	a.PutStr(AttrTestDataset, m.Name)
 	a.PutStr(AttrTestVersion, m.Version)
 	a.PutStr(AttrTestCase, c.ID)
-	a.PutStr(AttrRerunOrigin, c.TraceID)
-	if o.change != "" {
-		a.PutStr(AttrRerunChanges, o.change)
-	}
 	if tid, err := parseTraceID(c.TraceID); err == nil {
-		lk := sp.Links().AppendEmpty()
-		lk.SetTraceID(tid)
-		if rootID, ok := rootSpanID(c); ok {
-			lk.SetSpanID(rootID)
+		r := proxy.RerunOf{OriginalTrace: tid}
+		if o.change != "" {
+			r.Changes = []string{o.change}
 		}
-		lk.Attributes().PutStr("runagain.link.type", "rerun_of")
+		if rootID, ok := rootSpanID(c); ok {
+			r.OriginalRoot = rootID
+		}
+		proxy.MarkRerun(sp, r)
 	}
 	rec.Emit(td)
 	closeErr := rec.Close()

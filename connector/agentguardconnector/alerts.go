@@ -8,6 +8,8 @@ import (
 
 	"github.com/runagain/runagain/connector/agentguardconnector/internal/metadata"
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/runview/rule"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -48,6 +50,10 @@ type batch struct {
 	ts     pcommon.Timestamp
 	cur    pcommon.Timestamp // end time of the span being processed
 	alerts []*alert
+	// uncounted are the batch's spans whose usage the counting rule does not count (a proxy
+	// exchange joined to an instrumented call, a framework's call over the client library's:
+	// internal/runview/rule.Uncounted), so cost and token metrics count each call once.
+	uncounted map[rule.SpanKey]bool
 }
 
 func (st *state) newBatch(now time.Time) *batch {
@@ -115,6 +121,13 @@ func (b *batch) build() plog.Logs {
 				traceIDs.AppendEmpty().SetStr(r.trace.String())
 			}
 		}
+		// The alert's identity: its rule, its run and the spans it points at (a re-import after a
+		// restart raises the same alert again; the store keeps it once).
+		parts := []string{AlertEventName, a.kind, a.rule, a.at.trace.String(), a.at.span.String()}
+		for i := 0; i < spanIDs.Len(); i++ {
+			parts = append(parts, traceIDs.At(i).Str()+"/"+spanIDs.At(i).Str())
+		}
+		attrs.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(parts...))
 		for _, e := range a.evidence {
 			switch v := e.value.(type) {
 			case int64:

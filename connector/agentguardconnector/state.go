@@ -10,6 +10,7 @@ import (
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview/rule"
 )
 
 // state is the analysis state of one guard: the sessions (session.go), the spans already
@@ -70,6 +71,9 @@ func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
 func (st *state) process(e *event, prices *pricing.Prices, b *batch) bool {
 	c := st.newCall(e, b.now)
 	defer func() { st.call = call{} }() // drop references to the batch
+	if b.uncounted[rule.SpanKey{Trace: e.span.TraceID(), Span: e.span.SpanID()}] {
+		c.usage = genai.Usage{} // counted on another span of the batch
+	}
 	b.cur = pcommon.Timestamp(c.end)
 	priced := true
 	if c.kind == genai.KindLLM && hasUsage(c.usage) {

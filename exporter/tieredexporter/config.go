@@ -15,7 +15,7 @@ import (
 // written when the extension configures it. The older inline backends (hot::sqlite,
 // warm::clickhouse, cold::parquet, session_keys, janitor_interval, pricing...) are refused at
 // start by the distribution's configuration check (internal/configcheck), naming the field and
-// its place in the extension (README "Upgrading").
+// its place in the extension (README "Upgrade notes").
 type Config struct {
 	// Storage is the id of the runagain_storage extension (e.g. runagain_storage or
 	// runagain_storage/gateway); empty: the only one the collector has.

@@ -228,7 +228,7 @@ func (e *tieredExporter) Start(ctx context.Context, host component.Host) error {
 	}
 	if st == nil {
 		return errors.New("no storage: add the runagain_storage extension (extensions and service::extensions): " +
-			"it says where each tier lives (README \"Upgrading\")")
+			"it says where each tier lives (README \"Upgrade notes\")")
 	}
 	if err := e.build(ctx, st); err != nil {
 		return err

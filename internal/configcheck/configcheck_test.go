@@ -20,11 +20,11 @@ func TestCheck(t *testing.T) {
 			`exporters::tiered::warm::sending_queue::storage: extension "runagain_storage" is declared but not listed in ` + "`service::extensions`",
 		},
 		"moved.yaml": {
-			"connectors::agent_guard::session_keys: moved to the runagain_storage extension: set `extensions::runagain_storage::session_keys` (and list runagain_storage in service::extensions); see README \"Upgrading\"",
-			"exporters::tiered/old::hot::retention: moved to the runagain_storage extension: set `extensions::runagain_storage::hot::retention` (and list runagain_storage in service::extensions); see README \"Upgrading\"",
-			"exporters::tiered/old::hot::sqlite: moved to the runagain_storage extension: set `extensions::runagain_storage::hot::sqlite` (and list runagain_storage in service::extensions); see README \"Upgrading\"",
-			"processors::payload_offload::storage::url: moved to the runagain_storage extension: set `extensions::runagain_storage::payloads::url` (and list runagain_storage in service::extensions); see README \"Upgrading\"",
-			"processors::payload_offload::compression_level: moved to the runagain_storage extension: set `extensions::runagain_storage::payloads::compression_level` (and list runagain_storage in service::extensions); see README \"Upgrading\"",
+			"connectors::agent_guard::session_keys: moved to the runagain_storage extension: set `extensions::runagain_storage::session_keys` (and list runagain_storage in service::extensions); see README \"Upgrade notes\"",
+			"exporters::tiered/old::hot::retention: moved to the runagain_storage extension: set `extensions::runagain_storage::hot::retention` (and list runagain_storage in service::extensions); see README \"Upgrade notes\"",
+			"exporters::tiered/old::hot::sqlite: moved to the runagain_storage extension: set `extensions::runagain_storage::hot::sqlite` (and list runagain_storage in service::extensions); see README \"Upgrade notes\"",
+			"processors::payload_offload::storage::url: moved to the runagain_storage extension: set `extensions::runagain_storage::payloads::url` (and list runagain_storage in service::extensions); see README \"Upgrade notes\"",
+			"processors::payload_offload::compression_level: moved to the runagain_storage extension: set `extensions::runagain_storage::payloads::compression_level` (and list runagain_storage in service::extensions); see README \"Upgrade notes\"",
 		},
 		"huge.yaml": {
 			"exporters::tiered::cold::sending_queue::queue_size: 10000000000000000000 is out of range (the largest accepted number is 9223372036854775807)",

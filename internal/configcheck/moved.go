@@ -7,7 +7,7 @@ import (
 )
 
 // moved lists the settings that components used to carry themselves and that now belong to the
-// runagain_storage extension (one configuration per concern: README "Upgrading"). Each entry is
+// runagain_storage extension (one configuration per concern: README "Upgrade notes"). Each entry is
 // a component type, the path of the setting under the component, and the extension's field that
 // replaces it.
 var moved = []struct {
@@ -55,7 +55,7 @@ func checkMoved(cfg map[string]any) []error {
 					continue
 				}
 				errs = append(errs, fmt.Errorf("%s::%s::%s: moved to the runagain_storage extension: set `extensions::runagain_storage::%s` "+
-					"(and list runagain_storage in service::extensions); see README \"Upgrading\"", kind, id, m.path, m.to))
+					"(and list runagain_storage in service::extensions); see README \"Upgrade notes\"", kind, id, m.path, m.to))
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Part is one part of a message, in the JSON schema of the semantic conventions'
@@ -99,9 +101,9 @@ func (cm CallMessages) UnreadAttr(side string) string {
 
 // Attribute and event names read by LLMCallMessages that are not in genai.go.
 const (
-	AttrDerived              = "runagain.genai.derived" // bool: GenAI attributes read from a recorded HTTP exchange
-	AttrEventName            = "event.name"             // log record attribute naming the event (before LogRecord.EventName)
-	AttrEventContent         = "gen_ai.event.content"   // span event attribute holding the body as JSON (Azure AI Inference)
+	AttrDerived              = runagainattr.GenAIDerived // bool: GenAI attributes read from a recorded HTTP exchange
+	AttrEventName            = "event.name"              // log record attribute naming the event (before LogRecord.EventName)
+	AttrEventContent         = "gen_ai.event.content"    // span event attribute holding the body as JSON (Azure AI Inference)
 	EventSystemMessage       = "gen_ai.system.message"
 	EventUserMessage         = "gen_ai.user.message"
 	EventAssistantMessage    = "gen_ai.assistant.message"

@@ -87,10 +87,14 @@ func (c *Client) Mode(ctx context.Context, name string) (string, error) {
 		Mode string `json:"mode"`
 	}
 	b, _ := json.Marshal(map[string]string{"server": name})
-	if err := c.post(ctx, "/session", "application/json", b, &r); err != nil {
-		return "", fmt.Errorf("runagain mcp %s: asking the runagain command it runs under (%s): %w", name, EnvBroker, err)
+	var err error
+	for try := 0; try < 3; try++ { // a loaded machine may be slow to accept
+		if err = c.post(ctx, "/session", "application/json", b, &r); err == nil {
+			return r.Mode, nil
+		}
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
 	}
-	return r.Mode, nil
+	return "", fmt.Errorf("runagain mcp %s: asking the runagain command it runs under (%s): %w", name, EnvBroker, err)
 }
 
 // Call asks what to do with one request (raw JSON-RPC message) to server name.

@@ -17,6 +17,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/proxy"
 )
 
 // ScopeName is the instrumentation scope of the spans `runagain mcp` writes.
@@ -107,8 +109,8 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	s := &session{o: o, id: randomHex(16), start: time.Now(), pending: map[string]*pendingReq{},
 		swallow: map[string]bool{}, dropIDs: map[string]bool{}, spans: make(chan ptrace.Traces, 256), srvDone: make(chan struct{})}
 	if o.TraceID.IsEmpty() {
-		s.o.TraceID = randomTraceID()
-		s.root = randomSpanID()
+		s.o.TraceID = proxy.NewTraceID()
+		s.root = proxy.NewSpanID()
 	}
 	if o.Broker != nil {
 		mode, err := o.Broker.Mode(ctx, o.Name)
@@ -458,7 +460,7 @@ func (s *session) span(e *Exchange) {
 	td := ptrace.NewTraces()
 	sp := s.scope(td).Spans().AppendEmpty()
 	sp.SetTraceID(s.o.TraceID)
-	sp.SetSpanID(randomSpanID())
+	sp.SetSpanID(proxy.NewSpanID())
 	if s.root.IsEmpty() {
 		sp.SetParentSpanID(s.o.ParentID)
 	} else {
@@ -509,20 +511,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func randomTraceID() pcommon.TraceID {
-	var id pcommon.TraceID
-	for id.IsEmpty() {
-		_, _ = rand.Read(id[:])
-	}
-	return id
-}
-
-func randomSpanID() pcommon.SpanID {
-	var id pcommon.SpanID
-	for id.IsEmpty() {
-		_, _ = rand.Read(id[:])
-	}
-	return id
 }

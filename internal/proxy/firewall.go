@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The side-effect firewall (DESIGN.md "Side-effect firewall"): in replay, rerun and test an
+// The side-effect firewall (docs/architecture.md "Side-effect firewall"): in replay, rerun and test an
 // unrecorded request that could change the world is refused, even on a host --allow-host lets
 // through, unless the host is named with --allow-live-writes.
 

@@ -29,7 +29,7 @@ import (
 
 // peekTimeout bounds the wait for a flow's first bytes (a protocol where the server speaks first
 // sends none: it cannot be recorded).
-const peekTimeout = 5 * time.Second
+const peekTimeout = 30 * time.Second
 
 // flowPolicy decides what happens to a flow the proxy cannot read.
 type flowPolicy interface {

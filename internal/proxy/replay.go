@@ -21,17 +21,18 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Divergence log record: event name and attributes (docs/architecture.md: an inference is a new record
 // pointing at the recorded span, never a change to it).
 const (
-	EventDivergence     = "runagain.replay.divergence"
-	AttrDivField        = "runagain.replay.divergence.field"
-	AttrDivExpected     = "runagain.replay.divergence.expected"
-	AttrDivGot          = "runagain.replay.divergence.got"
-	AttrDivRequestIndex = "runagain.replay.request.index"
-	AttrDivNearestIndex = "runagain.replay.nearest.index"
+	EventDivergence     = runagainattr.EventDivergence
+	AttrDivField        = runagainattr.DivergenceField
+	AttrDivExpected     = runagainattr.DivergenceExpected
+	AttrDivGot          = runagainattr.DivergenceGot
+	AttrDivRequestIndex = runagainattr.DivergenceRequest
+	AttrDivNearestIndex = runagainattr.DivergenceNearest
 	// AttrDivOriginalTrace is the recorded run the nearest span belongs to (the record itself is
 	// on the attempt's run: replay, rerun or test).
 	AttrDivOriginalTrace = "runagain.replay.original.trace_id"
@@ -355,6 +356,9 @@ func divergenceLogs(traceID pcommon.TraceID, d *Divergence) plog.Logs {
 	}
 	a.PutStr(fixture.AttrMethod, d.Method)
 	a.PutStr(fixture.AttrURLFull, d.URL)
+	// its identity: the replayed run, the request and the recorded span it differs from
+	a.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(EventDivergence, traceID.String(),
+		strconv.Itoa(d.Request), d.NearestSpanID.String(), d.Diff.Field))
 	if d.Refusal != "" {
 		a.PutStr(AttrRefusal, d.Refusal)
 	}

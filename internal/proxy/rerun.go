@@ -17,6 +17,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Attributes of a rerun: on every exchange span of the new run, and on its root span.
@@ -24,17 +26,17 @@ const (
 	// AttrRerunSource is on each exchange of a rerun: "recording" (served from the original run),
 	// "live" (an LLM request sent to its route's upstream) or "refused" (matched nothing; the
 	// client got the divergence error).
-	AttrRerunSource = "runagain.rerun.source"
+	AttrRerunSource = runagainattr.RerunSource
 	// AttrRerunOriginalSpan is the span id of the recorded exchange a "recording" exchange served.
-	AttrRerunOriginalSpan = "runagain.rerun.original_span_id"
+	AttrRerunOriginalSpan = runagainattr.RerunOriginalSpan
 	// AttrRerunLLMCall is the 1-based number of an LLM request in the rerun.
-	AttrRerunLLMCall = "runagain.rerun.llm_call"
+	AttrRerunLLMCall = runagainattr.RerunLLMCall
 	// Root span attributes (set by the CLI): the original run, each change, --from-step, and the
 	// first LLM call that went live.
-	AttrRerunOriginalTrace  = "runagain.rerun.original_trace_id"
-	AttrRerunChanges        = "runagain.rerun.changes"
-	AttrRerunFromStep       = "runagain.rerun.from_step"
-	AttrRerunFirstDeparture = "runagain.rerun.first_departure"
+	AttrRerunOriginalTrace  = runagainattr.RerunOriginalTrace
+	AttrRerunChanges        = runagainattr.RerunChanges
+	AttrRerunFromStep       = runagainattr.RerunFromStep
+	AttrRerunFirstDeparture = runagainattr.RerunFirstDeparture
 )
 
 // DefaultLLMRoutes are the routes whose requests are LLM calls in a rerun: the default routes'
@@ -48,6 +50,9 @@ type Edit struct {
 	Path  string // "messages[0].content" or "$.messages[0].content"
 	Value []byte // raw JSON
 	path  bodyPath
+	// Step and API select the LLM calls the edit applies to (editselect.go): 0 and "" mean all.
+	Step int
+	API  string
 }
 
 // ParseEdit parses PATH=VALUE. VALUE is JSON when it parses as JSON (0, true, {"a":1},
@@ -55,7 +60,11 @@ type Edit struct {
 // PATH names one value (bodypath.go): keys separated by ".", array elements as [N]
 // (messages[0].content), or an RFC 9535 singular query ($.messages[-1].content).
 func ParseEdit(spec string) (Edit, error) {
-	path, val, ok := strings.Cut(spec, "=")
+	step, api, rest, err := splitSelector(spec)
+	if err != nil {
+		return Edit{}, err
+	}
+	path, val, ok := strings.Cut(rest, "=")
 	path = strings.TrimSpace(path)
 	if !ok || path == "" {
 		return Edit{}, fmt.Errorf("--set %q: want PATH=VALUE, e.g. model=gpt-4.1 or messages[0].content=@prompt.txt", spec)
@@ -67,7 +76,7 @@ func ParseEdit(spec string) (Edit, error) {
 	if !bp.singular() {
 		return Edit{}, fmt.Errorf("--set %q: path %s names more than one value ([*], a filter, a slice or ..): name one element ([N])", spec, path)
 	}
-	e := Edit{Spec: spec, Path: path, path: bp}
+	e := Edit{Spec: spec, Path: path, path: bp, Step: step, API: api}
 	switch {
 	case strings.HasPrefix(val, "@"):
 		b, err := os.ReadFile(val[1:])
@@ -132,6 +141,7 @@ type rerunState struct {
 	served   int
 	refused  int
 	first    *Departure
+	changed  map[string][]int // Edit.Spec -> the LLM calls it changed
 }
 
 // Departure is where a rerun first left the recording.
@@ -148,7 +158,7 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 	if names == nil {
 		names = DefaultLLMRoutes
 	}
-	st := &rerunState{o: o}
+	st := &rerunState{o: o, changed: map[string][]int{}}
 	for _, n := range names {
 		rt, ok := r.cfg.Routes[n]
 		if !ok {
@@ -156,27 +166,9 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 		}
 		st.targets = append(st.targets, rt.Target)
 	}
-	// Every edit must name a value in the recorded LLM request bodies it will apply to.
-	n := 0
-	for _, e := range r.entries {
-		u, err := url.Parse(e.ex.URL)
-		if err != nil || !st.isLLM(e.ex.Method, u) {
-			continue
-		}
-		e.llm = true
-		n++
-		if o.FromStep > 0 && n <= o.FromStep {
-			continue
-		}
-		for _, ed := range o.Edits {
-			if !json.Valid(e.ex.RequestBody) {
-				return fmt.Errorf("--set %s: the body of recorded request %d (%s %s, span %s) is not JSON", ed.Path, e.pos+1, e.ex.Method, e.ex.URL, e.spanID)
-			}
-			if !ed.exists(e.ex.RequestBody) {
-				return fmt.Errorf("--set %s: no value at path %s in the body of recorded LLM request %d (%s %s, span %s)",
-					ed.Path, ed.Path, e.pos+1, e.ex.Method, e.ex.URL, e.spanID)
-			}
-		}
+	n, err := r.checkEdits(o, st)
+	if err != nil {
+		return err
 	}
 	if n == 0 && len(o.Edits) > 0 {
 		return fmt.Errorf("--set: the run has no recorded request on an LLM route (%s); give the routes it was recorded with (--route NAME=URL, --llm-route NAME)", strings.Join(names, ", "))
@@ -229,6 +221,9 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 		if st.o.FromStep == 0 || call > st.o.FromStep {
 			forceLive = st.o.FromStep > 0
 			for _, e := range st.o.Edits {
+				if !e.selects(call, req.URL.Path) {
+					continue
+				}
 				if !e.exists(body) {
 					if len(bytes.TrimSpace(body)) > 0 {
 						r.cfg.Logger.Printf("runagain rerun: LLM call %d (%s %s) has no value at %s; sent without that change", call, req.Method, req.URL.Path, e.Path)
@@ -240,6 +235,9 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 					return req, errorResponse(req, http.StatusBadGateway, fmt.Sprintf("runagain rerun: --set %s: %v", e.Path, err))
 				}
 				body = nb
+				r.mu.Lock()
+				st.changed[e.Spec] = append(st.changed[e.Spec], call)
+				r.mu.Unlock()
 			}
 		}
 	}
@@ -324,6 +322,8 @@ type RerunResult struct {
 	Refused  int        // requests that matched nothing and were refused
 	First    *Departure // nil when the rerun never left the recording
 	Recorded int        // exchanges recorded in the new run
+	// Changed names, per --set (Edit.Spec), the LLM calls (1-based) it changed.
+	Changed map[string][]int
 }
 
 // RerunResult returns the outcome so far (zero value outside rerun mode).
@@ -337,6 +337,10 @@ func (r *Replayer) RerunResult() RerunResult {
 	st := r.rerun
 	res.LLMCalls, res.Live, res.Refused, res.First = st.llmCalls, st.live, st.refused, st.first
 	res.Recorded = st.rec.Stats().Exchanges
+	res.Changed = map[string][]int{}
+	for k, v := range st.changed {
+		res.Changed[k] = append([]int(nil), v...)
+	}
 	return res
 }
 

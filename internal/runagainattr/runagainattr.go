@@ -7,7 +7,12 @@
 // internal/fixture); the keys here mark what runagain added (docs/architecture.md "Recorded versus inferred").
 package runagainattr
 
-import "go.opentelemetry.io/collector/pdata/pcommon"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
 
 // Keys runagain puts on recorded spans.
 const (
@@ -49,6 +54,11 @@ const (
 // Log records runagain emits that point at a run (inferences: docs/architecture.md "Recorded versus
 // inferred"), and their attributes.
 const (
+	// RecordID (string) on an alert or divergence record is its identity: the hex SHA-256 of the
+	// rule, the run and the spans it points at (RecordIDOf), so a store keeps it once however
+	// often it is emitted again (a run re-imported after a collector restart).
+	RecordID = "runagain.record.id"
+
 	EventAlert     = "runagain.alert" // agent_guard
 	AttrAlertKind  = "alert.kind"
 	AttrAlertCount = "runagain.alert.count"
@@ -95,4 +105,15 @@ func Changes(m pcommon.Map) (changes []string, ok bool) {
 		return []string{str}, true
 	}
 	return []string{}, true
+}
+
+// RecordIDOf is the RecordID of a record made of parts (its rule or event, its run, the spans it
+// points at, in order): the hex SHA-256 of the parts, each followed by a newline.
+func RecordIDOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

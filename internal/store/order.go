@@ -5,11 +5,13 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // DefaultSequenceKeys are span attributes an SDK may set to give the order of steps in a run
 // explicitly; when a span carries one it wins over the start time (docs/architecture.md "Order").
-var DefaultSequenceKeys = []string{"runagain.sequence", "gen_ai.step.sequence"}
+var DefaultSequenceKeys = []string{runagainattr.Sequence, "gen_ai.step.sequence"}
 
 // Node is one span in an ordered run tree.
 type Node struct {

@@ -26,7 +26,7 @@ const (
 
 // AlertEventName is the log record event name agent_guard gives its alerts; the warm tier keeps
 // these records as key events and the cold tier counts them per session.
-const AlertEventName = "runagain.alert"
+const AlertEventName = runagainattr.EventAlert
 
 // SpanSummary is the warm tier's record of one span: what it was and how it went, without
 // payloads. Times are Unix nanoseconds.

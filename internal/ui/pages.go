@@ -491,6 +491,9 @@ type attrView struct {
 	Size      int
 	Truncated bool
 	Ref       bool // a payload reference (K_ref) left as is
+	// Pretty is the value indented when it is a JSON object or array (recorded key order);
+	// shown folded-open, with copy and download of the exact recorded bytes beside it.
+	Pretty string
 }
 
 type partView struct {
@@ -536,6 +539,7 @@ type panelView struct {
 	Events        []eventView
 	Marks         []Mark
 	Tool          *toolView
+	Exceptions    []exceptionView
 	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
 }
@@ -630,6 +634,7 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	if row.Kind == kindTool {
 		p.Tool = toolOf(a)
 	}
+	p.Exceptions = exceptionsOf(sp, row.Start)
 	if row.Step > 0 {
 		if row.Kind != kindLLM {
 			p.KindLabel = "LLM call · " + p.KindLabel
@@ -684,8 +689,12 @@ func attrViews(m pcommon.Map) []attrView {
 	var out []attrView
 	m.Range(func(k string, v pcommon.Value) bool {
 		s := v.AsString()
-		out = append(out, attrView{Key: k, Type: v.Type().String(), Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit,
-			Ref: strings.HasSuffix(k, genai.RefSuffix)})
+		av := attrView{Key: k, Type: v.Type().String(), Value: cut(s), Size: len(s), Truncated: len(s) > inlineLimit,
+			Ref: strings.HasSuffix(k, genai.RefSuffix)}
+		if !av.Truncated {
+			av.Pretty, _ = prettyJSON(s)
+		}
+		out = append(out, av)
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -803,6 +812,10 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 		val = v.AsString()
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if q.Get("download") != "" {
+		// The exact recorded bytes, as a file named after the span and key.
+		w.Header().Set("Content-Disposition", `attachment; filename="`+c.rows[i].SpanID+"-"+safeName(q.Get("key"))+`.txt"`)
+	}
 	_, _ = w.Write([]byte(val))
 }
 

@@ -27,6 +27,14 @@ import (
 // missing, and fails instead under RUNAGAIN_REQUIRE_NODE_CLIENTS=1 (set by .ci/run).
 func nodeModules(t *testing.T) (node, modules string) {
 	t.Helper()
+	return nodePackages(t, "RUNAGAIN_NODE_MODULES", "runagain-node-clients", "openai", "@opentelemetry/instrumentation-openai", "@opentelemetry/sdk-node")
+}
+
+// nodePackages returns node and the node_modules directory named by env, else
+// ~/.cache/CACHE/node_modules, holding pkgs; skipped when missing, failed under
+// RUNAGAIN_REQUIRE_NODE_CLIENTS=1.
+func nodePackages(t *testing.T, env, cache string, pkgs ...string) (node, modules string) {
+	t.Helper()
 	missing := func(format string, args ...any) {
 		if os.Getenv("RUNAGAIN_REQUIRE_NODE_CLIENTS") != "" {
 			t.Fatalf(format+" (RUNAGAIN_REQUIRE_NODE_CLIENTS is set; .ci/run installs them)", args...)
@@ -37,12 +45,12 @@ func nodeModules(t *testing.T) (node, modules string) {
 	if err != nil {
 		missing("node not on PATH")
 	}
-	modules = os.Getenv("RUNAGAIN_NODE_MODULES")
+	modules = os.Getenv(env)
 	if modules == "" {
 		home, _ := os.UserHomeDir()
-		modules = filepath.Join(home, ".cache", "runagain-node-clients", "node_modules")
+		modules = filepath.Join(home, ".cache", cache, "node_modules")
 	}
-	for _, pkg := range []string{"openai", "@opentelemetry/instrumentation-openai", "@opentelemetry/sdk-node"} {
+	for _, pkg := range pkgs {
 		if _, err := os.Stat(filepath.Join(modules, pkg, "package.json")); err != nil {
 			missing("node package %s not installed in %s", pkg, modules)
 		}

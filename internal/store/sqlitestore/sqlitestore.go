@@ -19,6 +19,7 @@ import (
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -269,6 +270,11 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 				}
 				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
 				key := hex.EncodeToString(sum[:])
+				if id, ok := lr.Attributes().Get(runagainattr.RecordID); ok && validRecordID(id.Str()) {
+					// an alert or divergence with an identity is stored once, whatever else differs
+					// when it is emitted again (its observed time, its counts so far)
+					key = id.Str()
+				}
 				res, err := stmt.ExecContext(ctx, key, hexOrEmpty(lr.TraceID()), spanHexOrEmpty(lr.SpanID()),
 					session, int64(ts), int64(lr.SeverityNumber()), lr.EventName(), service, stored, now, codec, dictID)
 				if err != nil {
@@ -489,3 +495,17 @@ func (d *DB) storedRows(ctx context.Context, q string, args ...any) ([]storedRow
 }
 
 var _ store.Reader = (*DB)(nil)
+
+// validRecordID tells whether id is a RecordID (64 lower-case hex digits): anything else a client
+// sent in that attribute is ignored and the record keyed by its content.
+func validRecordID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

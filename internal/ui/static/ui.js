@@ -330,6 +330,16 @@
       .then(function (t) { pre.textContent = t; b.remove(); })
       .catch(function (err) { b.disabled = false; b.textContent = "failed (" + err.message + "), retry"; });
   });
+  // Copy: the exact recorded bytes of a value, fetched whole.
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest("button[data-copy]");
+    if (!b) return;
+    ev.preventDefault();
+    fetch(b.getAttribute("data-copy"), { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (t) { return navigator.clipboard.writeText(t); })
+      .then(function () { b.textContent = "copied"; }, function (err) { b.textContent = "copy failed"; b.title = String(err); });
+  });
   // Raw OTLP JSON loads when opened.
   document.addEventListener("toggle", function (ev) {
     var d = ev.target;
