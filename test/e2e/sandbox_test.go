@@ -182,6 +182,7 @@ func TestHelperChatAgent(t *testing.T) {
 		fmt.Printf("llm: %v\n", err)
 		os.Exit(1)
 	}
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	fmt.Printf("llm: %d %s\n", resp.StatusCode, b)
 }
