@@ -50,7 +50,8 @@ func TestRunawaySessionAlertVisible(t *testing.T) {
 	require.NotEmpty(t, alertLine, "no loop alert on the Prometheus endpoint:\n%s", metrics)
 	assert.True(t, strings.HasSuffix(alertLine, " 1"), "exactly one loop alert: %s", alertLine)
 	assert.Contains(t, metrics, "runagain_cost_USD_total")
-	assert.Contains(t, metrics, "gen_ai_client_token_usage")
+	// agent_guard's default metric_conventions (genai-0.1) names LLM token counters this way.
+	assert.Contains(t, metrics, "gen_ai_client_inference_usage_input_tokens_total")
 
 	var show struct {
 		Logs []struct {

@@ -86,7 +86,7 @@ func TestRedeliveredSpanCountedOnce(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	assert.InDelta(t, 0.15+0.30, cost, 1e-9, "the redelivered span is counted once:\n%s", metrics)
-	tokens, _ := promValue(t, promPort, "gen_ai_client_token_usage_sum", `gen_ai_token_type="input"`)
+	tokens, _ := promValue(t, promPort, "gen_ai_client_inference_usage_input_tokens_total")
 	assert.InDelta(t, 3_000_000.0, tokens, 0.5, "input tokens counted once per span")
 
 	rows := waitForSpans(t, c, 2)
