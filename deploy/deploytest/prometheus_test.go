@@ -425,13 +425,16 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 		"extensions": map[string]any{
 			"health_check":       map[string]any{"endpoint": "${env:RUNAGAIN_HEALTH_ENDPOINT}"},
 			"file_storage/queue": map[string]any{"directory": "${env:RUNAGAIN_DATA_DIR}/queue", "create_directory": true},
+			"runagain_storage": map[string]any{
+				"hot": map[string]any{"sqlite": map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"}},
+				"payloads": map[string]any{"dir": filepath.Join(t.TempDir(), "staging"),
+					"url": "file://" + filepath.Join(t.TempDir(), "payloads") + "?create_dir=true"}},
 		},
 		"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{
 			"grpc": map[string]any{"endpoint": "${env:RUNAGAIN_OTLP_GRPC_ENDPOINT}"}}}},
 		"processors": map[string]any{"memory_limiter": map[string]any{"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20}},
 		"exporters": map[string]any{
-			"tiered": map[string]any{"hot": map[string]any{
-				"sqlite":        map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"},
+			"tiered": map[string]any{"storage": "runagain_storage", "hot": map[string]any{
 				"sending_queue": map[string]any{"storage": "file_storage/queue"}}},
 			// A backend that is down: retries off, so each batch counts as failed at once.
 			"otlp_grpc/down": map[string]any{
@@ -441,7 +444,7 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 			"prometheus": gatewayPrometheusExporter(t),
 		},
 		"service": map[string]any{
-			"extensions": []string{"health_check", "file_storage/queue"},
+			"extensions": []string{"runagain_storage", "health_check", "file_storage/queue"},
 			"pipelines": map[string]any{
 				"traces": map[string]any{"receivers": []string{"otlp"}, "processors": []string{"memory_limiter"},
 					"exporters": []string{"tiered", "otlp_grpc/down"}},
@@ -460,18 +463,26 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 	if have["processors"]["payload_offload"] {
 		// One offload to a working file:// bucket, and one (in a second pipeline fed by the same
 		// receiver) to an S3 endpoint where nothing listens, so both success and failure counters exist.
-		processors["payload_offload"] = map[string]any{"storage": map[string]any{
-			"url": "file://" + filepath.Join(t.TempDir(), "payloads") + "?create_dir=true"}}
+		// Each bucket is a runagain_storage extension's payloads::url.
+		extensions := cfg["extensions"].(map[string]any)
+		extensions["runagain_storage/down"] = map[string]any{"payloads": map[string]any{
+			// No staging dir: the layout without packs writes each value in the request, so the
+			// down endpoint fails the offload (with packs, uploads are retried in the background).
+			"dir": "",
+			"url": fmt.Sprintf("s3://deploytest?region=us-east-1&use_path_style=true&disable_https=true&endpoint=http://127.0.0.1:%d",
+				collectortest.FreePort(t))}}
+		svc := cfg["service"].(map[string]any)
+		svc["extensions"] = append(svc["extensions"].([]string), "runagain_storage/down")
+		processors["payload_offload"] = map[string]any{"storage": map[string]any{"extension": "runagain_storage"}}
 		traces["processors"] = append(traces["processors"].([]string), "payload_offload")
 		processors["payload_offload/down"] = map[string]any{
-			"storage": map[string]any{"timeout": "1s", "url": fmt.Sprintf(
-				"s3://deploytest?region=us-east-1&use_path_style=true&disable_https=true&endpoint=http://127.0.0.1:%d", collectortest.FreePort(t))},
+			"storage":          map[string]any{"timeout": "1s", "extension": "runagain_storage/down"},
 			"retry_on_failure": map[string]any{"enabled": true, "initial_interval": "10ms", "max_interval": "50ms", "max_elapsed_time": "300ms"}}
 		exporters["nop"] = map[string]any{}
 		pipelines["traces/offload_down"] = map[string]any{"receivers": []string{"otlp"}, "processors": []string{"payload_offload/down"}, "exporters": []string{"nop"}}
 	}
 	if withGuard {
-		cfg["connectors"] = map[string]any{"agent_guard": map[string]any{}}
+		cfg["connectors"] = map[string]any{"agent_guard": map[string]any{"storage": "runagain_storage"}}
 		pipelines["traces"].(map[string]any)["exporters"] = []string{"tiered", "otlp_grpc/down", "agent_guard"}
 		pipelines["metrics/agent_guard"] = map[string]any{"receivers": []string{"agent_guard"}, "exporters": []string{"prometheus"}}
 		t.Log("agent_guard is in the binary: its metrics come from a generated runaway session")
