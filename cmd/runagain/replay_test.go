@@ -357,17 +357,39 @@ func TestRecordReplayOpenAI(t *testing.T) {
 	if n := up.requests.Load() - before; n != 0 {
 		t.Errorf("upstream got %d requests during replays, want 0", n)
 	}
-	run = waitRun(t, col.DataDir, traceID, 3, 1)
-	lr := findLog(run.Logs, proxy.EventDivergence)
+	// The attempt owns its records: the divergence is stored on the replay's own run, naming the
+	// recorded run and pointing at its exchange; the recording stays clean.
+	attempt := replayRunID(divErr)
+	if attempt == "" || attempt == traceID {
+		t.Fatalf("the diverging replay names no run of its own (got %q):\n%s", attempt, divErr)
+	}
+	arun := waitRun(t, col.DataDir, attempt, 1, 1)
+	lr := findLog(arun.Logs, proxy.EventDivergence)
 	if lr == nil {
-		t.Fatalf("no %s log record in the stored run", proxy.EventDivergence)
+		t.Fatalf("no %s log record in the replay's run %s", proxy.EventDivergence, attempt)
 	}
 	if f, _ := lr.Attributes().Get(proxy.AttrDivField); f.Str() != "body.messages[0].content" {
 		t.Errorf("divergence record field %q", f.Str())
 	}
+	if o, _ := lr.Attributes().Get(proxy.AttrDivOriginalTrace); o.Str() != traceID {
+		t.Errorf("divergence record names original run %q, want %s", o.Str(), traceID)
+	}
 	if lr.SpanID() != spans[0].SpanID() && lr.SpanID() != spans[1].SpanID() {
 		t.Errorf("divergence record points at span %s, not a recorded exchange", lr.SpanID())
 	}
+	if run = waitRun(t, col.DataDir, traceID, 3, 0); findLog(run.Logs, proxy.EventDivergence) != nil {
+		t.Errorf("the recorded run %s holds a divergence record: it must stay clean", traceID)
+	}
+}
+
+// replayRunID reads the replay's own run id from its first line ("...; replay run ID").
+func replayRunID(stderr string) string {
+	const marker = "; replay run "
+	i := strings.Index(stderr, marker)
+	if i < 0 || len(stderr) < i+len(marker)+32 {
+		return ""
+	}
+	return stderr[i+len(marker) : i+len(marker)+32]
 }
 
 func findLog(ld plog.Logs, event string) *plog.LogRecord {
