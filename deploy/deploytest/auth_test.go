@@ -115,7 +115,8 @@ func oneSpan(tag byte) (ptrace.Traces, string) {
 
 // gatewayAuthConfig derives a runnable config from gateway.yaml's authentication parts, taken
 // verbatim: the bearertokenauth and health_check extensions and the whole otlp receiver (TLS,
-// auth, endpoints). Behind them: memory_limiter and the tiered exporter's hot tier on SQLite, so
+// auth, endpoints). Behind them: memory_limiter and the tiered exporter's hot tier on SQLite (set in
+// the runagain_storage extension), so
 // the test can read back what got in.
 func gatewayAuthConfig(t *testing.T) []byte {
 	t.Helper()
@@ -126,13 +127,14 @@ func gatewayAuthConfig(t *testing.T) []byte {
 	require.Contains(t, ext, "bearertokenauth")
 	require.Contains(t, rcv, "otlp")
 	cfg := map[string]any{
-		"extensions": map[string]any{"bearertokenauth": ext["bearertokenauth"], "health_check": ext["health_check"]},
+		"extensions": map[string]any{"bearertokenauth": ext["bearertokenauth"], "health_check": ext["health_check"],
+			"runagain_storage": map[string]any{"hot": map[string]any{
+				"sqlite": map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"}}}},
 		"receivers":  map[string]any{"otlp": rcv["otlp"]},
 		"processors": map[string]any{"memory_limiter": gw["processors"].(map[string]any)["memory_limiter"]},
-		"exporters": map[string]any{"tiered": map[string]any{"hot": map[string]any{
-			"sqlite": map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"}}}},
+		"exporters":  map[string]any{"tiered": map[string]any{}},
 		"service": map[string]any{
-			"extensions": []string{"health_check", "bearertokenauth"},
+			"extensions": []string{"runagain_storage", "health_check", "bearertokenauth"},
 			"pipelines": map[string]any{"traces": map[string]any{
 				"receivers": []string{"otlp"}, "processors": []string{"memory_limiter"}, "exporters": []string{"tiered"}}},
 			"telemetry": map[string]any{"metrics": map[string]any{"level": "none"}},

@@ -432,8 +432,8 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 			"file_storage/queue": map[string]any{"directory": "${env:RUNAGAIN_DATA_DIR}/queue", "create_directory": true},
 			"runagain_storage": map[string]any{
 				"hot": map[string]any{"sqlite": map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"}},
-				"payloads": map[string]any{"url": "file://" + filepath.Join(t.TempDir(), "payloads") + "?create_dir=true",
-					"dir": filepath.Join(t.TempDir(), "staging")}},
+				"payloads": map[string]any{"dir": filepath.Join(t.TempDir(), "staging"),
+					"url": "file://" + filepath.Join(t.TempDir(), "payloads") + "?create_dir=true"}},
 		},
 		"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{
 			"grpc": map[string]any{"endpoint": "${env:RUNAGAIN_OTLP_GRPC_ENDPOINT}"}}}},
@@ -449,7 +449,7 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 			"prometheus": gatewayPrometheusExporter(t),
 		},
 		"service": map[string]any{
-			"extensions": []string{"health_check", "file_storage/queue", "runagain_storage"},
+			"extensions": []string{"runagain_storage", "health_check", "file_storage/queue"},
 			"pipelines": map[string]any{
 				"traces": map[string]any{"receivers": []string{"otlp"}, "processors": []string{"memory_limiter"},
 					"exporters": []string{"tiered", "otlp_grpc/down"}},
@@ -468,17 +468,21 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 	if have["processors"]["payload_offload"] {
 		// One offload to a working file:// bucket, and one (in a second pipeline fed by the same
 		// receiver) to an S3 endpoint where nothing listens, so both success and failure counters exist.
+		// Each bucket is a runagain_storage extension's payloads::url.
+		extensions := cfg["extensions"].(map[string]any)
+		extensions["runagain_storage/down"] = map[string]any{"payloads": map[string]any{
+			// No staging dir: the layout without packs writes each value in the request, so the
+			// down endpoint fails the offload (with packs, uploads are retried in the background).
+			"dir": "",
+			"url": fmt.Sprintf("s3://deploytest?region=us-east-1&use_path_style=true&disable_https=true&endpoint=http://127.0.0.1:%d",
+				collectortest.FreePort(t))}}
+		svc := cfg["service"].(map[string]any)
+		svc["extensions"] = append(svc["extensions"].([]string), "runagain_storage/down")
 		processors["payload_offload"] = map[string]any{"storage": map[string]any{"extension": "runagain_storage"}}
 		traces["processors"] = append(traces["processors"].([]string), "payload_offload")
 		processors["payload_offload/down"] = map[string]any{
 			"storage":          map[string]any{"timeout": "1s", "extension": "runagain_storage/down"},
 			"retry_on_failure": map[string]any{"enabled": true, "initial_interval": "10ms", "max_interval": "50ms", "max_elapsed_time": "300ms"}}
-		exts := cfg["extensions"].(map[string]any)
-		exts["runagain_storage/down"] = map[string]any{"payloads": map[string]any{"url": fmt.Sprintf(
-			"s3://deploytest?region=us-east-1&use_path_style=true&disable_https=true&endpoint=http://127.0.0.1:%d", collectortest.FreePort(t)),
-			"dir": filepath.Join(t.TempDir(), "staging-down")}}
-		svc := cfg["service"].(map[string]any)
-		svc["extensions"] = append(svc["extensions"].([]string), "runagain_storage/down")
 		exporters["nop"] = map[string]any{}
 		pipelines["traces/offload_down"] = map[string]any{"receivers": []string{"otlp"}, "processors": []string{"payload_offload/down"}, "exporters": []string{"nop"}}
 	}

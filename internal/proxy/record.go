@@ -214,11 +214,13 @@ func (r *Recorder) finish(p *pending) {
 			s.AppendEmpty().SetStr(k)
 		}
 	}
+	r.out <- td
+	// Counted once queued: a caller that waits for Stats().Exchanges and then calls Close never
+	// closes r.out under a send still in flight.
 	r.stats.Lock()
 	r.stats.exchanges++
 	r.stats.traces[p.traceID] = true
 	r.stats.Unlock()
-	r.out <- td
 }
 
 func protoVersion(p string) string {

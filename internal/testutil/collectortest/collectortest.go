@@ -21,11 +21,16 @@ import (
 	"time"
 )
 
-// BinDir returns the directory holding otelcol-runagain and runagain, or skips/fails tb.
+// BinDir returns the directory holding otelcol-runagain and runagain, or skips/fails tb. Under
+// -short (make test-race: unit packages only, race-built test binaries) a test that drives the
+// real binaries is skipped; `make test` runs it.
 func BinDir(tb testing.TB) string {
 	tb.Helper()
 	dir := os.Getenv("RUNAGAIN_BIN_DIR")
 	if dir == "" {
+		if testing.Short() {
+			tb.Skip("-short: end-to-end tests on the real binaries run in `make test`")
+		}
 		if os.Getenv("CI") != "" {
 			tb.Fatal("RUNAGAIN_BIN_DIR is not set: run the tests with `make test`")
 		}
