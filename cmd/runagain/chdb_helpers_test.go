@@ -5,33 +5,44 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/exporter/tieredexporter"
+	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 )
 
 // writeTieredChDB writes td with the tiered exporter to every ClickHouse tier at endpoint
-// (hot: contrib otel_traces/otel_logs in database otel; warm and cold: database runagain),
-// without sending queues, and shuts the exporter down (everything written when it returns).
+// (hot: contrib otel_traces/otel_logs in database otel; warm and cold: database runagain), the
+// backends configured on the runagain_storage extension as in a real pipeline, without sending
+// queues, and shuts the exporter down (everything written when it returns).
 func writeTieredChDB(ctx context.Context, t *testing.T, endpoint string, td ptrace.Traces) {
 	t.Helper()
+	ch := func(db string) configoptional.Optional[runagainstorageextension.ClickHouseConfig] {
+		return configoptional.Some(runagainstorageextension.ClickHouseConfig{Endpoint: endpoint, Database: db, CreateSchema: true,
+			ConnectionParams: map[string]string{"compress": "none"}})
+	}
+	scfg := runagainstorageextension.NewDefaultConfig()
+	scfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: 72 * time.Hour, ClickHouse: ch("otel")})
+	scfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: 2160 * time.Hour, ClickHouse: ch("runagain")})
+	scfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{ClickHouse: ch("runagain")})
+	host, _ := storagetest.Start(t, scfg)
 	f := tieredexporter.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	off := map[string]any{"enabled": false}
 	require.NoError(t, confmap.NewFromStringMap(map[string]any{
-		"hot":  map[string]any{"clickhouse": map[string]any{"endpoint": endpoint, "database": "otel", "compress": "none", "sending_queue": off}},
-		"warm": map[string]any{"clickhouse": map[string]any{"endpoint": endpoint, "database": "runagain"}, "sending_queue": off},
-		"cold": map[string]any{"clickhouse": map[string]any{"endpoint": endpoint, "database": "runagain"}, "sending_queue": off},
+		"hot": map[string]any{"sending_queue": off}, "warm": map[string]any{"sending_queue": off}, "cold": map[string]any{"sending_queue": off},
 	}).Unmarshal(cfg))
 	te, err := f.CreateTraces(ctx, exportertest.NewNopSettings(component.MustNewType("tiered")), cfg)
 	require.NoError(t, err)
-	require.NoError(t, te.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, te.Start(ctx, host))
 	require.NoError(t, te.ConsumeTraces(ctx, td))
 	require.NoError(t, te.Shutdown(ctx))
 }
