@@ -5,17 +5,14 @@ package main
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/exporter/tieredexporter"
-	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 )
 
@@ -25,15 +22,7 @@ import (
 // queues, and shuts the exporter down (everything written when it returns).
 func writeTieredChDB(ctx context.Context, t *testing.T, endpoint string, td ptrace.Traces) {
 	t.Helper()
-	ch := func(db string) configoptional.Optional[runagainstorageextension.ClickHouseConfig] {
-		return configoptional.Some(runagainstorageextension.ClickHouseConfig{Endpoint: endpoint, Database: db, CreateSchema: true,
-			ConnectionParams: map[string]string{"compress": "none"}})
-	}
-	scfg := runagainstorageextension.NewDefaultConfig()
-	scfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: 72 * time.Hour, ClickHouse: ch("otel")})
-	scfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: 2160 * time.Hour, ClickHouse: ch("runagain")})
-	scfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{ClickHouse: ch("runagain")})
-	host, _ := storagetest.Start(t, scfg)
+	host, _ := storagetest.Start(t, storagetest.ClickHouseTiers(endpoint))
 	f := tieredexporter.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	off := map[string]any{"enabled": false}

@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/config/configoptional"
 
-	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/store"
@@ -28,15 +26,7 @@ import (
 func TestClickHouseTiersOnChDB(t *testing.T) {
 	ctx := context.Background()
 	srv := chdbtest.Start(t)
-	ch := func(db string) configoptional.Optional[runagainstorageextension.ClickHouseConfig] {
-		return configoptional.Some(runagainstorageextension.ClickHouseConfig{Endpoint: srv.Endpoint, Database: db, CreateSchema: true,
-			ConnectionParams: map[string]string{"compress": "none"}})
-	}
-	scfg := runagainstorageextension.NewDefaultConfig()
-	scfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: 72 * time.Hour, ClickHouse: ch("otel")})
-	scfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: 2160 * time.Hour, ClickHouse: ch("runagain")})
-	scfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{ClickHouse: ch("runagain")})
-	host, _ := storagetest.Start(t, scfg)
+	host, _ := storagetest.Start(t, storagetest.ClickHouseTiers(srv.Endpoint))
 	off := map[string]any{"enabled": false}
 	p := startWithHost(t, host, map[string]any{"hot": map[string]any{"sending_queue": off},
 		"warm": map[string]any{"sending_queue": off}, "cold": map[string]any{"sending_queue": off}})

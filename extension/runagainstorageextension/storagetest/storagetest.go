@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 )
@@ -50,4 +51,19 @@ func StartAt(tb testing.TB, cfg *runagainstorageextension.Config, now func() tim
 		}
 	})
 	return h, st
+}
+
+// ClickHouseTiers is the extension's default configuration with every tier on the ClickHouse
+// server at endpoint: hot in database otel (the contrib tables), warm and cold in database
+// runagain, schemas created, no compression (chDB tests).
+func ClickHouseTiers(endpoint string) *runagainstorageextension.Config {
+	ch := func(db string) configoptional.Optional[runagainstorageextension.ClickHouseConfig] {
+		return configoptional.Some(runagainstorageextension.ClickHouseConfig{Endpoint: endpoint, Database: db, CreateSchema: true,
+			ConnectionParams: map[string]string{"compress": "none"}})
+	}
+	cfg := runagainstorageextension.NewDefaultConfig()
+	cfg.Hot = configoptional.Some(runagainstorageextension.HotConfig{Retention: 72 * time.Hour, ClickHouse: ch("otel")})
+	cfg.Warm = configoptional.Some(runagainstorageextension.WarmConfig{Retention: 2160 * time.Hour, ClickHouse: ch("runagain")})
+	cfg.Cold = configoptional.Some(runagainstorageextension.ColdConfig{ClickHouse: ch("runagain")})
+	return cfg
 }
