@@ -36,9 +36,9 @@ func TestNormalise(t *testing.T) {
 
 // runOf builds a stored run: an agent root, tools in order, one of them failing with msg.
 type spec struct {
-	tool string
-	err        string
-	finish     string
+	tool   string
+	err    string
+	finish string
 }
 
 func runOf(t *testing.T, trace byte, specs []spec, alerts ...string) *store.Run {
