@@ -22,12 +22,13 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/llmhttp"
 	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Attributes of the divergence record of an MCP request (besides proxy's runagain.replay.*).
 const (
 	// AttrRefusal says why the side-effect firewall refused a request: "unrecorded_tool_call".
-	AttrRefusal = "runagain.replay.refusal"
+	AttrRefusal = runagainattr.ReplayRefusal
 )
 
 // BrokerConfig configures the broker a runagain command starts for the MCP servers of its agent.

@@ -11,15 +11,16 @@ import (
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/llmhttp"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // Attributes of an MCP exchange span beyond the MCP and GenAI semantic conventions (the package
 // comment lists them all).
 const (
 	// Source is the runagain.fixture.source of an exchange recorded over stdio.
-	Source = "mcp_stdio"
+	Source = fixture.SourceMCPStdio
 	// AttrServer is the --name of the server the exchange went to.
-	AttrServer = "runagain.mcp.server.name"
+	AttrServer = runagainattr.MCPServer
 	// AttrRequest and AttrResponse hold the exact JSON-RPC messages (one stdio line each, without
 	// the newline); payload attributes, offloaded and redacted like any other.
 	AttrRequest  = "runagain.mcp.request"
@@ -34,7 +35,7 @@ const (
 	// AttrRerunSource is set on the exchanges of a replay, rerun or test run: "recording"
 	// (served from the recording), "live" (sent to the real server) or "refused"; the same
 	// attribute as the HTTP exchanges of a rerun.
-	AttrRerunSource = "runagain.rerun.source"
+	AttrRerunSource = runagainattr.RerunSource
 	// AttrRerunOriginalSpan is the recorded exchange a "recording" exchange served.
 	AttrRerunOriginalSpan = "runagain.rerun.original_span_id"
 )
@@ -62,10 +63,7 @@ type Exchange struct {
 }
 
 // IsExchange reports whether a span is an MCP stdio exchange.
-func IsExchange(sp ptrace.Span) bool {
-	v, ok := sp.Attributes().Get(fixture.AttrSource)
-	return ok && v.Str() == Source
-}
+func IsExchange(sp ptrace.Span) bool { return fixture.IsMCPExchange(sp) }
 
 // ToSpan fills sp (ids and parent set by the caller) with the exchange: name
 // "{mcp.method.name} {target}", kind CLIENT for the agent's requests (SERVER for the server's),

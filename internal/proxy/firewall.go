@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // The side-effect firewall (docs/architecture.md "Side-effect firewall"): in replay, rerun and test an
@@ -15,7 +17,7 @@ import (
 const RefusalUnrecordedWrite = "unrecorded_write"
 
 // AttrRefusal is set on the divergence record of a request the firewall refused.
-const AttrRefusal = "runagain.replay.refusal"
+const AttrRefusal = runagainattr.ReplayRefusal
 
 // SafeMethod reports whether an HTTP method is safe (RFC 9110, section 9.2.1: GET, HEAD,
 // OPTIONS, TRACE): it asks for no change on the server.

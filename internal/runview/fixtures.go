@@ -4,8 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
-	"github.com/runagain/runagain/internal/mcp"
-	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -52,9 +51,7 @@ func fixtureCounts(run *store.Run) *FixtureCounts {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				a := lrs.At(k).Attributes()
-				_, http := a.Get(proxy.AttrRefusal)
-				_, rpc := a.Get(mcp.AttrRefusal)
-				if http || rpc {
+				if _, refused := a.Get(runagainattr.ReplayRefusal); refused {
 					fc.Firewall++
 				}
 			}
@@ -71,16 +68,16 @@ func (fc *FixtureCounts) add(sp ptrace.Span) {
 	switch {
 	case fixture.IsFixture(sp):
 		fc.HTTP++
-	case mcp.IsExchange(sp):
+	case fixture.IsMCPExchange(sp):
 		fc.MCP++
-		if v, ok := a.Get(mcp.AttrServer); ok && !fc.mcpServer[v.Str()] {
+		if v, ok := a.Get(runagainattr.MCPServer); ok && !fc.mcpServer[v.Str()] {
 			fc.mcpServer[v.Str()] = true
 			fc.Servers = append(fc.Servers, v.Str())
 		}
 	default:
 		return
 	}
-	src, _ := a.Get(proxy.AttrRerunSource)
+	src, _ := a.Get(runagainattr.RerunSource)
 	switch src.Str() {
 	case "recording":
 		fc.Served++
