@@ -63,17 +63,17 @@ const (
 	AttrAlertKind  = "alert.kind"
 	AttrAlertCount = "runagain.alert.count"
 
-	EventDivergence      = "runagain.replay.divergence" // replay, rerun and test
-	DivergenceField      = "runagain.replay.divergence.field"
-	DivergenceExpected   = "runagain.replay.divergence.expected"
-	DivergenceGot        = "runagain.replay.divergence.got"
-	DivergenceRequest    = "runagain.replay.request.index" // int: 1-based replayed request
-	DivergenceNearest    = "runagain.replay.nearest.index"
+	EventDivergence    = "runagain.replay.divergence" // replay, rerun and test
+	DivergenceField    = "runagain.replay.divergence.field"
+	DivergenceExpected = "runagain.replay.divergence.expected"
+	DivergenceGot      = "runagain.replay.divergence.got"
+	DivergenceRequest  = "runagain.replay.request.index" // int: 1-based replayed request
+	DivergenceNearest  = "runagain.replay.nearest.index"
 	// ReplayRefusal is set on the divergence record of a request the side-effect firewall refused
 	// (HTTP: internal/proxy; MCP: internal/mcp), saying why.
 	ReplayRefusal = "runagain.replay.refusal"
 	// MCPServer is the --name of the MCP server an exchange recorded over stdio went to.
-	MCPServer = "runagain.mcp.server.name"
+	MCPServer            = "runagain.mcp.server.name"
 	EventPrefix          = "runagain."
 	MetricCost           = "runagain.cost"          // agent_guard counter, USD
 	MetricUnpricedCalls  = "runagain.cost.unpriced" // agent_guard counter, {call}
