@@ -59,11 +59,12 @@ are pinned: no retention janitor deletes them or their payloads.`,
 }
 
 func newDatasetAddCmd() *cobra.Command {
-	var note, caseID, input string
+	var note, caseID, input, pattern, since string
 	var expects []string
 	var strict bool
+	var limit int
 	cmd := &cobra.Command{
-		Use:   "add NAME TRACE_ID... [--note TEXT] [--expect KIND=VALUE]...",
+		Use:   "add NAME {TRACE_ID... | --pattern ID [--limit N]} [--note TEXT] [--expect KIND=VALUE]...",
 		Short: "Freeze runs into a new version of dataset NAME (the previous version's cases plus these)",
 		Long: `add reads each run from the store (it must still be in the hot tier: spans and payloads), rehydrates
 its offloaded payloads, and freezes it as a case whose id is its trace id. The new version holds the
@@ -75,12 +76,26 @@ newest version's cases plus these (a case with the same id is replaced).
   tools=NAME,NAME...         the tool calls in order (names); tools=recorded: names and arguments
   max_cost_usd=N  max_tokens=N  max_steps=N  max_duration=DURATION
   no_alert=KIND|any          replay=strict  replay=diverge_after:N
+  no_pattern=ID              the new run's failure signature must not fall in pattern ID
+
+--pattern ID (runagain patterns lists them) freezes up to --limit runs of that failure pattern
+(default 5), chosen to cover its variants (the newest run of each, most frequent first), each
+expecting no_pattern=ID: runagain test then passes only when the failure does not recur.
 Expectations can be edited later in the exported expect.yaml files (runagain dataset export/import).
 
 A case that cannot work is warned about: a run with no recorded HTTP exchanges (runagain test has
 nothing to replay), an expectation the recorded run itself fails. --strict refuses the version then.`,
-		Args: cobra.MinimumNArgs(2),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pattern != "" {
+				if len(args) != 1 || caseID != "" || input != "" || len(expects) > 0 || strict {
+					return errors.New("--pattern ID takes the dataset NAME only (no trace ids, --case-id, --input, --expect or --strict)")
+				}
+				return datasetAddPattern(cmd, args[0], pattern, since, limit, note)
+			}
+			if len(args) < 2 {
+				return errors.New("give NAME and at least one TRACE_ID, or NAME --pattern ID")
+			}
 			if caseID != "" && len(args) != 2 {
 				return errors.New("--case-id names one case: give one run")
 			}
@@ -91,8 +106,65 @@ nothing to replay), an expectation the recorded run itself fails. --strict refus
 	cmd.Flags().StringVar(&input, "input", "", "the case input given to the command under test as RUNAGAIN_CASE_INPUT (default: the run's first LLM call's last user message)")
 	cmd.Flags().StringVar(&caseID, "case-id", "", "case id (default: the run's trace id); one run only")
 	cmd.Flags().StringArrayVar(&expects, "expect", nil, "expectation KIND=VALUE, repeatable (see above)")
+	cmd.Flags().StringVar(&pattern, "pattern", "", "freeze runs of this failure pattern (runagain patterns), expecting no_pattern=ID")
+	cmd.Flags().IntVar(&limit, "limit", dataset.DefaultPatternLimit, "with --pattern: at most this many runs")
+	cmd.Flags().StringVar(&since, "since", "", "with --pattern: runs that started since (7d, a date, an RFC 3339 time)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "refuse the new version when a case cannot work (no recorded exchanges, or an expectation the recorded run fails)")
 	return cmd
+}
+
+// datasetAddPattern is dataset add --pattern: dataset.AddFromPattern, then its cases' problems.
+func datasetAddPattern(cmd *cobra.Command, name, id, since string, limit int, note string) error {
+	ctx := contextOf(cmd)
+	if limit < 1 {
+		return fmt.Errorf("--limit %d: must be at least 1", limit)
+	}
+	a := dataset.PatternAdd{Name: name, PatternID: id, Limit: limit, Note: note}
+	if since != "" {
+		t, err := store.ParseTimeArg("--since", since, time.Now())
+		if err != nil {
+			return err
+		}
+		a.Since = t
+	}
+	st, err := openDatasets(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rd, err := openReader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	pr, ok := rd.(store.PatternReader)
+	if !ok {
+		return fmt.Errorf("--pattern: the configured store (%T) has no run index with failure signatures", rd)
+	}
+	if a.View, err = viewOptions(); err != nil {
+		return err
+	}
+	res := payloadref.NewResolver()
+	defer res.Close()
+	a.View.Resolver = res
+	m, created, cases, err := dataset.AddFromPattern(ctx, st, rd, pr, a)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, c := range cases {
+		problems = append(problems, caseProblems(c.Case, c.Facts)...)
+	}
+	for _, p := range problems {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runagain dataset add: warning: %s\n", p)
+	}
+	state := "new version"
+	if !created {
+		state = "unchanged: this version already exists"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "dataset %s@%s: %d cases (%s); %d from pattern %s, each expecting no_pattern=%s\n",
+		m.Name, dataset.Short(m.Version), len(m.Cases), state, len(cases), id, id)
+	return nil
 }
 
 func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, input string, expects []string, strict bool) error {
@@ -367,6 +439,9 @@ func caseProblems(c *dataset.Case, facts *dataset.Facts) []string {
 		out = append(out, fmt.Sprintf("case %s: run %s has no recorded HTTP exchanges, so runagain test cannot replay it (record the agent with runagain proxy --record)", c.ID, c.TraceID))
 	}
 	for _, e := range c.Expect.Expect {
+		if e.NoPattern != "" {
+			continue // a case frozen from a pattern is in it by design: the fixed agent's run must not be
+		}
 		if f := e.Check(facts); f != nil {
 			out = append(out, fmt.Sprintf("case %s: the recorded run itself fails %s", c.ID, f))
 		}

@@ -14,6 +14,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// patternID is the shape of a pattern id (patterns.Signature.ID).
+var patternID = regexp.MustCompile(`^p[0-9a-f]{12}$`)
+
 // Expectation is one check of a new run; exactly one field is set.
 type Expectation struct {
 	// Output checks the run's final output: the text of the last output message of its last LLM call.
@@ -31,6 +34,10 @@ type Expectation struct {
 	// Replay: "strict" (no request may diverge from the recording) or "diverge_after:N" (requests
 	// 1..N must match; later ones may diverge).
 	Replay string `yaml:"replay,omitempty" json:"replay,omitempty"`
+	// NoPattern: the run's failure signature must not fall in this failure pattern
+	// (internal/patterns: its Signature.ID, "p" + 12 hex digits), the check of a case frozen from
+	// a pattern (AddFromPattern).
+	NoPattern string `yaml:"no_pattern,omitempty" json:"no_pattern,omitempty"`
 }
 
 // OutputExpect compares the final output; exactly one of Equals, Contains, Regex, JSONPath is set.
@@ -89,6 +96,8 @@ func (e Expectation) Name() string {
 		return "no_alert " + e.NoAlert
 	case e.Replay != "":
 		return "replay " + e.Replay
+	case e.NoPattern != "":
+		return "no_pattern " + e.NoPattern
 	}
 	return "(empty expectation)"
 }
@@ -97,13 +106,16 @@ func (e Expectation) Name() string {
 func (e Expectation) Validate() error {
 	n := 0
 	for _, set := range []bool{e.Output != nil, e.Tools != nil, e.MaxCostUSD != nil, e.MaxTokens != nil, e.MaxSteps != nil,
-		e.MaxDuration != "", e.NoAlert != "", e.Replay != ""} {
+		e.MaxDuration != "", e.NoAlert != "", e.Replay != "", e.NoPattern != ""} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("give exactly one of output, tools, max_cost_usd, max_tokens, max_steps, max_duration, no_alert, replay (got %d)", n)
+		return fmt.Errorf("give exactly one of output, tools, max_cost_usd, max_tokens, max_steps, max_duration, no_alert, replay, no_pattern (got %d)", n)
+	}
+	if e.NoPattern != "" && !patternID.MatchString(e.NoPattern) {
+		return fmt.Errorf("no_pattern: %q is not a pattern id (p and 12 hex digits, as runagain patterns lists them)", e.NoPattern)
 	}
 	if o := e.Output; o != nil {
 		k := 0
@@ -251,6 +263,8 @@ func ParseExpect(s string, rec *Facts) (Expectation, error) {
 			e.NoAlert = v
 		case "replay":
 			e.Replay = v
+		case "no_pattern":
+			e.NoPattern = v
 		default:
 			return bad(fmt.Errorf("unknown kind %q", k))
 		}
@@ -365,6 +379,10 @@ func (e Expectation) Check(f *Facts) *Failure {
 			if e.NoAlert == "any" || a == e.NoAlert {
 				return fail("no "+e.NoAlert+" alert", "alert "+a)
 			}
+		}
+	case e.NoPattern != "":
+		if f.Pattern == e.NoPattern {
+			return fail("not in pattern "+e.NoPattern, "in pattern "+e.NoPattern+": "+f.PatternTitle)
 		}
 	case e.Replay != "":
 		n, _ := e.divergeAfter()

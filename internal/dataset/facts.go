@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/runview/rule"
@@ -55,6 +56,10 @@ type Facts struct {
 	// MessagesSource says where the LLM calls were read from: "spans" (GenAI spans) or
 	// "http" (derived from recorded HTTP exchanges).
 	MessagesSource string `json:"messages_source,omitempty"`
+	// Pattern is the run's failure pattern (patterns.FromView(...).ID(); '' for a passing run) and
+	// PatternTitle its one-line description.
+	Pattern      string `json:"pattern,omitempty"`
+	PatternTitle string `json:"pattern_title,omitempty"`
 }
 
 // RunFacts reads the facts of a run from its read model (runview.Build with the configured prices;
@@ -67,6 +72,9 @@ type Facts struct {
 func RunFacts(v *runview.View) (*Facts, error) {
 	f := &Facts{Tools: []ToolCall{}, Steps: v.Totals.LLMCalls, Tokens: v.Totals.InputTokens + v.Totals.OutputTokens,
 		CostUSD: v.Totals.CostUSD, Unpriced: v.Totals.Unpriced, Duration: v.Totals.Duration}
+	if sig := patterns.FromView(v); sig.Failing() {
+		f.Pattern, f.PatternTitle = sig.ID(), sig.Title()
+	}
 	var toolSteps []ToolCall
 	var calls []genai.CallMessages
 	fromSpans := false

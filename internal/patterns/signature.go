@@ -319,6 +319,9 @@ func FromView(v *runview.View) Signature {
 		case runagainattr.EventAlert:
 			k := strAttr(a, runagainattr.AttrAlertKind)
 			if k == "" {
+				k = strAttr(a, "runagain.alert.kind") // older records
+			}
+			if k == "" {
 				k = "alert"
 			}
 			alerts[Normalise(k)] = true
@@ -478,4 +481,40 @@ func strAttr(a pcommon.Map, k string) string {
 		return v.AsString()
 	}
 	return ""
+}
+
+// SpanSignal reports whether a span's attributes alone can make its run fail besides its
+// status (which writers check themselves): an abnormal finish reason, or an
+// http.response.status_code >= 400. Writers call it per span to decide which runs to sign
+// (sqlitestore "Failure signatures in the run index"); it is a few map lookups.
+func SpanSignal(attrs pcommon.Map) bool {
+	for _, r := range genai.FinishReasons(attrs) {
+		if _, ok := finishReasons[r]; ok {
+			return true
+		}
+	}
+	if c, ok := attrs.Get("http.response.status_code"); ok && c.Type() == pcommon.ValueTypeInt && c.Int() >= 400 {
+		return true
+	}
+	return false
+}
+
+// SummarySignal is SpanSignal over a warm span summary's attributes JSON
+// (store.SpanSummary.Attributes): a finish reason or status code recorded there.
+func SummarySignal(attrsJSON string) bool {
+	if attrsJSON == "" || attrsJSON == "{}" {
+		return false
+	}
+	if strings.Contains(attrsJSON, genai.AttrFinishReasons) {
+		for r := range finishReasons {
+			if strings.Contains(attrsJSON, `"`+r+`"`) {
+				return true
+			}
+		}
+	}
+	if i := strings.Index(attrsJSON, `"http.response.status_code":`); i >= 0 {
+		rest := strings.TrimLeft(attrsJSON[i+len(`"http.response.status_code":`):], " ")
+		return len(rest) > 0 && rest[0] >= '4' && rest[0] <= '9' && len(rest) > 2 && rest[1] >= '0' && rest[1] <= '9'
+	}
+	return false
 }

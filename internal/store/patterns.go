@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -53,3 +54,69 @@ type PatternReader interface {
 	// PatternSignatures returns the stored signature JSON of each of variantIDs it holds.
 	PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error)
 }
+
+// PatternRuns implements PatternReader over the tiers that have one (hot, warm), in order: a
+// run is streamed once, from the first tier that holds it. The trace ids of the runs streamed
+// are kept to skip them in later tiers (16 bytes each).
+func (t *Tiered) PatternRuns(ctx context.Context, f PatternFilter, yield func(PatternRun) error) error {
+	var readers []PatternReader
+	for _, r := range t.Readers {
+		if pr, ok := r.(PatternReader); ok {
+			readers = append(readers, pr)
+		}
+	}
+	if len(readers) == 0 {
+		return errors.New("patterns: no tier with a run index (hot or warm) is configured")
+	}
+	seen := map[[16]byte]struct{}{}
+	for i, r := range readers {
+		last := i == len(readers)-1
+		err := r.PatternRuns(ctx, f, func(pr PatternRun) error {
+			id, err := decodeTraceID(pr.TraceID)
+			if err != nil {
+				return yield(pr)
+			}
+			if _, dup := seen[id]; dup {
+				return nil
+			}
+			if !last {
+				seen[id] = struct{}{}
+			}
+			return yield(pr)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PatternSignatures implements PatternReader: each id from the first tier that stores it.
+func (t *Tiered) PatternSignatures(ctx context.Context, ids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, r := range t.Readers {
+		pr, ok := r.(PatternReader)
+		if !ok {
+			continue
+		}
+		var want []string
+		for _, id := range ids {
+			if _, ok := out[id]; !ok {
+				want = append(want, id)
+			}
+		}
+		if len(want) == 0 {
+			break
+		}
+		got, err := pr.PatternSignatures(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range got {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+var _ PatternReader = (*Tiered)(nil)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -119,6 +120,7 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced,
 						Exchange: store.DerivedExchange(span, genaiKind)}}
 				r.f.LLM = genaiKind == genai.KindLLM && !r.f.Exchange
+				r.f.Signal = r.f.Error || patterns.SpanSignal(attrs)
 				if cost.Unpriced {
 					r.unpriced = 1
 				}

@@ -118,7 +118,7 @@ func (x runIndex) ddl() string {
 	if x.orphans == "" {
 		return runsDDL + x.triggers
 	}
-	return runsDDL + x.triggers + x.orphansDDL() + x.sessionsDDL() + x.exchangesDDL()
+	return runsDDL + x.triggers + x.orphansDDL() + x.sessionsDDL() + x.exchangesDDL() + patternsDDL
 }
 
 // # Other sessions of a run (hot schema version 8)
@@ -423,6 +423,9 @@ type SpanFacts struct {
 	// Exchange: a recorded HTTP exchange with derived GenAI attributes; LLM: an instrumented
 	// LLM call (genai kind llm, not an exchange). Both for the counting rule (countrule.go).
 	Exchange, LLM bool
+	// Signal: the span can make its run fail (patterns.SpanSignal): its run's failure signature
+	// is computed after the commit (patternindex.go).
+	Signal bool
 }
 
 // runDelta is what a batch's inserted rows add to one run.
@@ -491,7 +494,13 @@ type RunBatch struct {
 	// llm the instrumented LLM rows inserted
 	exchanges [][3]any // trace, span, 1 for a derived exchange (0: a nested LLM call)
 	llm       []SpanFacts
+	// signals are the runs whose rows or records can make them fail (patternindex.go)
+	signals traceSet
 }
+
+// Signal records that the transaction wrote a row or record that can make the run traceID fail
+// (a divergence record; spans say so in SpanFacts.Signal, alerts through Alert).
+func (b *RunBatch) Signal(traceID string) { b.signals.add(traceID) }
 
 // Exchange records that the transaction wrote the span row f of a derived exchange (inserted
 // or replaced): its run is counted by the rule.
@@ -501,6 +510,9 @@ func (b *RunBatch) Exchange(f SpanFacts) {
 	}
 	if f.LLM {
 		b.llm = append(b.llm, f)
+	}
+	if f.Signal {
+		b.signals.add(f.TraceID)
 	}
 }
 
@@ -548,6 +560,7 @@ func (b *RunBatch) Alert(traceID string) {
 	if b.alerts[traceID] == 0 {
 		b.alertIDs = append(b.alertIDs, traceID)
 	}
+	b.signals.add(traceID)
 	b.alerts[traceID]++
 }
 

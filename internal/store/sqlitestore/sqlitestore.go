@@ -206,10 +206,15 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	if err != nil {
 		return err
 	}
+	marked, err := markPatterns(ctx, tx, &batch)
+	if err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
 	d.committedRefs(&refs)
+	d.sign(ctx, marked)
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
 	// a later batch (maybeTrain), and must not make the caller retry stored spans.
 	_ = d.codec.maybeTrain(ctx)
@@ -288,6 +293,8 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 					}
 				} else if lr.EventName() == store.AlertEventName {
 					batch.Alert(hexOrEmpty(lr.TraceID()))
+				} else if lr.EventName() == runagainattr.EventDivergence {
+					batch.Signal(hexOrEmpty(lr.TraceID()))
 				}
 				for _, uri := range store.LogPayloadRefs(lr) {
 					refs.add(hexOrEmpty(lr.TraceID()), logRowID(key), uri)
@@ -301,11 +308,22 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	if err := hotIndex.apply(ctx, tx, &batch); err != nil {
 		return err
 	}
+	marked, err := markPatterns(ctx, tx, &batch)
+	if err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
 	d.committedRefs(&refs)
+	d.sign(ctx, marked)
 	return nil
+}
+
+// sign writes the signatures of the runs a committed batch marked (patternindex.go). A failure
+// leaves them marked, and readers compute them: the stored batch is not retried for it.
+func (d *DB) sign(ctx context.Context, marked []string) {
+	_ = signRuns(ctx, d.db, d.Run, d.sessionKeys, marked)
 }
 
 func hexOrEmpty(id pcommon.TraceID) string {

@@ -49,6 +49,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -506,7 +507,8 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
 		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange,
-		LLM: s.GenAIKind == string(genai.KindLLM) && !s.Exchange}
+		LLM: s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
+		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || patterns.SummarySignal(s.Attributes)}
 }
 
 // writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or one row
@@ -567,8 +569,19 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	if err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
-	return tx.Commit()
+	marked, err := markPatterns(ctx, tx, &batch)
+	if err != nil {
+		return fmt.Errorf("sqlite warm tier: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	// A failure leaves the runs marked; readers compute them (patternindex.go).
+	_ = signRuns(ctx, w.db, w.Run, w.keys(), marked)
+	return nil
 }
+
+func (w *WarmDB) keys() []string { return w.sessionKeys }
 
 // Runs implements store.Reader (Tier "warm"): from the run index, or, for a version 1 file opened
 // read-only, by aggregating span_summaries.

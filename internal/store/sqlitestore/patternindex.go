@@ -1,0 +1,359 @@
+package sqlitestore
+
+// # Failure signatures in the run index (issue 32)
+//
+// Each failing run's signature (internal/patterns: computed from the run read through
+// internal/runview, never re-derived here) is kept beside its index row, so listing patterns
+// reads the index and not the runs:
+//
+//	run_patterns (hot and warm file)
+//	  trace_id    TEXT     the run (runs.trace_id); primary key, WITHOUT ROWID
+//	  pattern_id  TEXT     patterns.Signature.ID ('' until computed)
+//	  variant_id  TEXT     patterns.Signature.VariantID
+//	  agent       TEXT     patterns.Agent: gen_ai.agent.name of the run, else service.name
+//	  version     INTEGER  patterns.SignatureVersion it was computed with
+//	  dirty       INTEGER  0: current; > 0: a write changed the run since (a generation counter)
+//	  index run_patterns_pattern (pattern_id, trace_id); deleted with the run's index row (trigger)
+//
+//	pattern_signatures
+//	  variant_id  TEXT  primary key; signature TEXT: patterns.Signature.JSON; pattern_id TEXT
+//
+// A passing run has no row. The writer marks a run dirty in the transaction that writes a span
+// row, alert or divergence record that can make it fail (patterns.SpanSignal: status ERROR, an
+// exchange answered >= 400, an abnormal finish reason; every alert and divergence record), or
+// any row of a run that already has one; after the commit it reads each marked run back (Run),
+// builds its view and signature and writes them, clearing the mark only if no write marked the
+// run again meanwhile. Runs whose only signal is being incomplete (no root yet, orphans) get no
+// row: the listing reads their flags from runs.roots and runs.orphans. A reader computes on the
+// spot, without writing, the signature of a run still marked, of another version, or without a
+// row but with errors or alerts in its index row (a file written before signatures were).
+// The cost on the write path is one lookup per batch; only failing runs are read back.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runagain/runagain/internal/patterns"
+	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/store"
+)
+
+const patternsDDL = `
+CREATE TABLE IF NOT EXISTS run_patterns (
+  trace_id   TEXT    NOT NULL PRIMARY KEY,
+  pattern_id TEXT    NOT NULL,
+  variant_id TEXT    NOT NULL,
+  agent      TEXT    NOT NULL,
+  version    INTEGER NOT NULL,
+  dirty      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS run_patterns_pattern ON run_patterns (pattern_id, trace_id);
+CREATE TABLE IF NOT EXISTS pattern_signatures (
+  variant_id TEXT NOT NULL PRIMARY KEY,
+  pattern_id TEXT NOT NULL,
+  signature  TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS runs_patterns_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM run_patterns WHERE trace_id = old.trace_id;
+END;
+`
+
+// markPatterns marks dirty, in tx, the runs of b that hold a signal or already have a
+// signature row, and returns them (for signRuns after the commit).
+func markPatterns(ctx context.Context, tx *sql.Tx, b *RunBatch) ([]string, error) {
+	var all traceSet
+	for _, id := range b.traces() {
+		all.add(id)
+	}
+	for _, id := range b.alertIDs {
+		all.add(id)
+	}
+	for _, id := range b.signals.ids {
+		all.add(id)
+	}
+	if len(all.ids) == 0 {
+		return nil, nil
+	}
+	var marked traceSet
+	if len(b.signals.ids) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
+		  SELECT value, '', '', '', 0, 1 FROM json_each(?) WHERE true
+		  ON CONFLICT (trace_id) DO UPDATE SET dirty = dirty + 1`, idsJSON(b.signals.ids)); err != nil {
+			return nil, fmt.Errorf("run index: patterns: %w", err)
+		}
+		for _, id := range b.signals.ids {
+			marked.add(id)
+		}
+	}
+	var rest []string
+	for _, id := range all.ids {
+		if !marked.seen[id] {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) > 0 {
+		rows, err := tx.QueryContext(ctx, `UPDATE run_patterns SET dirty = dirty + 1
+		  WHERE trace_id IN (SELECT value FROM json_each(?)) RETURNING trace_id`, idsJSON(rest))
+		if err != nil {
+			return nil, fmt.Errorf("run index: patterns: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			marked.add(id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return marked.ids, nil
+}
+
+// runLoader reads one run whole (DB.Run, WarmDB.Run).
+type runLoader func(ctx context.Context, traceID string) (*store.Run, error)
+
+// signature computes a run's signature through the read model.
+func signature(ctx context.Context, load runLoader, keys []string, traceID string) (patterns.Signature, string, error) {
+	run, err := load(ctx, traceID)
+	if err != nil {
+		return patterns.Signature{}, "", err
+	}
+	v, err := runview.Build(ctx, run, runview.Options{SessionKeys: keys})
+	if err != nil {
+		return patterns.Signature{}, "", err
+	}
+	return patterns.FromView(v), patterns.Agent(v), nil
+}
+
+// signRuns computes and writes the signatures of the marked runs ids (after the commit that
+// marked them). A run marked again meanwhile keeps its mark (the later write signs it); a run
+// that cannot be read keeps its mark (a reader computes it). Errors are returned joined; the
+// batch they follow is stored either way.
+func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT trace_id, dirty FROM run_patterns WHERE dirty > 0 AND trace_id IN (SELECT value FROM json_each(?))`, idsJSON(ids))
+	if err != nil {
+		return fmt.Errorf("run index: patterns: %w", err)
+	}
+	gen := map[string]int64{}
+	var order []string
+	for rows.Next() {
+		var id string
+		var g int64
+		if err := rows.Scan(&id, &g); err != nil {
+			rows.Close()
+			return err
+		}
+		gen[id] = g
+		order = append(order, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	type signed struct {
+		id, agent string
+		sig       patterns.Signature
+	}
+	var out []signed
+	var errs []error
+	for _, id := range order {
+		sig, agent, err := signature(ctx, load, keys, id)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("run %s: %w", id, err))
+			}
+			continue
+		}
+		out = append(out, signed{id: id, agent: agent, sig: sig})
+	}
+	if len(out) == 0 {
+		return errors.Join(errs...)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	for _, s := range out {
+		if !s.sig.Failing() {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id = ? AND dirty = ?`, s.id, gen[s.id]); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature) VALUES (?,?,?)`,
+			s.sig.VariantID(), s.sig.ID(), string(s.sig.JSON())); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = ?, variant_id = ?, agent = ?, version = ?, dirty = 0
+		  WHERE trace_id = ? AND dirty = ?`, s.sig.ID(), s.sig.VariantID(), s.agent, patterns.SignatureVersion, s.id, gen[s.id]); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	return errors.Join(errs...)
+}
+
+// hasTable reports whether db holds table name.
+func hasTable(ctx context.Context, db queryer, name string) (bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`, name)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	return rows.Next(), rows.Err()
+}
+
+// patternRuns streams f's runs from the index of db (package comment above), computing on the
+// spot the signatures the index does not hold current; those runs come after the others.
+func patternRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, tier string, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	has, err := hasTable(ctx, db, "run_patterns")
+	if err != nil {
+		return fmt.Errorf("sqlite %s tier: patterns: %w", tier, err)
+	}
+	join := `'', '', '', -1, 0 FROM runs r`
+	if has {
+		join = `COALESCE(p.pattern_id, ''), COALESCE(p.variant_id, ''), COALESCE(p.agent, ''), COALESCE(p.version, -1),
+		  COALESCE(p.dirty, 0) FROM runs r LEFT JOIN run_patterns p ON p.trace_id = r.trace_id`
+	}
+	q := `SELECT r.trace_id, r.session_id, r.start_time_unix_nano, r.models, r.cost_usd, r.errors, r.alerts, r.roots, r.orphans, ` + join
+	var where []string
+	var args []any
+	if !f.Since.IsZero() {
+		where = append(where, `r.start_time_unix_nano >= ?`)
+		args = append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where = append(where, `r.start_time_unix_nano < ?`)
+		args = append(args, f.Until.UnixNano())
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY r.start_time_unix_nano DESC, r.trace_id`
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite %s tier: patterns: %w", tier, err)
+	}
+	var later []store.PatternRun
+	for rows.Next() {
+		var r store.PatternRun
+		var start, errs, alerts, roots, orphans, version, dirty int64
+		var models string
+		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &models, &r.CostUSD, &errs, &alerts, &roots, &orphans,
+			&r.PatternID, &r.VariantID, &r.Agent, &version, &dirty); err != nil {
+			rows.Close()
+			return err
+		}
+		r.Start, r.Models, r.Tier = time.Unix(0, start).UTC(), splitModels(models), tier
+		if r.SessionID == "" {
+			r.SessionID = r.TraceID
+		}
+		switch {
+		case version >= 0 && (dirty > 0 || version != patterns.SignatureVersion),
+			version < 0 && (errs > 0 || alerts > 0):
+			later = append(later, r) // computed below, once the rows are closed
+			continue
+		case version < 0 && (roots == 0 || orphans > 0):
+			// incomplete only: no row, the flags are in the index row
+			sig := patterns.Signature{Version: patterns.SignatureVersion, Incomplete: patterns.IncompleteFlags(roots, orphans)}
+			r.PatternID, r.VariantID, r.Signature = sig.ID(), sig.VariantID(), sig.JSON()
+		}
+		if !f.Keep(r) {
+			continue
+		}
+		if err := yield(r); err != nil {
+			rows.Close()
+			return err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range later {
+		sig, agent, err := signature(ctx, load, keys, r.TraceID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite %s tier: signature of run %s: %w", tier, r.TraceID, err)
+		}
+		r.PatternID, r.VariantID, r.Agent = sig.ID(), sig.VariantID(), agent
+		if sig.Failing() {
+			r.Signature = sig.JSON()
+		}
+		if !f.Keep(r) {
+			continue
+		}
+		if err := yield(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// patternSignatures reads the stored signatures of ids.
+func patternSignatures(ctx context.Context, db *sql.DB, ids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if has, err := hasTable(ctx, db, "pattern_signatures"); err != nil || !has {
+		return out, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT variant_id, signature FROM pattern_signatures WHERE variant_id IN (SELECT value FROM json_each(?))`, idsJSON(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, sig string
+		if err := rows.Scan(&id, &sig); err != nil {
+			return nil, err
+		}
+		out[id] = []byte(sig)
+	}
+	return out, rows.Err()
+}
+
+// PatternRuns implements store.PatternReader for the hot file.
+func (d *DB) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	if d.version < 3 {
+		return fmt.Errorf("sqlite hot tier: schema version %d has no run index: open it with the collector once to migrate", d.version)
+	}
+	return patternRuns(ctx, d.db, d.Run, d.sessionKeys, store.TierHot, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader for the hot file.
+func (d *DB) PatternSignatures(ctx context.Context, ids []string) (map[string][]byte, error) {
+	return patternSignatures(ctx, d.db, ids)
+}
+
+// PatternRuns implements store.PatternReader for the warm file.
+func (w *WarmDB) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	if w.version < 2 {
+		return fmt.Errorf("sqlite warm tier: schema version %d has no run index: open it with the collector once to migrate", w.version)
+	}
+	return patternRuns(ctx, w.db, w.Run, w.keys(), store.TierWarm, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader for the warm file.
+func (w *WarmDB) PatternSignatures(ctx context.Context, ids []string) (map[string][]byte, error) {
+	return patternSignatures(ctx, w.db, ids)
+}
+
+var (
+	_ store.PatternReader = (*DB)(nil)
+	_ store.PatternReader = (*WarmDB)(nil)
+)

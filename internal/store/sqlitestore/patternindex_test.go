@@ -1,0 +1,86 @@
+package sqlitestore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/patterns"
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+
+// TestPatternsIndexedAtWrite writes runs to the hot and the warm file (failing tools, an alert,
+// a run whose root arrives last) and checks that the signatures are in the index after the
+// writes (computed when indexed, not when listed), and what patterns.List makes of them.
+func TestPatternsIndexedAtWrite(t *testing.T) {
+	ctx := context.Background()
+	runs := indexRuns() // 0, 4, 8 have a failing tool
+	hot, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	require.NoError(t, err)
+	defer hot.Close()
+	warm, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{})
+	require.NoError(t, err)
+	defer warm.Close()
+
+	late := runs[11]
+	children, root := splitChildrenFirst(late)
+	for _, r := range runs[:11] {
+		_, err := hot.WriteTraces(ctx, storetest.Traces(r))
+		require.NoError(t, err)
+		require.NoError(t, warm.WriteTraces(ctx, storetest.Traces(r)))
+	}
+	_, err = hot.WriteTraces(ctx, children)
+	require.NoError(t, err)
+	require.NoError(t, warm.WriteTraces(ctx, children))
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+	require.NoError(t, warm.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+
+	for name, db := range map[string]interface {
+		store.PatternReader
+	}{"hot": hot, "warm": warm} {
+		sqlDB := hot.SQL()
+		if name == "warm" {
+			sqlDB = warm.SQL()
+		}
+		var stored, dirty int
+		require.NoError(t, sqlDB.QueryRow(`SELECT COUNT(*), COALESCE(SUM(dirty > 0), 0) FROM run_patterns`).Scan(&stored, &dirty))
+		assert.Equal(t, 4, stored, "%s: the three failing tools and the alerted run have a signature row", name)
+		assert.Equal(t, 0, dirty, "%s: computed when written", name)
+
+		rep, err := patterns.List(ctx, db, store.PatternFilter{})
+		require.NoError(t, err)
+		assert.Equal(t, int64(12), rep.Runs, name)
+		assert.Equal(t, int64(5), rep.Failing, "%s: 3 tool failures, 1 alert, 1 incomplete", name)
+		require.Len(t, rep.Patterns, 3, name)
+		p := rep.Patterns[0]
+		assert.Equal(t, int64(3), p.Runs, name)
+		assert.Equal(t, `tool get_weather: TimeoutError "timeout"`, p.Title, name)
+		assert.Equal(t, []string{"a"}, p.Agents, name)
+		assert.Len(t, p.Examples, 3, name)
+		titles := []string{rep.Patterns[1].Title, rep.Patterns[2].Title}
+		assert.ElementsMatch(t, []string{"alert loop", "incomplete (no_root, orphans)"}, titles, name)
+
+		show, got, err := patterns.Show(ctx, db, p.ID, store.PatternFilter{Since: time.Unix(0, runs[4].Start)})
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), show.Runs, "%s: runs 4 and 8 are in the range", name)
+		assert.Len(t, got, 2, name)
+	}
+
+	// The root arrives: the run is complete and passing, and leaves its pattern.
+	_, err = hot.WriteTraces(ctx, root)
+	require.NoError(t, err)
+	rep, err := patterns.List(ctx, hot, store.PatternFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), rep.Failing)
+
+	// Tiered lists each run once.
+	rep, err = patterns.List(ctx, store.NewTiered(hot, warm), store.PatternFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), rep.Runs)
+}
