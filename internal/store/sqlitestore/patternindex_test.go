@@ -14,7 +14,6 @@ import (
 	"github.com/runagain/runagain/internal/store/storetest"
 )
 
-
 // TestPatternsIndexedAtWrite writes runs to the hot and the warm file (failing tools, an alert,
 // a run whose root arrives last) and checks that the signatures are in the index after the
 // writes (computed when indexed, not when listed), and what patterns.List makes of them.
