@@ -3,7 +3,9 @@ package loadgen
 import (
 	"encoding/hex"
 	"math/rand/v2"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +27,9 @@ const (
 	attrServerAddress = "server.address"
 	attrServerPort    = "server.port"
 	attrErrorType     = "error.type"
+	// FaultsAttr is set on the root span of a trace with planted faults: its Stats.FaultRuns key,
+	// the ground truth that tests compare failure patterns with (runagain ignores it).
+	FaultsAttr = "loadgen.faults"
 )
 
 // SpanSpec is one span of a generated trace, independent of any SDK.
@@ -50,6 +55,10 @@ type Stats struct {
 	LengthStops int64            `json:"length_stops"`
 	LoopTurns   int64            `json:"loop_turns"`
 	Planted     map[string]int64 `json:"planted"` // PII and secret values planted, by kind
+	// FaultRuns counts the traces by the faults planted in them (FaultsAttr): "length",
+	// "loop", "tool_error:<tool>", several joined by "+" in sorted order. A trace without a fault
+	// is not counted.
+	FaultRuns map[string]int64 `json:"fault_runs"`
 	// AttrBytes is the total size of string attribute values (message JSON and the like).
 	AttrBytes int64 `json:"attr_bytes"`
 }
@@ -61,6 +70,12 @@ func (s *Stats) add(o *Stats) {
 	s.LengthStops += o.LengthStops
 	s.LoopTurns += o.LoopTurns
 	s.AttrBytes += o.AttrBytes
+	if s.FaultRuns == nil {
+		s.FaultRuns = map[string]int64{}
+	}
+	for k, v := range o.FaultRuns {
+		s.FaultRuns[k] += v
+	}
 	if s.Planted == nil {
 		s.Planted = map[string]int64{}
 	}
@@ -119,6 +134,10 @@ func (s *Session) Done() bool { return s.turn >= s.cfg.Turns }
 // Stats returns what the session generated so far.
 func (s *Session) Stats() Stats {
 	st := s.stats
+	st.FaultRuns = map[string]int64{}
+	for k, v := range s.stats.FaultRuns {
+		st.FaultRuns[k] = v
+	}
 	st.Planted = map[string]int64{}
 	for k, v := range s.txt.planted {
 		st.Planted[k] = int64(v)
@@ -175,6 +194,10 @@ func (s *Session) NextTurn(now time.Time) []SpanSpec {
 	s.buf = append(s.buf, "}]}"...)
 	newMsgs := [][]byte{append([]byte(nil), s.buf...)}
 
+	faults := map[string]bool{}
+	if loop {
+		faults["loop"] = true
+	}
 	tool := tools[s.rng.IntN(len(tools))]
 	var loopArgs []byte
 	t := t0.Add(time.Millisecond)
@@ -221,6 +244,7 @@ func (s *Session) NextTurn(now time.Time) []SpanSpec {
 			if cfg.LengthRate > 0 && s.rng.Float64() < cfg.LengthRate {
 				finish = "length"
 				s.stats.LengthStops++
+				faults["length"] = true
 			}
 			output = append(output, `{"role":"assistant","parts":[{"type":"text","content":`...)
 			output = appendJSONString(output, s.txt.prose(nil, cfg.MessageBytes))
@@ -280,6 +304,7 @@ func (s *Session) NextTurn(now time.Time) []SpanSpec {
 		var result []byte
 		if cfg.ToolErrorRate > 0 && s.rng.Float64() < cfg.ToolErrorRate {
 			s.stats.ToolErrors++
+			faults["tool_error:"+tool] = true
 			msg := tool + ": upstream returned HTTP 503 after 3 retries"
 			tspan.Status, tspan.StatusMessage = codes.Error, msg
 			tspan.ExceptionType, tspan.ExceptionMessage = "ToolError", msg
@@ -313,6 +338,19 @@ func (s *Session) NextTurn(now time.Time) []SpanSpec {
 		msg = append(msg, result...)
 		msg = append(msg, "}]}"...)
 		newMsgs = append(newMsgs, msg)
+	}
+	if len(faults) > 0 {
+		keys := make([]string, 0, len(faults))
+		for k := range faults {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		key := strings.Join(keys, "+")
+		spans[0].Attrs = append(spans[0].Attrs, attribute.String(FaultsAttr, key))
+		if s.stats.FaultRuns == nil {
+			s.stats.FaultRuns = map[string]int64{}
+		}
+		s.stats.FaultRuns[key]++
 	}
 	s.stats.Traces++
 	s.stats.Spans += int64(len(spans))

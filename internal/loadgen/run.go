@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"io"
 	"net/http"
 	"regexp"
@@ -493,6 +494,18 @@ func (rep *Report) WriteText(w io.Writer) {
 		rep.Latency.P50, rep.Latency.P90, rep.Latency.P99, rep.Latency.Max, rep.Latency.Count)
 	fmt.Fprintf(w, "  tool errors %d  finish_reason length %d  runaway turns %d  planted %v\n",
 		rep.Generated.ToolErrors, rep.Generated.LengthStops, rep.Generated.LoopTurns, rep.Generated.Planted)
+	if len(rep.Generated.FaultRuns) > 0 {
+		keys := make([]string, 0, len(rep.Generated.FaultRuns))
+		for k := range rep.Generated.FaultRuns {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "  runs with planted faults:")
+		for _, k := range keys {
+			fmt.Fprintf(w, " %s=%d", k, rep.Generated.FaultRuns[k])
+		}
+		fmt.Fprintln(w)
+	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}

@@ -393,22 +393,36 @@ func List(ctx context.Context, r store.PatternReader, f store.PatternFilter) (Re
 	return rep, nil
 }
 
-// Show returns pattern id over the runs of f, and its runs (newest first).
+// Show returns pattern id over the runs of f (its shares against every run of f's range) and
+// its runs, newest first. It reads the index twice: the listing, then the pattern's runs.
 func Show(ctx context.Context, r store.PatternReader, id string, f store.PatternFilter) (Pattern, []Run, error) {
-	f.PatternID = id
+	f.PatternID = ""
 	rep, err := List(ctx, r, f)
 	if err != nil {
 		return Pattern{}, nil, err
 	}
-	if len(rep.Patterns) == 0 {
+	var p *Pattern
+	for i := range rep.Patterns {
+		if rep.Patterns[i].ID == id {
+			p = &rep.Patterns[i]
+		}
+	}
+	if p == nil {
 		return Pattern{}, nil, fmt.Errorf("pattern %s: no run in the range: %w", id, store.ErrNotFound)
 	}
+	f.PatternID = id
 	var runs []Run
 	err = r.PatternRuns(ctx, f, func(run store.PatternRun) error {
 		runs = append(runs, run)
 		return nil
 	})
-	return rep.Patterns[0], runs, err
+	sort.SliceStable(runs, func(i, j int) bool {
+		if !runs[i].Start.Equal(runs[j].Start) {
+			return runs[i].Start.After(runs[j].Start)
+		}
+		return runs[i].TraceID < runs[j].TraceID
+	})
+	return *p, runs, err
 }
 
 func signatures(ctx context.Context, r store.PatternReader, ids []string, have map[string]Signature) (map[string]Signature, error) {

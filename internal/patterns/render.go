@@ -40,34 +40,30 @@ const MaxTrendDays = 30
 // the daily trend, the title, models, agents, the merge rules and the example runs. Text that
 // comes from runs is escaped for the terminal (termsafe).
 func WriteText(w io.Writer, rep Report, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	rng := "all runs"
 	if !rep.Since.IsZero() {
 		rng = "since " + rep.Since.UTC().Format("2006-01-02 15:04") + " UTC"
 	}
-	fmt.Fprintf(tw, "%s: %d runs, %d failing (%s), %d patterns\n", rng, rep.Runs, rep.Failing, pct(rep.Failing, rep.Runs), len(rep.Patterns))
-	if len(rep.Patterns) == 0 {
-		return tw.Flush()
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "PATTERN\tRUNS\tOF RUNS\tOF FAILING\tFIRST SEEN\tLAST SEEN\tCOST\tTREND (per day)")
-	for _, p := range rep.Patterns {
+	fmt.Fprintf(w, "%s: %d runs, %d failing (%s), %d patterns\n", rng, rep.Runs, rep.Failing, pct(rep.Failing, rep.Runs), len(rep.Patterns))
+	for i, p := range rep.Patterns {
 		trend := p.Trend
 		if len(trend) > MaxTrendDays {
 			trend = trend[len(trend)-MaxTrendDays:]
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.1f%%\t%s\t%s\t$%.4f\t%s\n", p.ID, p.Runs, 100*p.ShareOfRuns, 100*p.ShareOfFailing,
-			ago(p.First, now), ago(p.Last, now), p.CostUSD, Sparkline(trend))
-		fmt.Fprintf(tw, "  %s\n", termsafe.String(p.Title))
-		fmt.Fprintf(tw, "  models %s · agents %s\n", list(p.Models), list(p.Agents))
+		fmt.Fprintf(w, "\n%2d. %s  %d runs  %.1f%% of runs  %.1f%% of failing  cost $%.4f\n", i+1, p.ID, p.Runs,
+			100*p.ShareOfRuns, 100*p.ShareOfFailing, p.CostUSD)
+		fmt.Fprintf(w, "    %s\n", termsafe.String(p.Title))
+		fmt.Fprintf(w, "    first seen %s · last seen %s · per day %s\n", ago(p.First, now), ago(p.Last, now), Sparkline(trend))
+		fmt.Fprintf(w, "    models %s · agents %s\n", list(p.Models), list(p.Agents))
 		if len(p.MergedBy) > 0 {
-			fmt.Fprintf(tw, "  %d variants, merged by %s\n", len(p.Variants), strings.Join(p.MergedBy, ", "))
+			fmt.Fprintf(w, "    %d variants, merged by %s\n", len(p.Variants), strings.Join(p.MergedBy, ", "))
 		}
-		fmt.Fprintf(tw, "  examples %s\n", strings.Join(p.Examples, " "))
+		fmt.Fprintf(w, "    examples %s\n", strings.Join(p.Examples, " "))
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "runagain patterns show ID: the runs of a pattern; runagain dataset add NAME --pattern ID: freeze them as regression cases")
-	return tw.Flush()
+	if len(rep.Patterns) > 0 {
+		fmt.Fprintln(w, "\nrunagain patterns show ID: the runs of a pattern · runagain dataset add NAME --pattern ID: freeze them as regression cases")
+	}
+	return nil
 }
 
 // WriteShow prints one pattern and its runs as `runagain patterns show ID` does.
