@@ -8,6 +8,7 @@
 package genai
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -205,6 +206,14 @@ var (
 		"gen_ai.usage.cache_creation_input_tokens", "cache_creation_input_tokens"}
 	reasoningKeys = []string{AttrUsageReasoning, "llm.token_count.completion_details.reasoning", "ai.usage.reasoningTokens"}
 )
+
+// UsageKeys returns every attribute TokenUsage reads, in the order it tries them (input, output,
+// cache read, cache write, reasoning). Writers that keep a span's usage while dropping other
+// attributes (the warm tier's summaries, trimmed spans) keep these keys, so a span reads the same
+// usage afterwards.
+func UsageKeys() []string {
+	return slices.Concat(inputKeys, outputKeys, cacheReadKeys, cacheWriteKeys, reasoningKeys)
+}
 
 // TokenUsage reads the usage attributes: semconv gen_ai.usage.* (cache writes under
 // semantic-conventions-genai's cache_write.input_tokens or core semconv's earlier

@@ -100,8 +100,18 @@ func SummaryAttribute(k string) bool {
 		runagainattr.GenAIDerived, runagainattr.FixtureSource:
 		return true
 	}
-	return strings.HasPrefix(k, "gen_ai.usage.") || strings.HasPrefix(k, "llm.token_count.")
+	return strings.HasPrefix(k, "gen_ai.usage.") || strings.HasPrefix(k, "llm.token_count.") || usageKeys[k]
 }
+
+// usageKeys are genai.UsageKeys: every usage spelling read, so a summary keeps the usage of a span
+// whatever its dialect (Vercel's ai.usage.*, Anthropic's flat cache_*_input_tokens).
+var usageKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range genai.UsageKeys() {
+		m[k] = true
+	}
+	return m
+}()
 
 // Summarize returns the warm tier's records for td: one SpanSummary per span with non-empty
 // ids, and one KeyEvent per exception span event. sessionKeys default to genai.DefaultSessionKeys;

@@ -38,7 +38,7 @@ import (
 const attrsCompact = 0x01
 
 // attrKeys are the keys the compact form writes as one byte (index+1): store.SummaryAttribute's
-// keys and the default session keys. Append only: a stored index names its key forever.
+// keys (every usage spelling included) and the default session keys. Append only: a stored index names its key forever.
 var attrKeys = []string{
 	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.system", "gen_ai.request.model", "gen_ai.response.model",
 	"gen_ai.agent.name", "gen_ai.agent.id", "gen_ai.conversation.id", "gen_ai.tool.name", "gen_ai.tool.call.id",
@@ -49,6 +49,12 @@ var attrKeys = []string{
 	"gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.prompt_tokens",
 	"gen_ai.usage.completion_tokens", "gen_ai.usage.total_tokens", "llm.token_count.prompt", "llm.token_count.completion",
 	"llm.token_count.total",
+	// Every other usage spelling genai.TokenUsage reads (genai.UsageKeys; TestAttrKeysHoldEveryUsageKey).
+	"gen_ai.usage.cache_write.input_tokens", "gen_ai.usage.cache_read_input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+	"cache_read_input_tokens", "cache_creation_input_tokens", "llm.token_count.prompt_details.cache_read",
+	"llm.token_count.prompt_details.cache_write", "llm.token_count.completion_details.reasoning",
+	"ai.usage.inputTokens", "ai.usage.outputTokens", "ai.usage.promptTokens", "ai.usage.completionTokens",
+	"ai.usage.cachedInputTokens", "ai.usage.reasoningTokens",
 }
 
 // attrKeyIndex maps a key's JSON text (quoted) to its byte.
