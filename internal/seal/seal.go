@@ -179,9 +179,10 @@ func resolve(p string) string {
 
 // Rewrap re-encrypts every session's data key with next (master key rotation): the sealed
 // originals stay as they are, and from then on only next opens them. It returns how many data
-// keys it rewrapped; a key that does not open with the current master key is an error naming
-// its file, and nothing after it is rewritten. Keys then uses next (Close closes it) and closes
-// the previous keeper.
+// keys it rewrapped. A key that already opens with next (a rotation cut short and run again) is
+// left as it is and not counted; a key that opens with neither is an error naming its file, and
+// nothing after it is rewritten. Each file is replaced atomically (a temporary file renamed
+// over it). Keys then uses next (Close closes it) and closes the previous keeper.
 func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -200,7 +201,10 @@ func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
 		}
 		dk, err := k.keeper.Decrypt(ctx, wrapped)
 		if err != nil {
-			return n, fmt.Errorf("seal: %s does not open with the current master key: %w", f, err)
+			if _, err2 := next.Decrypt(ctx, wrapped); err2 == nil {
+				continue // rewrapped by an earlier run
+			}
+			return n, fmt.Errorf("seal: %s opens with neither the current nor the new master key: %w", f, err)
 		}
 		w2, err := next.Encrypt(ctx, dk)
 		if err != nil {
@@ -221,6 +225,85 @@ func (k *Keys) Rewrap(ctx context.Context, next *secrets.Keeper) (int, error) {
 		_ = old.Close()
 	}
 	return n, nil
+}
+
+// Rotation is the outcome of Rotate.
+type Rotation struct {
+	Rewrapped int    // data keys rewrapped by this run
+	Sessions  int    // data keys in the directory
+	NewKey    string // where the new master key is: its keeper URL (without secrets), file or variable
+}
+
+// Rotate rewraps every session data key of the key directory dir from the master key cur names
+// to the one next names (master key rotation, Keys.Rewrap): the sealed originals are not
+// touched. next's key file is created (random, mode 0600) when missing, and refused inside
+// next.DataDir unless next.AllowKeyInDataDir, as at collector start. Errors: no key directory at
+// dir, no current master key (cur names none that exists), next the same key file as cur, a
+// data key that opens with neither key (named). Running it again after an interruption finishes
+// the rotation (keys already rewrapped are skipped).
+func Rotate(ctx context.Context, dir string, cur, next Master) (Rotation, error) {
+	var r Rotation
+	if !Exists(dir) {
+		return r, fmt.Errorf("seal: no session keys in %s (sealing was never enabled there)", dir)
+	}
+	cur.NoCreate = true
+	next.NoCreate = false
+	if next.KeeperURL == "" && (next.KeyEnv == "" || os.Getenv(next.KeyEnv) == "") {
+		if next.KeyFile == "" {
+			return r, errors.New("seal: no new master key: give a keeper URL, a key file or a key variable")
+		}
+		curFile := cur.KeyFile
+		if cur.KeeperURL == "" && (cur.KeyEnv == "" || os.Getenv(cur.KeyEnv) == "") {
+			if curFile == "" {
+				curFile = filepath.Join(dir, "master.key")
+			}
+			if resolve(curFile) == resolve(next.KeyFile) {
+				return r, fmt.Errorf("seal: the new master key file %s is the current one", next.KeyFile)
+			}
+		}
+		r.NewKey = next.KeyFile
+	} else if next.KeeperURL != "" {
+		r.NewKey = redactURL(next.KeeperURL)
+	} else {
+		r.NewKey = "$" + next.KeyEnv
+	}
+	keys, err := OpenKeysWith(ctx, dir, cur)
+	if err != nil {
+		return r, err
+	}
+	defer keys.Close()
+	if keys.keeper == nil {
+		return r, errNoMaster
+	}
+	nk, err := next.keeper(ctx, dir)
+	if err != nil {
+		return r, err
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "sessions", "*.key"))
+	r.Sessions = len(files)
+	r.Rewrapped, err = keys.Rewrap(ctx, nk)
+	if err != nil {
+		_ = nk.Close()
+	}
+	return r, err
+}
+
+// redactURL drops a keeper URL's query and userinfo (a base64key:// URL is the key itself).
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "(keeper URL)"
+	}
+	if scheme == "base64key" {
+		return "base64key://(key given)"
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return scheme + "://" + rest
 }
 
 // Exists reports whether dir holds a key directory made by OpenKeys.

@@ -129,3 +129,62 @@ func hotRunAndKeys(t *testing.T, dataDir, traceID, keyDir, keyFile string) (*sto
 	t.Cleanup(func() { keys.Close() })
 	return run, keys
 }
+
+// TestSealRotate: `runagain seal rotate` rewraps the session keys of a collector's sealed
+// originals with a new master key file: afterwards replay serves the exact recorded bytes with
+// the new key, the old key opens nothing (replay fails naming the session's data key), and the
+// collector restarts on the new key, which opens the session's key. A new key file inside the data directory is
+// refused naming both paths.
+func TestSealRotate(t *testing.T) {
+	dataDir := t.TempDir()
+	keyDir := filepath.Join(dataDir, "keys")
+	oldKey, newKey := filepath.Join(t.TempDir(), "seal.key"), filepath.Join(t.TempDir(), "seal-2.key")
+	c := collectortest.Start(t, collectortest.Options{DataDir: dataDir, Env: []string{"RUNAGAIN_SEAL_KEY_DIR=" + keyDir, seal.DefaultKeyFileEnv + "=" + oldKey}})
+	file, err := filepath.Abs("testdata/crm_contact_wiremock.json")
+	require.NoError(t, err)
+	res, err := importer.ParseFile(file)
+	require.NoError(t, err)
+	traceID := res.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
+	want := `{"id": 42, "name": "Ana Lima", "email": "ana@example.org", "phone": "+44 20 7946 0958", "note": "prefers e-mail"}`
+	cli(t, c, "import", "--endpoint", c.GRPC, file)
+
+	replay := func(keyFile string) (string, string, error) {
+		cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), "replay", traceID, "--",
+			os.Args[0], "-test.run=^TestHelperHTTPGet$", "-test.count=1")
+		cmd.Env = append(append([]string(nil), c.Env...), "RUNAGAIN_ENDPOINT="+c.GRPC, seal.DefaultKeyFileEnv+"="+keyFile,
+			httpGetHelperEnv+"=http://crm.internal.example/crm/contacts/42")
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		return o.String(), e.String(), err
+	}
+	got, errOut, err := replay(oldKey)
+	require.NoError(t, err, errOut)
+	require.Equal(t, want, got)
+
+	c.Stop()
+	inside := filepath.Join(dataDir, "next.key")
+	_, errOut, err = cliEnv(t, c, nil, "seal", "rotate", "--data-dir", dataDir, "--key-dir", keyDir, "--new-key-file", inside)
+	require.Error(t, err)
+	assert.Contains(t, errOut, inside)
+	assert.Contains(t, errOut, dataDir)
+	out, errOut, err := cliEnv(t, c, nil, "seal", "rotate", "--data-dir", dataDir, "--key-dir", keyDir, "--new-key-file", newKey)
+	require.NoError(t, err, errOut)
+	assert.Contains(t, out, keyDir+": 1 of 1 session keys rewrapped with the new master key ("+newKey+")")
+	assert.FileExists(t, newKey)
+
+	_, errOut, err = replay(oldKey)
+	assert.Error(t, err, "the old master key no longer opens the session key")
+	assert.Contains(t, errOut, "unwrapping the data key of session")
+	got, errOut, err = replay(newKey)
+	require.NoError(t, err, errOut)
+	assert.Equal(t, want, got, "replay serves the exact bytes with the new key\n%s", errOut)
+	assert.Contains(t, errOut, "unsealed: serving the exact recorded bytes")
+
+	// the collector on the new key
+	c.Env = append(c.Env, seal.DefaultKeyFileEnv+"="+newKey)
+	c.StartAgain()
+	_, keys := hotRunAndKeys(t, dataDir, traceID, keyDir, newKey)
+	_, err = keys.DataKey(context.Background(), traceID, false)
+	assert.NoError(t, err)
+}
