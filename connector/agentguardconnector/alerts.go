@@ -51,8 +51,9 @@ type batch struct {
 	cur    pcommon.Timestamp // end time of the span being processed
 	alerts []*alert
 	// uncounted are the batch's spans whose usage the counting rule does not count (a proxy
-	// exchange joined to an instrumented call, a framework's call over the client library's:
-	// internal/runview/rule.Uncounted), so cost and token metrics count each call once.
+	// exchange joined to an instrumented call, a framework's call over the client library's),
+	// judged with the spans of their traces in earlier batches (rule.Window, join_window), so
+	// cost and token metrics count each call once.
 	uncounted map[rule.SpanKey]bool
 }
 

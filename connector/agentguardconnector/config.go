@@ -40,6 +40,10 @@ type Config struct {
 	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
 	// MetricConventions selects the names of the LLM call metrics.
 	MetricConventions MetricConventionsConfig `mapstructure:"metric_conventions"`
+	// JoinWindow bounds what is remembered of recent traces so a run joined from an instrumented
+	// agent's spans and the proxy's exchanges, arriving in separate batches, meters each LLM call
+	// once (internal/runview/rule.Window).
+	JoinWindow JoinWindowConfig `mapstructure:"join_window"`
 
 	Loop            LoopConfig            `mapstructure:"loop"`
 	CostSpike       CostSpikeConfig       `mapstructure:"cost_spike"`
@@ -47,6 +51,17 @@ type Config struct {
 	ContextPressure ContextPressureConfig `mapstructure:"context_pressure"`
 
 	_ struct{}
+}
+
+// JoinWindowConfig configures the counting rule across batches (rule.Window): the spans of
+// recently seen traces are remembered, so the second half of a joined run (the agent's LLM spans
+// or the proxy's exchanges of the same calls) is not metered again.
+type JoinWindowConfig struct {
+	// MaxSpans bounds the spans remembered, in all traces (about 120 bytes each; the least
+	// recently seen trace is forgotten first). 0 applies the rule within each batch only.
+	MaxSpans int `mapstructure:"max_spans"`
+	// IdleTimeout forgets a trace with no span for this long: a half arriving later meters again.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 }
 
 // ExemplarsConfig bounds exemplars.
@@ -161,6 +176,7 @@ func createDefaultConfig() *Config {
 		MetricsFlushInterval: time.Second,
 		MaxSeries:            5000,
 		MetricConventions:    MetricConventionsConfig{Release: ConventionsGenAI01},
+		JoinWindow:           JoinWindowConfig{MaxSpans: 100000, IdleTimeout: 5 * time.Minute},
 		Exemplars:            ExemplarsConfig{MaxPerDataPoint: 5},
 		Loop: LoopConfig{
 			Enabled: true, Repeats: 5, Window: 10 * time.Minute, ConsecutiveTool: 10, MaxFingerprints: 256,
@@ -210,6 +226,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricConventions.AlsoEmitPrevious && c.MetricConventions.Release == ConventionsSemconv141 {
 		errs = append(errs, fmt.Errorf("metric_conventions.also_emit_previous: only with release %q (%q has no previous names)", ConventionsGenAI01, ConventionsSemconv141))
+	}
+	if c.JoinWindow.MaxSpans < 0 {
+		errs = append(errs, fmt.Errorf("join_window.max_spans: must not be negative (0: within each batch only), got %d", c.JoinWindow.MaxSpans))
+	}
+	if c.JoinWindow.MaxSpans > 0 {
+		dur("join_window.idle_timeout", c.JoinWindow.IdleTimeout)
 	}
 	if c.Exemplars.MaxPerDataPoint < 0 {
 		errs = append(errs, fmt.Errorf("exemplars.max_per_data_point: must not be negative, got %d", c.Exemplars.MaxPerDataPoint))

@@ -22,7 +22,6 @@ import (
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
-	"github.com/runagain/runagain/internal/runview/rule"
 	"github.com/runagain/runagain/internal/sharedcomponent"
 )
 
@@ -282,7 +281,7 @@ func (g *guard) consume(ctx context.Context, td ptrace.Traces) error {
 
 	now := g.clock.Now()
 	out := g.state.newBatch(now)
-	out.uncounted = rule.Uncounted(td)
+	out.uncounted = g.state.join.Uncounted(td, now)
 	unpriced := int64(0)
 	for _, o := range order {
 		e := &events[o.i]

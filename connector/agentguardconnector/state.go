@@ -20,6 +20,7 @@ type state struct {
 	cfg       *Config
 	sessions  *simplelru.LRU[string, *session]
 	seen      *simplelru.LRU[spanRef, struct{}] // spans counted, so a redelivered span counts once
+	join      *rule.Window                      // the counting rule across batches (nil: per batch)
 	agg       *aggregator
 	detectors []detector     // in alert order: cost spike, tool errors, context pressure, loop
 	enders    []sessionEnder // detectors told of ended sessions
@@ -37,6 +38,7 @@ func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
 	if st.seen, err = simplelru.NewLRU[spanRef, struct{}](max(cfg.MaxSeenSpans, 1), nil); err != nil {
 		return nil, fmt.Errorf("max_seen_spans: %w", err)
 	}
+	st.join = rule.NewWindow(cfg.JoinWindow.MaxSpans, cfg.JoinWindow.IdleTimeout)
 	if cfg.CostSpike.Enabled {
 		d, err := newCostSpikeDetector(cfg.CostSpike)
 		if err != nil {

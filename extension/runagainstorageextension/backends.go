@@ -13,6 +13,7 @@ import (
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview/rule"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
 	"github.com/runagain/runagain/internal/store/coldstore"
@@ -197,24 +198,29 @@ type coldParquet struct {
 	keys   []string
 	now    func() time.Time
 	prices *pricing.Prices
+	join   *rule.Window // cold::join_window (nil: the rule within each batch)
+}
+
+func (c *coldParquet) partials(td ptrace.Traces, ld plog.Logs) []store.SessionPartial {
+	return store.JoinedPartials(td, ld, c.keys, c.now().UnixNano(), c.prices, c.join)
 }
 
 func (c *coldParquet) WriteTraces(ctx context.Context, td ptrace.Traces) error {
-	_, err := c.st.Write(ctx, store.Partials(td, plog.Logs{}, c.keys, c.now().UnixNano(), c.prices))
+	_, err := c.st.Write(ctx, c.partials(td, plog.Logs{}))
 	return err
 }
 
 func (c *coldParquet) WriteLogs(ctx context.Context, ld plog.Logs) error {
-	_, err := c.st.Write(ctx, store.Partials(ptrace.Traces{}, ld, c.keys, c.now().UnixNano(), c.prices))
+	_, err := c.st.Write(ctx, c.partials(ptrace.Traces{}, ld))
 	return err
 }
 
 func (c *coldParquet) TraceRecords(td ptrace.Traces) store.Records {
-	return store.Records{Partials: store.Partials(td, plog.Logs{}, c.keys, c.now().UnixNano(), c.prices)}
+	return store.Records{Partials: c.partials(td, plog.Logs{})}
 }
 
 func (c *coldParquet) LogRecords(ld plog.Logs) store.Records {
-	return store.Records{Partials: store.Partials(ptrace.Traces{}, ld, c.keys, c.now().UnixNano(), c.prices)}
+	return store.Records{Partials: c.partials(ptrace.Traces{}, ld)}
 }
 
 // WriteRecords writes the partials of r as they are, one row per session and request batch, in
@@ -272,7 +278,8 @@ func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, err
 			return nil, err
 		}
 		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, ColdTTL: cfg.Retention}}
+			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, ColdTTL: cfg.Retention},
+			Join:   rule.NewWindow(cfg.JoinWindow.MaxSpans, cfg.JoinWindow.IdleTimeout)}
 		b := &coldClickHouse{clickhouseBackend{w: w}}
 		if ch.CreateSchema {
 			b.create = w.CreateCold
@@ -288,6 +295,7 @@ func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, err
 	expire := func(ctx context.Context, cutoff time.Time, _ map[string]bool) (int64, error) {
 		return st.Expire(ctx, cutoff)
 	}
-	return &opened{backend: &coldParquet{st: st, keys: o.keys, now: o.now, prices: o.prices}, close: st.Close,
+	return &opened{backend: &coldParquet{st: st, keys: o.keys, now: o.now, prices: o.prices,
+		join: rule.NewWindow(cfg.JoinWindow.MaxSpans, cfg.JoinWindow.IdleTimeout)}, close: st.Close,
 		janitor: newJanitor(o, "cold", cfg.Retention, expire)}, nil
 }

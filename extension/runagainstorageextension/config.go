@@ -85,7 +85,26 @@ type ColdConfig struct {
 	Retention  time.Duration                             `mapstructure:"retention"`
 	Parquet    configoptional.Optional[ParquetConfig]    `mapstructure:"parquet"`
 	ClickHouse configoptional.Optional[ClickHouseConfig] `mapstructure:"clickhouse"`
+	// JoinWindow bounds what is remembered of recent traces so the halves of a joined run
+	// (the agent's LLM spans and the proxy's exchanges of the same calls), arriving in separate
+	// batches, add their tokens and cost to the session record once (rule.Window).
+	JoinWindow JoinWindowConfig `mapstructure:"join_window"`
 }
+
+// JoinWindowConfig configures the counting rule across batches (internal/runview/rule.Window).
+type JoinWindowConfig struct {
+	// MaxSpans bounds the spans remembered, in all traces (about 120 bytes each; the least
+	// recently seen trace is forgotten first). 0 applies the rule within each batch only.
+	MaxSpans int `mapstructure:"max_spans"`
+	// IdleTimeout forgets a trace with no span for this long.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+}
+
+// Default join window of the cold tier.
+const (
+	DefaultJoinWindowSpans = 100000
+	DefaultJoinWindowIdle  = 5 * time.Minute
+)
 
 // SQLiteConfig configures a SQLite backend.
 type SQLiteConfig struct {
@@ -200,6 +219,7 @@ func createDefaultConfig() component.Config {
 			Retention:  DefaultColdRetention,
 			Parquet:    configoptional.Default(ParquetConfig{URL: "./data/cold"}),
 			ClickHouse: configoptional.Default(defaultClickHouse()),
+			JoinWindow: JoinWindowConfig{MaxSpans: DefaultJoinWindowSpans, IdleTimeout: DefaultJoinWindowIdle},
 		}),
 		Payloads: configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip", Dir: "./data/payloads", Pack: DefaultPack,
 			DedupCacheSize: DefaultDedupCacheSize, CompressionLevel: DefaultCompressionLevel}),
@@ -259,6 +279,12 @@ func (c *Config) ValidateForReading() error {
 	if c.Cold.HasValue() {
 		k := c.Cold.Get()
 		errs = append(errs, retention("cold", k.Retention))
+		if k.JoinWindow.MaxSpans < 0 {
+			errs = append(errs, fmt.Errorf("cold::join_window::max_spans: must not be negative (0: within each batch only), got %d", k.JoinWindow.MaxSpans))
+		}
+		if k.JoinWindow.MaxSpans > 0 && k.JoinWindow.IdleTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("cold::join_window::idle_timeout: must be a positive duration, got %s", k.JoinWindow.IdleTimeout))
+		}
 		switch {
 		case k.Parquet.HasValue() && k.ClickHouse.HasValue():
 			errs = append(errs, errors.New("cold: set one backend, `cold::parquet` or `cold::clickhouse`, not both"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -240,8 +241,16 @@ type SessionPartial struct {
 
 // Partials returns one SessionPartial per session present in td and ld (either may be empty),
 // sorted by session id, stamped with ingested (Unix ns); prices (nil: the embedded table) prices
-// each LLM call.
+// each LLM call. Usage the counting rule does not count is left out, judged within the batch
+// (rule.Uncounted); JoinedPartials judges it with earlier batches too.
 func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64, prices *pricing.Prices) []SessionPartial {
+	return JoinedPartials(td, ld, sessionKeys, ingested, prices, nil)
+}
+
+// JoinedPartials is Partials with the counting rule applied across batches through join (the
+// spans of recent traces; nil: within the batch), so the halves of a joined run arriving in
+// separate batches add each call's usage once; ingested is join's clock.
+func JoinedPartials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64, prices *pricing.Prices, join *rule.Window) []SessionPartial {
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
@@ -279,7 +288,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 	var th traceHex
 	if td != (ptrace.Traces{}) {
 		agents := newAgentNamer(td)
-		uncounted := rule.Uncounted(td)
+		uncounted := join.Uncounted(td, time.Unix(0, ingested))
 		eachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
 			if s.TraceID().IsEmpty() {
 				return
@@ -308,7 +317,7 @@ func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int
 			p.Spans++
 			u := genai.RunUsage(genai.Classify(attrs), attrs)
 			if uncounted[rule.SpanKey{Trace: s.TraceID(), Span: sid}] {
-				u = genai.Usage{} // counted on another span of the batch (runview/rule)
+				u = genai.Usage{} // counted on another span of the run (runview/rule)
 			}
 			p.InputTokens += u.Input
 			p.OutputTokens += u.Output

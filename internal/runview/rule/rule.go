@@ -244,27 +244,12 @@ type SpanKey struct {
 
 // Uncounted returns the spans of td that record usage the rule does not count (agent spans,
 // which never add usage, are left out), applying it to the spans of each trace in td together:
-// what a writer that sees one batch at a time (the cold tier's session partials, agent_guard) can
-// know. Spans of the run that arrive in other batches are not seen; the run index applies the rule
-// over the whole stored run. nil when every span's usage counts.
+// what one batch tells. Spans of the run that arrive in other batches are not seen: a writer that
+// meters batch by batch (agent_guard, the cold tier's session partials) uses a Window; the run
+// index applies the rule over the whole stored run. nil when every span's usage counts.
 func Uncounted(td ptrace.Traces) map[SpanKey]bool {
-	byTrace := map[pcommon.TraceID][]Span{}
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			sps := sss.At(j).Spans()
-			for k := 0; k < sps.Len(); k++ {
-				s := sps.At(k)
-				if s.Attributes().Len() == 0 {
-					continue // no usage, no kind: changes nothing the rule decides
-				}
-				byTrace[s.TraceID()] = append(byTrace[s.TraceID()], FromSpan(s))
-			}
-		}
-	}
 	var out map[SpanKey]bool
-	for tid, spans := range byTrace {
+	for tid, spans := range batchSpans(td) {
 		if len(spans) < 2 {
 			continue
 		}

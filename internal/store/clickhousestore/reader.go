@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,8 +96,9 @@ func split(s string) []string {
 
 // ClickHouse error codes (ClickHouse src/Common/ErrorCodes.cpp) that mean "not there".
 const (
-	codeUnknownTable    = 60 // UNKNOWN_TABLE
-	codeUnknownDatabase = 81 // UNKNOWN_DATABASE
+	codeUnknownIdentifier = 47 // UNKNOWN_IDENTIFIER: a column a newer schema added
+	codeUnknownTable      = 60 // UNKNOWN_TABLE
+	codeUnknownDatabase   = 81 // UNKNOWN_DATABASE
 )
 
 // codeInText finds "Code: 60" / "code: 81," in an exception rendered as text (the HTTP
@@ -107,11 +109,18 @@ var codeInText = regexp.MustCompile(`(?i)\bcode: (\d+)\b`)
 // 60 UNKNOWN_TABLE, 81 UNKNOWN_DATABASE): a tier that was never configured reads as empty. It
 // reads the code of the driver's *clickhouse.Exception (native protocol, nested exceptions
 // included), else the code in the error text (HTTP protocol, chDB).
-func MissingTable(err error) bool {
+func MissingTable(err error) bool { return hasCode(err, codeUnknownTable, codeUnknownDatabase) }
+
+// missingColumn reports whether err says a column does not exist (code 47 UNKNOWN_IDENTIFIER):
+// a table created by an older release that the writer has not upgraded yet.
+func missingColumn(err error) bool { return hasCode(err, codeUnknownIdentifier) }
+
+// hasCode reports whether err carries one of codes, as MissingTable reads them.
+func hasCode(err error, codes ...int32) bool {
 	if err == nil {
 		return false
 	}
-	missing := func(code int32) bool { return code == codeUnknownTable || code == codeUnknownDatabase }
+	missing := func(code int32) bool { return slices.Contains(codes, code) }
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) {
 		if missing(ex.Code) {

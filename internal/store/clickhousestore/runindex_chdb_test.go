@@ -70,7 +70,7 @@ func TestRunIndexOnChDB(t *testing.T) {
 		{SessionID: "conv-1"}, {SessionID: "conv-1", Limit: 1}, {SessionID: storetest.TraceID("c").String()}, {SessionID: "nope"}} {
 		rows, err := db.QueryContext(ctx, r.IndexedRunsQuery(f))
 		require.NoError(t, err, "the index query runs (no fallback)")
-		indexed, err := scanSummaries(rows, store.TierWarm, true)
+		indexed, err := r.scanIndexed(ctx, rows)
 		require.NoError(t, err)
 		sameRuns(t, aggregated(ctx, t, r, f), indexed, "filter "+r.IndexedRunsQuery(f))
 		got, err := r.Runs(ctx, f)

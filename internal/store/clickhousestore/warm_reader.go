@@ -32,11 +32,20 @@ GROUP BY trace_id`, r.Schema.Table(TableSpanSummaries))
 	return q + "\nORDER BY start_ns DESC, trace_id" + limit(f)
 }
 
-// Runs implements store.Reader: from the run index (runagain_runs), or, in a database without it,
-// by aggregating every span summary (RunsQuery).
+// Runs implements store.Reader: from the run index (runagain_runs), its joined runs counted by
+// the counting rule (runindex.go), or, in a database without it, by aggregating every span
+// summary (RunsQuery, which adds every span's usage: such a database predates the rule; so does
+// one whose index an older release created, until the writer upgrades it).
 func (r *WarmReader) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	rows, err := r.DB.QueryContext(ctx, r.IndexedRunsQuery(f))
-	if MissingTable(err) {
+	if err == nil {
+		out, err := r.scanIndexed(ctx, rows)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse warm tier: list runs: %w", err)
+		}
+		return out, nil
+	}
+	if MissingTable(err) || missingColumn(err) {
 		rows, err = r.DB.QueryContext(ctx, r.RunsQuery(f))
 	}
 	if MissingTable(err) {

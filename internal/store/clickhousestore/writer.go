@@ -15,6 +15,7 @@ import (
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview/rule"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -51,6 +52,8 @@ type Writer struct {
 	SessionKeys []string         // default genai.DefaultSessionKeys
 	Now         func() time.Time // ingestion clock; default time.Now
 	Prices      *pricing.Prices  // prices each LLM call; default the embedded table
+	// Join applies the counting rule to the cold partials across batches (nil: within each).
+	Join *rule.Window
 }
 
 func (w *Writer) now() int64 {
@@ -129,7 +132,7 @@ func (w *Writer) WriteWarmRecords(ctx context.Context, r store.Records) error {
 
 // ColdRecords is what WriteCold stores of td and ld: their session partials.
 func (w *Writer) ColdRecords(td ptrace.Traces, ld plog.Logs) store.Records {
-	return store.Records{Partials: store.Partials(td, ld, w.keys(), w.now(), w.Prices)}
+	return store.Records{Partials: store.JoinedPartials(td, ld, w.keys(), w.now(), w.Prices, w.Join)}
 }
 
 // WriteColdRecords inserts the partials of r with one insert per batch they come from (a
@@ -182,7 +185,7 @@ func (w *Writer) insertEvents(ctx context.Context, events []store.KeyEvent) erro
 // WriteCold inserts the session partials of one batch (td and/or ld) as one insert whose
 // deduplication token is the batch id.
 func (w *Writer) WriteCold(ctx context.Context, td ptrace.Traces, ld plog.Logs) error {
-	return w.insertPartials(ctx, store.Partials(td, ld, w.keys(), w.now(), w.Prices))
+	return w.insertPartials(ctx, store.JoinedPartials(td, ld, w.keys(), w.now(), w.Prices, w.Join))
 }
 
 // insertPartials inserts ps with one insert per batch id (in batch id order), each with its

@@ -22,11 +22,7 @@ import (
 	"errors"
 	"fmt"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
-	"github.com/runagain/runagain/internal/genai"
-	"github.com/runagain/runagain/internal/otlpid"
-	"github.com/runagain/runagain/internal/runview/rule"
+	"github.com/runagain/runagain/internal/store"
 )
 
 // exchangesDDL creates x's exchanges table and its delete trigger.
@@ -124,7 +120,7 @@ func (x runIndex) applyRule(ctx context.Context, e Execer, traceIDs []string) er
 	return nil
 }
 
-// countRun sets the run's index sums to what rule.Apply counts over its span rows.
+// countRun sets the run's index sums to what rule.Apply counts over its span rows (store.CountByRule).
 func (x runIndex) countRun(ctx context.Context, e Execer, q queryer, traceID string) error {
 	rows, err := q.QueryContext(ctx, `SELECT s.span_id, s.parent_span_id, s.start_time_unix_nano, s.end_time_unix_nano, s.genai_kind,
 	    s.model, s.input_tokens, s.output_tokens, s.cost_usd, s.unpriced, COALESCE(x.exchange, 0) = 1
@@ -133,45 +129,22 @@ func (x runIndex) countRun(ctx context.Context, e Execer, q queryer, traceID str
 	if err != nil {
 		return err
 	}
-	type sums struct {
-		in, out, unpriced int64
-		cost              float64
-	}
-	var spans []rule.Span
-	var per []sums
+	var per []store.RuleRow
 	for rows.Next() {
-		var sid, pid, kind, model string
-		var start, end int64
-		var s sums
-		var exchange bool
-		if err := rows.Scan(&sid, &pid, &start, &end, &kind, &model, &s.in, &s.out, &s.cost, &s.unpriced, &exchange); err != nil {
+		var r store.RuleRow
+		if err := rows.Scan(&r.SpanID, &r.ParentSpanID, &r.Start, &r.End, &r.GenAIKind, &r.Model, &r.InputTokens, &r.OutputTokens,
+			&r.CostUSD, &r.Unpriced, &r.Exchange); err != nil {
 			rows.Close()
 			return err
 		}
-		id, _ := otlpid.ParseSpanID(sid)
-		var parent pcommon.SpanID
-		if pid != "" {
-			parent, _ = otlpid.ParseSpanID(pid)
-		}
-		spans = append(spans, rule.Span{ID: id, Parent: parent, Start: pcommon.Timestamp(start), End: pcommon.Timestamp(end),
-			Kind: genai.Kind(kind), Exchange: exchange, Derived: exchange, Model: model,
-			HasUsage: s.in != 0 || s.out != 0 || s.cost != 0 || s.unpriced != 0})
-		per = append(per, s)
+		per = append(per, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var t sums
-	for i, v := range rule.Apply(spans) {
-		if v.CountUsage {
-			t.in += per[i].in
-			t.out += per[i].out
-			t.cost += per[i].cost
-			t.unpriced += per[i].unpriced
-		}
-	}
+	t := store.CountByRule(per)
 	_, err = e.ExecContext(ctx, `UPDATE runs SET input_tokens = ?, output_tokens = ?, cost_usd = ?, unpriced = ? WHERE trace_id = ?`,
-		t.in, t.out, t.cost, t.unpriced, traceID)
+		t.InputTokens, t.OutputTokens, t.CostUSD, t.Unpriced, traceID)
 	return err
 }
