@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runagain/runagain/internal/dataset"
-	fx "github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -153,7 +153,7 @@ func datasetAddPattern(cmd *cobra.Command, name, id, since string, limit int, no
 	}
 	var problems []string
 	for _, c := range cases {
-		problems = append(problems, caseProblems(c.Case, c.Facts)...)
+		problems = append(problems, c.Case.Problems(c.Facts)...)
 	}
 	for _, p := range problems {
 		fmt.Fprintf(cmd.ErrOrStderr(), "runagain dataset add: warning: %s\n", p)
@@ -195,32 +195,25 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 		if err != nil {
 			return fmt.Errorf("run %s: %w", arg, err)
 		}
-		if run.Tier != "hot" {
-			return fmt.Errorf("run %s is only in the %s tier (past the hot retention): its spans and payloads are gone, it cannot be frozen", arg, run.Tier)
-		}
 		if err := res.RehydrateTraces(ctx, run.Traces); err != nil {
 			return fmt.Errorf("run %s: rehydrating payloads: %w", arg, err)
 		}
 		if err := res.RehydrateLogs(ctx, run.Logs); err != nil {
 			return fmt.Errorf("run %s: rehydrating log payloads: %w", arg, err)
 		}
-		facts, err := factsOf(ctx, run)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", arg, err)
-		}
-		ex := &dataset.CaseExpect{Input: input}
-		for _, s := range expects {
-			e, err := dataset.ParseExpect(s, facts)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", arg, err)
-			}
-			ex.Expect = append(ex.Expect, e)
-		}
-		c, err := dataset.Freeze(caseID, tid.String(), run.Traces, run.Logs, ex)
+		o, err := viewOptions()
 		if err != nil {
 			return err
 		}
-		problems = append(problems, caseProblems(c, facts)...)
+		v, err := runview.Build(ctx, run, o)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", arg, err)
+		}
+		c, probs, err := dataset.NewCase(v, caseID, input, expects)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, probs...)
 		cases = append(cases, c)
 	}
 	for _, p := range problems {
@@ -230,24 +223,7 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 		return fmt.Errorf("--strict: %d case problem(s); nothing was added", len(problems))
 	}
 	// The new version: the newest version's cases, these added or replacing.
-	if vs, err := st.Versions(ctx, name); err == nil {
-		old, err := st.Cases(ctx, vs[0])
-		if err != nil {
-			return err
-		}
-		given := map[string]bool{}
-		for _, c := range cases {
-			given[c.ID] = true
-		}
-		for _, c := range old {
-			if !given[c.ID] {
-				cases = append(cases, c)
-			}
-		}
-	} else if !errors.Is(err, dataset.ErrNotFound) {
-		return err
-	}
-	m, created, err := st.Put(ctx, name, note, cases)
+	m, created, err := st.Add(ctx, name, note, cases)
 	if err != nil {
 		return err
 	}
@@ -376,7 +352,7 @@ func newDatasetShowCmd() *cobra.Command {
 			}
 			var outs []caseOut
 			for i, c := range cases {
-				o := caseOut{CaseRef: m.Cases[i], Spans: c.Traces.SpanCount(), Fixtures: countFixtures(c), Expect: c.Expect.Expect}
+				o := caseOut{CaseRef: m.Cases[i], Spans: c.Traces.SpanCount(), Fixtures: c.Fixtures(), Expect: c.Expect.Expect}
 				o.Input = caseInput(c)
 				outs = append(outs, o)
 			}
@@ -413,40 +389,6 @@ func clipStr(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func countFixtures(c *dataset.Case) int {
-	n := 0
-	rss := c.Traces.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
-			ss := rss.At(i).ScopeSpans().At(j).Spans()
-			for k := 0; k < ss.Len(); k++ {
-				if fx.IsFixture(ss.At(k)) {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
-
-// caseProblems says why a frozen case cannot pass runagain test: no recorded HTTP exchange to
-// replay, or an expectation its own recorded run fails.
-func caseProblems(c *dataset.Case, facts *dataset.Facts) []string {
-	var out []string
-	if countFixtures(c) == 0 {
-		out = append(out, fmt.Sprintf("case %s: run %s has no recorded HTTP exchanges, so runagain test cannot replay it (record the agent with runagain proxy --record)", c.ID, c.TraceID))
-	}
-	for _, e := range c.Expect.Expect {
-		if e.NoPattern != "" {
-			continue // a case frozen from a pattern is in it by design: the fixed agent's run must not be
-		}
-		if f := e.Check(facts); f != nil {
-			out = append(out, fmt.Sprintf("case %s: the recorded run itself fails %s", c.ID, f))
-		}
-	}
-	return out
 }
 
 // caseInput is expect.yaml's input, else the last user message of the run's first LLM call.

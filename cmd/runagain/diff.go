@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -49,12 +49,12 @@ status; steps only in one run are listed as such; totals with deltas close the r
 				return err
 			}
 			for i, id := range args {
-				tid, err := parseTraceID(strings.TrimSpace(id))
+				tid, err := store.ResolveTraceID(ctx, rd, id)
 				if err != nil {
 					rd.Close()
-					return err
+					return fmt.Errorf("run %s: %w", id, err)
 				}
-				run, err := rd.Run(ctx, tid.String())
+				run, err := rd.Run(ctx, tid)
 				if err != nil {
 					rd.Close()
 					return fmt.Errorf("run %s: %w", id, err)

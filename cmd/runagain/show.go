@@ -114,15 +114,18 @@ in full. Offloaded payloads (K_ref) are fetched from blob storage and verified u
 input messages, system instructions and tool definitions, byte for byte as recorded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			traceID := strings.ToLower(strings.TrimSpace(args[0]))
-			if _, err := parseTraceID(traceID); err != nil {
-				return err
-			}
 			r, err := openReader()
 			if err != nil {
 				return err
 			}
 			defer r.Close()
+			traceID, err := store.ResolveTraceID(cmd.Context(), r, args[0])
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no run with trace id %s in %s", strings.ToLower(strings.TrimSpace(args[0])), storeName())
+			}
+			if err != nil {
+				return err
+			}
 			run, err := r.Run(cmd.Context(), traceID)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no run with trace id %s in %s", traceID, storeName())

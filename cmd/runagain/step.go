@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
+	"time"
 
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/runview"
@@ -47,7 +50,59 @@ func printStep(w io.Writer, in *runview.StepInput, asJSON bool) error {
 			fmt.Fprintf(w, "\n=== %s\n%s\n", k, in.Raw[k])
 		}
 	}
+	printExchanges(w, in.Exchanges)
 	return nil
+}
+
+// printExchanges prints the recorded HTTP exchanges of a step: request and response with their
+// headers and bodies as recorded, a streamed response as its SSE events one by one.
+func printExchanges(w io.Writer, exs []*runview.HTTPExchange) {
+	for k, ex := range exs {
+		fmt.Fprintf(w, "\n=== HTTP exchange %d of %d (span %s", k+1, len(exs), ex.SpanID)
+		if ex.Source != "" {
+			fmt.Fprintf(w, ", recorded by %s", ex.Source)
+		}
+		fmt.Fprintln(w, ")")
+		if ex.ReadErr != "" {
+			fmt.Fprintf(w, "not readable: %s\n", ex.ReadErr)
+			continue
+		}
+		status := "no response"
+		if ex.Status > 0 {
+			status = fmt.Sprintf("%d %s", ex.Status, http.StatusText(ex.Status))
+		}
+		fmt.Fprintf(w, "%s %s -> %s in %s\n", ex.Method, ex.URL, status, ex.Duration.Round(time.Millisecond))
+		if ex.Error != "" {
+			fmt.Fprintf(w, "error: %s\n", ex.Error)
+		}
+		if ex.CutShort {
+			fmt.Fprintln(w, "cut short: the client closed the response early; the body is what it read")
+		}
+		fmt.Fprintln(w, "--- request")
+		printHeaders(w, ex.RequestHeaders)
+		fmt.Fprintf(w, "\n%s\n", ex.RequestBody)
+		fmt.Fprintln(w, "--- response")
+		printHeaders(w, ex.ResponseHeaders)
+		if len(ex.Events) == 0 {
+			fmt.Fprintf(w, "\n%s\n", ex.ResponseBody)
+			continue
+		}
+		fmt.Fprintf(w, "\n%d server-sent events:\n", len(ex.Events))
+		for _, e := range ex.Events {
+			fmt.Fprintf(w, "[%d] +%s, %d bytes\n%s", e.Index+1, e.At.Round(time.Millisecond), e.Size, e.Data)
+			if !strings.HasSuffix(e.Data, "\n") {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}
+
+func printHeaders(w io.Writer, hs []runview.Header) {
+	for _, h := range hs {
+		for _, v := range h.Values {
+			fmt.Fprintf(w, "%s: %s\n", h.Name, v)
+		}
+	}
 }
 
 // unreadReason returns why side was not read, "" when it was or holds nothing.

@@ -87,6 +87,7 @@ type View struct {
 	opts     Options
 	byID     map[pcommon.SpanID]int
 	resolved map[int]bool
+	owned    map[int][]int // exchange nodes by the LLM or tool node that made them (exchange.go)
 }
 
 // Node is one span of the run.

@@ -39,6 +39,9 @@ type StepInput struct {
 	// Unread holds, as recorded, the attributes Messages.Unread names (a side's content in a form
 	// no dialect reads), for views to show them.
 	Unread map[string]string `json:"-"`
+	// Exchanges are the recorded HTTP exchanges the call made (ExchangesOf): the request the
+	// model API received and its response, SSE events one by one.
+	Exchanges []*HTTPExchange `json:"http_exchanges,omitempty"`
 }
 
 // StepInput returns the input of LLM call n (1-based, the numbering of Step.LLMStep). Errors name
@@ -57,6 +60,7 @@ func (v *View) StepInput(n int) (*StepInput, error) {
 	if err != nil {
 		in.MessagesError = err.Error()
 	}
+	in.Exchanges = v.ExchangesOf(st.Node)
 	in.Unread = map[string]string{}
 	for _, u := range msgs.Unread {
 		if val, ok := s.Attributes().Get(u.Attribute); ok {

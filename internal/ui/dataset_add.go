@@ -34,9 +34,10 @@ func (s *Server) checkCSRF(r *http.Request) error {
 	return nil
 }
 
-// addToDataset freezes the run into dataset NAME (the form's name, case and expect fields, as
-// `runagain dataset add NAME RUN --case ID --expect E` does): a new version holding the newest
-// version's cases with this one added or replaced. It answers with a redirect to the version.
+// addToDataset freezes the run into dataset NAME (the form's name, case and expect fields) with
+// the functions `runagain dataset add NAME RUN --case-id ID --expect E` uses (dataset.NewCase,
+// Store.Add): a new version holding the newest version's cases with this one added or
+// replaced. It answers with a redirect to the version.
 func (s *Server) addToDataset(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkCSRF(r); err != nil {
 		http.Error(w, "403 forbidden: "+err.Error(), http.StatusForbidden)
@@ -57,57 +58,29 @@ func (s *Server) addToDataset(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	if c.run.Tier != store.TierHot {
-		s.failPage(w, r, badRequest("run %s is only in the %s tier: its spans and payloads are gone, it cannot be frozen", c.run.TraceID, c.run.Tier))
-		return
-	}
 	for i := range c.rows {
+		if c.run.Tier != store.TierHot {
+			break // NewCase says why the run cannot be frozen
+		}
 		if _, _, err := s.span(ctx, c, i); err != nil {
 			s.failPage(w, r, fmt.Errorf("run %s: rehydrating payloads: %w", c.run.TraceID, err))
 			return
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	facts, err := dataset.RunFacts(c.view)
-	if err != nil {
-		s.failPage(w, r, err)
-		return
-	}
-	ex := &dataset.CaseExpect{}
+	var expects []string
 	for _, e := range strings.Split(r.PostFormValue("expect"), "\n") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
+		if e = strings.TrimSpace(e); e != "" {
+			expects = append(expects, e)
 		}
-		x, err := dataset.ParseExpect(e, facts)
-		if err != nil {
-			s.failPage(w, r, badRequest("expectation %q: %v", e, err))
-			return
-		}
-		ex.Expect = append(ex.Expect, x)
 	}
-	cs, err := dataset.Freeze(strings.TrimSpace(r.PostFormValue("case")), c.run.TraceID, c.run.Traces, c.run.Logs, ex)
+	c.mu.Lock()
+	cs, _, err := dataset.NewCase(c.view, strings.TrimSpace(r.PostFormValue("case")), "", expects)
+	c.mu.Unlock()
 	if err != nil {
 		s.failPage(w, r, badRequest("%v", err))
 		return
 	}
-	cases := []*dataset.Case{cs}
-	if vs, err := s.opts.Datasets.Versions(ctx, name); err == nil {
-		old, err := s.opts.Datasets.Cases(ctx, vs[0])
-		if err != nil {
-			s.failPage(w, r, err)
-			return
-		}
-		for _, o := range old {
-			if o.ID != cs.ID {
-				cases = append(cases, o)
-			}
-		}
-	} else if !errors.Is(err, dataset.ErrNotFound) {
-		s.failPage(w, r, err)
-		return
-	}
-	m, _, err := s.opts.Datasets.Put(ctx, name, strings.TrimSpace(r.PostFormValue("note")), cases)
+	m, _, err := s.opts.Datasets.Add(ctx, name, strings.TrimSpace(r.PostFormValue("note")), []*dataset.Case{cs})
 	if err != nil {
 		s.failPage(w, r, err)
 		return

@@ -2,10 +2,10 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/store"
@@ -129,39 +129,16 @@ func layoutPairs(res *diff.Result, base url.Values, page, expand int) ([]diffIte
 	return items, nav, ok
 }
 
-// minPrefix is the shortest trace-id prefix the pages resolve.
-const minPrefix = 6
-
-// resolveTrace turns a trace id or an unambiguous prefix of one (at least minPrefix hex
-// characters) into the run's trace id, listing the store's runs to find it.
+// resolveTrace turns a trace id or an unambiguous prefix of one into the run's trace id
+// (store.ResolveTraceID, as the CLI's show and diff): a bad id or an ambiguous prefix is a 400, no
+// match a 404.
 func (s *Server) resolveTrace(ctx context.Context, id string) (string, error) {
-	id = strings.ToLower(strings.TrimSpace(id))
-	if isHex(id, 32) {
-		return id, nil
+	full, err := store.ResolveTraceID(ctx, s.opts.Reader, id)
+	switch {
+	case errors.Is(err, store.ErrBadTraceID), errors.Is(err, store.ErrAmbiguousTraceID):
+		return "", badRequest("%v", err)
+	case errors.Is(err, store.ErrNotFound):
+		return "", fmt.Errorf("%w: %v", errNotFound, err)
 	}
-	if len(id) < minPrefix || len(id) > 32 || !isHex(id, len(id)) {
-		return "", badRequest("trace id %q: want 32 hex characters, or a prefix of at least %d", id, minPrefix)
-	}
-	sums, err := s.opts.Reader.Runs(ctx, store.RunFilter{})
-	if err != nil {
-		return "", err
-	}
-	var found []string
-	seen := map[string]bool{}
-	for _, sum := range sums {
-		if strings.HasPrefix(sum.TraceID, id) && !seen[sum.TraceID] {
-			seen[sum.TraceID] = true
-			found = append(found, sum.TraceID)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("%w: no run's trace id starts with %s", errNotFound, id)
-	case 1:
-		return found[0], nil
-	}
-	if len(found) > 5 {
-		found = append(found[:5], "…")
-	}
-	return "", badRequest("trace id prefix %s is ambiguous: %s", id, strings.Join(found, ", "))
+	return full, err
 }

@@ -542,6 +542,10 @@ type panelView struct {
 	Exceptions    []exceptionView
 	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
 	PayloadErr    string
+	// Exchanges are the recorded HTTP exchanges of the span (runview.ExchangesOf): the span's
+	// own when it is one, else those its LLM or tool call made, each as request and response.
+	Exchanges  []exchangeView
+	IsExchange bool // the span is a recorded exchange: its attributes start folded
 }
 
 // unreadOf returns cm's Unread entry for side, nil if none.
@@ -635,6 +639,8 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 		p.Tool = toolOf(a)
 	}
 	p.Exceptions = exceptionsOf(sp, row.Start)
+	p.Exchanges = s.exchanges(ctx, c, i)
+	p.IsExchange = len(p.Exchanges) == 1 && p.Exchanges[0].Own
 	if row.Step > 0 {
 		if row.Kind != kindLLM {
 			p.KindLabel = "LLM call · " + p.KindLabel

@@ -218,6 +218,10 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 		if n.Depth == 0 {
 			r.Parent = -1
 		}
+		if ex := n.Exchange; ex != nil {
+			// A recorded exchange is named by what it asked and got, not its span name ("POST").
+			r.Name = exchangeName(ex.Method, ex.URL, ex.Status)
+		}
 		if n.Step != nil && n.Step.LLMStep > 0 {
 			c.steps = append(c.steps, i)
 			r.Step = n.Step.LLMStep

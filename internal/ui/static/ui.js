@@ -170,6 +170,7 @@
         .then(function (r) { if (!r.ok) throw new Error(r.status + " " + r.statusText); return r.text(); })
         .then(function (html) {
           panel.innerHTML = html; // server-rendered with html/template: escaped
+          foldAll(panel);
           panel.removeAttribute("aria-busy");
           if (push) history.replaceState(null, "", "?span=" + id);
         })
@@ -318,6 +319,77 @@
     root.setAttribute("data-ready", "true");
   }
 
+  // JSON folding: every object and array of an indented JSON value (pre[data-pretty], laid out
+  // by the server with two-space indentation, keys in recorded order) gets a toggle button before
+  // it. The text is kept as it is (the toggles and "… N keys" are drawn by CSS, so copying and
+  // textContent give the value unchanged); nothing is remembered, on the server or elsewhere.
+  // Keys: Tab reaches each toggle; Enter or Space toggles it, ArrowLeft folds, ArrowRight
+  // unfolds; Shift (click or key) does the same to everything inside.
+  function foldJSON(pre) {
+    if (pre.hasAttribute("data-foldable")) return;
+    var lines = pre.textContent.split("\n");
+    if (lines.length < 3) return;
+    var frag = document.createDocumentFragment(), stack = [{ body: frag, n: 0 }];
+    var text = function (s) { return document.createTextNode(s); };
+    for (var li = 0; li < lines.length; li++) {
+      var line = lines[li], nl = li < lines.length - 1 ? "\n" : "";
+      var t = line.replace(/^ +/, ""), indent = line.slice(0, line.length - t.length);
+      var top = stack[stack.length - 1];
+      if (stack.length > 1 && /^[}\]]/.test(t)) {
+        top.body.appendChild(text(indent)); // the closing bracket stays on screen when folded
+        top.node.appendChild(text(t + nl));
+        top.sum.setAttribute("data-n", top.n + (top.arr ? (top.n === 1 ? " item" : " items") : (top.n === 1 ? " key" : " keys")));
+        stack.pop();
+        continue;
+      }
+      top.n++;
+      if (/[{[]$/.test(line)) {
+        var key = (t.match(/^"((?:[^"\\]|\\.)*)"\s*:/) || [])[1];
+        var node = el("span", "jnode"), btn = el("button", "jtog"), sum = el("span", "jsum"), body = el("span", "jbody");
+        btn.type = "button";
+        btn.setAttribute("aria-expanded", "true");
+        btn.setAttribute("aria-label", "fold " + (key !== undefined ? key : stack.length === 1 ? "the value" : "item " + top.n));
+        if (key !== undefined) node.setAttribute("data-key", key);
+        top.body.appendChild(text(indent));
+        node.appendChild(btn);
+        node.appendChild(text(t));
+        node.appendChild(sum);
+        body.appendChild(text("\n"));
+        node.appendChild(body);
+        top.body.appendChild(node);
+        stack.push({ node: node, body: body, sum: sum, n: 0, arr: /\[$/.test(line) });
+        continue;
+      }
+      top.body.appendChild(text(line + nl));
+    }
+    if (stack.length !== 1) return; // not laid out as expected: leave the text alone
+    pre.replaceChildren(frag);
+    pre.setAttribute("data-foldable", "true");
+  }
+  function setFold(node, fold, deep) {
+    var nodes = deep ? [node].concat([].slice.call(node.querySelectorAll(".jnode"))) : [node];
+    nodes.forEach(function (n) {
+      n.classList.toggle("folded", fold);
+      var b = n.querySelector(".jtog");
+      b.setAttribute("aria-expanded", fold ? "false" : "true");
+      b.setAttribute("aria-label", b.getAttribute("aria-label").replace(/^(un)?fold /, fold ? "unfold " : "fold "));
+    });
+  }
+  function foldAll(root) { root.querySelectorAll("pre[data-pretty]").forEach(foldJSON); }
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest && ev.target.closest("button.jtog");
+    if (!b) return;
+    ev.preventDefault();
+    var n = b.parentNode;
+    setFold(n, !n.classList.contains("folded"), ev.shiftKey);
+  });
+  document.addEventListener("keydown", function (ev) {
+    var b = ev.target.closest && ev.target.closest("button.jtog");
+    if (!b || (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight")) return;
+    ev.preventDefault();
+    setFold(b.parentNode, ev.key === "ArrowLeft", ev.shiftKey);
+  });
+
   // "load all N bytes": fetch the whole value as text.
   document.addEventListener("click", function (ev) {
     var b = ev.target.closest("button[data-load]");
@@ -399,6 +471,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     localTimes();
+    foldAll(document);
     var live = document.querySelector("[data-refresh]");
     if (live) liveRefresh(live);
     var tl = document.getElementById("timeline");

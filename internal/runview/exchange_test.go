@@ -1,0 +1,65 @@
+package runview
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/testutil/runtest"
+)
+
+// TestExchangesUnderTheirCall: each recorded exchange belongs to the LLM or tool call that made
+// it (its nearest such ancestor); it reads as request and response, a streamed response as its
+// SSE events one by one with their times; an exchange's own node gives itself; the agent span
+// above both calls owns none (they are its calls'), and the step input carries the call's.
+func TestExchangesUnderTheirCall(t *testing.T) {
+	trace := pcommon.TraceID{15: 9}
+	start := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	v, err := Build(context.Background(), &store.Run{TraceID: trace.String(), Traces: runtest.StreamedRun(trace, start), Logs: plog.NewLogs()}, Options{})
+	require.NoError(t, err)
+	node := func(id byte) int {
+		n := v.NodeOf(pcommon.SpanID{9, id}.String())
+		require.NotNil(t, n)
+		return n.Index
+	}
+	assert.Empty(t, v.ExchangesOf(node(runtest.RootSpan)), "the agent's exchanges are its calls'")
+	llm := v.ExchangesOf(node(runtest.LLMSpan))
+	require.Len(t, llm, 1)
+	ex := llm[0]
+	assert.Equal(t, pcommon.SpanID{9, runtest.LLMExchange}.String(), ex.SpanID)
+	assert.Equal(t, "POST", ex.Method)
+	assert.Equal(t, "https://api.openai.com/v1/chat/completions", ex.URL)
+	assert.Equal(t, 200, ex.Status)
+	assert.Contains(t, ex.RequestBody, `"stream":true`)
+	assert.Equal(t, []Header{{Name: "content-type", Values: []string{"text/event-stream"}}, {Name: "x-request-id", Values: []string{"req_42"}}}, ex.ResponseHeaders)
+	require.Len(t, ex.Events, len(runtest.SSEEvents))
+	for k, e := range ex.Events {
+		assert.Equal(t, runtest.SSEEvents[k], e.Data, "event %d", k)
+		assert.Equal(t, time.Duration(400+300*k-150)*time.Millisecond, e.At, "event %d arrived then", k)
+	}
+	assert.Equal(t, strings.Join(runtest.SSEEvents, ""), ex.ResponseBody)
+	assert.Equal(t, 950*time.Millisecond, ex.Duration)
+
+	tool := v.ExchangesOf(node(runtest.ToolSpan))
+	require.Len(t, tool, 1)
+	assert.Equal(t, "GET", tool[0].Method)
+	assert.Nil(t, tool[0].Events, "not a stream")
+	assert.Contains(t, tool[0].ResponseBody, `"sky":"sunny"`)
+
+	own := v.ExchangesOf(node(runtest.ToolExchange))
+	require.Len(t, own, 1)
+	assert.Equal(t, tool[0].SpanID, own[0].SpanID)
+
+	in, err := v.StepInput(1)
+	require.NoError(t, err)
+	require.Len(t, in.Exchanges, 1)
+	assert.Equal(t, ex.SpanID, in.Exchanges[0].SpanID)
+	assert.Equal(t, int64(1), v.Totals.LLMCalls, "the exchange under the instrumented call is not counted again")
+}

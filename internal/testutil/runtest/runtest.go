@@ -1,0 +1,103 @@
+// Package runtest builds small runs for tests of the read path (runview, the CLI, the UI): an
+// instrumented agent whose LLM call streamed its answer through the recording proxy, and whose
+// tool call made an HTTP request of its own, both exchanges recorded under the span that made
+// them, as `runagain proxy --record` stores them for an SDK that propagates traceparent.
+package runtest
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/fixture"
+)
+
+// SSEEvents are the events of the streamed chat completion in StreamedRun, in order.
+var SSEEvents = []string{
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"It is \"}}]}\n\n",
+	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"sunny.\"},\"finish_reason\":\"stop\"}]}\n\n",
+	"data: [DONE]\n\n",
+}
+
+// Span ids of StreamedRun's spans (the last byte of the trace id, then this).
+const (
+	RootSpan     = 1
+	LLMSpan      = 2
+	LLMExchange  = 3
+	ToolSpan     = 4
+	ToolExchange = 5
+)
+
+// StreamedRun is the run: invoke_agent over a chat span (gpt-4o-mini, one user message) whose
+// exchange with api.openai.com streamed SSEEvents, then an execute_tool get_weather span whose
+// exchange is a GET to api.weather.example answering JSON.
+func StreamedRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "weather-agent")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	at := func(ms int) pcommon.Timestamp {
+		return pcommon.NewTimestampFromTime(start.Add(time.Duration(ms) * time.Millisecond))
+	}
+	add := func(id, parent byte, name string, from, to int) ptrace.Span {
+		s := spans.AppendEmpty()
+		s.SetTraceID(trace)
+		s.SetSpanID(pcommon.SpanID{trace[15], id})
+		if parent != 0 {
+			s.SetParentSpanID(pcommon.SpanID{trace[15], parent})
+		}
+		s.SetName(name)
+		s.SetStartTimestamp(at(from))
+		s.SetEndTimestamp(at(to))
+		return s
+	}
+	root := add(RootSpan, 0, "invoke_agent weather", 0, 3000)
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "weather")
+	llm := add(LLMSpan, RootSpan, "chat gpt-4o-mini", 100, 1200)
+	a := llm.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.provider.name", "openai")
+	a.PutStr("gen_ai.request.model", "gpt-4o-mini")
+	a.PutStr("gen_ai.response.model", "gpt-4o-mini")
+	a.PutInt("gen_ai.usage.input_tokens", 12)
+	a.PutInt("gen_ai.usage.output_tokens", 4)
+	a.PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]`)
+	a.PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"It is sunny."}],"finish_reason":"stop"}]`)
+
+	body := strings.Join(SSEEvents, "")
+	ex := &fixture.Exchange{Method: http.MethodPost, URL: "https://api.openai.com/v1/chat/completions", Protocol: "1.1", Status: 200,
+		RequestHeader:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"[REDACTED]"}},
+		RequestBody:    []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Weather in Paris?"}]}`),
+		ResponseHeader: http.Header{"Content-Type": {"text/event-stream"}, "X-Request-Id": {"req_42"}},
+		ResponseBody:   []byte(body), Source: "proxy",
+		Start: start.Add(150 * time.Millisecond), End: start.Add(1100 * time.Millisecond)}
+	off := 0
+	for k, e := range SSEEvents {
+		ex.Chunks = append(ex.Chunks, fixture.Chunk{Offset: off, Size: len(e), Time: start.Add(time.Duration(400+300*k) * time.Millisecond)})
+		off += len(e)
+	}
+	put := func(ex *fixture.Exchange, id, parent byte) {
+		s := spans.AppendEmpty()
+		fixture.ToSpan(ex, s)
+		s.SetTraceID(trace)
+		s.SetSpanID(pcommon.SpanID{trace[15], id})
+		s.SetParentSpanID(pcommon.SpanID{trace[15], parent})
+	}
+	put(ex, LLMExchange, LLMSpan)
+
+	tool := add(ToolSpan, RootSpan, "execute_tool get_weather", 1300, 2000)
+	tool.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	tool.Attributes().PutStr("gen_ai.tool.name", "get_weather")
+	tool.Attributes().PutStr("gen_ai.tool.call.arguments", `{"city":"Paris"}`)
+	wx := &fixture.Exchange{Method: http.MethodGet, URL: "https://api.weather.example/v1/now?city=Paris", Protocol: "1.1", Status: 200,
+		RequestHeader:  http.Header{"Accept": {"application/json"}},
+		ResponseHeader: http.Header{"Content-Type": {"application/json"}},
+		ResponseBody:   []byte(`{"city":"Paris","now":{"sky":"sunny","temp_c":21,"wind":{"kph":9,"dir":"W"}},"alerts":[]}`),
+		Source:         "proxy", Start: start.Add(1350 * time.Millisecond), End: start.Add(1900 * time.Millisecond)}
+	put(wx, ToolExchange, ToolSpan)
+	return td
+}

@@ -1,0 +1,87 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/runview"
+)
+
+// exchangeView is one recorded HTTP exchange on a span's panel: request (method, URL, headers,
+// body) and response (status, headers, body, or its SSE events one by one), read through the
+// read model (runview.ExchangesOf).
+type exchangeView struct {
+	*runview.HTTPExchange
+	Own        bool // the panel's span is this exchange
+	StatusText string
+	Request    bodyView
+	Response   bodyView
+	Events     []sseView
+	Row        int // the exchange's row on the timeline
+}
+
+// bodyView is a body cut at inlineLimit (the whole loads from Key), indented when JSON.
+type bodyView struct {
+	Key       string // the span attribute holding it (http.request.body, http.response.body)
+	Text      string
+	Pretty    string
+	Size      int
+	Truncated bool
+}
+
+type sseView struct {
+	runview.SSEEvent
+	AtMS      float64
+	Text      string
+	Truncated bool
+}
+
+func bodyOf(key, b string) bodyView {
+	v := bodyView{Key: key, Text: cut(b), Size: len(b), Truncated: len(b) > inlineLimit}
+	if !v.Truncated {
+		v.Pretty, _ = prettyJSON(b)
+	}
+	return v
+}
+
+// exchanges reads the exchanges of row i, rehydrating their spans first (payloads load on
+// demand: each exchange's bodies are fetched the first time a panel shows it).
+func (s *Server) exchanges(ctx context.Context, c *cachedRun, i int) []exchangeView {
+	c.mu.Lock()
+	nodes := c.view.ExchangeNodes(i)
+	c.mu.Unlock()
+	for _, j := range nodes {
+		_, _, _ = s.span(ctx, c, j) // an unreadable body stays a reference; ReadErr or the ref shows it
+	}
+	c.mu.Lock()
+	exs := c.view.ExchangesOf(i)
+	c.mu.Unlock()
+	out := make([]exchangeView, 0, len(exs))
+	for _, ex := range exs {
+		v := exchangeView{HTTPExchange: ex, Own: ex.Node == i, StatusText: http.StatusText(ex.Status), Row: ex.Node,
+			Request: bodyOf(fixture.AttrRequestBody, ex.RequestBody), Response: bodyOf(fixture.AttrResponseBody, ex.ResponseBody)}
+		for _, e := range ex.Events {
+			v.Events = append(v.Events, sseView{SSEEvent: e, AtMS: ms(e.At), Text: cut(strings.TrimRight(e.Data, "\r\n")), Truncated: len(e.Data) > inlineLimit})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// exchangeName is a recorded exchange's timeline name: "POST api.openai.com/v1/chat/completions
+// → 200" (no query: it may be long, and the panel shows the whole URL).
+func exchangeName(method, rawURL string, status int) string {
+	where := rawURL
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		where = u.Host + u.EscapedPath()
+	}
+	st := "no response"
+	if status > 0 {
+		st = strconv.Itoa(status)
+	}
+	return method + " " + where + " → " + st
+}

@@ -1,0 +1,112 @@
+package browser
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/testutil/runtest"
+	"github.com/runagain/runagain/internal/ui"
+)
+
+// TestExchangeUnderItsCall: the LLM call's panel shows the HTTP exchange it made as request and
+// response (method, URL, status, headers, body) with the streamed answer as its SSE events one by
+// one; the exchange's timeline row sits under the call, named by what it asked and got; its own
+// panel leads with the same request and response and folds the flat attributes away.
+func TestExchangeUnderItsCall(t *testing.T) {
+	ctx, dlg := tab(t)
+	trace := pcommon.TraceID{0x5e, 0xe0, 15: 3}
+	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.StreamedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
+	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
+	require.NoError(t, err)
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	llm, llmEx := pcommon.SpanID{3, runtest.LLMSpan}.String(), pcommon.SpanID{3, runtest.LLMExchange}.String()
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+llm), chromedp.WaitVisible(chromedp.CSS(`#panel section.exchange`)))
+	sec := `document.querySelector('#panel section.exchange[data-exchange="` + llmEx + `"]')`
+	h := eval[string](t, ctx, sec+`.querySelector('h3').textContent`)
+	assert.Contains(t, h, "POST https://api.openai.com/v1/chat/completions")
+	assert.Contains(t, h, "200 OK")
+	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=request]').textContent`), `"stream": true`, "the request body, indented")
+	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=request] table.headers').textContent`), "[REDACTED]")
+	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=response] table.headers').textContent`), "text/event-stream")
+	events := eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-sse-event] pre')].map(p => p.textContent)`)
+	require.Len(t, events, len(runtest.SSEEvents), "one entry per SSE event")
+	for k, e := range runtest.SSEEvents {
+		assert.Equal(t, strings.TrimRight(e, "\n"), events[k], "event %d", k)
+	}
+	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-sse-event="2"] .dim').textContent`), "+850ms")
+
+	// The timeline: the exchange's row is the call's child, named by what it asked and got.
+	rowName := eval[string](t, ctx, `document.querySelector('.row[data-span="`+llmEx+`"] .name').textContent`)
+	assert.Contains(t, rowName, "POST api.openai.com/v1/chat/completions → 200")
+	pad := func(id string) int {
+		return eval[int](t, ctx, `parseInt(document.querySelector('.row[data-span="`+id+`"] .name').style.paddingLeft)`)
+	}
+	assert.Greater(t, pad(llmEx), pad(llm), "nested under the call")
+	shot(t, ctx, "exchange-under-llm-call")
+
+	// The exchange's own panel, reached from the call's.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#panel section.exchange a[data-select]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+llmEx+`"] section.exchange`)))
+	assert.Equal(t, 3, eval[int](t, ctx, `document.querySelectorAll('#panel [data-sse-event]').length`))
+	assert.False(t, eval[bool](t, ctx, `document.querySelector('#panel details.attributes').open`), "the flat attribute rows start folded")
+	shot(t, ctx, "exchange-own-panel")
+	assert.Empty(t, dlg.opened())
+}
+
+// TestJSONFoldsPerKey: any object or array key of an indented JSON value folds and unfolds, by
+// mouse and by keyboard (Tab to the toggle, Enter; ArrowLeft / ArrowRight), showing how many keys
+// it hides; the text itself stays the recorded value.
+func TestJSONFoldsPerKey(t *testing.T) {
+	ctx, dlg := tab(t)
+	trace := pcommon.TraceID{0x5e, 0xe1, 15: 4}
+	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.StreamedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
+	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
+	require.NoError(t, err)
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	wx := pcommon.SpanID{4, runtest.ToolExchange}.String()
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+wx), chromedp.WaitVisible(chromedp.CSS(`#panel pre[data-foldable][data-body="http.response.body"]`)))
+	pre := `document.querySelector('#panel pre[data-body="http.response.body"]')`
+	before := eval[string](t, ctx, pre+`.textContent`)
+	assert.Equal(t, "{\n  \"city\": \"Paris\",\n  \"now\": {\n    \"sky\": \"sunny\",\n    \"temp_c\": 21,\n    \"wind\": {\n      \"kph\": 9,\n      \"dir\": \"W\"\n    }\n  },\n  \"alerts\": []\n}", before)
+	keys := eval[[]string](t, ctx, `[...`+pre+`.querySelectorAll('.jnode')].map(n => n.getAttribute('data-key') || '')`)
+	assert.Equal(t, []string{"", "now", "wind"}, keys, "the whole value, and every key holding an object or array with members")
+	hidden := func(key string) bool {
+		return eval[bool](t, ctx, `getComputedStyle(`+pre+`.querySelector('.jnode[data-key="`+key+`"] > .jbody')).display === 'none'`)
+	}
+
+	// Mouse: fold "wind" only.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#panel pre[data-body="http.response.body"] .jnode[data-key="wind"] > .jtog`)))
+	assert.True(t, hidden("wind"))
+	assert.False(t, hidden("now"), "only the key clicked folds")
+	assert.Equal(t, "… 2 keys", eval[string](t, ctx, `getComputedStyle(`+pre+`.querySelector('.jnode[data-key="wind"] > .jsum'), '::before').content.replace(/^"|"$/g, '')`))
+
+	// Keyboard: focus the "now" toggle, Enter folds it, ArrowRight unfolds, ArrowLeft folds.
+	do(t, ctx, chromedp.Focus(chromedp.CSS(`#panel pre[data-body="http.response.body"] .jnode[data-key="now"] > .jtog`)))
+	assert.Equal(t, "fold now", eval[string](t, ctx, `document.activeElement.getAttribute('aria-label')`))
+	do(t, ctx, chromedp.KeyEvent(kb.Enter))
+	assert.True(t, hidden("now"))
+	assert.Equal(t, "false", eval[string](t, ctx, `document.activeElement.getAttribute('aria-expanded')`))
+	shot(t, ctx, "json-fold-key")
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowRight))
+	assert.False(t, hidden("now"))
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowLeft))
+	assert.True(t, hidden("now"))
+	assert.Equal(t, before, eval[string](t, ctx, pre+`.textContent`), "folding never changes the text")
+	assert.Empty(t, dlg.opened())
+}
