@@ -209,7 +209,11 @@ func runGrowth(ctx context.Context, o *options, col, cli, dir string) (*Growth, 
 			}
 		}
 		// measured after the CPU: the forced collection and the dump cost the process CPU
-		if mb, err := liveHeapMB(ctx, pprofAddr); err == nil {
+		heapPath := ""
+		if i == 1 || i == o.rounds {
+			heapPath = filepath.Join(o.out, fmt.Sprintf("growth-round%d.heap.pprof", i))
+		}
+		if mb, err := liveHeapMB(ctx, pprofAddr, heapPath); err == nil {
 			r.LiveHeapMB = mb
 		} else {
 			fmt.Fprintf(os.Stderr, "bench: growth round %d: heap: %v\n", i, err)
@@ -272,24 +276,28 @@ func runLoadgen(ctx context.Context, o *options, cli, grpcAddr, dir string, seed
 }
 
 // liveHeapMB is the collector's live heap: the in-use bytes of a heap profile taken right after
-// a forced garbage collection (net/http/pprof's ?gc=1).
-func liveHeapMB(ctx context.Context, addr string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+// a forced garbage collection (net/http/pprof's ?gc=1). With keep, the profile is saved there
+// too (go tool pprof -sample_index=inuse_space -diff_base ROUND1 ROUNDN).
+func liveHeapMB(ctx context.Context, addr, keep string) (float64, error) {
+	path := keep
+	if path == "" {
+		f, err := os.CreateTemp("", "runagain-bench-heap-")
+		if err != nil {
+			return 0, err
+		}
+		path = f.Name()
+		f.Close()
+		defer os.Remove(path)
+	}
+	if err := fetchPprof(ctx, "http://"+addr+"/debug/pprof/heap?gc=1", path); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("pprof heap: %s: %s", resp.Status, b)
-	}
-	return inuseMB(resp.Body)
+	defer f.Close()
+	return inuseMB(f)
 }
 
 // inuseMB sums the inuse_space samples of a heap profile, in MB (10^6 bytes).

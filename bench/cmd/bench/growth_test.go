@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -83,4 +84,30 @@ func TestInuseMB(t *testing.T) {
 		t.Errorf("live heap %.1f MB with an 8 MB buffer held", mb)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// The run BENCHMARKS.md replaces goes to the end of the history as one section, headings one
+// level down, the file's title dropped.
+func TestAppendHistory(t *testing.T) {
+	path := t.TempDir() + "/history.md"
+	if err := os.WriteFile(path, []byte("# Benchmark history\n\nolder\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	top := "# Benchmarks\n\n- Date: 2026-12-01 12:20 UTC (the whole run took 191 s)\n\n| a | b |\n\n## Where the time goes\n\ntext\n"
+	if err := appendHistory(path, top); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{"# Benchmark history\n\nolder\n", "\n## make bench of 2026-12-01 12:20 UTC (the whole run took 191 s)\n", "\n### Where the time goes\n", "| a | b |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("history lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "# Benchmarks\n") {
+		t.Errorf("the replaced file's title was kept:\n%s", got)
+	}
 }

@@ -53,23 +53,23 @@ import (
 )
 
 type options struct {
-	bin, config, out, benchmarksMD, command string
-	pipelines                               string
-	jaegerBin, fileBin                      string
-	idle                                    idleRule
-	sessions                                int64
-	turns, tools, messageBytes, concurrency int
-	maxDuration, drainTimeout               time.Duration
-	contribMaxDuration                      time.Duration
-	batchSize                               int
-	profileSeconds                          int
-	seed                                    uint64
-	keep                                    bool
-	runs                                    int  // repetitions of each pipeline row
-	rounds                                  int  // growth rounds (0: no growth table)
-	growthSameSeed                          bool // every growth round sends the same sessions
-	readReps                                int  // repetitions of each timed read
-	quick                                   bool
+	bin, config, out, benchmarksMD, command, history string
+	pipelines                                        string
+	jaegerBin, fileBin                               string
+	idle                                             idleRule
+	sessions                                         int64
+	turns, tools, messageBytes, concurrency          int
+	maxDuration, drainTimeout                        time.Duration
+	contribMaxDuration                               time.Duration
+	batchSize                                        int
+	profileSeconds                                   int
+	seed                                             uint64
+	keep                                             bool
+	runs                                             int  // repetitions of each pipeline row
+	rounds                                           int  // growth rounds (0: no growth table)
+	growthSameSeed                                   bool // every growth round sends the same sessions
+	readReps                                         int  // repetitions of each timed read
+	quick                                            bool
 }
 
 // quickDefaults are the flags -quick changes (unless given explicitly): a smaller load with every
@@ -86,6 +86,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for bench.json, bench.md and profiles")
 	flag.StringVar(&o.benchmarksMD, "benchmarks-md", "BENCHMARKS.md", "file to write the latest table to ('' to skip)")
 	flag.StringVar(&o.command, "command", "make bench", "the command recorded in BENCHMARKS.md")
+	flag.StringVar(&o.history, "history", "bench/results/history.md", "file the replaced BENCHMARKS.md run is appended to ('' to drop it)")
 	flag.StringVar(&o.pipelines, "pipelines", "baseline,contrib,runagain,file,jaeger,runagain-minio", "pipelines to run, in order (runagain-minio is skipped when no minio binary is found)")
 	flag.StringVar(&o.fileBin, "file-collector", "", "collector for pipeline file (default: <bin>/otelcol-bench-file, built by make bench from bench/filecollector)")
 	flag.StringVar(&o.jaegerBin, "jaeger", "", "Jaeger v2 binary for pipeline jaeger (default: <bin>/jaeger, built by make bench from bench/jaeger)")

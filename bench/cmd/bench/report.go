@@ -128,8 +128,16 @@ func writeResults(o *options, res *Results) error {
 	md := benchmarksMD(o, res, table)
 	// sections measured by other commands (component benchmarks) survive a new load run
 	if old, err := os.ReadFile(o.benchmarksMD); err == nil {
-		if i := strings.Index(string(old), keptSectionMarker); i >= 0 {
+		top := string(old)
+		if i := strings.Index(top, keptSectionMarker); i >= 0 {
 			md = strings.TrimRight(md, "\n") + "\n\n" + string(old[i:])
+			top = top[:i]
+		}
+		// the replaced run moves to the history (oldest first), so BENCHMARKS.md stays short
+		if o.history != "" && strings.TrimSpace(top) != "" {
+			if err := appendHistory(o.history, top); err != nil {
+				return err
+			}
 		}
 	}
 	return os.WriteFile(o.benchmarksMD, []byte(md), 0o644)
@@ -395,4 +403,37 @@ func targets(res *Results) string {
 		return ""
 	}
 	return "**Issue 17 targets (runagain, row c):**\n\n- " + strings.Join(lines, "\n- ") + "\n\n"
+}
+
+// appendHistory appends the replaced top part of BENCHMARKS.md to the history file as one
+// section, its headings moved one level down.
+func appendHistory(path, top string) error {
+	lines := strings.Split(strings.TrimSpace(top), "\n")
+	title := "make bench run (replaced by a newer run)"
+	for _, l := range lines {
+		if d, ok := strings.CutPrefix(l, "- Date: "); ok {
+			title = "make bench of " + d
+			break
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("\n## " + title + "\n\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "# ") {
+			continue // the file's own title
+		}
+		if strings.HasPrefix(l, "#") {
+			l = "#" + l
+		}
+		sb.WriteString(l + "\n")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(sb.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
