@@ -28,8 +28,14 @@
 //   - zero loss (runagain: rows in the hot tier's spans table; file: spans decoded from the
 //     file; jaeger: its storage exporter's otelcol_exporter_sent_spans_total) == spans acknowledged.
 //
+// Each row is run -runs times (3) in fresh data directories and shows the medians with min-max
+// and the load average of each run; ratios are of medians. Then the growth table (growth.go,
+// issue 35): -rounds (10) rounds of the same load into one runagain store, per round and last /
+// first, with reads timed after round 1 and the last. -quick shrinks the load (quickDefaults).
+//
 // Results: <out>/bench.json, <out>/bench.md, CPU profiles <out>/<pipeline>.pprof, and
-// BENCHMARKS.md (the latest table with date, machine and command).
+// BENCHMARKS.md (the latest table with date, machine and command; the run it replaces is
+// appended to -history, bench/results/history.md).
 package main
 
 import (
@@ -73,7 +79,8 @@ type options struct {
 }
 
 // quickDefaults are the flags -quick changes (unless given explicitly): a smaller load with every
-// row, three runs each and the growth table, so the whole bench fits in about 20 minutes on 2 cores.
+// row, three runs each and the growth table, so the whole bench fits well within 20 minutes on 2
+// quiet cores after the build.
 var quickDefaults = map[string]string{
 	"sessions": "400", "contrib-max-duration": "20s", "profile-seconds": "5", "rounds": "10",
 	"idle-timeout": "60s", "read-reps": "3",
@@ -109,7 +116,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 10, "growth table: rounds of the same load into one runagain store (0: none)")
 	flag.BoolVar(&o.growthSameSeed, "growth-same-seed", false, "growth table: send the very same sessions every round (default: seed+round-1, new sessions of the same shape)")
 	flag.IntVar(&o.readReps, "read-reps", 5, "growth table: runs of each timed read (median)")
-	flag.BoolVar(&o.quick, "quick", false, "smaller load for a bench of about 20 minutes on 2 cores: "+quickSummary())
+	flag.BoolVar(&o.quick, "quick", false, "smaller load, for a bench well within 20 minutes on 2 quiet cores: "+quickSummary())
 	flag.Parse()
 	if o.quick {
 		given := map[string]bool{}
