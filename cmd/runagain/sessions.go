@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,48 +58,15 @@ of each listed run: bound it with --since or --limit on a large store.`,
 				return err
 			}
 			defer r.Close()
-			runs, err := r.Runs(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			var reasons []string
-			if failed {
-				runs, reasons, err = failedRuns(cmd.Context(), r, runs)
-				if err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				if runs == nil {
-					runs = []store.RunSummary{}
-				}
-				if failed {
-					type row struct {
-						store.RunSummary
-						Reason string `json:"reason"`
-					}
-					rows := make([]row, len(runs))
-					for i := range runs {
-						rows[i] = row{runs[i], reasons[i]}
-					}
-					return printJSON(cmd.OutOrStdout(), rows)
-				}
-				return printJSON(cmd.OutOrStdout(), runs)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tCOST\tERRORS\tTIER"
-			anyIncomplete := false
-			for _, r := range runs {
-				anyIncomplete = anyIncomplete || r.Incomplete
-			}
-			if anyIncomplete { // a partial record must not look complete
-				head += "\tINCOMPLETE"
-			}
-			if failed {
-				head += "\tREASON"
-			}
-			fmt.Fprintln(tw, head)
-			for i, r := range runs {
+			// Runs stream from the run index in pages (store.EachRun): memory stays bounded
+			// whatever the store holds; the table is aligned per block of tableBlock rows.
+			out := cmd.OutOrStdout()
+			var tw *tabwriter.Writer
+			var js *jsonArray
+			rows, anyIncomplete := 0, false
+			var pending []store.RunSummary // the first block, to see whether any run is incomplete
+			var pendingWhy []string
+			printRow := func(r store.RunSummary, why string) {
 				// Session ids and model names are recorded values: one cell each, escaped before
 				// the tabwriter measures them (termsafe.Cell).
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%d\t%s", termsafe.Cell(r.SessionID), r.TraceID,
@@ -107,9 +77,80 @@ of each listed run: bound it with --since or --limit on a large store.`,
 					fmt.Fprintf(tw, "\t%s", termsafe.Cell(dash(r.IncompleteReason)))
 				}
 				if failed {
-					fmt.Fprintf(tw, "\t%s", termsafe.Cell(reasons[i]))
+					fmt.Fprintf(tw, "\t%s", termsafe.Cell(why))
 				}
 				fmt.Fprintln(tw)
+			}
+			header := func() {
+				head := "SESSION\tTRACE ID\tSTART (UTC)\tDURATION\tSPANS\tMODELS\tTOKENS IN/OUT\tCOST\tERRORS\tTIER"
+				if anyIncomplete {
+					head += "\tINCOMPLETE"
+				}
+				if failed {
+					head += "\tREASON"
+				}
+				fmt.Fprintln(tw, head)
+			}
+			flushPending := func() {
+				tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+				for _, r := range pending {
+					anyIncomplete = anyIncomplete || r.Incomplete // a partial record must not look complete
+				}
+				header()
+				for i, r := range pending {
+					printRow(r, pendingWhy[i])
+				}
+				pending, pendingWhy = nil, nil
+			}
+			if asJSON {
+				js = &jsonArray{w: out}
+			}
+			var werr error
+			err = store.EachRun(cmd.Context(), r, f, func(run store.RunSummary) bool {
+				why := ""
+				if failed {
+					var ok bool
+					if why, ok, werr = failedReason(cmd.Context(), r, run); werr != nil || !ok {
+						return werr == nil
+					}
+				}
+				rows++
+				switch {
+				case js != nil && failed:
+					werr = js.add(struct {
+						store.RunSummary
+						Reason string `json:"reason"`
+					}{run, why})
+				case js != nil:
+					werr = js.add(run)
+				case tw == nil:
+					pending, pendingWhy = append(pending, run), append(pendingWhy, why)
+					if len(pending) == tableBlock {
+						flushPending()
+					}
+				default:
+					if run.Incomplete && !anyIncomplete {
+						// a partial record past the first block: a new header with the column
+						werr = tw.Flush()
+						anyIncomplete = true
+						fmt.Fprintln(out)
+						header()
+					}
+					printRow(run, why)
+					if rows%tableBlock == 0 {
+						werr = tw.Flush()
+					}
+				}
+				return werr == nil
+			})
+			if err = errors.Join(err, werr); err != nil {
+				return err
+			}
+			if js != nil {
+				return js.close()
+			}
+			if tw == nil {
+				flushPending()
 			}
 			return tw.Flush()
 		},
@@ -128,52 +169,81 @@ func dash(s string) string {
 	return s
 }
 
-// failedRuns keeps the runs with error spans, alerts or replay divergences and says why.
-func failedRuns(ctx context.Context, rd store.Reader, runs []store.RunSummary) ([]store.RunSummary, []string, error) {
-	var out []store.RunSummary
-	var reasons []string
-	for _, r := range runs {
-		var why []string
-		if r.Errors > 0 {
-			why = append(why, fmt.Sprintf("%d error spans", r.Errors))
+// tableBlock is how many rows `sessions` aligns at a time (text/tabwriter holds a block until it
+// is flushed): long listings stream in blocks instead of being held whole.
+const tableBlock = 1000
+
+// jsonArray writes a JSON array one element at a time, in printJSON's layout (two-space indent).
+type jsonArray struct {
+	w io.Writer
+	n int
+}
+
+func (a *jsonArray) add(v any) error {
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n  "
+	if a.n == 0 {
+		sep = "[\n  "
+	}
+	a.n++
+	if _, err := io.WriteString(a.w, sep); err != nil {
+		return err
+	}
+	_, err = a.w.Write(b)
+	return err
+}
+
+func (a *jsonArray) close() error {
+	end := "\n]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
+}
+
+// failedReason says why r is worth turning into a regression case (error spans, alerts, replay
+// divergences), and false when it is not.
+func failedReason(ctx context.Context, rd store.Reader, r store.RunSummary) (string, bool, error) {
+	var why []string
+	if r.Errors > 0 {
+		why = append(why, fmt.Sprintf("%d error spans", r.Errors))
+	}
+	alerts := map[string]int{}
+	divergences := 0
+	if r.Tier == "cold" {
+		if r.Alerts > 0 {
+			why = append(why, fmt.Sprintf("%d alerts", r.Alerts))
 		}
-		alerts := map[string]int{}
-		divergences := 0
-		if r.Tier == "cold" {
-			if r.Alerts > 0 {
-				why = append(why, fmt.Sprintf("%d alerts", r.Alerts))
-			}
-		} else {
-			run, err := rd.Run(ctx, r.TraceID)
-			if err != nil {
-				return nil, nil, fmt.Errorf("run %s: %w", r.TraceID, err)
-			}
-			f, err := factsOf(ctx, &store.Run{TraceID: run.TraceID, Traces: ptrace.NewTraces(), Logs: run.Logs, Tier: run.Tier})
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, k := range f.Alerts {
-				alerts[k]++
-			}
-			if f.Divergence != nil {
-				divergences++
-			}
+	} else {
+		run, err := rd.Run(ctx, r.TraceID)
+		if err != nil {
+			return "", false, fmt.Errorf("run %s: %w", r.TraceID, err)
 		}
-		kinds := make([]string, 0, len(alerts))
-		for k := range alerts {
-			kinds = append(kinds, k)
+		f, err := factsOf(ctx, &store.Run{TraceID: run.TraceID, Traces: ptrace.NewTraces(), Logs: run.Logs, Tier: run.Tier})
+		if err != nil {
+			return "", false, err
 		}
-		sort.Strings(kinds)
-		for _, k := range kinds {
-			why = append(why, fmt.Sprintf("alert %s x%d", k, alerts[k]))
+		for _, k := range f.Alerts {
+			alerts[k]++
 		}
-		if divergences > 0 {
-			why = append(why, "replay divergence")
-		}
-		if len(why) > 0 {
-			out = append(out, r)
-			reasons = append(reasons, strings.Join(why, ", "))
+		if f.Divergence != nil {
+			divergences++
 		}
 	}
-	return out, reasons, nil
+	kinds := make([]string, 0, len(alerts))
+	for k := range alerts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		why = append(why, fmt.Sprintf("alert %s x%d", k, alerts[k]))
+	}
+	if divergences > 0 {
+		why = append(why, "replay divergence")
+	}
+	return strings.Join(why, ", "), len(why) > 0, nil
 }

@@ -244,77 +244,93 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "sessions.html", v)
 }
 
-// countCap bounds the runs the sessions page reads to count its matches when the filter is one the
-// run index answers (time range, session): past it the page says "more than countCap" instead of
-// reading every run of a large store.
+// countCap bounds the matching runs the sessions page counts in start order, whatever the filter:
+// past it the page says "more than countCap" instead of reading every run of a large store.
 const countCap = 1000
 
-// sessions lists the runs matching f, newest first, and returns the requested page, the number
-// of matching runs, and whether there are more than that (counted up to countCap). A filter on
-// time and session only is read from the run index, newest first, no further than the page and
-// countCap need; filters on errors, models, agents, alerts and (for the hot tier, which stores no
-// cost) cost read every run in the time range, and those on agents, alerts and cost read each
-// candidate run once; the result is kept per run until its span count changes.
+// maxSortedRows bounds the rows the sessions page keeps in memory for a listing sorted by
+// anything but start time (the best page*PageSize rows, at most this many): a page past it is
+// empty and says so.
+const maxSortedRows = 10_000
+
+// sessions lists the runs matching f and returns the requested page, the number of matching
+// runs, and whether there are more than that. The runs are read newest first from the run index
+// in pages (store.EachRun), never all at once, so memory is bounded by the page whatever the
+// store holds:
+//   - in start order (the default), with any filter, the walk stops once the page is full and
+//     countCap matches are counted ("more than countCap");
+//   - sorted by another key, every run in the time range is read and counted, keeping only the
+//     best page*PageSize rows (at most maxSortedRows).
+//
+// Filters on agents, alerts, cost, text (and sort by cost) read each candidate run once; the
+// result is kept per run (a bounded cache, maxDetails) until its span count changes.
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
 	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0 || f.Query != "" || f.Sort == "cost"
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
-	indexed := !needDetail && !f.Errors && f.Model == "" && (f.Sort == "" || f.Sort == "start" && !f.Asc)
-	if indexed {
-		rf.Limit = max(f.Page*s.opts.PageSize, countCap) + 1 // one more tells that there are more
-	}
-	sums, err := s.opts.Reader.Runs(ctx, rf)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	more := indexed && len(sums) == rf.Limit
-	if more {
-		sums = sums[:rf.Limit-1]
-	}
-	var match []sessionRow
-	for _, sum := range sums {
-		if !rf.Keep(sum) {
-			continue
-		}
+	startOrder := f.Sort == "" || f.Sort == "start" && !f.Asc
+	size := s.opts.PageSize
+	from := (f.Page - 1) * size
+	stopAt := max(f.Page*size, countCap) // matches counted before "more"
+	keep := min(f.Page*size, maxSortedRows)
+	var page, best []sessionRow
+	n, more := 0, false
+	err := store.EachRun(ctx, s.opts.Reader, rf, func(sum store.RunSummary) bool {
 		if f.Errors && sum.Errors == 0 {
-			continue
+			return true
 		}
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
-			continue
+			return true
 		}
 		row := sessionRow{RunSummary: sum}
 		if needDetail {
 			row.D = s.detail(ctx, sum)
 			if f.Agent != "" && !anyContains(row.D.Agents, f.Agent) {
-				continue
+				return true
 			}
 			if f.Alerts && row.D.Alerts+row.D.Divergences == 0 {
-				continue
+				return true
 			}
 			if f.CostMin > 0 && !(row.D.CostUSD > f.CostMin) {
-				continue
+				return true
 			}
 			if f.Query != "" && !matchesText(row, strings.ToLower(f.Query)) {
-				continue
+				return true
 			}
 		}
-		match = append(match, row)
+		if startOrder {
+			if n >= stopAt {
+				more = true
+				return false
+			}
+			if n >= from && n < from+size {
+				page = append(page, row)
+			}
+			n++
+			return true
+		}
+		n++
+		if best = append(best, row); len(best) >= 2*keep {
+			sortRows(best, f.Sort, !f.Asc)
+			best = best[:keep]
+		}
+		return true
+	})
+	if err != nil {
+		return nil, 0, false, err
 	}
-	if f.Sort != "" {
-		sortRows(match, f.Sort, !f.Asc)
+	if !startOrder {
+		sortRows(best, f.Sort, !f.Asc)
+		if from < len(best) {
+			page = best[from:min(from+size, len(best))]
+		}
 	}
-	from := len(match)
-	if p := f.Page - 1; p >= 0 && p <= len(match)/s.opts.PageSize {
-		from = p * s.opts.PageSize
-	}
-	to := min(from+s.opts.PageSize, len(match))
-	page := match[from:to]
 	if !needDetail {
 		for i := range page {
 			page[i].D = s.detail(ctx, page[i].RunSummary)
 		}
 	}
 	distinctIDs(page)
-	return page, len(match), more, nil
+	return page, n, more, nil
 }
 
 func anyContains(list []string, sub string) bool {
@@ -333,9 +349,7 @@ func (s *Server) detail(ctx context.Context, sum store.RunSummary) runDetail {
 	if sum.Tier == store.TierCold {
 		return runDetail{Spans: sum.Spans, Alerts: int(sum.Alerts), CostUSD: sum.CostUSD, Unpriced: int(sum.Unpriced)}
 	}
-	s.mu.Lock()
-	d, ok := s.details[sum.TraceID]
-	s.mu.Unlock()
+	d, ok := s.details.Get(sum.TraceID)
 	if ok && d.Spans == sum.Spans {
 		return d
 	}
@@ -351,9 +365,7 @@ func (s *Server) detail(ctx context.Context, sum store.RunSummary) runDetail {
 	if sum.CostUSD > 0 && d.CostUSD == 0 {
 		d.CostUSD = sum.CostUSD
 	}
-	s.mu.Lock()
-	s.details[sum.TraceID] = d
-	s.mu.Unlock()
+	s.details.Add(sum.TraceID, d)
 	return d
 }
 

@@ -181,7 +181,7 @@ func (s *Server) loadRun(ctx context.Context, traceID string) (*cachedRun, error
 		}
 	}
 	s.runs[traceID] = c
-	s.details[traceID] = c.detail
+	s.details.Add(traceID, c.detail)
 	s.mu.Unlock()
 	return c, nil
 }

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/pricing"
@@ -77,10 +79,18 @@ type Server struct {
 	csrf string                      // the token of state-changing forms (dataset_add.go)
 	cop  *http.CrossOriginProtection // refuses cross-origin state-changing requests
 
-	mu      sync.Mutex
-	runs    map[string]*cachedRun
-	details map[string]runDetail
+	mu   sync.Mutex
+	runs map[string]*cachedRun
+	// details are the listed runs' aggregates (agents, alerts, cost, previews), by trace id:
+	// at most maxDetails, least recently used evicted (hashicorp/golang-lru), so the UI's memory
+	// does not grow with the store it lists.
+	details *lru.Cache[string, runDetail]
 }
+
+// maxDetails bounds the UI's cache of run aggregates: 10,000 entries of a few hundred bytes
+// each (previews are cut short), a few MB; a sessions filter that reads more candidates than
+// that reads the evicted ones again.
+const maxDetails = 10_000
 
 // New returns the UI's handler over o.Reader. Close releases the payload resolver.
 func New(o Options) (*Server, error) {
@@ -100,8 +110,12 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: parse templates: %w", err)
 	}
+	details, err := lru.New[string, runDetail](maxDetails)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{opts: o, mux: http.NewServeMux(), tmpl: tmpl, resolver: payloadref.NewResolver(),
-		runs: map[string]*cachedRun{}, details: map[string]runDetail{}, csrf: newCSRFToken(), cop: http.NewCrossOriginProtection()}
+		runs: map[string]*cachedRun{}, details: details, csrf: newCSRFToken(), cop: http.NewCrossOriginProtection()}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)

@@ -29,8 +29,10 @@ func (f *filterLog) Runs(ctx context.Context, rf store.RunFilter) ([]store.RunSu
 }
 
 // TestSessionsPageReadsTheRunIndex: over a real hot SQLite file of 1,100 runs, the sessions page
-// without filters asks the store for the page and countCap+1 runs (not all of them) and says
-// there are more; a session filter is answered by the index and counted exactly.
+// reads the run index in bounded pages (store.EachRun), never the whole listing: without filters
+// it stops after countCap runs and says there are more; a session filter is answered by the
+// index and counted exactly; the errors filter (every 7th run fails a tool) walks the index in
+// pages and lists exactly the failed runs, newest first.
 func TestSessionsPageReadsTheRunIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "hot.db")
@@ -43,6 +45,7 @@ func TestSessionsPageReadsTheRunIndex(t *testing.T) {
 		if i%100 == 0 {
 			r.Session = "conv-hundred"
 		}
+		r.ToolFail = i%7 == 0
 		storetest.Add(td, r)
 	}
 	_, err = w.WriteTraces(ctx, td)
@@ -60,15 +63,30 @@ func TestSessionsPageReadsTheRunIndex(t *testing.T) {
 	assert.Contains(t, body, "1–50 of more than 1000 runs")
 	assert.Contains(t, body, "page 1 of at least 21")
 	assert.Contains(t, body, `data-trace="`+storetest.TraceID("p-1099").String())
-	require.Len(t, rd.asked, 1)
-	assert.Equal(t, countCap+1, rd.asked[0].Limit, "bounded: the page and countCap+1")
+	bounded := func(what string) {
+		t.Helper()
+		for _, a := range rd.asked {
+			assert.Positive(t, a.Limit, "%s: never an unbounded listing", what)
+			assert.LessOrEqual(t, a.Limit, store.EachRunPage+1, "%s: one page at a time", what)
+		}
+		rd.asked = nil
+	}
+	assert.LessOrEqual(t, len(rd.asked), 3, "stops after countCap runs")
+	bounded("/")
 	_, body = get(t, ts.URL+"/?page=2")
 	assert.Contains(t, body, "51–100 of more than 1000 runs")
 	assert.Contains(t, body, `data-trace="`+storetest.TraceID("p-1049").String())
 	_, body = get(t, ts.URL+"/?session=conv-hundred")
 	assert.Contains(t, body, "1–11 of 11 runs")
 	assert.Equal(t, "conv-hundred", rd.asked[len(rd.asked)-1].SessionID, "the session filter goes to the index")
+	bounded("session")
 	_, body = get(t, ts.URL+"/?errors=1")
-	assert.Contains(t, body, "No run matches", "a filter the index does not answer reads every run")
-	assert.Zero(t, rd.asked[len(rd.asked)-1].Limit)
+	assert.Contains(t, body, "1–50 of 158 runs", "1,100 runs, every 7th failed: 158")
+	assert.Contains(t, body, `data-trace="`+storetest.TraceID("p-1099").String(), "1099 = 7×157: the newest failed run first")
+	assert.NotContains(t, body, `data-trace="`+storetest.TraceID("p-1098").String()+`"`, "a run without errors is not listed")
+	bounded("errors")
+	_, body = get(t, ts.URL+"/?errors=1&page=4")
+	assert.Contains(t, body, "151–158 of 158 runs")
+	assert.Contains(t, body, `data-trace="`+storetest.TraceID("p-0").String())
+	bounded("errors, last page")
 }

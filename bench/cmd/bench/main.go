@@ -28,8 +28,14 @@
 //   - zero loss (runagain: rows in the hot tier's spans table; file: spans decoded from the
 //     file; jaeger: its storage exporter's otelcol_exporter_sent_spans_total) == spans acknowledged.
 //
+// Each row is run -runs times (3) in fresh data directories and shows the medians with min-max
+// and the load average of each run; ratios are of medians. Then the growth table (growth.go,
+// issue 35): -rounds (10) rounds of the same load into one runagain store, per round and last /
+// first, with reads timed after round 1 and the last. -quick shrinks the load (quickDefaults).
+//
 // Results: <out>/bench.json, <out>/bench.md, CPU profiles <out>/<pipeline>.pprof, and
-// BENCHMARKS.md (the latest table with date, machine and command).
+// BENCHMARKS.md (the latest table with date, machine and command; the run it replaces is
+// appended to -history, bench/results/history.md).
 package main
 
 import (
@@ -39,7 +45,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -54,18 +59,31 @@ import (
 )
 
 type options struct {
-	bin, config, out, benchmarksMD, command string
-	pipelines                               string
-	jaegerBin, fileBin                      string
-	idle                                    idleRule
-	sessions                                int64
-	turns, tools, messageBytes, concurrency int
-	maxDuration, drainTimeout               time.Duration
-	contribMaxDuration                      time.Duration
-	batchSize                               int
-	profileSeconds                          int
-	seed                                    uint64
-	keep                                    bool
+	bin, config, out, benchmarksMD, command, history string
+	pipelines                                        string
+	jaegerBin, fileBin                               string
+	idle                                             idleRule
+	sessions                                         int64
+	turns, tools, messageBytes, concurrency          int
+	maxDuration, drainTimeout                        time.Duration
+	contribMaxDuration                               time.Duration
+	batchSize                                        int
+	profileSeconds                                   int
+	seed                                             uint64
+	keep                                             bool
+	runs                                             int  // repetitions of each pipeline row
+	rounds                                           int  // growth rounds (0: no growth table)
+	growthSameSeed                                   bool // every growth round sends the same sessions
+	readReps                                         int  // repetitions of each timed read
+	quick                                            bool
+}
+
+// quickDefaults are the flags -quick changes (unless given explicitly): a smaller load with every
+// row, three runs each and the growth table, so the whole bench fits well within 20 minutes on 2
+// quiet cores after the build.
+var quickDefaults = map[string]string{
+	"sessions": "400", "contrib-max-duration": "20s", "profile-seconds": "5", "rounds": "10",
+	"idle-timeout": "60s", "read-reps": "3",
 }
 
 func main() {
@@ -75,6 +93,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for bench.json, bench.md and profiles")
 	flag.StringVar(&o.benchmarksMD, "benchmarks-md", "BENCHMARKS.md", "file to write the latest table to ('' to skip)")
 	flag.StringVar(&o.command, "command", "make bench", "the command recorded in BENCHMARKS.md")
+	flag.StringVar(&o.history, "history", "bench/results/history.md", "file the replaced BENCHMARKS.md run is appended to ('' to drop it)")
 	flag.StringVar(&o.pipelines, "pipelines", "baseline,contrib,runagain,file,jaeger,runagain-minio", "pipelines to run, in order (runagain-minio is skipped when no minio binary is found)")
 	flag.StringVar(&o.fileBin, "file-collector", "", "collector for pipeline file (default: <bin>/otelcol-bench-file, built by make bench from bench/filecollector)")
 	flag.StringVar(&o.jaegerBin, "jaeger", "", "Jaeger v2 binary for pipeline jaeger (default: <bin>/jaeger, built by make bench from bench/jaeger)")
@@ -93,7 +112,28 @@ func main() {
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 90*time.Second, "how long to wait for the hot tier to catch up after loadgen ends")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 15, "CPU profile length per pipeline (0: none)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the collectors' data directories and logs")
+	flag.IntVar(&o.runs, "runs", 3, "runs of each pipeline row (the table shows the median with min-max; ratios are of medians)")
+	flag.IntVar(&o.rounds, "rounds", 10, "growth table: rounds of the same load into one runagain store (0: none)")
+	flag.BoolVar(&o.growthSameSeed, "growth-same-seed", false, "growth table: send the very same sessions every round (default: seed+round-1, new sessions of the same shape)")
+	flag.IntVar(&o.readReps, "read-reps", 5, "growth table: runs of each timed read (median)")
+	flag.BoolVar(&o.quick, "quick", false, "smaller load, for a bench well within 20 minutes on 2 quiet cores: "+quickSummary())
 	flag.Parse()
+	if o.quick {
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for k, v := range quickDefaults {
+			if !given[k] {
+				if err := flag.Set(k, v); err != nil {
+					fmt.Fprintln(os.Stderr, "bench: -quick:", err)
+					os.Exit(2)
+				}
+			}
+		}
+	}
+	if o.runs < 1 || o.rounds < 0 || o.readReps < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs and -read-reps must be at least 1, -rounds at least 0")
+		os.Exit(2)
+	}
 	o.idle.Interval = 250 * time.Millisecond
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -163,6 +203,11 @@ type Result struct {
 	Components []componentShare `json:"components,omitempty"`
 	TopFuncs   []string         `json:"top_functions,omitempty"`
 	Error      string           `json:"error,omitempty"`
+	// Runs are the row's single runs when -runs > 1: the row itself holds the median of each
+	// number (Spread: min, median, max of the main columns), the rest from the median-CPU run.
+	Runs   []*Result             `json:"runs,omitempty"`
+	Spread map[string][3]float64 `json:"spread,omitempty"`
+	Load   string                `json:"load_average,omitempty"` // at the start of the run; rows: one per run
 }
 
 // Results is the whole run.
@@ -178,6 +223,8 @@ type Results struct {
 	DurationS  float64            `json:"bench_duration_s"`
 	Skipped    []string           `json:"skipped,omitempty"`
 	Idle       string             `json:"idle_rule"`
+	Runs       int                `json:"runs_per_row"`
+	Growth     *Growth            `json:"growth,omitempty"`
 }
 
 type machine struct {
@@ -194,8 +241,8 @@ var descriptions = map[string]string{
 	"baseline":       "otlp -> batch -> nop",
 	"contrib":        "otlp -> redaction (contrib, equivalent regexes) -> batch -> nop",
 	"runagain":       "config/default.yaml",
-	"file":           "otlp -> batch -> file (contrib file exporter v0.161.0, proto, zstd)",
-	"jaeger":         "Jaeger v2 v1.76.0, Badger store",
+	"file":           "otlp -> memory_limiter -> batch -> file (contrib file exporter v0.161.0, proto, zstd)",
+	"jaeger":         "Jaeger v2 v1.76.0, Badger store, memory_limiter, sending queue of 10 consumers",
 	"runagain-minio": "config/default.yaml, payloads on MinIO (S3)",
 }
 
@@ -255,6 +302,7 @@ func run(ctx context.Context, o *options) (*Results, error) {
 		},
 		Ratios: map[string]float64{},
 		Config: o.config,
+		Runs:   o.runs,
 		Idle: fmt.Sprintf("CPU grew by at most %.0f%% of one core over %v, sampled every %v, waited at most %v",
 			100*o.idle.Fraction, o.idle.Window, o.idle.Interval, o.idle.Timeout),
 	}
@@ -282,15 +330,33 @@ func run(ctx context.Context, o *options) (*Results, error) {
 				continue
 			}
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s (%s)\n", name, descriptions[name])
-		r, err := runPipeline(ctx, o, name, col, cli, filepath.Join(work, name))
-		if err != nil {
-			r.Error = err.Error()
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		var runs []*Result
+		for k := 1; k <= o.runs && ctx.Err() == nil; k++ {
+			load := loadAverage()
+			fmt.Fprintf(os.Stderr, "bench: %s (%s), run %d of %d, load average %s\n", name, descriptions[name], k, o.runs, load)
+			r, err := runPipeline(ctx, o, name, col, cli, filepath.Join(work, fmt.Sprintf("%s-%d", name, k)))
+			r.Load = load
+			if err != nil {
+				r.Error = err.Error()
+				errs = append(errs, fmt.Errorf("%s run %d: %w", name, k, err))
+			}
+			runs = append(runs, r)
+			fmt.Fprintf(os.Stderr, "bench: %s: %.0f spans/s, %.2f MB/s, %.3f CPU s/1k spans (idle after %.1f s), peak RSS %.0f MB\n",
+				name, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, r.IdleWaitS, r.PeakRSSMB)
 		}
-		res.Pipelines = append(res.Pipelines, r)
-		fmt.Fprintf(os.Stderr, "bench: %s: %.0f spans/s, %.2f MB/s, %.3f CPU s/1k spans (idle after %.1f s), peak RSS %.0f MB\n",
-			name, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, r.IdleWaitS, r.PeakRSSMB)
+		if len(runs) > 0 {
+			res.Pipelines = append(res.Pipelines, medianRow(runs))
+		}
+	}
+	if o.rounds > 0 && ctx.Err() == nil && strings.Contains(","+o.pipelines+",", ",runagain,") {
+		fmt.Fprintf(os.Stderr, "bench: growth table: %d rounds into one store\n", o.rounds)
+		g, err := runGrowth(ctx, o, col, cli, filepath.Join(work, "growth"))
+		if err != nil {
+			g.Error = err.Error()
+			errs = append(errs, fmt.Errorf("growth: %w", err))
+		}
+		g.Ratios = growthRatios(g.Rounds)
+		res.Growth = g
 	}
 	res.Ratios = ratios(res.Pipelines)
 	res.DurationS = time.Since(t0).Seconds()
@@ -426,26 +492,14 @@ func runPipeline(ctx context.Context, o *options, name, col, cli, dir string) (*
 		}()
 	}
 
-	lgJSON := filepath.Join(dir, "loadgen.json")
 	maxDur := o.maxDuration
 	if name == "contrib" {
 		maxDur = min(maxDur, o.contribMaxDuration)
 	}
-	lg := exec.CommandContext(ctx, cli, "loadgen",
-		"--endpoint", grpcAddr, "--protocol", "grpc",
-		"--sessions", strconv.FormatInt(o.sessions, 10), "--turns", strconv.Itoa(o.turns),
-		"--tools-per-turn", strconv.Itoa(o.tools), "--message-bytes", strconv.Itoa(o.messageBytes),
-		"--concurrency", strconv.Itoa(o.concurrency), "--seed", strconv.FormatUint(o.seed, 10),
-		"--batch-size", strconv.Itoa(o.batchSize), "--export-timeout", "120s",
-		"--duration", maxDur.String(), "--progress", "10s", "--json", lgJSON)
-	lg.Stdout, lg.Stderr = os.Stderr, os.Stderr
-	lgErr := lg.Run()
-	if lg.ProcessState != nil {
-		r.LoadgenCPUSeconds = (lg.ProcessState.UserTime() + lg.ProcessState.SystemTime()).Seconds()
-	}
-	rep, err := readLoadgen(lgJSON)
-	if err != nil {
-		return r, errors.Join(fmt.Errorf("loadgen: %v", lgErr), err)
+	rep, lgCPU, lgErr := runLoadgen(ctx, o, cli, grpcAddr, dir, o.seed, maxDur)
+	r.LoadgenCPUSeconds = lgCPU
+	if rep == nil {
+		return r, fmt.Errorf("loadgen: %w", lgErr)
 	}
 	r.SpansSent, r.SpansFailed, r.Sessions, r.Bytes = rep.SpansSent, rep.SpansFailed, rep.Sessions, rep.UncompressedBytes
 	r.LoadgenSpansPerSec, r.Latency, r.StoppedBy = rep.SpansPerSec, rep.Latency, rep.StoppedBy

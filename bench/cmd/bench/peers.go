@@ -27,12 +27,28 @@ import (
 //	        Badger store: otlp -> batch -> jaeger_storage_exporter, and the query service as a
 //	        platform team runs it (no UI traffic during the run).
 
+// productionMemoryLimiter is the memory_limiter both peers run first in their pipeline, as their
+// production guides ask (Jaeger's "Performance tuning" and the collector's own scaling docs: a
+// memory_limiter before batching), with runagain's own settings (config/default.yaml) so the rows
+// share one memory rule.
+func productionMemoryLimiter() map[string]any {
+	return map[string]any{"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20}
+}
+
+// jaegerQueueConsumers is the jaeger_storage_exporter's sending queue width in production
+// (Jaeger's performance tuning guide: a queue with 10 consumers, the exporterhelper default),
+// so Badger writes from 10 goroutines instead of the pipeline's own.
+const jaegerQueueConsumers = 10
+
 // fileSpansName is the file exporter's output file under the data directory.
 const fileSpansName = "traces.otlp.zst"
 
-// fileConfig is pipeline (d): otlp -> batch -> file (proto, zstd).
+// fileConfig is pipeline (d): otlp -> memory_limiter -> batch -> file (proto, zstd). The contrib
+// file exporter has no sending queue of its own (it writes inside the batch's call).
 func fileConfig(p ports, dataDir string) map[string]any {
 	cfg := plainConfig(p, false)
+	cfg["processors"].(map[string]any)["memory_limiter"] = productionMemoryLimiter()
+	cfg["service"].(map[string]any)["pipelines"].(map[string]any)["traces"].(map[string]any)["processors"] = []any{"memory_limiter", "batch"}
 	cfg["exporters"] = map[string]any{"file": map[string]any{
 		"path":        filepath.Join(dataDir, fileSpansName),
 		"format":      "proto",
@@ -45,7 +61,9 @@ func fileConfig(p ports, dataDir string) map[string]any {
 
 // jaegerConfig is pipeline (e): Jaeger v2's config-badger.yaml (cmd/jaeger in v1.76.0) with every
 // listener on a free loopback port, the Badger directories under dataDir, the span TTL of
-// runagain's hot tier (7 days), no archive store and no self-tracing.
+// runagain's hot tier (7 days), no archive store and no self-tracing; with the production
+// settings of Jaeger's tuning guide: memory_limiter first, and the storage exporter's sending
+// queue with jaegerQueueConsumers consumers.
 func jaegerConfig(p ports, dataDir string, free func() (int, error)) (map[string]any, error) {
 	var qhttp, qgrpc int
 	for _, dst := range []*int{&qhttp, &qgrpc} {
@@ -76,12 +94,15 @@ func jaegerConfig(p ports, dataDir string, free func() (int, error)) (map[string
 			"grpc": map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", p.grpc), "max_recv_msg_size_mib": 64},
 			"http": map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", p.http)},
 		}}},
-		"processors": map[string]any{"batch": map[string]any{}},
-		"exporters":  map[string]any{"jaeger_storage_exporter": map[string]any{"trace_storage": "bench_store"}},
+		"processors": map[string]any{"batch": map[string]any{}, "memory_limiter": productionMemoryLimiter()},
+		"exporters": map[string]any{"jaeger_storage_exporter": map[string]any{
+			"trace_storage": "bench_store",
+			"queue":         map[string]any{"enabled": true, "num_consumers": jaegerQueueConsumers},
+		}},
 		"service": map[string]any{
 			"extensions": []any{"jaeger_storage", "jaeger_query", "healthcheckv2", "pprof"},
 			"pipelines": map[string]any{"traces": map[string]any{
-				"receivers": []any{"otlp"}, "processors": []any{"batch"}, "exporters": []any{"jaeger_storage_exporter"},
+				"receivers": []any{"otlp"}, "processors": []any{"memory_limiter", "batch"}, "exporters": []any{"jaeger_storage_exporter"},
 			}},
 			"telemetry": telemetry(p),
 		},

@@ -228,7 +228,8 @@ func TestPeerConfigs(t *testing.T) {
 	if endpoints != 6 { // otlp grpc+http, health, pprof, query http+grpc
 		t.Errorf("%d endpoints in\n%s", endpoints, out)
 	}
-	for _, want := range []string{"/data/dir/badger", "trace_storage: bench_store", "traces: bench_store", "enable_tracing: false", "port: 41004"} {
+	for _, want := range []string{"/data/dir/badger", "trace_storage: bench_store", "traces: bench_store", "enable_tracing: false", "port: 41004",
+		"num_consumers: 10", "memory_limiter", "limit_percentage: 80"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("jaeger config lacks %q:\n%s", want, out)
 		}
@@ -237,6 +238,9 @@ func TestPeerConfigs(t *testing.T) {
 	fe := fc["exporters"].(map[string]any)["file"].(map[string]any)
 	if fe["path"] != "/data/dir/"+fileSpansName || fe["compression"] != "zstd" || fe["format"] != "proto" {
 		t.Errorf("file exporter config %v", fe)
+	}
+	if got := fc["service"].(map[string]any)["pipelines"].(map[string]any)["traces"].(map[string]any)["processors"]; len(got.([]any)) != 2 || got.([]any)[0] != "memory_limiter" {
+		t.Errorf("file pipeline processors %v: want memory_limiter first", got)
 	}
 	if got := fc["service"].(map[string]any)["pipelines"].(map[string]any)["traces"].(map[string]any)["exporters"]; len(got.([]any)) != 1 || got.([]any)[0] != "file" {
 		t.Errorf("file pipeline exporters %v", got)

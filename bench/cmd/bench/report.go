@@ -128,8 +128,16 @@ func writeResults(o *options, res *Results) error {
 	md := benchmarksMD(o, res, table)
 	// sections measured by other commands (component benchmarks) survive a new load run
 	if old, err := os.ReadFile(o.benchmarksMD); err == nil {
-		if i := strings.Index(string(old), keptSectionMarker); i >= 0 {
+		top := string(old)
+		if i := strings.Index(top, keptSectionMarker); i >= 0 {
 			md = strings.TrimRight(md, "\n") + "\n\n" + string(old[i:])
+			top = top[:i]
+		}
+		// the replaced run moves to the history (oldest first), so BENCHMARKS.md stays short
+		if o.history != "" && strings.TrimSpace(top) != "" {
+			if err := appendHistory(o.history, top); err != nil {
+				return err
+			}
 		}
 	}
 	return os.WriteFile(o.benchmarksMD, []byte(md), 0o644)
@@ -141,8 +149,11 @@ const keptSectionMarker = "<!-- kept by make bench -->"
 
 func markdownTable(res *Results) string {
 	var sb strings.Builder
-	sb.WriteString("| row | pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans (to idle) | idle after s | CPU s / 1k spans (to exit) | peak RSS MB | on disk MB | on disk bytes / session | spans stored | export p50 / p99 ms | loadgen CPU s |\n")
-	sb.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	if res.Runs > 1 {
+		fmt.Fprintf(&sb, "Each row is the median of %d runs, with (min–max) for the main columns; ratios are of medians. Load average (1, 5, 15 min) at the start of each run in the last column.\n\n", res.Runs)
+	}
+	sb.WriteString("| row | pipeline | spans sent (stopped by) | spans/s | MB/s | CPU s / 1k spans (to idle) | idle after s | CPU s / 1k spans (to exit) | peak RSS MB | on disk MB | on disk bytes / session | spans stored | export p50 / p99 ms | loadgen CPU s | load average |\n")
+	sb.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range res.Pipelines {
 		disk, perSes, stored := "–", "–", "–"
 		if r.Disk != nil {
@@ -169,9 +180,13 @@ func markdownTable(res *Results) string {
 		if r.CPUToExit > 0 && r.SpansSent > 0 {
 			toExit = fmt.Sprintf("%.3f", r.CPUToExit/float64(r.SpansSent)*1000)
 		}
-		fmt.Fprintf(&sb, "| %s | %s (%s) | %d (%s) | %.0f | %.2f | %.3f | %s | %s | %.0f | %s | %s | %s | %.0f / %.0f | %.1f |\n",
-			letter, r.Pipeline, r.Description, r.SpansSent, r.StoppedBy, r.SpansPerSec, r.MBPerSec, r.CPUPer1k, idle, toExit, r.PeakRSSMB,
-			disk, perSes, stored, r.Latency.P50, r.Latency.P99, r.LoadgenCPUSeconds)
+		if r.Disk != nil {
+			perSes = withSpread(r, "disk_bytes_per_session", "%.0f", r.DiskPerSesB)
+		}
+		fmt.Fprintf(&sb, "| %s | %s (%s) | %d (%s) | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %.0f / %s | %.1f | %s |\n",
+			letter, r.Pipeline, r.Description, r.SpansSent, r.StoppedBy, withSpread(r, "spans_per_s", "%.0f", r.SpansPerSec), r.MBPerSec,
+			withSpread(r, "cpu_s_per_1k_spans", "%.3f", r.CPUPer1k), idle, toExit, withSpread(r, "peak_rss_mb", "%.0f", r.PeakRSSMB),
+			disk, perSes, stored, r.Latency.P50, withSpread(r, "export_p99_ms", "%.0f", r.Latency.P99), r.LoadgenCPUSeconds, dash(r.Load))
 	}
 	sb.WriteString("\n")
 	keys := make([]string, 0, len(res.Ratios))
@@ -210,6 +225,9 @@ func markdownTable(res *Results) string {
 			fmt.Fprintf(&sb, "| 5xx answers | %d |\n", s3.Errors5xx)
 		}
 		sb.WriteString("\n")
+	}
+	if res.Growth != nil {
+		sb.WriteString(growthTable(res.Growth))
 	}
 	for _, s := range res.Skipped {
 		fmt.Fprintf(&sb, "**Skipped:** %s\n\n", s)
@@ -385,4 +403,37 @@ func targets(res *Results) string {
 		return ""
 	}
 	return "**Issue 17 targets (runagain, row c):**\n\n- " + strings.Join(lines, "\n- ") + "\n\n"
+}
+
+// appendHistory appends the replaced top part of BENCHMARKS.md to the history file as one
+// section, its headings moved one level down.
+func appendHistory(path, top string) error {
+	lines := strings.Split(strings.TrimSpace(top), "\n")
+	title := "make bench run (replaced by a newer run)"
+	for _, l := range lines {
+		if d, ok := strings.CutPrefix(l, "- Date: "); ok {
+			title = "make bench of " + d
+			break
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("\n## " + title + "\n\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "# ") {
+			continue // the file's own title
+		}
+		if strings.HasPrefix(l, "#") {
+			l = "#" + l
+		}
+		sb.WriteString(l + "\n")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(sb.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,10 +41,12 @@ import (
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
+	"github.com/runagain/runagain/internal/ui"
 )
 
 func main() {
-	sizesFlag := flag.String("sizes", "10000,100000,1000000", "store sizes in runs, ascending (one store grows to each)")
+	sizesFlag := flag.String("sizes", "10000,100000", "store sizes in runs, ascending (one store grows to each)")
+	large := flag.Bool("large", false, "add a store of 10^6 runs to -sizes (about an hour to write on 2 cores)")
 	dir := flag.String("dir", "", "data directory to grow (default: a new temporary directory, removed at the end)")
 	batch := flag.Int("batch", 500, "runs per write (one transaction per tier)")
 	reps := flag.Int("reps", 7, "measurements per reading (the median is reported)")
@@ -59,6 +62,9 @@ func main() {
 			fail(fmt.Errorf("-sizes %q: want positive integers", *sizesFlag))
 		}
 		sizes = append(sizes, n)
+	}
+	if *large && sizes[len(sizes)-1] < 1000000 {
+		sizes = append(sizes, 1000000)
 	}
 	sort.Ints(sizes)
 	if *dir == "" {
@@ -227,7 +233,15 @@ type row struct {
 	baseRead               int64
 	cliList, cliShow       time.Duration
 	coldRead, listReturned int
+	// issue 35: the reads that used to hold every run: store.EachRun over the last 2 hours
+	// (what sessions --since 2h walks) and the UI's sessions page with each filter.
+	since     time.Duration
+	sinceRows int
+	ui        map[string]time.Duration
 }
+
+// uiQueries are the sessions-page filters readbench times (internal/ui), in report order.
+var uiQueries = []string{"/", "/?errors=1", "/?model=gpt", "/?since=2h", "/?sort=duration"}
 
 func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baselineMax int, cli string) error {
 	t, err := openTiers(ctx, dir)
@@ -332,6 +346,35 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 			return err
 		}
 		if r.baseRead, err = probe(ctx, hot.SQL(), bq, bargs...); err != nil {
+			return err
+		}
+	}
+	// the newest run starts at t0 + (runs-1)*step: "since 2h" is the last 240 runs at any size
+	newest := time.Unix(0, t0+int64(r.runs-1)*step).UTC()
+	sf := store.RunFilter{Since: newest.Add(-2 * time.Hour)}
+	r.since, err = median(reps, func() error {
+		r.sinceRows = 0
+		return store.EachRun(ctx, tiered, sf, func(store.RunSummary) bool { r.sinceRows++; return true })
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := ui.New(ui.Options{Reader: tiered, Now: func() time.Time { return newest.Add(time.Minute) }})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	r.ui = map[string]time.Duration{}
+	for _, q := range uiQueries {
+		r.ui[q], err = median(reps, func() error {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest("GET", q, nil))
+			if rec.Code != 200 {
+				return fmt.Errorf("ui %s: %d", q, rec.Code)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -476,6 +519,22 @@ func report(rows []row, cli bool) {
 			float64(r.show)/float64(rows[0].show), base, map[bool]string{true: "yes", false: "no"}[r.coldRead > 0])
 		if cli {
 			line += fmt.Sprintf(" %s / %s |", ms(r.cliList), ms(r.cliShow))
+		}
+		fmt.Println(line)
+	}
+	fmt.Println()
+	head := "| runs | EachRun since 2h: ms (runs) | x the smallest |"
+	sep := "|---:|---:|---:|"
+	for _, q := range uiQueries {
+		head += " ui `" + q + "` ms | x |"
+		sep += "---:|---:|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	for _, r := range rows {
+		line := fmt.Sprintf("| %d | %s (%d) | %.2f |", r.runs, ms(r.since), r.sinceRows, float64(r.since)/float64(rows[0].since))
+		for _, q := range uiQueries {
+			line += fmt.Sprintf(" %s | %.2f |", ms(r.ui[q]), float64(r.ui[q])/float64(rows[0].ui[q]))
 		}
 		fmt.Println(line)
 	}
