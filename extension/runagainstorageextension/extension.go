@@ -59,10 +59,10 @@ type Extension struct {
 	locks    []*dirLock         // held between Start and Shutdown
 	// chDead is the dead-letter table of a hot tier on ClickHouse (its handle closed with the
 	// tiers, as tierQuarantine); set between Start and Shutdown.
-	chDead *chQuarantine
-	started  bool
-	pinMu    sync.Mutex // guards pins only: the janitors read it while Shutdown holds mu
-	pins     pins.Source
+	chDead  *chQuarantine
+	started bool
+	pinMu   sync.Mutex // guards pins only: the janitors read it while Shutdown holds mu
+	pins    pins.Source
 }
 
 var (
