@@ -495,5 +495,3 @@ func (d *DB) storedRows(ctx context.Context, q string, args ...any) ([]storedRow
 }
 
 var _ store.Reader = (*DB)(nil)
-
-
