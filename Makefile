@@ -80,7 +80,7 @@ govulncheck:
 # mdatagen (pinned in go.mod as a tool) regenerates each component's metadata code, generated
 # tests, documentation.md and the status table between the README's markers.
 COMPONENTS := processor/agentredactionprocessor processor/payloadoffloadprocessor processor/retryinfoprocessor processor/spanquarantineprocessor \
-	connector/agentguardconnector exporter/tieredexporter extension/runagainstorageextension
+	connector/agentguardconnector exporter/tieredexporter extension/runagainstorageextension extension/partialsuccessextension
 generate:
 	@for d in $(COMPONENTS); do (cd $$d && $(GO) generate ./) || exit 1; done
 

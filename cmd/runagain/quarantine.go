@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/internal/store"
-	"github.com/runagain/runagain/internal/store/sqlitestore"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -57,29 +55,17 @@ func newQuarantineCmd() *cobra.Command {
 	return cmd
 }
 
-// readQuarantine reads the dead-letter table of the hot SQLite tier: --config's
-// runagain_storage::hot::sqlite::path, or <data-dir>/hot.db.
+// readQuarantine reads the hot tier's dead-letter table: --config's runagain_storage::hot (SQLite
+// or ClickHouse, runagainstorageextension.Config.Quarantined), or <data-dir>/hot.db.
 func readQuarantine(ctx context.Context, limit int) ([]store.QuarantinedSpan, error) {
-	path := filepath.Join(dataDirFlag, "hot.db")
 	cfg, err := storageConfig()
 	if err != nil {
 		return nil, err
 	}
 	if cfg != nil {
-		if !cfg.Hot.HasValue() || !cfg.Hot.Get().SQLite.HasValue() {
-			return nil, errors.New("quarantine: the dead-letter table is in the hot tier on SQLite (runagain_storage::hot::sqlite), which this configuration does not have")
-		}
-		path = cfg.Hot.Get().SQLite.Get().Path
+		return cfg.Quarantined(ctx, limit)
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("quarantine: hot tier %s: %w", path, err)
-	}
-	db, err := sqlitestore.Open(path, sqlitestore.Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = db.Close() }()
-	return db.Quarantined(ctx, limit)
+	return runagainstorageextension.QuarantinedSQLite(ctx, filepath.Join(dataDirFlag, "hot.db"), limit)
 }
 
 func writeQuarantineJSON(cmd *cobra.Command, spans []store.QuarantinedSpan) error {

@@ -57,9 +57,12 @@ type Extension struct {
 	tiers    map[string]*opened // by tier name, set between Start and Shutdown
 	payloads *payloadref.Store  // set between Start and Shutdown when payloads is configured
 	locks    []*dirLock         // held between Start and Shutdown
-	started  bool
-	pinMu    sync.Mutex // guards pins only: the janitors read it while Shutdown holds mu
-	pins     pins.Source
+	// chDead is the dead-letter table of a hot tier on ClickHouse (its handle closed with the
+	// tiers, as tierQuarantine); set between Start and Shutdown.
+	chDead  *chQuarantine
+	started bool
+	pinMu   sync.Mutex // guards pins only: the janitors read it while Shutdown holds mu
+	pins    pins.Source
 }
 
 var (
@@ -132,6 +135,15 @@ func (s *Extension) Start(ctx context.Context, _ component.Host) error {
 		}
 		tiers[store.TierHot] = t
 	}
+	var chDead *chQuarantine
+	if s.cfg.Hot.HasValue() && s.cfg.Hot.Get().ClickHouse.HasValue() {
+		q, closeDB, err := openHotQuarantine(s.cfg.Hot.Get())
+		if err != nil {
+			return fail(store.TierHot, err)
+		}
+		chDead = q
+		tiers[tierQuarantine] = &opened{close: closeDB}
+	}
 	if s.cfg.Hot.HasValue() {
 		t, err := openPayloadJanitor(s.cfg.Hot.Get(), o)
 		if err != nil {
@@ -161,11 +173,17 @@ func (s *Extension) Start(ctx context.Context, _ component.Host) error {
 		}
 	}
 	s.tiers, s.payloads, s.locks, s.started = tiers, o.payloads, locks, true
+	s.chDead = chDead
 	return nil
 }
 
 // tierPayloads names the payload janitor of a hot tier on ClickHouse among the opened tiers.
 const tierPayloads = "payloads"
+
+// tierQuarantine names the handle of a hot tier on ClickHouse's dead-letter table among the
+// opened tiers (no backend, no janitor: the table's TTL is the hot retention), so that a failed
+// start and Shutdown close it with the rest.
+const tierQuarantine = "quarantine"
 
 // Shutdown stops the janitors and closes the backends.
 func (s *Extension) Shutdown(context.Context) error {
@@ -185,6 +203,7 @@ func (s *Extension) Shutdown(context.Context) error {
 	}
 	unlockAll(s.locks)
 	s.tiers, s.payloads, s.locks, s.started = nil, nil, nil, false
+	s.chDead = nil
 	return errors.Join(errs...)
 }
 

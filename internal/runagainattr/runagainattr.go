@@ -112,6 +112,21 @@ func Changes(m pcommon.Map) (changes []string, ok bool) {
 	return []string{}, true
 }
 
+// ValidRecordID tells whether id is a RecordID (64 lower-case hex digits, as RecordIDOf
+// writes): anything else a client sent in that attribute is ignored, and the record is keyed by
+// its content.
+func ValidRecordID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // RecordIDOf is the RecordID of a record made of parts (its rule or event, its run, the spans it
 // points at, in order): the hex SHA-256 of the parts, each followed by a newline.
 func RecordIDOf(parts ...string) string {

@@ -222,9 +222,24 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 			ke.SpanID = lr.SpanID().String()
 		}
 		ke.EventID = eventID(ke, 0)
+		if id, ok := RecordIDOfLog(lr); ok {
+			// an alert with an identity is one key event, whatever else differs when it is
+			// emitted again (its observed time, its counts so far)
+			ke.EventID = id
+		}
 		out = append(out, ke)
 	})
 	return out
+}
+
+// RecordIDOfLog returns the record's identity (runagain.record.id) when it carries a valid one
+// (runagainattr.ValidRecordID).
+func RecordIDOfLog(lr plog.LogRecord) (string, bool) {
+	v, ok := lr.Attributes().Get(runagainattr.RecordID)
+	if !ok || !runagainattr.ValidRecordID(v.Str()) {
+		return "", false
+	}
+	return v.Str(), true
 }
 
 // SessionPartial is the cold tier's record: what one batch contributed to one session.
@@ -232,7 +247,7 @@ func AlertEvents(ld plog.Logs, sessionKeys []string) []KeyEvent {
 // partials of one batch (same BatchID, from a retried write) count once.
 type SessionPartial struct {
 	SessionID    string   `parquet:"session_id"` // the trace id when the run names no session
-	BatchID      string   `parquet:"batch_id"`   // SHA-256 hex of the batch's span and record identities
+	BatchID      string   `parquet:"batch_id"`   // SHA-256 hex of the batch's span and record identities, or a record's runagain.record.id
 	FirstSeen    int64    `parquet:"first_seen_unix_nano"`
 	LastSeen     int64    `parquet:"last_seen_unix_nano"`
 	Agent        string   `parquet:"agent"`   // the greatest SpanSummary.AgentName of the batch's spans
@@ -250,9 +265,11 @@ type SessionPartial struct {
 }
 
 // Partials returns one SessionPartial per session present in td and ld (either may be empty),
-// sorted by session id, stamped with ingested (Unix ns); prices (nil: the embedded table) prices
-// each LLM call. Usage the counting rule does not count is left out, judged within the batch
-// (rule.Uncounted); JoinedPartials judges it with earlier batches too.
+// plus one per alert record carrying a runagain.record.id (its BatchID is that id, so the record
+// counts once however often it is sent), sorted by session id and batch id, stamped with
+// ingested (Unix ns); prices (nil: the embedded table) prices each LLM call. Usage the counting
+// rule does not count is left out, judged within the batch (rule.Uncounted); JoinedPartials
+// judges it with earlier batches too.
 func Partials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingested int64, prices *pricing.Prices) []SessionPartial {
 	return JoinedPartials(td, ld, sessionKeys, ingested, prices, nil)
 }
@@ -294,6 +311,7 @@ func JoinedPartials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingest
 	// A run's session is named by any of its spans (often only the root carries the key): the
 	// first span of a trace in this batch that names one names it for all its spans here.
 	runSession := map[string]string{}
+	var records []SessionPartial // one per record with an identity
 	var line []byte
 	var th traceHex
 	if td != (ptrace.Traces{}) {
@@ -371,11 +389,25 @@ func JoinedPartials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingest
 			if session == "" {
 				return // an alert tied to no run and no session has no cold record
 			}
-			p := get(session, trace)
 			ts := lr.Timestamp()
 			if ts == 0 {
 				ts = lr.ObservedTimestamp()
 			}
+			if id, ok := RecordIDOfLog(lr); ok {
+				// A record with an identity is a partial of its own whose batch id is that
+				// identity: sent again in another batch (a retry after a lost
+				// acknowledgement, a re-import after a restart), it is the same (session,
+				// batch) and counts once (MergePartials; ClickHouse drops the insert by its
+				// token).
+				r := SessionPartial{SessionID: session, BatchID: id, FirstSeen: int64(ts), LastSeen: int64(ts), Alerts: 1,
+					Service: str(res.Attributes(), genai.AttrServiceName), Ingested: ingested, Models: []string{}, TraceIDs: []string{}}
+				if trace != "" {
+					r.TraceIDs = []string{trace}
+				}
+				records = append(records, r)
+				return
+			}
+			p := get(session, trace)
 			seen(p, int64(ts), int64(ts))
 			p.Alerts++
 			p.Service = maxStr(p.Service, str(res.Attributes(), genai.AttrServiceName))
@@ -383,14 +415,20 @@ func JoinedPartials(td ptrace.Traces, ld plog.Logs, sessionKeys []string, ingest
 		})
 	}
 	batch := hex.EncodeToString(h.Sum(nil))
-	out := make([]SessionPartial, 0, len(by))
+	out := make([]SessionPartial, 0, len(by)+len(records))
 	for s, p := range by {
 		p.BatchID = batch
 		p.Models = sortedKeys(models[s])
 		p.TraceIDs = sortedKeys(traces[s])
 		out = append(out, *p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
+	out = append(out, records...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].SessionID != out[j].SessionID {
+			return out[i].SessionID < out[j].SessionID
+		}
+		return out[i].BatchID < out[j].BatchID
+	})
 	return out
 }
 
@@ -410,7 +448,7 @@ type Session struct {
 	Unpriced     int64    `json:"unpriced"` // LLM calls with usage but no known price
 	Errors       int64    `json:"errors"`
 	Alerts       int64    `json:"alerts"`
-	Partials     int64    `json:"partials"` // distinct batches merged
+	Partials     int64    `json:"partials"` // distinct batches (and identified records) merged
 }
 
 // MergePartials merges partial records into one Session per session id, sorted by last seen,

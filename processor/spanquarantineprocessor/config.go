@@ -6,10 +6,11 @@ import (
 
 // Config is the span_quarantine processor's configuration.
 type Config struct {
-	// Storage names the runagain_storage extension whose hot tier (SQLite) holds the dead-letter
-	// table. Empty: the only runagain_storage extension of the collector. Without one (or with
-	// the hot tier on ClickHouse) a request holding an invalid span is refused whole with
-	// INVALID_ARGUMENT (HTTP 400), as nothing could keep the span.
+	// Storage names the runagain_storage extension whose hot tier holds the dead-letter table
+	// (SQLite: table quarantine; ClickHouse: runagain_quarantine in the hot database). Empty:
+	// the only runagain_storage extension of the collector. Without one (or without a hot tier)
+	// a request holding an invalid span is refused whole with INVALID_ARGUMENT (HTTP 400), as
+	// nothing could keep the span.
 	Storage component.ID `mapstructure:"storage"`
 }
 

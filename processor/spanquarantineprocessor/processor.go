@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
+	"github.com/runagain/runagain/internal/partialsuccess"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/processor/spanquarantineprocessor/internal/metadata"
 )
@@ -126,6 +127,13 @@ func (p *quarantineProcessor) ConsumeTraces(ctx context.Context, td ptrace.Trace
 	for reason, n := range counts {
 		p.telemetry.ProcessorSpanQuarantineQuarantinedSpans.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
 	}
+	// OTLP partial success, sent when the receiver is wrapped by the partial_success extension:
+	// the spans are not stored as spans, so they count as rejected; the message says where
+	// they are kept.
+	nBad := counts[ReasonZeroTraceID] + counts[ReasonZeroSpanID]
+	partialsuccess.Reject(ctx, nBad, fmt.Sprintf(
+		"%d of %d spans not stored as spans: all-zero trace_id or span_id (OTLP requires non-zero ids); kept in the collector's dead-letter table (runagain quarantine); first: %s",
+		nBad, td.SpanCount(), first))
 	rss.RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(s ptrace.Span) bool { return reasonOf(s) != "" })

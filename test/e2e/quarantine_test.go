@@ -48,9 +48,18 @@ func mixedRequest(tid byte, name string) ptrace.Traces {
 	return td
 }
 
+// validRequest is one valid span of trace tid.
+func validRequest(tid byte) ptrace.Traces {
+	td := mixedRequest(tid, "unused")
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	spans.RemoveIf(func(s ptrace.Span) bool { return s.TraceID().IsEmpty() })
+	return td
+}
+
 // TestMixedRequestQuarantined: a request holding valid spans and one with an all-zero trace_id,
 // sent over OTLP/gRPC, OTLP/HTTP protobuf and OTLP/HTTP JSON to the real collector, is answered
-// with success; its valid spans are readable with runagain show, its invalid span is listed by
+// with OTLP partial success (rejected_spans 1, an error_message naming runagain quarantine); a
+// valid request with full success; its valid spans are readable with runagain show, its invalid span is listed by
 // runagain quarantine with its reason and counted in
 // otelcol_processor_span_quarantine_quarantined_spans_total{reason="zero_trace_id"}.
 func TestMixedRequestQuarantined(t *testing.T) {
@@ -61,8 +70,21 @@ func TestMixedRequestQuarantined(t *testing.T) {
 	conn, err := grpc.NewClient(c.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(mixedRequest(1, "bad-grpc")))
+	// OTLP partial success (the partial_success extension around core's otlp receiver): the
+	// client learns that one of three spans was rejected, and where it is kept.
+	checkPartial := func(how string, ps ptraceotlp.ExportPartialSuccess) {
+		t.Helper()
+		assert.Equal(t, int64(1), ps.RejectedSpans(), "%s: rejected_spans", how)
+		assert.Contains(t, ps.ErrorMessage(), "1 of 3 spans not stored as spans", how)
+		assert.Contains(t, ps.ErrorMessage(), "runagain quarantine", how)
+		t.Logf("%s: partial_success rejected_spans=%d error_message=%q", how, ps.RejectedSpans(), ps.ErrorMessage())
+	}
+	resp, err := ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(mixedRequest(1, "bad-grpc")))
 	require.NoError(t, err, "gRPC: the request is answered with success")
+	checkPartial("gRPC", resp.PartialSuccess())
+	resp, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(validRequest(9)))
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), resp.PartialSuccess().RejectedSpans(), "a valid request: full success")
 
 	post := func(td ptrace.Traces, contentType string) {
 		var body []byte
@@ -78,6 +100,13 @@ func TestMixedRequestQuarantined(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", contentType, b)
+		out := ptraceotlp.NewExportResponse()
+		if contentType == "application/json" {
+			require.NoError(t, out.UnmarshalJSON(b), "%s", b)
+		} else {
+			require.NoError(t, out.UnmarshalProto(b))
+		}
+		checkPartial("HTTP "+contentType, out.PartialSuccess())
 	}
 	post(mixedRequest(2, "bad-http-proto"), "application/x-protobuf")
 	post(mixedRequest(3, "bad-http-json"), "application/json")
@@ -124,10 +153,10 @@ func TestMixedRequestQuarantined(t *testing.T) {
 	t.Logf("runagain quarantine:\n%s", human)
 
 	// Counted.
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort))
+	mresp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort))
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	metrics, _ := io.ReadAll(resp.Body)
+	defer mresp.Body.Close()
+	metrics, _ := io.ReadAll(mresp.Body)
 	var line string
 	for _, l := range strings.Split(string(metrics), "\n") {
 		if strings.HasPrefix(l, "otelcol_processor_span_quarantine_quarantined_spans") && strings.Contains(l, `reason="zero_trace_id"`) {

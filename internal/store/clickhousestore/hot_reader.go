@@ -150,7 +150,8 @@ func (r *HotReader) LogsQuery(traceID string) string {
   Body, toJSONString(ResourceAttributes), ScopeName, ScopeVersion, toJSONString(LogAttributes), EventName
 FROM %s WHERE TraceId = %s
 ORDER BY Timestamp
-LIMIT 1 BY Timestamp, SpanId, Body, EventName`, r.Tables.logs(), Quote(traceID))
+LIMIT 1 BY if(length(LogAttributes['runagain.record.id']) = 64, LogAttributes['runagain.record.id'],
+  concat(toString(Timestamp), '|', SpanId, '|', Body, '|', EventName))`, r.Tables.logs(), Quote(traceID))
 }
 
 // Run implements store.Reader.

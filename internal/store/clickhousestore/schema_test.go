@@ -39,6 +39,7 @@ func TestDDLGolden(t *testing.T) {
 		"cold_forever":     Schema{Database: "rg"}.ColdDDL(),
 		"cold_1h":          Schema{ColdTTL: time.Hour}.ColdDDL(),
 		"database":         {Schema{}.DatabaseDDL()},
+		"quarantine_72h":   {Schema{Database: "otel", Cluster: "c1"}.QuarantineDDL(72 * time.Hour)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := strings.Join(ddl, ";\n\n") + ";\n"

@@ -275,7 +275,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 				}
 				session, _ := genai.SessionID(lr.Attributes(), rl.Resource().Attributes(), d.sessionKeys)
 				key := hex.EncodeToString(sum[:])
-				if id, ok := lr.Attributes().Get(runagainattr.RecordID); ok && validRecordID(id.Str()) {
+				if id, ok := lr.Attributes().Get(runagainattr.RecordID); ok && runagainattr.ValidRecordID(id.Str()) {
 					// an alert or divergence with an identity is stored once, whatever else differs
 					// when it is emitted again (its observed time, its counts so far)
 					key = id.Str()
@@ -513,17 +513,3 @@ func (d *DB) storedRows(ctx context.Context, q string, args ...any) ([]storedRow
 }
 
 var _ store.Reader = (*DB)(nil)
-
-// validRecordID tells whether id is a RecordID (64 lower-case hex digits): anything else a client
-// sent in that attribute is ignored and the record keyed by its content.
-func validRecordID(id string) bool {
-	if len(id) != 64 {
-		return false
-	}
-	for _, c := range id {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
