@@ -143,6 +143,12 @@ func (g *guard) watchPatterns(src patternSource) error {
 		return err
 	}
 	g.patterns = w
+	// runagain.patterns.new exists from the start at 0, so a rule's increase() sees the first
+	// new pattern (a counter series that appears at 1 has no increase).
+	g.mu.Lock()
+	now := pcommon.NewTimestampFromTime(g.clock.Now())
+	g.state.agg.touch(g.state.agg.get(mPatternsNew, "", nil, now))
+	g.mu.Unlock()
 	return nil
 }
 

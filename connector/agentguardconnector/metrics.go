@@ -163,6 +163,14 @@ func (a *aggregator) overflow(m metricID, now pcommon.Timestamp) *series {
 	return s
 }
 
+// touch marks s to be emitted at the next flush with its value unchanged (a counter created at 0).
+func (a *aggregator) touch(s *series) {
+	if !s.touched {
+		s.touched = true
+		a.touched = append(a.touched, s)
+	}
+}
+
 // record adds one observation; ex is the span it came from.
 func (a *aggregator) record(s *series, v float64, ex exemplar) {
 	def := &metricDefs[s.metric]

@@ -18,10 +18,10 @@ import (
 // Alert kinds of the pattern watcher (alert.kind on its alert records and runagain.alerts).
 const (
 	// AlertPatternNew: a failure pattern (internal/patterns) no run of the run index had before.
-	AlertPatternNew = "pattern_new"
+	AlertPatternNew = runagainattr.AlertKindPatternNew
 	// AlertPatternRateJump: a pattern's runs in the last patterns.rate_jump.window are at least
 	// patterns.rate_jump.factor times what its decayed baseline expects for one window.
-	AlertPatternRateJump = "pattern_rate_jump"
+	AlertPatternRateJump = runagainattr.AlertKindPatternRateJump
 	// AttrPattern is the pattern id on runagain.pattern.runs and on the pattern alerts.
 	AttrPattern = "pattern"
 	// AttrPatternRuns (int) on a rate-jump alert: runs of the pattern in the window;

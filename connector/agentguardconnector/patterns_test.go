@@ -106,10 +106,11 @@ func TestPatternNewAlertAndRunCounts(t *testing.T) {
 	firstNew := idx.add("p-new", start.Add(2*time.Second))
 	idx.add("p-new", start.Add(3*time.Second))
 	idx.add("", start.Add(4*time.Second)) // a passing run
-	// Before the runs are settle old, nothing is read.
+	// Before the runs are settle old, nothing is read; runagain.patterns.new exists at 0.
 	md, ld := h.pass(settle / 2)
 	assert.Zero(t, ld.LogRecordCount())
 	assert.Empty(t, counts(md, MetricPatternRuns, AttrPattern))
+	assert.Equal(t, map[string]int64{"": 0}, counts(md, MetricPatternsNew, ""))
 
 	md, ld = h.pass(settle)
 	alerts := alertsOf(ld)
