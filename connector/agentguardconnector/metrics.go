@@ -102,7 +102,7 @@ type aggregator struct {
 	// patternSeries counts the runagain.pattern.runs series with a pattern of their own
 	// (patterns.max_series bounds it: patternRuns).
 	patternSeries int
-	keyBuf       []byte
+	keyBuf        []byte
 }
 
 func newAggregator(maxSeries, maxExemplars int, names metricNames) *aggregator {

@@ -169,7 +169,7 @@ func (w *patternWatcher) apply(runs []patternRun, now time.Time, b *batch) {
 			win := w.windowIndex(now)
 			b.raisePattern(&alert{kind: AlertPatternRateJump, agent: r.agent, session: r.session, at: ref, subject: kv{AttrPattern, r.pattern},
 				evidence: []evidence{{AttrPatternRuns, int64(n)}, {AttrPatternExpected, expected}},
-				message: fmt.Sprintf("failure pattern %s: %d runs in %s, its baseline expects %.1f (runagain patterns show %s)", r.pattern, n, w.cfg.RateJump.Window, expected, r.pattern)},
+				message:  fmt.Sprintf("failure pattern %s: %d runs in %s, its baseline expects %.1f (runagain patterns show %s)", r.pattern, n, w.cfg.RateJump.Window, expected, r.pattern)},
 				r.pattern, time.Unix(0, win*int64(w.cfg.RateJump.Window)).UTC().Format(time.RFC3339))
 		}
 	}
