@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/dataset"
+	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/runagainattr"
@@ -87,7 +88,11 @@ exited 0 and (unless the case says otherwise with replay:) that no request diver
 
 One line per case: PASS, or FAIL with the first failed expectation (expected and got) and the
 runagain diff command comparing the recorded and the new run; then a summary. --json and
---junit FILE give the same for machines. The exit code is 1 when any case fails.`,
+--junit FILE give the same for machines. Each case's result is also sent to the collector as an
+OpenTelemetry gen_ai.evaluation.result event on the new run's root span (gen_ai.evaluation.name the
+dataset, gen_ai.evaluation.score.label pass or fail, gen_ai.evaluation.score.value 1 or 0,
+gen_ai.evaluation.explanation; error.type when the case could not be run), so any back end the
+collector exports logs to reads the results. The exit code is 1 when any case fails.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
 				return errors.New("usage: runagain test DATASET[@VERSION] -- COMMAND [ARGS...]")
@@ -231,6 +236,13 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	defer sink.Close()
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	r.New = root.TraceID.String()
+	// Whatever the outcome, the result goes out as a gen_ai.evaluation.result event on the new
+	// run's root span (before the deferred sink.Close above).
+	defer func() {
+		if err := sink.SendLogs(ctx, dataset.EvaluationLogs(m, r, root.TraceID, root.SpanID, time.Now())); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "runagain test: case %s: sending its %s event to %s: %v\n", c.ID, genai.EventEvaluationResult, po.endpoint, err)
+		}
+	}()
 	r.DiffCmd = "runagain diff " + c.TraceID + " " + r.New
 
 	// The replay of the case, on its own loopback listener; divergences are recorded in the new run.

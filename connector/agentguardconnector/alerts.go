@@ -41,6 +41,9 @@ type alert struct {
 	hits                    []hitRef  // spans involved (window alerts): any session of the service
 	evidence                []evidence
 	message                 string
+	// recordID, when set, is the record's runagain.record.id (pattern alerts point at a run,
+	// not at spans: raisePattern).
+	recordID string
 }
 
 // batch collects the output of one ConsumeTraces call.
@@ -128,7 +131,11 @@ func (b *batch) build() plog.Logs {
 		for i := 0; i < spanIDs.Len(); i++ {
 			parts = append(parts, traceIDs.At(i).Str()+"/"+spanIDs.At(i).Str())
 		}
-		attrs.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(parts...))
+		if a.recordID != "" {
+			attrs.PutStr(runagainattr.RecordID, a.recordID)
+		} else {
+			attrs.PutStr(runagainattr.RecordID, runagainattr.RecordIDOf(parts...))
+		}
 		for _, e := range a.evidence {
 			switch v := e.value.(type) {
 			case int64:

@@ -49,6 +49,8 @@ type Config struct {
 	CostSpike       CostSpikeConfig       `mapstructure:"cost_spike"`
 	ToolErrors      ToolErrorsConfig      `mapstructure:"tool_errors"`
 	ContextPressure ContextPressureConfig `mapstructure:"context_pressure"`
+	// Patterns turns the run index's failure patterns into metrics and alerts (patterns.go).
+	Patterns PatternsConfig `mapstructure:"patterns"`
 
 	_ struct{}
 }
@@ -62,6 +64,37 @@ type JoinWindowConfig struct {
 	MaxSpans int `mapstructure:"max_spans"`
 	// IdleTimeout forgets a trace with no span for this long: a half arriving later meters again.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+}
+
+// PatternsConfig configures the pattern watcher: new failure patterns and rate jumps, read from
+// the hot tier's run index (internal/patterns signatures, written when a run is indexed).
+type PatternsConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Interval is how often the run index is read for runs not read yet.
+	Interval time.Duration `mapstructure:"interval"`
+	// Settle is how long after its start a run is read: it is counted once, with the pattern its
+	// index row has then, so a run still going should have ended by then.
+	Settle time.Duration `mapstructure:"settle"`
+	// MaxSeries bounds the runagain.pattern.runs series (one per pattern); the runs of further
+	// patterns are counted in one overflow series with otel.metric.overflow=true and no pattern
+	// label, as span_metrics' aggregation_cardinality_limit does.
+	MaxSeries int `mapstructure:"max_series"`
+	// MaxPatterns bounds the patterns remembered (their first sighting and rate baseline); the
+	// least recently seen is forgotten beyond it, and would be called new if it came back.
+	MaxPatterns int `mapstructure:"max_patterns"`
+	// RateJump configures the pattern_rate_jump alert.
+	RateJump PatternRateJumpConfig `mapstructure:"rate_jump"`
+}
+
+// PatternRateJumpConfig: a pattern's runs in Window reaching MinRuns and Factor times what its
+// baseline expects for one window raise a pattern_rate_jump alert.
+type PatternRateJumpConfig struct {
+	Enabled bool          `mapstructure:"enabled"`
+	Window  time.Duration `mapstructure:"window"`
+	Factor  float64       `mapstructure:"factor"`
+	MinRuns int           `mapstructure:"min_runs"`
+	// BaselineHalfLife is the half-life of the decayed count of the runs that left the window.
+	BaselineHalfLife time.Duration `mapstructure:"baseline_half_life"`
 }
 
 // ExemplarsConfig bounds exemplars.
@@ -192,6 +225,10 @@ func createDefaultConfig() *Config {
 			Enabled: true, Window: 10 * time.Minute, MinResponses: 20, Threshold: 0.2,
 			FinishReasons: []string{"length", "max_tokens", "MAX_TOKENS"}, MaxModels: 1000,
 		},
+		Patterns: PatternsConfig{
+			Enabled: true, Interval: 30 * time.Second, Settle: 2 * time.Minute, MaxSeries: 1000, MaxPatterns: 100000,
+			RateJump: PatternRateJumpConfig{Enabled: true, Window: time.Hour, Factor: 3, MinRuns: 5, BaselineHalfLife: 24 * time.Hour},
+		},
 	}
 }
 
@@ -278,6 +315,22 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("context_pressure.finish_reasons: must list at least one finish reason"))
 		}
 		pos("context_pressure.max_models", c.ContextPressure.MaxModels)
+	}
+	if p := c.Patterns; p.Enabled {
+		dur("patterns.interval", p.Interval)
+		if p.Settle < 0 {
+			errs = append(errs, fmt.Errorf("patterns.settle: must not be negative, got %s", p.Settle))
+		}
+		pos("patterns.max_series", p.MaxSeries)
+		pos("patterns.max_patterns", p.MaxPatterns)
+		if rj := p.RateJump; rj.Enabled {
+			dur("patterns.rate_jump.window", rj.Window)
+			if !(rj.Factor > 1) {
+				errs = append(errs, fmt.Errorf("patterns.rate_jump.factor: must be greater than 1, got %v", rj.Factor))
+			}
+			pos("patterns.rate_jump.min_runs", rj.MinRuns)
+			dur("patterns.rate_jump.baseline_half_life", rj.BaselineHalfLife)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -35,6 +35,10 @@ func TestLoadConfig(t *testing.T) {
 	custom.ToolErrors.Enabled = false
 	custom.ContextPressure.Threshold = 0.5
 	custom.ContextPressure.FinishReasons = []string{"length"}
+	custom.Patterns.Interval = 10 * time.Second
+	custom.Patterns.MaxSeries = 50
+	custom.Patterns.RateJump.Window = 30 * time.Minute
+	custom.Patterns.RateJump.Factor = 4
 
 	tests := []struct {
 		id      component.ID
@@ -49,6 +53,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "inline_session_keys"), wantErr: "session_keys"},
 		{id: component.NewIDWithName(metadata.Type, "no_sessions"), wantErr: "max_sessions: must be positive, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "no_flush"), wantErr: "metrics_flush_interval: must be a positive duration, got 0s"},
+		{id: component.NewIDWithName(metadata.Type, "bad_pattern_series"), wantErr: "patterns.max_series: must be positive, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "bad_pattern_factor"), wantErr: "patterns.rate_jump.factor: must be greater than 1, got 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

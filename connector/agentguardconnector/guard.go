@@ -81,6 +81,9 @@ type guard struct {
 	events     []event
 	order      []orderKey
 	traceAgent map[pcommon.TraceID]string
+	// patterns reads the run index's failure patterns (nil: disabled, or no run index with
+	// patterns); only the patterns goroutine uses it.
+	patterns *patternWatcher
 
 	// flushMu serializes flushes from taking the touched series to handing them to the metrics
 	// pipeline, so cumulative points of one series reach it in order.
@@ -120,8 +123,66 @@ func (g *guard) Start(_ context.Context, host component.Host) error {
 		g.prices, g.keys = st.Prices(), st.SessionKeys()
 		g.mu.Unlock()
 	}
+	if g.cfg.Patterns.Enabled {
+		src, why := patternSourceOf(st)
+		if src == nil {
+			g.logger.Info("agent_guard: no failure pattern alerts: "+why, zap.String("field", "patterns"))
+		} else if err := g.watchPatterns(src); err != nil {
+			return err
+		}
+	}
 	g.start()
 	return nil
+}
+
+// watchPatterns sets up the pattern watcher over src; start runs it every patterns.interval.
+func (g *guard) watchPatterns(src patternSource) error {
+	w, err := newPatternWatcher(g.cfg.Patterns, src, g.clock.Now())
+	if err != nil {
+		return err
+	}
+	g.patterns = w
+	// runagain.patterns.new exists from the start at 0, so a rule's increase() sees the first
+	// new pattern (a counter series that appears at 1 has no increase).
+	g.mu.Lock()
+	now := pcommon.NewTimestampFromTime(g.clock.Now())
+	g.state.agg.touch(g.state.agg.get(mPatternsNew, "", nil, now))
+	g.mu.Unlock()
+	return nil
+}
+
+// readPatterns runs one pass of the pattern watcher: the runs read outside the guard's lock,
+// counted and turned into alerts under it; the alert records go to the logs pipeline at once,
+// the metrics with the next flush. A run index that cannot be read is logged and read again
+// at the next pass (the cursor does not move).
+func (g *guard) readPatterns(ctx context.Context) {
+	w := g.patterns
+	if w == nil {
+		return
+	}
+	now := g.clock.Now()
+	runs, err := w.collect(ctx, now)
+	if err != nil {
+		g.logger.Warn("agent_guard: patterns", zap.Error(err))
+		return
+	}
+	if len(runs) == 0 {
+		return
+	}
+	g.mu.Lock()
+	b := g.state.newBatch(now)
+	w.apply(runs, now, b)
+	ld := b.build()
+	logsOut := g.logsOut
+	g.mu.Unlock()
+	for _, a := range b.alerts {
+		g.tb.ConnectorAgentGuardAlerts.Add(ctx, 1, metric.WithAttributes(attribute.String("alert.kind", a.kind)))
+	}
+	if logsOut != nil && ld.LogRecordCount() > 0 {
+		if err := logsOut.ConsumeLogs(ctx, ld); err != nil {
+			g.logger.Warn("agent_guard: logs pipeline refused alert records", zap.Error(err), zap.Int("records", ld.LogRecordCount()))
+		}
+	}
 }
 
 // Shutdown stops the tickers and the telemetry (the traces to metrics instance has flushed the
@@ -135,6 +196,23 @@ func (g *guard) start() {
 	g.startOnce.Do(func() {
 		expiry := g.clock.NewTicker(g.cfg.ExpiryInterval)
 		flush := g.clock.NewTicker(g.cfg.MetricsFlushInterval)
+		if g.patterns != nil {
+			// Its own goroutine: a pass reads the run index, which must not hold up the flushes.
+			tick := g.clock.NewTicker(g.cfg.Patterns.Interval)
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				defer tick.Stop()
+				for {
+					select {
+					case <-g.done:
+						return
+					case <-tick.Chan():
+						g.readPatterns(context.Background())
+					}
+				}
+			}()
+		}
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

@@ -23,6 +23,8 @@ const (
 	MetricCost              = "runagain.cost"                               // counter, USD
 	MetricUnpriced          = "runagain.cost.unpriced"                      // counter, {call}: LLM calls with usage but no known price
 	MetricAlerts            = "runagain.alerts"                             // counter, {alert}, by alert.kind
+	MetricPatternsNew       = "runagain.patterns.new"                       // counter, {pattern}: failure patterns first seen (patterns.go)
+	MetricPatternRuns       = "runagain.pattern.runs"                       // counter, {run}, by pattern (at most patterns.max_series, then one overflow series)
 )
 
 type metricID int
@@ -36,6 +38,8 @@ const (
 	mInferenceDuration
 	mInferenceInput
 	mInferenceOutput
+	mPatternsNew
+	mPatternRuns
 	numMetrics
 )
 
@@ -58,6 +62,8 @@ var metricDefs = [numMetrics]struct {
 		[]float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}},
 	mInferenceInput:  {MetricInferenceInput, "{token}", "Input tokens used by GenAI inference operations.", false, true, nil},
 	mInferenceOutput: {MetricInferenceOutput, "{token}", "Output tokens used by GenAI inference operations.", false, true, nil},
+	mPatternsNew:     {MetricPatternsNew, "{pattern}", "Failure patterns seen for the first time in the run index (one pattern_new alert each).", false, true, nil},
+	mPatternRuns:     {MetricPatternRuns, "{run}", "Failing runs by failure pattern, counted once each when the run index has their pattern.", false, true, nil},
 }
 
 type exemplar struct {
@@ -93,7 +99,10 @@ type aggregator struct {
 	names        metricNames // which releases' LLM call metrics are recorded
 	series       map[string]*series
 	touched      []*series
-	keyBuf       []byte
+	// patternSeries counts the runagain.pattern.runs series with a pattern of their own
+	// (patterns.max_series bounds it: patternRuns).
+	patternSeries int
+	keyBuf        []byte
 }
 
 func newAggregator(maxSeries, maxExemplars int, names metricNames) *aggregator {
@@ -152,6 +161,14 @@ func (a *aggregator) overflow(m metricID, now pcommon.Timestamp) *series {
 		a.series[key] = s
 	}
 	return s
+}
+
+// touch marks s to be emitted at the next flush with its value unchanged (a counter created at 0).
+func (a *aggregator) touch(s *series) {
+	if !s.touched {
+		s.touched = true
+		a.touched = append(a.touched, s)
+	}
 }
 
 // record adds one observation; ex is the span it came from.

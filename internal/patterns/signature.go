@@ -313,11 +313,16 @@ func FromView(v *runview.View) Signature {
 	}
 	s.FinishReasons = sortedKeys(finish)
 	alerts, fields := map[string]bool{}, map[string]bool{}
+	patternAlerts := int64(0) // agent_guard's alerts about a pattern: not part of a signature
 	for _, r := range v.Records {
 		a := r.LogRecord.Attributes()
 		switch r.EventName {
 		case runagainattr.EventAlert:
 			k := strAttr(a, runagainattr.AttrAlertKind)
+			if k == runagainattr.AlertKindPatternNew || k == runagainattr.AlertKindPatternRateJump {
+				patternAlerts++
+				continue
+			}
 			if k == "" {
 				k = strAttr(a, "runagain.alert.kind") // older records
 			}
@@ -344,7 +349,7 @@ func FromView(v *runview.View) Signature {
 		s.Incomplete = IncompleteFlags(v.Roots, v.Orphans)
 	}
 	if !s.Failing() {
-		if v.Totals.Errors > 0 || v.Totals.Alerts > 0 || v.Totals.Divergences > 0 {
+		if v.Totals.Errors > 0 || v.Totals.Alerts-patternAlerts > 0 || v.Totals.Divergences > 0 {
 			return Signature{Version: SignatureVersion, Uncategorised: true}
 		}
 		return Signature{Version: SignatureVersion}

@@ -62,6 +62,12 @@ const (
 	EventAlert     = "runagain.alert" // agent_guard
 	AttrAlertKind  = "alert.kind"
 	AttrAlertCount = "runagain.alert.count"
+	// AlertKindPatternNew and AlertKindPatternRateJump are the alert kinds of agent_guard's
+	// pattern watcher: alerts about a failure pattern (internal/patterns), raised on a run that
+	// already fails. A run's signature leaves them out, so raising one never moves the run to
+	// another pattern.
+	AlertKindPatternNew      = "pattern_new"
+	AlertKindPatternRateJump = "pattern_rate_jump"
 
 	EventDivergence    = "runagain.replay.divergence" // replay, rerun and test
 	DivergenceField    = "runagain.replay.divergence.field"

@@ -144,7 +144,8 @@ func dsWaitSpans(t *testing.T, col *collectortest.Collector, traceID string, n i
 // (parsed by a JUnit XML library) holds the failure. The dataset exported and imported into an
 // empty data directory has the same version digest and gives the same results.
 func TestDatasetRegressionGate(t *testing.T) {
-	col := collectortest.Start(t, collectortest.Options{})
+	evals := startLogsBackend(t)
+	col := collectortest.Start(t, collectortest.Options{Config: configWithLogsBackend(t, evals.URL)})
 	model, calls := dsWeatherModel(t)
 	agent := []string{datasetAgentEnv + "=1", "AGENT_PROMPT=You are a weather agent. Use the tool.", "AGENT_INPUT=What is the weather in Paris?", "OPENAI_API_KEY=sk-test"}
 
@@ -211,6 +212,12 @@ func TestDatasetRegressionGate(t *testing.T) {
 	if calls.Load() != before {
 		t.Errorf("the model got %d calls during the test, want 0", calls.Load()-before)
 	}
+	// The result is a gen_ai.evaluation.result event on the test run's root span, for other back ends too.
+	if m := regexp.MustCompile(`PASS  ` + runs[1] + `  .*run ([0-9a-f]{32})\)`).FindStringSubmatch(out); m == nil {
+		t.Errorf("no new run in the PASS line:\n%s", out)
+	} else {
+		checkEvaluation(t, col, evals, m[1], "weather", runs[1], "pass", `output contains "sunny"`)
+	}
 
 	// A prompt change fails, naming the expectation, expected and got, and the diff command.
 	changed := append(append([]string(nil), agent...), "AGENT_PROMPT=You are a terse weather agent.")
@@ -228,6 +235,7 @@ func TestDatasetRegressionGate(t *testing.T) {
 	if m := regexp.MustCompile(`runagain diff [0-9a-f]{32} ([0-9a-f]{32})`).FindStringSubmatch(out); m == nil {
 		t.Errorf("no new run in the failure line")
 	} else {
+		checkEvaluation(t, col, evals, m[1], "weather", runs[1], "fail", `output contains "sunny": expected output containing "sunny", got no final output`)
 		failed, errOut, code := dsCLI(t, col, nil, "sessions", "--failed")
 		row := ""
 		for _, l := range strings.Split(failed, "\n") {
