@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/sandbox"
 )
 
@@ -82,28 +83,16 @@ func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Log
 	return res.ExitCode, err
 }
 
-// relayLoopback copies c both ways to the same loopback address outside the sandbox.
+// relayLoopback copies c both ways to the same loopback address outside the sandbox (proxy.Relay).
 func relayLoopback(c net.Conn, dst netip.AddrPort, logger *log.Logger) {
-	defer c.Close()
 	up, err := net.DialTimeout("tcp", dst.String(), 10*time.Second)
 	if err != nil {
 		logger.Printf("runagain sandbox: %s on this machine's loopback: %v", dst, err)
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
+		c.Close()
 		return
 	}
-	defer up.Close()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-	<-done
+	proxy.Relay(c, up)
 }
