@@ -59,13 +59,17 @@ func (s *sandboxOptions) enabled(verb string, errOut io.Writer) (bool, error) {
 }
 
 // runAgent runs args with env added, sandboxed (its captured connections served by h) or not,
-// and returns its exit code.
-func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer) (int, error) {
+// and returns its exit code. started (if set) gets the command's pid once it runs.
+func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer, started ...func(int)) (int, error) {
+	var onStart func(int)
+	if len(started) > 0 {
+		onStart = started[0]
+	}
 	if !sandboxed {
-		return runChild(ctx, args, env, stdout, stderr)
+		return runChild(ctx, args, env, stdout, stderr, onStart)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Config{
-		Args: args, Env: append(os.Environ(), env...), Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Logger: logger,
+		Args: args, Env: append(os.Environ(), env...), Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Logger: logger, Started: onStart,
 		Flow: func(c net.Conn, dst netip.AddrPort, name string) {
 			if dst.Addr().IsLoopback() {
 				// This machine's own services (the proxy itself, the collector's OTLP ports, a local
