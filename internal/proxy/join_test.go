@@ -20,7 +20,9 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func at(ms int) pcommon.Timestamp { return pcommon.NewTimestampFromTime(t0.Add(time.Duration(ms) * time.Millisecond)) }
+func at(ms int) pcommon.Timestamp {
+	return pcommon.NewTimestampFromTime(t0.Add(time.Duration(ms) * time.Millisecond))
+}
 
 // agentTrace is an instrumented agent's own trace (its SDK ignored TRACEPARENT): an agent span
 // over two chat calls that overlap in time (parallel), each recording its input messages.
@@ -63,7 +65,7 @@ func exchange(root Root, url, body string, startMS, endMS int) ptrace.Traces {
 	ex := &fixture.Exchange{Method: http.MethodPost, URL: url, RequestHeader: http.Header{"Content-Type": {"application/json"}},
 		RequestBody: []byte(body), Status: 200, ResponseHeader: http.Header{"Content-Type": {"application/json"}},
 		ResponseBody: []byte(`{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"rain"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`),
-		Start: t0.Add(time.Duration(startMS) * time.Millisecond), End: t0.Add(time.Duration(endMS) * time.Millisecond), Source: "proxy"}
+		Start:        t0.Add(time.Duration(startMS) * time.Millisecond), End: t0.Add(time.Duration(endMS) * time.Millisecond), Source: "proxy"}
 	td := ptrace.NewTraces()
 	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	sp.SetTraceID(root.TraceID)

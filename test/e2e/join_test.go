@@ -3,9 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
