@@ -36,6 +36,7 @@ type proxyOptions struct {
 	redactBodies bool
 	hashKeyEnv   string
 	sb           sandboxOptions
+	joinWait     time.Duration // proxy --record: how long to wait for the agent's own trace (join.go)
 }
 
 func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
@@ -126,13 +127,20 @@ func childEnv(addr, caPath string, root proxy.Root) []string {
 }
 
 // runChild runs args with env added, forwarding SIGINT/SIGTERM, and returns its exit code.
-func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer) (int, error) {
+// started (if set) gets the command's pid once it runs.
+func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer, started func(int)) (int, error) {
 	c := exec.CommandContext(ctx, args[0], args[1:]...)
 	c.Env = append(os.Environ(), env...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 10 * time.Second
-	err := c.Run()
+	err := c.Start()
+	if err == nil {
+		if started != nil {
+			started(c.Process.Pid)
+		}
+		err = c.Wait()
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), nil
@@ -174,6 +182,7 @@ command's. Without a command the proxy serves until interrupted.`,
 		},
 	}
 	cmd.Flags().BoolVar(&record, "record", false, "record exchanges (the only proxy mode; replay with: runagain replay TRACE_ID -- COMMAND)")
+	cmd.Flags().DurationVar(&o.joinWait, "join-wait", 10*time.Second, "with -- COMMAND whose environment configures an OTLP exporter (OTEL_EXPORTER_OTLP_*ENDPOINT, OTEL_TRACES_EXPORTER): wait up to this long after it ends for its own trace in the store, and place the exchanges that carried no traceparent in it, under the calls they belong to (inferred by resource or process, time, model and body); 0 turns the join off")
 	cmd.Flags().BoolVar(&o.redactBodies, "redact-bodies", false, "also redact bodies in the proxy (by default the collector's agent_redaction processor does)")
 	o.flags(cmd, "127.0.0.1:8765")
 	o.sb.flags(cmd, false)
@@ -228,15 +237,23 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	code := 0
 	start := time.Now()
 	var mcpRes mcp.Result
+	var joined *proxy.Join
 	if len(args) > 0 {
 		// The agent's stdio MCP servers, started as `runagain mcp`, record through this command.
 		broker, berr := startMCPBroker(mcp.ModeRecord, ptrace.NewTraces(), cfg, proxy.ReplayOptions{}, nil, true, root.TraceID)
 		if berr != nil {
 			return berr
 		}
-		code, err = runAgent(ctx, sandboxed, rec, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+		env := append(childEnv(addr, caPath, root), broker.Env()...)
+		jn := newJoiner(o.joinWait, root, env)
+		if jn != nil {
+			rec.Hold()
+			env = append(env, jn.resourceEnv())
+		}
+		code, err = runAgent(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
 		_ = broker.Close()
 		mcpRes = broker.Result()
+		joined = jn.join(ctx, rec, start, errOut)
 	} else {
 		<-ctx.Done()
 	}
@@ -244,12 +261,19 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	if len(args) > 0 {
 		td := rootSpan(root, args, start, time.Now(), code)
 		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
+		if joined != nil {
+			joined.PlaceRoot(td)
+		}
 		rec.Emit(td)
 	}
 	closeErr := rec.Close()
 	st := rec.Stats()
 	if len(args) > 0 {
-		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges%s; run trace %s\n", st.Exchanges, mcpRecorded(mcpRes), root.TraceID)
+		runTrace := root.TraceID
+		if joined != nil {
+			runTrace = joined.Trace
+		}
+		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges%s; run trace %s\n", st.Exchanges, mcpRecorded(mcpRes), runTrace)
 	} else {
 		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges in %d traces\n", st.Exchanges, len(st.Traces))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/sandbox"
 )
 
@@ -58,13 +59,17 @@ func (s *sandboxOptions) enabled(verb string, errOut io.Writer) (bool, error) {
 }
 
 // runAgent runs args with env added, sandboxed (its captured connections served by h) or not,
-// and returns its exit code.
-func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer) (int, error) {
+// and returns its exit code. started (if set) gets the command's pid once it runs.
+func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer, started ...func(int)) (int, error) {
+	var onStart func(int)
+	if len(started) > 0 {
+		onStart = started[0]
+	}
 	if !sandboxed {
-		return runChild(ctx, args, env, stdout, stderr)
+		return runChild(ctx, args, env, stdout, stderr, onStart)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Config{
-		Args: args, Env: append(os.Environ(), env...), Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Logger: logger,
+		Args: args, Env: append(os.Environ(), env...), Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Logger: logger, Started: onStart,
 		Flow: func(c net.Conn, dst netip.AddrPort, name string) {
 			if dst.Addr().IsLoopback() {
 				// This machine's own services (the proxy itself, the collector's OTLP ports, a local
@@ -82,28 +87,16 @@ func runAgent(ctx context.Context, sandboxed bool, h flowServer, logger *log.Log
 	return res.ExitCode, err
 }
 
-// relayLoopback copies c both ways to the same loopback address outside the sandbox.
+// relayLoopback copies c both ways to the same loopback address outside the sandbox (proxy.Relay).
 func relayLoopback(c net.Conn, dst netip.AddrPort, logger *log.Logger) {
-	defer c.Close()
 	up, err := net.DialTimeout("tcp", dst.String(), 10*time.Second)
 	if err != nil {
 		logger.Printf("runagain sandbox: %s on this machine's loopback: %v", dst, err)
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetLinger(0)
 		}
+		c.Close()
 		return
 	}
-	defer up.Close()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-	<-done
+	proxy.Relay(c, up)
 }

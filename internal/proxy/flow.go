@@ -219,30 +219,14 @@ func (f *flows) serveHTTP(c net.Conn, scheme, hostport string) {
 	<-l.done
 }
 
-// relay copies bytes both ways between c and a new connection to hostport.
+// relay copies bytes both ways between c and a new connection to hostport (Relay).
 func (f *flows) relay(c net.Conn, hostport string) {
 	up, err := f.cfg.dialer()(context.Background(), "tcp", hostport)
 	if err != nil {
 		f.cfg.Logger.Printf("runagain proxy: connecting to %s: %v", hostport, err)
 		return
 	}
-	defer up.Close()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
-	<-done
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	type cw interface{ CloseWrite() error }
-	if x, ok := c.(cw); ok {
-		_ = x.CloseWrite()
-		return
-	}
-	if p, ok := c.(*peekedConn); ok {
-		closeWrite(p.Conn)
-	}
+	Relay(c, up)
 }
 
 // leaf is the certificate for name signed by the CA, cached per name.

@@ -29,6 +29,11 @@ type Recorder struct {
 	index atomic.Int64
 	out   chan ptrace.Traces
 	wg    sync.WaitGroup
+	held  struct {
+		sync.Mutex
+		on  bool
+		tds []ptrace.Traces
+	}
 	stats struct {
 		sync.Mutex
 		exchanges, sendErrors int
@@ -214,13 +219,50 @@ func (r *Recorder) finish(p *pending) {
 			s.AppendEmpty().SetStr(k)
 		}
 	}
-	r.out <- td
+	if !r.holdExchange(p, td) {
+		r.out <- td
+	}
 	// Counted once queued: a caller that waits for Stats().Exchanges and then calls Close never
 	// closes r.out under a send still in flight.
 	r.stats.Lock()
 	r.stats.exchanges++
 	r.stats.traces[p.traceID] = true
 	r.stats.Unlock()
+}
+
+// MaxHeld bounds the exchanges Hold keeps in memory; later ones are sent at once, unjoined.
+const MaxHeld = 4096
+
+// Hold keeps, from now on, the exchanges that would go under the proxy's root (no traceparent)
+// instead of sending them, so that they can be placed in the agent's own trace once it has ended
+// (Join); TakeHeld hands them over and ends the hold. At most MaxHeld are kept.
+func (r *Recorder) Hold() {
+	r.held.Lock()
+	r.held.on = true
+	r.held.Unlock()
+}
+
+// TakeHeld ends the hold and returns the exchanges kept, in the order they finished. The caller
+// sends them (Emit), placed or as they are.
+func (r *Recorder) TakeHeld() []ptrace.Traces {
+	r.held.Lock()
+	defer r.held.Unlock()
+	out := r.held.tds
+	r.held.on, r.held.tds = false, nil
+	return out
+}
+
+func (r *Recorder) holdExchange(p *pending, td ptrace.Traces) bool {
+	if p.caller || r.root.TraceID.IsEmpty() || p.traceID != r.root.TraceID {
+		return false
+	}
+	r.held.Lock()
+	defer r.held.Unlock()
+	if !r.held.on || len(r.held.tds) >= MaxHeld {
+		return false
+	}
+	r.held.tds = append(r.held.tds, td)
+	return true
 }
 
 func protoVersion(p string) string {

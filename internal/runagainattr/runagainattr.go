@@ -49,6 +49,19 @@ const (
 	LinkType = "runagain.link.type"
 	// LinkRerunOf is LinkType's value on a rerun's link.
 	LinkRerunOf = "rerun_of"
+	// LinkInferred is LinkType's value on the link from a proxy exchange to the agent's own span
+	// it was placed under without a traceparent (internal/proxy join): an inference, not a
+	// propagated context. LinkEvidence ([]string) on that link says what matched: "resource"
+	// (ExecutionTraceID), "process" (process.pid), "time", "model", "body".
+	LinkInferred = "inferred"
+	LinkEvidence = "runagain.link.evidence"
+	// ExecutionTraceID (string) is the resource attribute `proxy --record -- COMMAND` adds to the
+	// command's OTEL_RESOURCE_ATTRIBUTES: the trace id of its own root span, so the agent's
+	// telemetry names the execution it belongs to even when its SDK ignores TRACEPARENT.
+	ExecutionTraceID = "runagain.execution.trace_id"
+	// Joined (string) on the proxy's root span: how the proxy's exchanges joined the agent's own
+	// trace ("inferred"); absent when they did not (or joined through traceparent).
+	Joined = "runagain.proxy.joined"
 )
 
 // Log records runagain emits that point at a run (inferences: docs/architecture.md "Recorded versus

@@ -47,6 +47,9 @@ type Config struct {
 	Flow func(conn net.Conn, dst netip.AddrPort, name string)
 	// Logger receives one line per failure to serve a connection; default log.Default().
 	Logger *log.Logger
+	// Started, when set, is called with the command's pid once it runs (the namespace's first
+	// process execs the command, so the pid is the command's).
+	Started func(pid int)
 }
 
 // Result is what Run observed.

@@ -85,6 +85,9 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 		_ = kill()
 		return Result{}, fmt.Errorf("network sandbox: %w", setupErr)
 	}
+	if cfg.Started != nil {
+		cfg.Started(c.Process.Pid)
+	}
 	l, err := net.FileListener(os.NewFile(uintptr(tcpFd), "sandbox-tcp"))
 	unix.Close(tcpFd)
 	if err != nil {

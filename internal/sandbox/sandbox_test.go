@@ -8,7 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +22,20 @@ import (
 
 func TestMain(m *testing.M) {
 	Init()
+	if os.Getenv("SANDBOX_TEST_NOOP") != "" {
+		return // the probe's child: it could be started in a user namespace
+	}
+	if os.Getenv("SANDBOX_TEST_PROBE") != "" {
+		// Can this user create a user namespace? Start a child that does nothing in one.
+		c := exec.Command("/proc/self/exe")
+		c.Env = append(os.Environ(), "SANDBOX_TEST_NOOP=1")
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		if out, err := c.CombinedOutput(); err != nil {
+			fmt.Printf("%v %s", err, out)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv("SANDBOX_TEST_HELPER") != "" {
 		helper()
 		return
@@ -28,6 +46,15 @@ func TestMain(m *testing.M) {
 // helper runs inside the sandbox: a name lookup, TCP to that name, to an IP literal of TEST-NET-1
 // (RFC 5737; it can only be answered inside the namespace) and to loopback.
 func helper() {
+	// Who the command is: its uid inside the namespace and its effective capabilities (Init
+	// clears the ambient CAP_NET_ADMIN of the unprivileged path before it execs the command).
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(l, "CapEff:") {
+				fmt.Printf("uid %d %s\n", os.Getuid(), strings.Join(strings.Fields(l), " "))
+			}
+		}
+	}
 	r := &net.Resolver{PreferGo: true}
 	addrs, err := r.LookupHost(context.Background(), "tool.example.com")
 	fmt.Printf("lookup %v %v\n", addrs, err)
@@ -83,4 +110,62 @@ func TestRunHandsEveryConnectionToFlow(t *testing.T) {
 	// Anything but TCP and DNS is dropped inside the namespace: the datagram is refused at once.
 	assert.Contains(t, o, "udp write: write udp 169.254.77.1:")
 	assert.Contains(t, o, "operation not permitted")
+	if os.Geteuid() != 0 {
+		// The user-namespace path: the caller's uid maps to itself, and the command runs with no
+		// capability at all (CAP_NET_ADMIN was only Init's, to set the namespace up).
+		assert.Contains(t, o, fmt.Sprintf("uid %d CapEff: 0000000000000000\n", os.Getuid()))
+	}
+}
+
+// nobody is the unprivileged uid and gid TestRunAsUnprivilegedUser runs the sandbox as.
+const nobody = 65534
+
+// TestRunAsUnprivilegedUser covers the path a non-root user takes (a user namespace, CAP_NET_ADMIN
+// ambient only in Init): run as root, it re-runs TestRunHandsEveryConnectionToFlow as uid and
+// gid 65534 (SysProcAttr.Credential) from a copy of the test binary that user can execute. It
+// skips only when the kernel refuses that user a user namespace (probed first with a process
+// that does nothing else), naming the refusal.
+func TestRunAsUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: TestRunHandsEveryConnectionToFlow runs the user-namespace path itself")
+	}
+	dir, err := os.MkdirTemp("", "sandbox-nobody-") // t.TempDir's parent is private to root
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	for d := filepath.Dir(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		require.NoError(t, err)
+		if fi.Mode().Perm()&0o001 == 0 {
+			t.Skipf("%s is not searchable by uid %d, so the test binary cannot be run as that user", d, nobody)
+		}
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	self, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, self, 0o755))
+	asNobody := func(env []string, args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), env...)
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: true}}
+		return c
+	}
+
+	// The probe: that user starts a process in a user namespace and nothing else (TestMain).
+	// Only the kernel (or a seccomp policy) can refuse it.
+	probe := asNobody([]string{"SANDBOX_TEST_PROBE=1"})
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("the kernel refuses uid %d a user namespace: %v %s", nobody, err, out)
+	}
+	if err := available(); err != nil {
+		t.Skipf("the kernel refuses unprivileged user namespaces: %v", err)
+	}
+
+	run := asNobody(nil, "-test.run=^TestRunHandsEveryConnectionToFlow$", "-test.count=1", "-test.v")
+	out, err := run.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestRunHandsEveryConnectionToFlow", "%s", out)
+	assert.NotContains(t, string(out), "--- SKIP", "%s", out)
+	t.Logf("as uid %d:\n%s", nobody, out)
 }

@@ -147,7 +147,7 @@ func Apply(spans []Span) []Verdict {
 			if taken[j] || !instrumented(j, k) || out[j].Aggregate || !overlaps(spans[i], spans[j]) {
 				continue
 			}
-			if k == genai.KindLLM && !sameModel(spans[i].Model, spans[j].Model) ||
+			if k == genai.KindLLM && !SameModel(spans[i].Model, spans[j].Model) ||
 				k == genai.KindTool && !sameName(spans[i].Tool, spans[j].Tool) {
 				continue
 			}
@@ -199,10 +199,10 @@ func overlaps(a, b Span) bool {
 	return a.Start <= be && b.Start <= ae
 }
 
-// sameModel: request models name the same request when either is unknown, they are equal, or one
+// SameModel: request models name the same request when either is unknown, they are equal, or one
 // is the other with a version suffix ("gpt-4o-mini" and "gpt-4o-mini-2024-07-18"), ignoring
 // case and a provider prefix ("openai/gpt-4o").
-func sameModel(a, b string) bool {
+func SameModel(a, b string) bool {
 	a, b = bareModel(a), bareModel(b)
 	if a == "" || b == "" || a == b {
 		return true

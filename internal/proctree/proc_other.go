@@ -1,0 +1,6 @@
+//go:build !linux
+
+package proctree
+
+// parentsOf knows no process table here: the set is the root pid alone.
+func parentsOf() map[int]int { return nil }

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/testutil/collectortest"
+)
+
+// TestProxyRecordJoinsAnInstrumentedNodeAgent: the real openai npm client traced by
+// @opentelemetry/sdk-node (test/clients/openai-node), whose SDK reads no TRACEPARENT, is run
+// once on its own and once under `runagain proxy --record`. Recorded, it still gives ONE run: the
+// proxy places its three exchanges in the agent's own trace, each under the LLM span it belongs
+// to with a link marked inferred, and its root span under the agent's. That run counts each call
+// once: the same LLM calls, tokens and cost as the run without the proxy, and no second run.
+func TestProxyRecordJoinsAnInstrumentedNodeAgent(t *testing.T) {
+	node, modules := nodeModules(t)
+	col := collectortest.Start(t, collectortest.Options{})
+	agent := filepath.Join(collectortest.RepoRoot(t), "test", "clients", "openai-node", "agent.js")
+	env := []string{"NODE_PATH=" + modules, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + col.HTTP, "OTEL_METRICS_EXPORTER=none",
+		"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
+
+	// Instrumented only: the agent against the upstream directly.
+	alone := httptest.NewServer(&scriptedOpenAI{})
+	defer alone.Close()
+	soloTrace := runSoloNodeAgent(t, node, agent, append(env, "OPENAI_BASE_URL="+alone.URL+"/v1"), col)
+
+	// Recorded: the same agent under the proxy, routed to a second scripted upstream.
+	upstream := &scriptedOpenAI{}
+	srv := httptest.NewServer(upstream)
+	defer srv.Close()
+	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("proxy --record stderr:\n%s", errOut)
+	assert.Equal(t, []string{"POST /v1/chat/completions", "POST /v1/chat/completions", "POST /v1/responses"}, upstream.requests)
+	agentTrace := strings.TrimSpace(out)
+	require.Len(t, agentTrace, 32, "the agent prints its trace id")
+	m := regexp.MustCompile(`run trace ([0-9a-f]{32})`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	assert.Equal(t, agentTrace, m[1], "the run printed is the agent's own trace")
+	assert.Contains(t, errOut, "joined the agent's trace "+agentTrace+" (by resource): 3 exchanges placed under the calls they belong to")
+
+	// One run: agent (5 spans) + 3 exchanges + the proxy's root.
+	run := waitRunSpans(t, col.DataDir, agentTrace, 9)
+	byID := map[string]string{}
+	for _, sp := range spansOf(run.Traces) {
+		byID[sp.SpanID().String()] = sp.Name()
+	}
+	exchanges := 0
+	for _, sp := range spansOf(run.Traces) {
+		if _, ok := sp.Attributes().Get(runagainattr.FixtureSource); !ok {
+			continue
+		}
+		exchanges++
+		parent := byID[sp.ParentSpanID().String()]
+		assert.True(t, strings.HasPrefix(parent, "chat ") || strings.HasPrefix(parent, "responses") || strings.Contains(parent, "gpt-4o-mini"),
+			"exchange %s is under %q, want the agent's LLM span", sp.Name(), parent)
+		require.Equal(t, 1, sp.Links().Len(), sp.Name())
+		l := sp.Links().At(0)
+		assert.Equal(t, sp.ParentSpanID(), l.SpanID())
+		typ, _ := l.Attributes().Get(runagainattr.LinkType)
+		assert.Equal(t, runagainattr.LinkInferred, typ.Str())
+		ev, _ := l.Attributes().Get(runagainattr.LinkEvidence)
+		assert.Contains(t, ev.AsString(), "body", "the request matched the span's messages")
+	}
+	assert.Equal(t, 3, exchanges)
+
+	// Counted once: the joined run and the run without the proxy agree, and there is no other run.
+	type row struct {
+		TraceID      string  `json:"trace_id"`
+		InputTokens  int64   `json:"input_tokens"`
+		OutputTokens int64   `json:"output_tokens"`
+		CostUSD      float64 `json:"cost_usd"`
+	}
+	var rows []row
+	require.NoError(t, json.Unmarshal([]byte(cli(t, col, "sessions", "--json")), &rows))
+	got := map[string]row{}
+	for _, r := range rows {
+		got[r.TraceID] = r
+	}
+	require.Len(t, got, 2, "two executions, two runs: %+v", rows)
+	solo, joined := got[soloTrace], got[agentTrace]
+	assert.Positive(t, solo.InputTokens)
+	assert.Equal(t, solo.InputTokens, joined.InputTokens)
+	assert.Equal(t, solo.OutputTokens, joined.OutputTokens)
+	assert.InDelta(t, solo.CostUSD, joined.CostUSD, 1e-12)
+
+	for _, trace := range []string{soloTrace, agentTrace} {
+		step := cli(t, col, "show", trace, "--step", "1")
+		assert.Contains(t, step, "step 1 of 3: chat gpt-4o-mini", "run %s", trace)
+	}
+}
+
+// runSoloNodeAgent runs the agent without the proxy and returns the trace id it prints.
+func runSoloNodeAgent(t *testing.T, node, agent string, env []string, col *collectortest.Collector) string {
+	t.Helper()
+	cmd := exec.Command(node, agent)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "node agent: %s", stderr.String())
+	trace := strings.TrimSpace(stdout.String())
+	require.Len(t, trace, 32, "agent prints its trace id; stderr: %s", stderr.String())
+	waitRunSpans(t, col.DataDir, trace, 5)
+	return trace
+}
