@@ -161,19 +161,24 @@ func credentialWordAt(s string, a, b int) bool {
 	}
 	if a > 0 {
 		c := s[a-1]
-		if c >= 'a' && c <= 'z' {
-			// inside a lower-case word: monkey, turkey, oauth; api/access/secret/private + key glued
-			w := strings.ToLower(s[max(0, a-7):a])
-			for _, p := range []string{"api", "access", "secret", "private", "o", "x", "signing", "master", "client"} {
-				if strings.HasSuffix(w, p) {
-					return true
+		if c >= 'a' && c <= 'z' && !(s[a] >= 'A' && s[a] <= 'Z') { // a capital starts a camelCase word: coinbaseToken
+			// glued to the end of a lower-case name: apikey, storagekey, oauth, bottoken; but not the
+			// English words that end in a keyword (monkey, turkey, hotkey, pallbearer)
+			w := strings.ToLower(s[max(0, a-10):b])
+			for _, e := range wordsEndingInKeyword {
+				if strings.HasSuffix(w, e) {
+					return false
 				}
 			}
-			return false
+			return true
 		}
 	}
 	return true
 }
+
+// wordsEndingInKeyword are English words that end in a credential word without meaning one.
+var wordsEndingInKeyword = []string{"monkey", "donkey", "turkey", "hockey", "jockey", "whiskey", "lackey", "hickey", "malarkey",
+	"hotkey", "turnkey", "latchkey", "pallbearer", "flagbearer", "standardbearer"}
 
 // genericScan is the generic detector's check of one keyword match at [a, b): the credential
 // word, the rest of its name (api_key, X-Zorp-Auth, --token), then a separator (=, :, blanks,
@@ -188,17 +193,8 @@ func genericScan(s string, a, b int) (int, int, bool) {
 	for i < len(s) && i-b < 32 && (isAlnum(s[i]) || s[i] == '_' || s[i] == '-' || s[i] == '.') {
 		i++
 	}
-	j, seps := i, 0
-	for j < len(s) && seps < 6 {
-		c := s[j]
-		if c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '=' || c == ':' || c == '>' || c == '`' {
-			j++
-			seps++
-			continue
-		}
-		break
-	}
-	if seps == 0 {
+	j, ok := genericSeparator(s, a, i)
+	if !ok {
 		return 0, 0, false
 	}
 	if strings.HasPrefix(s[j:], "is ") || strings.HasPrefix(s[j:], "was ") {
@@ -225,10 +221,7 @@ func genericScan(s string, a, b int) (int, int, bool) {
 		return 0, 0, false // runs into something else
 	}
 	// the name around the word
-	lo := a
-	for lo > 0 && a-lo < 48 && (isAlnum(s[lo-1]) || s[lo-1] == '_' || s[lo-1] == '-' || s[lo-1] == '.') {
-		lo--
-	}
+	lo := nameStart(s, a)
 	var buf [96]byte
 	norm := buf[:0]
 	for x := lo; x < i; x++ {
@@ -247,8 +240,9 @@ func genericScan(s string, a, b int) (int, int, bool) {
 			return 0, 0, false // key_id, SharedAccessKeyName, token_url: about a credential
 		}
 	}
+	words := strings.ReplaceAll(strings.ReplaceAll(name, "account", "_"), "discount", "_") // not a count
 	for _, w := range []string{"public", "csrf", "xsrf", "hash", "count", "limit", "usage"} {
-		if strings.Contains(name, w) {
+		if strings.Contains(words, w) {
 			return 0, 0, false
 		}
 	}
@@ -257,6 +251,95 @@ func genericScan(s string, a, b int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return j, k, true
+}
+
+// genericSeparator returns where the value starts after a credential name ending at i (its word
+// at a), and whether a separator was there: blanks and quotes around an assignment or a pair
+// (=, :, =>, and the operators of code and makefiles: :=, ::=, ?=, .=, +=, ??=, ||=), a type
+// between the name and its '=' (var apiToken string = "...", String apiToken = ...), the two
+// arguments of a call or array pair ("API_TOKEN", "..."), or the text of an XML element
+// (<apiToken>...</apiToken>, on the same line or the next).
+func genericSeparator(s string, a, i int) (int, bool) {
+	j, seps := i, 0
+	blank := func() {
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+			seps++
+		}
+	}
+	// an XML element named by the credential: the value is its text
+	if lo := nameStart(s, a); lo > 0 && s[lo-1] == '<' && j < len(s) && s[j] == '>' {
+		j++
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r') && j-i < 64 {
+			j++
+		}
+		return j, true
+	}
+	quoted := j < len(s) && (s[j] == '"' || s[j] == '\'' || s[j] == '`')
+	for j < len(s) && seps < 8 {
+		c := s[j]
+		if c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '=' || c == ':' || c == '>' || c == '`' {
+			j++
+			seps++
+			continue
+		}
+		// the operator characters before an '=': .= ?= += ??= ||= &&=
+		if (c == '.' || c == '?' || c == '+' || c == '|' || c == '&') && seps > 0 {
+			o := j
+			for o < len(s) && o-j < 3 && (s[o] == '.' || s[o] == '?' || s[o] == '+' || s[o] == '|' || s[o] == '&') {
+				o++
+			}
+			if o < len(s) && s[o] == '=' && (o+1 == len(s) || s[o+1] != '=') {
+				seps += o - j
+				j = o
+				continue
+			}
+		}
+		// the second argument after a quoted name: ("API_TOKEN", "value")
+		if c == ',' && quoted {
+			j++
+			seps++
+			continue
+		}
+		break
+	}
+	if seps == 0 {
+		return j, false
+	}
+	// a type between the name and its '=': var apiToken string = "..."
+	if t := j; t < len(s) && isAlpha(s[t]) && s[t-1] == ' ' {
+		for t < len(s) && t-j < 16 && (isAlnum(s[t]) || s[t] == '_' || s[t] == '[' || s[t] == ']' || s[t] == '*') {
+			t++
+		}
+		if typeNames[s[j:t]] {
+			save := j
+			j = t
+			blank()
+			if j < len(s) && s[j] == '=' && (j+1 == len(s) || s[j+1] != '=') {
+				j++
+				blank()
+				for j < len(s) && (s[j] == '"' || s[j] == '\'' || s[j] == '`') {
+					j++
+				}
+				return j, true
+			}
+			j = save
+		}
+	}
+	return j, true
+}
+
+// typeNames are the string types a declaration names between a variable and its value.
+var typeNames = map[string]bool{"string": true, "String": true, "str": true, "[]byte": true, "char*": true,
+	"SecureString": true, "Secret": true, "SecretStr": true, "text": true}
+
+// nameStart returns where the identifier holding the keyword at a starts.
+func nameStart(s string, a int) int {
+	lo := a
+	for lo > 0 && a-lo < 48 && (isAlnum(s[lo-1]) || s[lo-1] == '_' || s[lo-1] == '-' || s[lo-1] == '.') {
+		lo--
+	}
+	return lo
 }
 
 func isCredByte(c byte) bool {

@@ -124,6 +124,10 @@ func gitleaksDetectors() []*rule { return fileDetectors(gitleaksData(), &gitleak
 // global allowlist: templates, environment references, filler runs).
 func velesDetectors() []*rule {
 	out := fileDetectors(velesData(), &gitleaksData().Global)
+	res := make([]*regexp.Regexp, len(out))
+	for i, r := range out {
+		res[i] = r.re
+	}
 	for _, r := range out {
 		if id, ok := gitleaksAllowFor[r.name]; ok {
 			r.check = withGitleaksAllow(r.check, id)
@@ -131,16 +135,62 @@ func velesDetectors() []*rule {
 		// Veles' regexes have no word boundaries (its detectors see files, and validate in
 		// code); inside payloads a token shape that starts inside a longer base64 run is not a
 		// token
+		// token; unless what it is glued to is another token of a Veles shape (tokens written
+		// with nothing between them: ddp_...ddo_...)
 		r.kwBoundary = true
+		r.kwGlued = func(s string, at int) bool { return gluedAfter(res, s, at) }
 		check := r.check
 		r.check = func(s string, m []int, a, b int) (int, int, bool) {
-			if m[0] > 0 && isB64Byte(s[m[0]-1]) {
+			if m[0] > 0 && isB64Byte(s[m[0]-1]) && !gluedRepeat(res, s, m[0], m[1]-m[0]) {
 				return 0, 0, false
 			}
 			return check(s, m, a, b)
 		}
 	}
 	return out
+}
+
+// gluedRepeat reports whether the n bytes of s before at are themselves a whole match of one of
+// res, back to where the text does not run on in base64 (a chain of tokens glued together, not a
+// base64 run that happens to hold one).
+func gluedRepeat(res []*regexp.Regexp, s string, at, n int) bool {
+	for depth := 0; depth < 8 && at-n >= 0; depth++ {
+		prev := s[at-n : at]
+		whole := false
+		for _, re := range res {
+			if loc := re.FindStringIndex(prev); loc != nil && loc[0] == 0 && loc[1] == n {
+				whole = true
+				break
+			}
+		}
+		if !whole {
+			return false
+		}
+		at -= n
+		if at == 0 || !isB64Byte(s[at-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// gluedAfter reports whether a chain of whole matches of res ends at at, starting where the
+// text does not run on in base64 (gluedRepeat, for a keyword trigger: the token before has a
+// length of its own).
+func gluedAfter(res []*regexp.Regexp, s string, at int) bool {
+	lo := max(0, at-512)
+	for _, re := range res {
+		for _, loc := range re.FindAllStringIndex(s[lo:at], -1) {
+			if lo+loc[1] != at {
+				continue
+			}
+			n, a := loc[1]-loc[0], lo+loc[0]
+			if a == 0 || !isB64Byte(s[a-1]) || gluedRepeat(res, s, a, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isB64Byte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }

@@ -279,7 +279,7 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 			open, lastKey := sc.open, sc.lastKey
 			for _, ri := range r.acRules[m.PatternID] {
 				ru := r.rules[ri]
-				if ru.kwBoundary && m.Start > 0 && isAlnum(s[m.Start-1]) {
+				if ru.kwBoundary && m.Start > 0 && isAlnum(s[m.Start-1]) && (ru.kwGlued == nil || !ru.kwGlued(s, m.Start)) {
 					continue // inside a word ("task-", "laws")
 				}
 				if ru.scan != nil {

@@ -24,8 +24,10 @@ type rule struct {
 	// adjusted bounds of the replaced span (relative to s).
 	check  func(s string, m []int, start, end int) (int, int, bool)
 	action Action
-	// kwBoundary: a keyword trigger counts only at the start of a token (not after a letter or digit).
+	// kwBoundary: a keyword trigger counts only at the start of a token (not after a letter or digit),
+	// or, with kwGlued, where kwGlued(s, start) accepts what the token is glued to.
 	kwBoundary bool
+	kwGlued    func(s string, at int) bool
 	// narrow, if set, replaces the window of a keyword trigger at [a, b) (or rejects the trigger).
 	narrow func(s string, a, b int) (int, int, bool)
 	// scan, if set, replaces the regex: it checks a keyword trigger at [a, b) of s and returns

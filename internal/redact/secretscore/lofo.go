@@ -23,6 +23,7 @@ type LOFO struct {
 	Disabled          []string
 	Positives, Found  int
 	Worded, WordFound int // positives whose text holds a credential word, and those found
+	Missed            []Outcome
 }
 
 // credentialWords are the words the generic detector looks for.
@@ -102,10 +103,13 @@ func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, 
 		}
 		l := LOFO{Source: k.src, Name: k.fam, Disabled: dis}
 		for _, e := range byFam[k] {
-			hit := Judge(r, e).Hit
+			o := Judge(r, e)
+			hit := o.Hit
 			l.Positives++
 			if hit {
 				l.Found++
+			} else {
+				l.Missed = append(l.Missed, o)
 			}
 			if hasCredentialWord(e.Text) {
 				l.Worded++
@@ -132,8 +136,8 @@ func LOFOTotals(ls []LOFO, source string) (pos, found, worded, wordFound int) {
 	return
 }
 
-// PrintLOFO writes one line per family and the totals per source.
-func PrintLOFO(w io.Writer, ls []LOFO) {
+// PrintLOFO writes one line per family and the totals per source; verbose adds each miss.
+func PrintLOFO(w io.Writer, ls []LOFO, verbose bool) {
 	for _, src := range Sources {
 		n := 0
 		for _, l := range ls {
@@ -149,6 +153,11 @@ func PrintLOFO(w io.Writer, ls []LOFO) {
 		for _, l := range ls {
 			if l.Source == src {
 				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded))
+				if verbose {
+					for _, o := range l.Missed {
+						fmt.Fprintf(w, "    MISS %s: %s\n", o.RuleID, clip(o.Text, o.Secret))
+					}
+				}
 			}
 		}
 		pos, found, worded, wf := LOFOTotals(ls, src)

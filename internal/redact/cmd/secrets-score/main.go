@@ -118,7 +118,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		secretscore.PrintLOFO(os.Stdout, ls)
+		secretscore.PrintLOFO(os.Stdout, ls, *verbose)
 	}
 	withRule := map[string]bool{}
 	for _, l := range ls {
@@ -153,8 +153,10 @@ func main() {
 					continue
 				}
 				rp++
-				if secretscore.Judge(r, e).Hit {
+				if o := secretscore.Judge(r, e); o.Hit {
 					rf++
+				} else if *verbose {
+					fmt.Printf("    MISS %s %s: %q\n", e.Family, e.RuleID, e.Text[:min(len(e.Text), 200)])
 				}
 			}
 			rec = float64(rf) / float64(max(rp, 1))
