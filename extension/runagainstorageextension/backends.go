@@ -68,6 +68,17 @@ type hotSQLite struct {
 	db     *sqlitestore.DB
 }
 
+// PatternRuns implements store.PatternReader over the hot tier's run index (its failure
+// signatures), so agent_guard's pattern watcher reads them through the extension.
+func (h *hotSQLite) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return h.db.PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (h *hotSQLite) PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error) {
+	return h.db.PatternSignatures(ctx, variantIDs)
+}
+
 func (h *hotSQLite) WriteTraces(ctx context.Context, td ptrace.Traces) error {
 	rejected, err := h.db.WriteTraces(ctx, td)
 	for _, r := range rejected {
