@@ -94,31 +94,8 @@ func AddFromPattern(ctx context.Context, st *Store, rd store.Reader, pr store.Pa
 		cases = append(cases, c)
 		out = append(out, PatternCase{Case: c, Facts: facts})
 	}
-	m, created, err := AddCases(ctx, st, a.Name, a.Note, cases)
+	m, created, err := st.Add(ctx, a.Name, a.Note, cases)
 	return m, created, out, err
-}
-
-// AddCases puts a new version of dataset name: its newest version's cases (if any) plus cases,
-// a case with the same id replaced.
-func AddCases(ctx context.Context, st *Store, name, note string, cases []*Case) (*Manifest, bool, error) {
-	if vs, err := st.Versions(ctx, name); err == nil {
-		old, err := st.Cases(ctx, vs[0])
-		if err != nil {
-			return nil, false, err
-		}
-		given := map[string]bool{}
-		for _, c := range cases {
-			given[c.ID] = true
-		}
-		for _, c := range old {
-			if !given[c.ID] {
-				cases = append(cases, c)
-			}
-		}
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, false, err
-	}
-	return st.Put(ctx, name, note, cases)
 }
 
 func rehydrate(ctx context.Context, r runview.Resolver, td ptrace.Traces, ld plog.Logs) error {
