@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command runagain reads agent runs back from a runagain store, imports runs and cassettes
 // recorded by other tools, and (in later subcommands) records, replays and diffs them.
 //

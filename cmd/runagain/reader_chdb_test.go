@@ -1,5 +1,7 @@
 //go:build chdb
 
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package agentguardconnector
 
 // The hand-written canonical form that canonicalJSON used before jsonkit, kept for the benchmark

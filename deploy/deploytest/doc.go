@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deploytest checks everything the project ships for deployment, against the real parts:
 //
 //   - every collector config for otelcol-runagain (config/*.yaml, the Kubernetes ConfigMap, the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command demo is `make demo`: a small scripted agent taken through runagain end to end, fully
 // offline, on a fresh clone without the corpus. It starts a scripted OpenAI-compatible upstream
 // on 127.0.0.1 and the collector (bin/otelcol-runagain on config/default.yaml, free loopback

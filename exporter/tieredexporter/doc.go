@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate go tool mdatagen metadata.yaml
 
 // Package tieredexporter implements the `tiered` exporter: runagain's storage for agent runs,

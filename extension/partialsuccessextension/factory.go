@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate go tool mdatagen metadata.yaml
 
 // Package partialsuccessextension implements the partial_success extension: a server middleware

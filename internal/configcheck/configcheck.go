@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package configcheck is a confmap converter of the otelcol-runagain distribution (ocb
 // `converters:`): it checks the resolved configuration for mistakes that the components' own
 // Validate cannot see, so that `otelcol-runagain validate --config` and the start both fail

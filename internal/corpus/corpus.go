@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package corpus locates the shared third-party test corpus for tests.
 //
 // Tests read it through RUNAGAIN_CORPUS (default ../shared/corpus; a relative path is taken from

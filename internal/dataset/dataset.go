@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dataset keeps versioned regression datasets: agent runs frozen as cases (their spans,
 // rehydrated payloads and recorded HTTP fixtures, the log records that point at them, and the
 // expectations a new run of the agent must meet), stored in any gocloud.dev/blob bucket.

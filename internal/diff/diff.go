@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package diff compares two agent runs step by step: the core of `runagain diff`, the UI's diff
 // page and `runagain test`.
 //

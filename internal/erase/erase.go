@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package erase carries out a data-subject erasure (`runagain delete --session ID | --trace ID`)
 // across every place runagain keeps a run: the hot, warm and cold tiers (store.Eraser), the run
 // index, the regression datasets that froze the run, the sealed originals' per-session key, and

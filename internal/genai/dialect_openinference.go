@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package genai
 
 // fromOpenInference reads llm.input_messages.N.message.* / llm.output_messages.N.message.*

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package genai
 
 // The gen_ai.evaluation.result event and its attributes (semantic-conventions-genai v0.1.0,

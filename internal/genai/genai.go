@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package genai is runagain's model of the OpenTelemetry GenAI semantic conventions
 // (https://opentelemetry.io/docs/specs/semconv/gen-ai/, v1.37+) and the older dialects agents
 // still emit (OpenLLMetry gen_ai.prompt.N.*, OpenInference llm.*, Vercel AI SDK ai.*).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gomemlimit is a confmap converter of the otelcol-runagain distribution (ocb
 // `converters:`): at start, before any component runs, it sets the collector process's Go soft
 // memory limit (runtime/debug.SetMemoryLimit) from the machine or container it runs in, using

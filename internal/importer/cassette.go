@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package importer
 
 // Cassettes: recordings of HTTP exchanges written by test tools (VCR.py, go-vcr, nock, HAR).

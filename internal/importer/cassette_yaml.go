@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // YAML cassettes: VCR.py's (vcrpy.go) and go-vcr's (govcr.go). This file holds what both read
 // with: detection patterns, positioned errors and the YAML node helpers.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package importer turns agent-run files written by other tools into OTLP traces (pdata
 // ptrace.Traces) so that `runagain import` can send them to a collector.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jsonkit is runagain's one JSON toolkit, built on the jsontext package of
 // github.com/go-json-experiment/json (the proposed encoding/json/jsontext): validation, the
 // RFC 8785 canonical form, and a streaming scanner that yields each token with its byte range in

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package llmhttp reads recorded HTTP exchanges with the known LLM APIs and MCP servers and
 // derives the GenAI semantic-convention attributes of the call they carry (docs/architecture.md "Derived at
 // record time"): the record/replay proxy and the cassette importer add them to the exchange's

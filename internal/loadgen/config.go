@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package loadgen generates realistic AI-agent traffic and sends it over OTLP through the
 // standard OpenTelemetry Go SDK and its OTLP trace exporters (gRPC or HTTP/protobuf).
 //

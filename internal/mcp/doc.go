@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mcp is `runagain mcp`: a proxy for MCP servers spoken to over stdio (the Model Context
 // Protocol's stdio transport: newline-delimited JSON-RPC 2.0 on the server's stdin and stdout).
 // An agent is configured to start `runagain mcp --name NAME -- SERVER ARGS...` instead of the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlpclient is the one OTLP/gRPC client of the CLI: `runagain import` sends imported
 // traces with it, and the record/replay proxy sends its fixture spans and divergence log records
 // with it. It wraps pdata's standard clients (ptraceotlp, plogotlp) with what both need: one

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlpid parses OTLP trace and span ids written as hex, the form every runagain store,
 // view and importer uses (W3C Trace Context: 32 and 16 lowercase hex characters).
 package otlpid // import "github.com/runagain/runagain/internal/otlpid"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package partialsuccess carries OTLP partial success ("Partial Success" in the OTLP
 // specification: rejected_spans and error_message in a successful export's response) from a
 // pipeline component back to the receiver's answer. The partial_success extension, a middleware

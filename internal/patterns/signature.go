@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package patterns finds the failures that repeat across runs (issue 32): a deterministic
 // failure signature per run, computed from the read model (internal/runview) when a run is
 // indexed, and the grouping of runs by signature into patterns, near-identical signatures merged

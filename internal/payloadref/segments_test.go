@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package payloadref
 
 // jsonSegments as it was before jsonkit (encoding/json's Decoder), kept for the differential test

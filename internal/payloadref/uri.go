@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package payloadref is runagain's payload reference format: how a large attribute value that the
 // payload_offload processor moved to blob storage is stored, named and read back.
 //

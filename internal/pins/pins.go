@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pins reads which runs a dataset store pins: the runs retention must never delete
 // (DESIGN contract "Reruns and datasets", docs/architecture.md). It knows only the part of the
 // dataset store's layout (internal/dataset) that names pinned runs, so that the storage

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pricing prices one LLM call in US dollars from its token usage.
 //
 // The default table (Default) is generated from pydantic/genai-prices (MIT licence, notice in

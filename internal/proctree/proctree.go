@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package proctree follows the processes a command starts: the command's pid and every
 // descendant seen while it runs, read from /proc (github.com/prometheus/procfs) every Interval.
 // The proxy uses the set to tell which OpenTelemetry resources (process.pid, process.parent_pid)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package proxy is runagain's record/replay HTTP proxy, built on github.com/elazarl/goproxy.
 //
 // Record mode forwards every request to its upstream and turns each exchange into a fixture

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pyjson writes JSON byte for byte as Python's json.dumps does with its defaults
 // (separators ", " and ": ", ensure_ascii=True, floats in repr form, NaN and Infinity allowed),
 // for a YAML document read as PyYAML's yaml.safe_load reads it (YAML 1.1 plain-scalar

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package redact finds personal data (PII) and credentials in strings and JSON documents and
 // replaces them in place. It is the detection core of the agent_redaction processor and of the
 // record/replay proxy, which normalises live requests the same way before matching them against

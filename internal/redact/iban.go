@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package redact
 
 // IBAN checks for the iban rule and the mod97 validator: the length registered for the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package redact
 
 // The JSON walk and validator that RedactJSON used before it moved to jsonkit (jsontext), kept

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runagainattr is the one place for runagain's own attribute keys and event names
 // (runagain.*), like a semantic-conventions package: every writer (proxy, rerun, test, importer,
 // agent_guard) and every reader (the read model, the UI, datasets) uses these constants, so a key

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runview is the read model of a run (docs/architecture.md "One read model"): Build turns a stored
 // run into the one structure every view renders — `show` and `show --step`, the UI, `diff`,
 // dataset facts and expectations, `sessions --failed`, `test` and `rerun`. It holds the ordered

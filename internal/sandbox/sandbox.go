@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sandbox runs a command in a network namespace of its own whose only way out is the
 // caller: every TCP connection the command opens, to any address, is accepted inside the
 // namespace and handed to Config.Flow with its original destination, and every DNS query is

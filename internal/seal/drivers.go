@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package seal
 
 // Keeper drivers linked into the binaries for keeper_url, besides base64key:// (localsecrets),

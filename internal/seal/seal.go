@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package seal keeps the originals of values that redaction changed, encrypted, so that replay
 // can serve the exact bytes an agent saw while nothing readable is stored in clear (issue 19).
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package secretfile checks that a file holding a key (the redaction HMAC key, the proxy's CA
 // private key) is private to its owner, as ssh does for private keys.
 package secretfile // import "github.com/runagain/runagain/internal/secretfile"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sharedcomponent shares one component instance between the pipelines (signals) of one
 // component id, as core's go.opentelemetry.io/collector/internal/sharedcomponent does (which
 // cannot be imported from outside core). It differs in one point: Start and Shutdown are

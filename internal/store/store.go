@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package store defines what the runagain CLI reads back from any storage tier, independent of
 // the backend (SQLite for the embedded default, ClickHouse in production).
 //

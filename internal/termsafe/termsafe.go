@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package termsafe keeps text recorded from agents (untrusted: model output, tool results, span
 // names) from driving the terminal that prints it. Escape sequences can rewrite the screen, set
 // the window title, hide lines or, in some terminals, write files; bidirectional overrides

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ui is the web view of `runagain ui`: server-rendered pages (html/template) over the
 // same store.Reader the CLI reads, with a little plain JavaScript and CSS embedded with embed
 // (no front-end build step).

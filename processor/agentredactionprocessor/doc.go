@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agentredactionprocessor implements the agent_redaction processor: it removes personal
 // data and credentials from resource, span, span event, span link and log attributes and from
 // log bodies, looking inside JSON-valued strings (gen_ai.input.messages and the like) and editing

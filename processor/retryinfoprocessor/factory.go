@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate go tool mdatagen metadata.yaml
 
 // Package retryinfoprocessor implements the retry_info processor: placed first in a pipeline

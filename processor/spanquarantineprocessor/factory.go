@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate go tool mdatagen metadata.yaml
 
 // Package spanquarantineprocessor implements the span_quarantine processor: it takes out of each

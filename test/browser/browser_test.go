@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package browser holds the browser tests of `runagain ui`: the real binaries (collector and
 // CLI, found through RUNAGAIN_BIN_DIR) on a temporary data directory, driven through Debian's
 // chromium with chromedp. Every test shares one Chromium process (started in TestMain) and opens

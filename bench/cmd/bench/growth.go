@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The growth table (issue 35): the same load sent -rounds times, one round after the other, into

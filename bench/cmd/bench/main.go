@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench drives the same agent traffic (runagain loadgen) through collector pipelines,
 // one after the other, and reports throughput, CPU, memory and storage per pipeline with the
 // ratios of runagain's pipeline (c) to the others:

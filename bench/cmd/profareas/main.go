@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command profareas splits a profile of otelcol-runagain (bench -profile-seconds, or the pprof
 // extension) with bench/internal/profsplit, the splitter behind bench's BENCHMARKS.md table too.
 // By default it splits by the session's work areas, one owner each (profsplit.Areas: the hot

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command readbench measures the read side over growing stores (issue 17, "Reads that do not
 // grow with the store"): `runagain sessions --limit 20` and `runagain show` of one run over the
 // embedded default's files (hot.db, warm.db, cold/) holding 10^4, 10^5 and 10^6 runs.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package profsplit splits the samples of a pprof profile (CPU or heap) of otelcol-runagain, or
 // of a peer collector, into named parts by the functions on each sample's stack. It is the one
 // splitter behind bench's BENCHMARKS.md component table (Components) and bench/cmd/profareas'

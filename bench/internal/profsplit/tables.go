@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package profsplit
 
 // Areas splits otelcol-runagain by the session's work areas, one owner each (bench/cmd/profareas):

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package storagetest starts a runagain_storage extension for component tests and gives a
 // component.Host that holds it, as the collector's host does.
 package storagetest // import "github.com/runagain/runagain/extension/runagainstorageextension/storagetest"

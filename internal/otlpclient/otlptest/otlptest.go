@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otlptest provides an in-process OTLP gRPC receiver of traces and logs for tests, built
 // on pdata's ptraceotlp and plogotlp RegisterGRPCServer and listening on 127.0.0.1.
 package otlptest

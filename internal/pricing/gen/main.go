@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gen writes runagain's embedded price table from pydantic/genai-prices data.
 //
 // It reads <corpus>/prices/data.json (the compiled genai-prices snapshot), keeps what pricing

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gen writes runagain's embedded secret rules from the gitleaks default configuration.
 //
 // It reads <corpus>/secrets/gitleaks/config/gitleaks.toml (gitleaks' generated default rule set,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command genveles writes runagain's second embedded rule set from the secret detectors of
 // OSV-SCALIBR's Veles (github.com/google/osv-scalibr, veles/secrets/*, Apache-2.0, maintained by
 // Google's open-source security team).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package piiscore scores the PII detectors of package redact on labelled records in the
 // presidio format (a JSON array of {full_text, spans: [{entity_type, entity_value,
 // start_position, end_position}]}, positions in Unicode code points).

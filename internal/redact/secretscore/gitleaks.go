@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package secretscore scores the secret detectors of package redact on examples nobody here
 // wrote: the true- and false-positive examples of the gitleaks rule definitions (module
 // github.com/zricethezav/gitleaks/v8, cmd/generate/config/rules/*.go, MIT licence) and the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rule is the counting rule of a run (docs/architecture.md "One read model"): which spans are steps
 // (LLM calls, tool calls, HTTP and MCP exchanges), and whose usage and cost count in the run's
 // totals. It is one function, Apply, called by the read model (internal/runview) and by every

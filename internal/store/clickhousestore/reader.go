@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Readers of the three tiers on ClickHouse: hot_reader.go (the contrib clickhouseexporter's
 // tables), warm_reader.go (span summaries and key events), cold_reader.go (sessions). This file
 // holds what they share: the query handle, the filter clauses, the summary scan, the "table

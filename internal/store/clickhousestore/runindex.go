@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package clickhousestore
 
 // # Run index (warm tier): runagain_runs, fed by the materialised view runagain_runs_mv

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package clickhousestore is runagain's ClickHouse backend for the warm and cold tiers (our
 // DDL, written through clickhouse-go) and the reader of all three tiers: the hot tier's tables
 // are the contrib clickhouseexporter's otel_traces and otel_logs (its schema, written by it).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package coldstore is the cold tier on blob storage: session partial records
 // (store.SessionPartial) as Parquet files, through gocloud.dev/blob (file://, s3://, gs://,
 // azblob://, mem://).

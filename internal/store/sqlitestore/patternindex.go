@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sqlitestore
 
 // # Failure signatures in the run index (issue 32)

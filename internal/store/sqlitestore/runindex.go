@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sqlitestore
 
 // The run index: one row per run (trace) in the hot and the warm file, so that listing the newest

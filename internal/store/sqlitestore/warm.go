@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sqlitestore
 
 // # Warm tier schema (a contract like the hot one; version 4, its own file, e.g. <data>/warm.db)

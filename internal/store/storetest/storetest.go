@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package storetest builds agent-run fixtures for the storage tier tests: traces with an agent
 // root, LLM calls carrying payload attributes and usage, a failing tool call with an exception
 // event, and agent_guard alert records.

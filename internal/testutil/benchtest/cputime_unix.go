@@ -1,5 +1,7 @@
 //go:build unix
 
+// SPDX-License-Identifier: Apache-2.0
+
 package benchtest // import "github.com/runagain/runagain/internal/testutil/benchtest"
 
 import (

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package benchtest holds what benchmarks and allocation tests of several packages share:
 // the process's CPU time (CPUTime) and whether the race detector is on (RaceEnabled).
 package benchtest // import "github.com/runagain/runagain/internal/testutil/benchtest"

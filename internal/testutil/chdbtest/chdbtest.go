@@ -1,5 +1,7 @@
 //go:build chdb
 
+// SPDX-License-Identifier: Apache-2.0
+
 // Package chdbtest serves an embedded ClickHouse engine (chDB, github.com/chdb-io/chdb-go) over
 // the ClickHouse HTTP interface on 127.0.0.1, so code that talks to ClickHouse through
 // clickhouse-go (the contrib clickhouseexporter, runagain's warm/cold writers and readers) runs

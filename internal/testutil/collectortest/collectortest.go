@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package collectortest runs the real otelcol-runagain binary (built by `make build`) for
 // end-to-end tests: on free loopback ports, on a data directory of the test's choosing.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package miniotest runs a real MinIO server on 127.0.0.1 for tests that need S3.
 //
 // The binary is found through the environment variable MINIO_BIN, else `minio` on PATH, else

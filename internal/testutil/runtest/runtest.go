@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runtest builds small runs for tests of the read path (runview, the CLI, the UI): an
 // instrumented agent whose LLM call streamed its answer through the recording proxy, and whose
 // tool call made an HTTP request of its own, both exchanges recorded under the span that made

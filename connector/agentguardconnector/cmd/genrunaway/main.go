@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command genrunaway writes a runaway agent session (the same tool with the same arguments,
 // 20 times by default) as OTLP/JSON in the collector file exporter format (one
 // ExportTraceServiceRequest per line), for `runagain import` and the make-run end-to-end check.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runaway generates agent sessions as OTLP traces for tests and demos of the agent_guard
 // connector: a runaway session repeats one tool call with the same arguments.
 package runaway

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pii-score scores the redact PII detectors on the corpus pii/ presidio records and
 // prints precision and recall per entity type.
 //

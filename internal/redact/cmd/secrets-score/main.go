@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command secrets-score scores the redact secret detectors on examples written elsewhere: the
 // true- and false-positive examples of every gitleaks rule (module
 // github.com/zricethezav/gitleaks/v8@v8.30.1), the detector tests of OSV-SCALIBR's Veles (module
