@@ -130,13 +130,14 @@ func gatewayAuthConfig(t *testing.T) []byte {
 	require.Contains(t, rcv, "otlp")
 	cfg := map[string]any{
 		"extensions": map[string]any{"bearertokenauth": ext["bearertokenauth"], "health_check": ext["health_check"],
+			"partial_success": ext["partial_success"],
 			"runagain_storage": map[string]any{"hot": map[string]any{
 				"sqlite": map[string]any{"path": "${env:RUNAGAIN_DATA_DIR}/hot.db"}}}},
 		"receivers":  map[string]any{"otlp": rcv["otlp"]},
 		"processors": map[string]any{"memory_limiter": gw["processors"].(map[string]any)["memory_limiter"]},
 		"exporters":  map[string]any{"tiered": map[string]any{}},
 		"service": map[string]any{
-			"extensions": []string{"runagain_storage", "health_check", "bearertokenauth"},
+			"extensions": []string{"runagain_storage", "partial_success", "health_check", "bearertokenauth"},
 			"pipelines": map[string]any{"traces": map[string]any{
 				"receivers": []string{"otlp"}, "processors": []string{"memory_limiter"}, "exporters": []string{"tiered"}}},
 			"telemetry": map[string]any{"metrics": map[string]any{"level": "none"}},
