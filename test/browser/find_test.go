@@ -62,7 +62,9 @@ func TestFindInLargeRun(t *testing.T) {
 	assert.Equal(t, "10000", eval[string](t, ctx, `document.querySelector('#timeline').dataset.shown`))
 
 	// Text search on the server, payloads included; n selects the match.
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#find`), "ZANZIBAR"+kb.Enter), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-found="1"]`)))
+	// The matching row's page may still be on its way from the server when data-found is set.
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#find`), "ZANZIBAR"+kb.Enter), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-found="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#canvas .row[data-span="`+needleID+`"]`)))
 	assert.Equal(t, []string{needleID}, eval[[]string](t, ctx, `[...document.querySelectorAll('#canvas .row')].map(r => r.dataset.span)`))
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#findbar button.nav[data-step="1"]`)), chromedp.WaitVisible(chromedp.CSS(`#panel .spanpanel[data-span="`+needleID+`"]`)))
 	shot(t, ctx, "run-search")
