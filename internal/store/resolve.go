@@ -26,8 +26,8 @@ const maxCandidates = 5
 
 // ResolveTraceID turns a trace id, or an unambiguous prefix of one, into the full lower-case trace
 // id of a run r holds. A full id (32 hex characters) is returned as is, without reading r (Run
-// says whether it exists). A prefix of MinTraceIDPrefix to 31 hex characters lists r's runs
-// (Runs, every tier) and must start exactly one trace id: no match wraps ErrNotFound; more than
+// says whether it exists). A prefix of MinTraceIDPrefix to 31 hex characters streams r's runs
+// (EachRun, every tier, memory bounded by its page) and must start exactly one trace id: no match wraps ErrNotFound; more than
 // one wraps ErrAmbiguousTraceID and names up to 5 candidates; anything else wraps ErrBadTraceID.
 func ResolveTraceID(ctx context.Context, r Reader, id string) (string, error) {
 	id = strings.ToLower(strings.TrimSpace(id))
@@ -37,17 +37,17 @@ func ResolveTraceID(ctx context.Context, r Reader, id string) (string, error) {
 	if len(id) < MinTraceIDPrefix || len(id) > 32 || !isHex(id) {
 		return "", fmt.Errorf("%w %q: want 32 hex characters, or a prefix of at least %d", ErrBadTraceID, id, MinTraceIDPrefix)
 	}
-	sums, err := r.Runs(ctx, RunFilter{})
-	if err != nil {
-		return "", err
-	}
 	var found []string
 	seen := map[string]bool{}
-	for _, sum := range sums {
+	err := EachRun(ctx, r, RunFilter{}, func(sum RunSummary) bool {
 		if strings.HasPrefix(sum.TraceID, id) && !seen[sum.TraceID] {
 			seen[sum.TraceID] = true
 			found = append(found, sum.TraceID)
 		}
+		return true
+	})
+	if err != nil {
+		return "", err
 	}
 	switch len(found) {
 	case 0:
