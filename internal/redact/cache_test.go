@@ -56,7 +56,7 @@ func TestCleanCacheOneByteChanged(t *testing.T) {
 	for _, tc := range []struct{ clean, dirty, rule string }{
 		{cleanProse + "write to jane.doe example.com", cleanProse + "write to jane.doe@example.com", RuleEmail},
 		{cleanProse + "card 4111 1111 1111 111", cleanProse + "card 4111 1111 1111 1111", RuleCreditCard},
-		{cleanProse + "key sk proj-Q7wE9rT2yU4iO6pA8sD0fGQ7wE9rT2yU4iO6pA8sD0fG", cleanProse + "key sk-proj-Q7wE9rT2yU4iO6pA8sD0fGQ7wE9rT2yU4iO6pA8sD0fG", "openai_api_key"},
+		{cleanProse + "key sk-proj Q7wE9rT2yU4iO6pA8sD0fGQ7wE9rT2yU4iO6pA8sD0fG", cleanProse + "key sk-proj-Q7wE9rT2yU4iO6pA8sD0fGQ7wE9rT2yU4iO6pA8sD0fG", "openai_api_key"},
 	} {
 		if len(tc.clean) != len(tc.dirty) && len(tc.clean)+1 != len(tc.dirty) {
 			t.Fatalf("not one byte apart: %q %q", tc.clean, tc.dirty)

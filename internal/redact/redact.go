@@ -41,6 +41,7 @@ type Redactor struct {
 	digitIdx []int   // rules triggered by digit clusters
 	scanAll  []int   // rules without trigger
 	ipv6     int     // index of the scanner-driven IPv6 rule, -1 when off
+	shape    int     // index of the scanner-driven prefixed_token rule, -1 when off
 	hashKey  []byte
 	macPool  sync.Pool
 	// scratchPool holds *findScratch
@@ -89,7 +90,7 @@ func New(cfg Config) (*Redactor, error) {
 	for _, n := range cfg.Disabled {
 		disabled[n] = true
 	}
-	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, prefilterOK: true}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, shape: -1, prefilterOK: true}
 	for _, br := range builtinRules() {
 		if disabled[br.name] {
 			continue
@@ -134,6 +135,8 @@ func New(cfg Config) (*Redactor, error) {
 		switch {
 		case ru.name == RuleIPv6 && ru.re == nil:
 			r.ipv6 = i
+		case ru.name == RulePrefixedToken && ru.re == nil:
+			r.shape = i
 		case ru.digits:
 			r.digitIdx = append(r.digitIdx, i)
 		case ru.scanAll:
@@ -344,6 +347,9 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 	}
 	if r.ipv6 >= 0 {
 		scanIPv6(s, func(lo, hi int) { cs = append(cs, cand{prio: r.ipv6, start: lo, end: hi}) })
+	}
+	if r.shape >= 0 {
+		scanPrefixedTokens(s, func(lo, hi int) { cs = append(cs, cand{prio: r.shape, start: lo, end: hi}) })
 	}
 	if len(cs) == 0 {
 		return nil

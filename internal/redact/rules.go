@@ -120,7 +120,8 @@ const (
 	RuleNewRelicUser   = "new_relic_user_api_key"
 	RulePEMBase64      = "pem_private_key_base64"
 	RuleURLCredentials = "url_credentials"
-	// RulePasswordHash and RuleGenericCredential (generic.go) come here in priority
+	// RulePasswordHash, RuleGenericCredential (generic.go) and RulePrefixedToken (shape.go) come
+	// here in priority
 	RuleAuthorization = "authorization"
 	RuleCookie        = "cookie"
 	RulePasswordKey   = "password_key"
@@ -231,6 +232,7 @@ func compileBuiltinRules() []*rule {
 					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"}), 300,
 			passwordKeyCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
+		{name: RulePrefixedToken, cat: CategorySecret}, // found by the byte scanner (scanPrefixedTokens), no regex
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)

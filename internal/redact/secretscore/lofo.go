@@ -11,11 +11,12 @@ import (
 	"github.com/runagain/runagain/internal/redact"
 )
 
-// contextRules find a credential by its context (a key, a URL, a header), not by its family's
+// contextRules find a credential by its context (a key, a URL, a header) or by a shape common to
+// many families (prefixed_token: a short prefix and a long random body), not by one family's
 // format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
 // for.
 var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true,
-	redact.RuleAuthorization: true, redact.RuleCookie: true}
+	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true}
 
 // LOFO is the leave-one-family-out recall of one family: its positives scored by a redactor
 // without any rule of the family (the rules that found its positives with every rule on, and
@@ -25,6 +26,7 @@ type LOFO struct {
 	Disabled          []string
 	Positives, Found  int
 	Worded, WordFound int // positives whose text holds a credential word, and those found
+	Real, RealFound   int // positives whose value does not look fake (FakeLooking), and those found
 	Missed            []Outcome
 }
 
@@ -113,6 +115,12 @@ func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, 
 			} else {
 				l.Missed = append(l.Missed, o)
 			}
+			if !ExampleFakeLooking(e) {
+				l.Real++
+				if hit {
+					l.RealFound++
+				}
+			}
 			if hasCredentialWord(e.Text) {
 				l.Worded++
 				if hit {
@@ -125,6 +133,12 @@ func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, 
 	return out, nil
 }
 
+// ExampleFakeLooking: the example's secret (its text when the secret is not known) is written
+// to look fake (FakeLooking).
+func ExampleFakeLooking(e Example) bool {
+	return FakeLooking(e.Secret) || (e.Secret == "" && FakeLooking(e.Text))
+}
+
 // LOFOTotals sums the LOFO figures of one source.
 func LOFOTotals(ls []LOFO, source string) (pos, found, worded, wordFound int) {
 	for _, l := range ls {
@@ -133,6 +147,17 @@ func LOFOTotals(ls []LOFO, source string) (pos, found, worded, wordFound int) {
 			found += l.Found
 			worded += l.Worded
 			wordFound += l.WordFound
+		}
+	}
+	return
+}
+
+// LOFORealTotals sums the LOFO figures of one source over the positives that do not look fake.
+func LOFORealTotals(ls []LOFO, source string) (real, found int) {
+	for _, l := range ls {
+		if l.Source == source {
+			real += l.Real
+			found += l.RealFound
 		}
 	}
 	return
@@ -150,19 +175,25 @@ func PrintLOFO(w io.Writer, ls []LOFO, verbose bool) {
 		if n == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\nleave-one-family-out, %s (its rules off: only context rules and the generic detector)\n%-34s %9s %7s %12s %7s\n",
-			src, "family", "positives", "recall", "with a word", "recall")
+		fmt.Fprintf(w, "\nleave-one-family-out, %s (its rules off: only context rules and the generic detectors)\n%-34s %9s %7s %12s %7s %10s %7s\n",
+			src, "family", "positives", "recall", "with a word", "recall", "not fake", "recall")
 		for _, l := range ls {
 			if l.Source == src {
-				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded))
+				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded),
+					l.Real, ratio(l.RealFound, l.Real))
 				if verbose {
 					for _, o := range l.Missed {
-						fmt.Fprintf(w, "    MISS %s: %s\n", o.RuleID, clip(o.Text, o.Secret))
+						kind := "MISS"
+						if ExampleFakeLooking(o.Example) {
+							kind = "miss (fake-looking)"
+						}
+						fmt.Fprintf(w, "    %s %s: %s\n", kind, o.RuleID, clip(o.Text, o.Secret))
 					}
 				}
 			}
 		}
 		pos, found, worded, wf := LOFOTotals(ls, src)
-		fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f\n", "TOTAL "+src, pos, ratio(found, pos), worded, ratio(wf, worded))
+		real, rf := LOFORealTotals(ls, src)
+		fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f\n", "TOTAL "+src, pos, ratio(found, pos), worded, ratio(wf, worded), real, ratio(rf, real))
 	}
 }

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package redact
+
+import (
+	"math"
+	"strings"
+)
+
+// RulePrefixedToken is the detector of shape: a credential of a family no rule knows, found by
+// how vendors write API tokens (issue 33), not by any vendor's prefix.
+//
+// Most providers issue tokens as a short name, a separator and a long random body: ghp_<36>,
+// ddp_<36>, dckr_pat_<27>, xai-<80>, HRKU-<60>, whsec_<32>, sb_secret_<31>, hvs.<90>. The
+// rule takes that shape and no list of prefixes, so leaving a family's own rule out (the
+// leave-one-family-out score of secrets-score) leaves the family findable. A token of shape is a
+// maximal run of [A-Za-z0-9_-] (one '.' allowed as its first separator, up to two '=' of
+// padding after it) that
+//
+//   - starts at a boundary: not after a letter, digit, '_', '-', '.', '/', '+', '\\', '%', '@' or
+//     '&' (inside a word, a path, a URL, base64 or an e-mail address it is part of something else);
+//   - starts with a prefix of 2 to 10 letters and digits, the first two letters, the letters of
+//     one case (ghp, dckr, HRKU, sq0csp; not PWHn6CD5, which is random), then '_', '-' or '.';
+//   - has a body (everything after that first separator) of at least 30 letters and digits,
+//     separators not counted, holding upper case, lower case and digits, with a Shannon entropy of
+//     at least 4.0 bits per byte (30 random base62 characters average about 4.6; words, snake_case
+//     and kebab-case names, counting runs and fillers stay far below), no counting run of 8
+//     (abcdefgh, 12345678) and no placeholder marker (isPlaceholder);
+//   - ends at a boundary: not followed by a letter or digit, nor by '.' and a letter (a host
+//     name or a dotted path), nor by '@';
+//   - is not the value of a key named as an identifier (id, *_id, *Id, *-id, ids): "id":
+//     "chatcmpl-...", tool_call_id: call_....
+//
+// The body floor of 30 is measured on the corpus agent recordings (1,177 cassettes and traces,
+// make secrets-score): the provider identifiers they carry in the same shape are shorter
+// (OpenAI chatcmpl-: 29 body characters, call_/asst_/thread_/run_/step_/proj_: 24, Anthropic
+// msg_/toolu_, also under bdrk_/vrtx_: 24 to 28) or hexadecimal (OpenAI resp_/msg_/fc_: 48 to
+// 50 hex digits, a content hash's alphabet), and none of them is taken. Bodies of one case
+// (hex, base36 ULIDs) are left to the rules and the generic detector, which read the context.
+// It finds nothing of the shape's families with bodies under 30 (GOCSPX-<28>, PMAT-<26>).
+const RulePrefixedToken = "prefixed_token"
+
+// Shape detector thresholds (see RulePrefixedToken).
+const (
+	shapeMinBody    = 30  // letters and digits after the prefix
+	shapeMaxPrefix  = 10  // bytes of the prefix
+	shapeMinEntropy = 4.0 // bits per byte of the body
+)
+
+// shapeTokenLen is the shortest run that can hold a token of shape: a 2-byte prefix, the
+// separator and the body.
+const shapeTokenLen = 2 + 1 + shapeMinBody
+
+func isShapeByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+// shapeBoundaryBefore: a token of shape may start after c.
+func shapeBoundaryBefore(c byte) bool {
+	return !isShapeByte(c) && c != '.' && c != '/' && c != '+' && c != '\\' && c != '%' && c != '@' && c != '&'
+}
+
+// scanPrefixedTokens calls f for each token of shape in s (see RulePrefixedToken). It visits
+// each run of token bytes once: the separators '_', '-' and '.' are found with IndexByte, and a
+// run shorter than shapeTokenLen is skipped without a look at its bytes past the separator.
+func scanPrefixedTokens(s string, f func(lo, hi int)) {
+	n := len(s)
+	if n < shapeTokenLen {
+		return
+	}
+	nu, nd, np := -2, -2, -2 // next '_', '-', '.' at or after i (-1: none left; -2: not looked up)
+	next := func(c byte, cur *int, i int) int {
+		if *cur == -1 || *cur >= i {
+			return *cur
+		}
+		j := strings.IndexByte(s[i:], c)
+		if j < 0 {
+			*cur = -1
+		} else {
+			*cur = i + j
+		}
+		return *cur
+	}
+	for i := 0; i < n; {
+		p := -1
+		for _, x := range [3]int{next('_', &nu, i), next('-', &nd, i), next('.', &np, i)} {
+			if x >= 0 && (p < 0 || x < p) {
+				p = x
+			}
+		}
+		if p < 0 || n-p < shapeMinBody+1 {
+			return
+		}
+		a := p
+		for a > 0 && p-a <= shapeMaxPrefix && isAlnum(s[a-1]) {
+			a--
+		}
+		end := shapeRunEnd(s, p+1)
+		if lo, hi, ok := prefixedToken(s, a, p, end); ok {
+			f(lo, hi)
+		}
+		i = max(p+1, end)
+	}
+}
+
+// shapeRunEnd returns the end of the run of token bytes starting at i.
+func shapeRunEnd(s string, i int) int {
+	for i < len(s) && isShapeByte(s[i]) {
+		i++
+	}
+	return i
+}
+
+// prefixedToken checks the candidate whose prefix is s[a:p], its separator s[p] and whose run
+// of token bytes after it ends at end; it returns the span of the token.
+func prefixedToken(s string, a, p, end int) (int, int, bool) {
+	pre := p - a
+	if pre < 2 || pre > shapeMaxPrefix || (a > 0 && !shapeBoundaryBefore(s[a-1])) {
+		return 0, 0, false
+	}
+	if !isAlpha(s[a]) || !isAlpha(s[a+1]) {
+		return 0, 0, false
+	}
+	lower, upper := false, false
+	for i := a; i < p; i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		}
+	}
+	if lower && upper {
+		return 0, 0, false
+	}
+	if s[p] == '.' && (p+1 >= len(s) || !isAlnum(s[p+1])) {
+		return 0, 0, false
+	}
+	body := s[p+1 : end]
+	// the body's letters and digits: count, classes, entropy, counting runs
+	var counts [128]uint16
+	alnum, bl, bu, bd := 0, false, false, false
+	run, best := 1, 1
+	var prev byte
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c == '_' || c == '-' {
+			continue
+		}
+		alnum++
+		counts[c]++
+		switch {
+		case c >= 'a' && c <= 'z':
+			bl = true
+		case c >= 'A' && c <= 'Z':
+			bu = true
+		default:
+			bd = true
+		}
+		if c == prev+1 {
+			run++
+			best = max(best, run)
+		} else {
+			run = 1
+		}
+		prev = c
+	}
+	if alnum < shapeMinBody || !bl || !bu || best >= 8 {
+		return 0, 0, false
+	}
+	if entropyCounts(counts[:], alnum) < shapeMinEntropy {
+		return 0, 0, false
+	}
+	if bl && bu && !bd && !mixedCase(body) {
+		return 0, 0, false // CamelCase words: one capital per word
+	}
+	if wordy(body) || hasUUID(body) {
+		return 0, 0, false
+	}
+	hi := end
+	for k := 0; k < 2 && hi < len(s) && s[hi] == '='; k++ {
+		hi++
+	}
+	if hi < len(s) && hi == end {
+		switch c := s[hi]; {
+		case isAlnum(c), c == '@':
+			return 0, 0, false
+		case c == '.' && hi+1 < len(s) && isAlpha(s[hi+1]):
+			return 0, 0, false // a host name or a dotted path
+		case (c == '"' || c == '\'') && hi+1 < len(s) && s[hi+1] == ':':
+			return 0, 0, false // a JSON object key
+		}
+	}
+	if isPlaceholder(s[a:hi]) || idKeyBefore(s, a) {
+		return 0, 0, false
+	}
+	return a, hi, true
+}
+
+// entropyCounts is entropy over byte counts of n bytes.
+func entropyCounts(counts []uint16, n int) float64 {
+	h := 0.0
+	fn := float64(n)
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / fn
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// idKeyBefore reports whether the value starting at a is given to a key named as an identifier:
+// "id": "v", tool_call_id: v, requestId=v, x-request-id: v, "ids": ["v" (the separator between
+// them: quotes, blanks, ':', '=', '[' and ',', at most 6 bytes).
+func idKeyBefore(s string, a int) bool {
+	j := a
+	for j > 0 && a-j < 6 && strings.IndexByte("\"' \t:=[", s[j-1]) >= 0 {
+		j--
+	}
+	if j == a || j < 2 {
+		return false
+	}
+	k := j
+	for k > 0 && j-k < 64 && (isAlnum(s[k-1]) || s[k-1] == '_' || s[k-1] == '-' || s[k-1] == '.') {
+		k--
+	}
+	name := s[k:j]
+	name = strings.TrimSuffix(strings.TrimSuffix(name, "s"), "S")
+	n := len(name)
+	if n < 2 || !strings.EqualFold(name[n-2:], "id") {
+		return false
+	}
+	if n == 2 {
+		return true
+	}
+	c := name[n-3]
+	return c == '_' || c == '-' || c == '.' || (name[n-2] == 'I' && name[n-1] == 'd' && c >= 'a' && c <= 'z') ||
+		(name[n-2] == 'I' && name[n-1] == 'D')
+}
+
+// looseShapeRuns calls f for each run of bytes [A-Za-z0-9_.=-] at least shapeTokenLen long
+// holding a '_', '-' or '.': a superset, in raw JSON bytes, of the tokens scanPrefixedTokens
+// finds in any string leaf (their bytes need no escape; an escape before one, such as \n, only
+// lengthens the raw run, and \u escapes are hot on their own).
+func looseShapeRuns(s string, f func(lo, hi int)) {
+	n := len(s)
+	for i := 0; i+shapeTokenLen <= n; {
+		j := strings.IndexAny(s[i:], "_-.")
+		if j < 0 {
+			return
+		}
+		p := i + j
+		lo := p
+		for lo > i && looseShapeByte(s[lo-1]) {
+			lo--
+		}
+		hi := p + 1
+		for hi < n && looseShapeByte(s[hi]) {
+			hi++
+		}
+		if hi-lo >= shapeTokenLen {
+			f(lo, hi)
+		}
+		i = hi
+	}
+}
+
+func looseShapeByte(c byte) bool { return isShapeByte(c) || c == '.' || c == '=' }
+
+// wordy: more than half of the letters of v stand in runs of 4 or more lower-case letters, as
+// in names made of words (SponsoredProductsRemoteSearch, apiKeyClientSecret); in 30 random
+// base62 characters about one letter in seven does.
+func wordy(v string) bool {
+	letters, inWords, run := 0, 0, 0
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && v[i] >= 'a' && v[i] <= 'z' {
+			run++
+			letters++
+			continue
+		}
+		if run >= 4 {
+			inWords += run
+		}
+		run = 0
+		if i < len(v) && v[i] >= 'A' && v[i] <= 'Z' {
+			letters++
+		}
+	}
+	return inWords*2 > letters
+}
+
+// hasUUID: v holds a UUID (8-4-4-4-12 hex digits): a name derived from an id, not a token.
+func hasUUID(v string) bool {
+	for i := 0; i+36 <= len(v); i++ {
+		if v[i+8] == '-' && uuidShaped(v[i:i+36]) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPrefixedTokenUnseenFamilies: tokens of made-up vendors (no rule of either rule set knows
+// their prefix) in the places agents meet them (bare, glued to another token, in an env file,
+// a JSON string, a CLI flag, a YAML value) are found by prefixed_token alone.
+func TestPrefixedTokenUnseenFamilies(t *testing.T) {
+	only := newTest(t, Config{Disabled: allBut(RulePrefixedToken)})
+	for _, c := range []struct{ in, token string }{
+		{"zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV", "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{"ZORP-Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV", "ZORP-Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{"frob_live_9fK2pQ9xZr7LmN4vB6tY1wE3uD5sA8b", "frob_live_9fK2pQ9xZr7LmN4vB6tY1wE3uD5sA8b"},
+		{"vlt.CAESIJlU9kQ2bE8rT5wXnYp3mZa7Rc4Hq6Ws", "vlt.CAESIJlU9kQ2bE8rT5wXnYp3mZa7Rc4Hq6Ws"},
+		{"ZORP=zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV\n", "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{`{"cfg": "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cVzorp_Q7wE9rT2yU4"}`, "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{"zorpctl login -p zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV --quiet", "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{"upstream:\n  value: zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cVextra\n", "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"},
+		{"blob essu_VWtSQlNXNWFjMEpWWVZsbFVUZDBORmRQTldJNmNu==extra", "essu_VWtSQlNXNWFjMEpWWVZsbFVUZDBORmRQTldJNmNu"},
+	} {
+		out, fs := only.Redact(c.in)
+		if strings.Contains(out, c.token) || len(fs) == 0 || fs[0].Rule != RulePrefixedToken {
+			t.Errorf("%q: token kept: %q %v", c.in, out, fs)
+		}
+	}
+}
+
+// TestPrefixedTokenKeepsIdentifiers: what has the shape but is not a credential stays, with every
+// rule on: provider object ids (from the corpus recordings), ids under an id key even when long,
+// snake_case and CamelCase names, hex digests, UUID-derived names, paths, URLs and host names.
+func TestPrefixedTokenKeepsIdentifiers(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, in := range []string{
+		`{"id":"chatcmpl-Cj4xwF0fLMbLL7cj2PpKMa69vdqgM","object":"chat.completion"}`,
+		`{"type":"tool_use","id":"toolu_bdrk_01LzqVRttWAxkjdq19wmG2Cn","name":"get_weather"}`,
+		`"id": "msg_bdrk_014Xm38ThEYTKekeaww6c2KS"`,
+		`tool_call_id: call_VSPygqKTWdrhaFErNvMV18Yl`,
+		`{"id": "resp_0f00ca5b7e22bb4c0068db9d0110d8819da676bd1f2dd03a40"}`,
+		`previous_response_id=resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452fe3a`,
+		`run run_RsJmiMTrgkBzb3FvyCvRoqpd on thread thread_fbFB5caAj0sEpE1c5ICMDs7I`,
+		`openai-project: proj_tzz1TbPPOXaf6j9tEkVUBIAa`,
+		`the test test_prefixed_token_keeps_ordinary_snake_case_identifiers_2024 passed`,
+		`selector desktop-rhf_SponsoredProductsRemoteRHFSearchEXPSubsK2ClickPagination`,
+		`"user_d351d93b-adb0-4714-bbef-a11100fff9cc_token_apiKeyClientSecret": ""`,
+		`sha-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08`,
+		`see https://example.com/files/file_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV/content`,
+		`/var/lib/app/blob_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV.bin`,
+		`host ab-Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV.example.com answers`,
+		`id pk-lf-5855d85e-3943-497e-bd10-f50ad414bcba-5855d85e3943`,
+		`ABCD-EFGH-IJKL-MNOP-QRST-UVWX-YZ12-3456-789A-BCDE-FGHI`,
+	} {
+		if out, fs := r.Redact(in); len(fs) != 0 {
+			t.Errorf("%q: taken: %q %v", in, out, fs)
+		}
+	}
+}
+
+// allBut returns every built-in rule name except keep.
+func allBut(keep ...string) []string {
+	var out []string
+	for _, n := range BuiltinRules() {
+		if !strings.Contains(strings.Join(keep, "\x00"), n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
