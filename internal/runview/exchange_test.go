@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/testutil/runtest"
@@ -64,4 +65,58 @@ func TestExchangesUnderTheirCall(t *testing.T) {
 	require.Len(t, in.Exchanges, 1)
 	assert.Equal(t, ex.SpanID, in.Exchanges[0].SpanID)
 	assert.Equal(t, int64(1), v.Totals.LLMCalls, "the exchange under the instrumented call is not counted again")
+}
+
+// TestExchangesPlacedUnderTheirCall: exchanges recorded beside the calls that made them (under
+// the proxy's root) move under those calls: the LLM call's by the counting rule (time, model),
+// the tool call's by its inferred span link. Each sits right below its call, one level deeper,
+// names the call as its parent, keeps its recorded parent, and is the call's exchange; the
+// steps and totals are those of the run recorded with parents.
+func TestExchangesPlacedUnderTheirCall(t *testing.T) {
+	trace := pcommon.TraceID{15: 8}
+	start := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	build := func(td func(pcommon.TraceID, time.Time) ptrace.Traces) *View {
+		v, err := Build(context.Background(), &store.Run{TraceID: trace.String(), Traces: td(trace, start), Logs: plog.NewLogs()}, Options{})
+		require.NoError(t, err)
+		return v
+	}
+	v, ref := build(runtest.UnparentedRun), build(runtest.StreamedRun)
+	node := func(id byte) *Node {
+		n := v.NodeOf(pcommon.SpanID{8, id}.String())
+		require.NotNil(t, n)
+		return n
+	}
+	proxy := node(runtest.ProxyRoot)
+	for _, c := range []struct {
+		call, ex byte
+		how      Placement
+	}{{runtest.LLMSpan, runtest.LLMExchange, PlacedByTime}, {runtest.ToolSpan, runtest.ToolExchange, PlacedByLink}} {
+		call, ex := node(c.call), node(c.ex)
+		assert.Equal(t, call.Index+1, ex.Index, "right below its call")
+		assert.Equal(t, call.Depth+1, ex.Depth)
+		assert.Equal(t, call.Index, ex.Parent)
+		assert.Equal(t, proxy.Index, ex.RecordedParent)
+		assert.Equal(t, c.how, ex.Placement)
+		exs := v.ExchangesOf(call.Index)
+		require.Len(t, exs, 1)
+		assert.Equal(t, ex.SpanID(), exs[0].SpanID)
+		assert.Equal(t, ex.Index, exs[0].Node)
+	}
+	assert.Equal(t, PlacedAsRecorded, proxy.Placement)
+	for i, n := range v.Nodes {
+		assert.Equal(t, i, n.Index)
+		if n.Parent >= 0 {
+			assert.Less(t, n.Parent, i, "a parent comes before its children")
+		}
+	}
+	require.Len(t, v.Steps, len(ref.Steps))
+	for k, st := range v.Steps {
+		assert.Equal(t, ref.Steps[k].SpanID, st.SpanID)
+		assert.Equal(t, k+1, st.Index)
+		assert.Equal(t, st.SpanID, v.Nodes[st.Node].SpanID())
+	}
+	got := v.Totals
+	assert.Equal(t, ref.Totals.Spans+1, got.Spans, "the proxy's root span")
+	got.Spans = ref.Totals.Spans
+	assert.Equal(t, ref.Totals, got)
 }

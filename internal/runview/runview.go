@@ -96,8 +96,12 @@ type View struct {
 type Node struct {
 	Index int // position in View.Nodes
 	*store.Node
-	Parent        int    // index of the parent node, -1 for a root or an orphan
-	MissingParent string // first orphan of a missing parent: that parent's span id (hex)
+	Parent int // index of the parent node, -1 for a root or an orphan
+	// Placement says why the node is not under its recorded parent (place.go); RecordedParent is
+	// the index of that parent (-1 for a root or an orphan), Parent's own when not moved.
+	Placement      Placement
+	RecordedParent int
+	MissingParent  string // first orphan of a missing parent: that parent's span id (hex)
 	// Kind is genai.ClassifySpan of the span as read (Effective).
 	Kind genai.Kind
 	// Exchange is the recorded HTTP exchange the span holds (runagain.fixture.source), nil if none
@@ -214,6 +218,7 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 		if p, ok := v.byID[sn.Span.ParentSpanID()]; ok && !sn.Span.ParentSpanID().IsEmpty() && p != i {
 			n.Parent = p
 		}
+		n.RecordedParent = n.Parent
 		s := sn.Span
 		if v.SessionID == "" {
 			if id, ok := genai.SessionID(s.Attributes(), sn.Resource.Attributes(), opts.SessionKeys); ok {
@@ -250,6 +255,7 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 		v.RehydrateErr = errors.Join(v.RehydrateErr, errors.Join(lazyErrs...))
 	}
 	v.count()
+	v.place()
 	v.records()
 	if v.SessionID == "" && run.Session != nil {
 		v.SessionID = run.Session.SessionID

@@ -538,28 +538,39 @@ type panelView struct {
 	CostUSD       float64
 	Unpriced      bool
 	CoveredBy     string // a recorded exchange counted as part of this instrumented call (runview rule)
-	Messages      *CallMessages
-	MessagesErr   string
-	InputUnread   *genai.Unread // the attribute holding the input in a form no dialect reads
-	OutputUnread  *genai.Unread
-	System        []partView
-	Input         []messageView
-	Output        []messageView
-	Tools         string
-	ToolsSize     int
-	Recorded      *recordedInput
-	Attrs         []attrView
-	Resource      []attrView
-	Events        []eventView
-	Marks         []Mark
-	Tool          *toolView
-	Exceptions    []exceptionView
-	OpenRecorded  bool // the step page opens "as recorded" (what show --step N prints)
-	PayloadErr    string
+	// PlacedUnder is the call a recorded exchange is shown under when that is not its recorded
+	// parent (runview.Placement); nil otherwise.
+	PlacedUnder  *placedView
+	Messages     *CallMessages
+	MessagesErr  string
+	InputUnread  *genai.Unread // the attribute holding the input in a form no dialect reads
+	OutputUnread *genai.Unread
+	System       []partView
+	Input        []messageView
+	Output       []messageView
+	Tools        string
+	ToolsSize    int
+	Recorded     *recordedInput
+	Attrs        []attrView
+	Resource     []attrView
+	Events       []eventView
+	Marks        []Mark
+	Tool         *toolView
+	Exceptions   []exceptionView
+	OpenRecorded bool // the step page opens "as recorded" (what show --step N prints)
+	PayloadErr   string
 	// Exchanges are the recorded HTTP exchanges of the span (runview.ExchangesOf): the span's
 	// own when it is one, else those its LLM or tool call made, each as request and response.
 	Exchanges  []exchangeView
 	IsExchange bool // the span is a recorded exchange: its attributes start folded
+}
+
+// placedView says under which call an exchange is shown, and why (runview.Placement).
+type placedView struct{ How, SpanID, Why string }
+
+var placedWhy = map[runview.Placement]string{
+	runview.PlacedByLink: "the call its inferred span link names (runagain.link.type inferred), not its recorded parent",
+	runview.PlacedByTime: "the call it overlaps in time with the same request model or tool (the counting rule), not its recorded parent",
 }
 
 // unreadOf returns cm's Unread entry for side, nil if none.
@@ -637,6 +648,9 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	p.CostUSD, p.Unpriced = node.Cost.USD, node.Cost.Unpriced
 	if cb := node.Verdict.CoveredBy; cb >= 0 {
 		p.CoveredBy = c.nodes[cb].SpanID()
+	}
+	if node.Placement != runview.PlacedAsRecorded && node.Parent >= 0 {
+		p.PlacedUnder = &placedView{How: string(node.Placement), SpanID: c.nodes[node.Parent].SpanID(), Why: placedWhy[node.Placement]}
 	}
 	p.Attrs = attrViews(a)
 	p.Resource = attrViews(c.nodes[i].Resource.Attributes())

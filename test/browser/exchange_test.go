@@ -112,3 +112,57 @@ func TestJSONFoldsPerKey(t *testing.T) {
 	assert.Equal(t, before, eval[string](t, ctx, pre+`.textContent`), "folding never changes the text")
 	assert.Empty(t, dlg.opened())
 }
+
+// TestExchangeMovedUnderItsCall: exchanges the proxy recorded beside the calls that made them
+// (under its own root span, as for an agent that does not propagate traceparent) are drawn
+// under those calls, as descendant ones are: the LLM call's, tied to it by time and model, and
+// the tool call's, tied by an inferred span link. Each row comes right after its call, indented
+// below it, folds with it, and the call's panel shows the exchange; the exchange's panel keeps
+// its recorded parent and says under which call it is shown, and why.
+func TestExchangeMovedUnderItsCall(t *testing.T) {
+	ctx, dlg := tab(t)
+	trace := pcommon.TraceID{0x5e, 0xe2, 15: 7}
+	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.UnparentedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
+	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
+	require.NoError(t, err)
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	id := func(b byte) string { return pcommon.SpanID{7, b}.String() }
+	llm, llmEx, tool, toolEx, proxy := id(runtest.LLMSpan), id(runtest.LLMExchange), id(runtest.ToolSpan), id(runtest.ToolExchange), id(runtest.ProxyRoot)
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+llm), chromedp.WaitVisible(chromedp.CSS(`#panel section.exchange[data-exchange="`+llmEx+`"]`)))
+	order := eval[[]string](t, ctx, `[...document.querySelectorAll('#canvas .row[data-span]')].map(r => r.dataset.span)`)
+	pos := func(s string) int {
+		for k, o := range order {
+			if o == s {
+				return k
+			}
+		}
+		t.Fatalf("row %s not on the timeline: %v", s, order)
+		return -1
+	}
+	assert.Equal(t, pos(llm)+1, pos(llmEx), "the LLM exchange right after its call")
+	assert.Equal(t, pos(tool)+1, pos(toolEx), "the tool's exchange right after its call")
+	pad := func(id string) int {
+		return eval[int](t, ctx, `parseInt(document.querySelector('.row[data-span="`+id+`"] .name').style.paddingLeft)`)
+	}
+	assert.Greater(t, pad(llmEx), pad(llm), "indented under the LLM call")
+	assert.Greater(t, pad(toolEx), pad(tool), "indented under the tool call")
+	assert.Equal(t, pad(llm), pad(proxy), "the proxy's root stays where it was recorded")
+	shot(t, ctx, "exchange-moved-under-call")
+
+	// Folding the tool call folds its exchange with it.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#canvas .row[data-span="`+tool+`"] [data-fold]`)), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-shown="5"]`)))
+	assert.Zero(t, eval[int](t, ctx, `document.querySelectorAll('#canvas .row[data-span="`+toolEx+`"]').length`), "folded with its call")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#canvas .row[data-span="`+tool+`"] [data-fold]`)), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-shown="6"]`)))
+
+	// The tool call's panel shows its exchange; the exchange's panel says why it is shown there.
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+tool), chromedp.WaitVisible(chromedp.CSS(`#panel section.exchange[data-exchange="`+toolEx+`"]`)))
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+toolEx), chromedp.WaitVisible(chromedp.CSS(`#panel [data-placed]`)))
+	assert.Equal(t, "inferred_link", eval[string](t, ctx, `document.querySelector('#panel [data-placed]').dataset.placed`))
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#panel [data-placed]').textContent`), tool)
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#panel .facts').textContent`), proxy, "the recorded parent is still named")
+	shot(t, ctx, "exchange-moved-panel")
+	assert.Empty(t, dlg.opened())
+}

@@ -20,7 +20,10 @@
 //     ai.generateText.doGenerate) is an aggregate, not a step: its usage counts only when no call
 //     below it records any.
 //   - Any other recorded HTTP exchange is an HTTP step (a tool API), unless it is the transport of
-//     a counted LLM or tool step (below it).
+//     a counted LLM or tool step (below it, or below the span its inferred link names).
+//   - An exchange's span link marked inferred (runagain.link.type "inferred": `proxy --record`
+//     joining an agent's trace) counts as parentage: a derived exchange linked to an instrumented
+//     span of its kind is covered by it, before any overlap is looked for.
 package rule
 
 import (
@@ -36,6 +39,9 @@ import (
 // Span is what the rule reads of one span of a run.
 type Span struct {
 	ID, Parent pcommon.SpanID
+	// Link is the span an inferred span link of the span points at (runagainattr.LinkInferred);
+	// empty when none.
+	Link       pcommon.SpanID
 	Start, End pcommon.Timestamp // Unix ns; End before Start is read as Start
 	// Kind is genai.Classify of the span as read (a derived exchange's derived attributes included).
 	Kind genai.Kind
@@ -130,6 +136,11 @@ func Apply(spans []Span) []Verdict {
 		if k == "" {
 			continue
 		}
+		if j, ok := byID[spans[i].Link]; ok && !spans[i].Link.IsEmpty() && j != i && !taken[j] && instrumented(j, k) &&
+			(k == genai.KindLLM || sameName(spans[j].Tool, spans[i].Tool)) {
+			out[i].CoveredBy, taken[j] = j, true
+			continue
+		}
 		ancestors(i, func(j int) bool {
 			if instrumented(j, k) && (k == genai.KindLLM || sameName(spans[j].Tool, spans[i].Tool)) {
 				out[i].CoveredBy, taken[j] = j, true
@@ -181,8 +192,12 @@ func Apply(spans []Span) []Verdict {
 			continue
 		}
 		transport := false
+		step := func(j int) bool { return out[j].Step == StepLLM || out[j].Step == StepTool || out[j].Aggregate }
+		if j, ok := byID[s.Link]; ok && !s.Link.IsEmpty() && j != i && step(j) {
+			transport = true
+		}
 		ancestors(i, func(j int) bool {
-			if out[j].Step == StepLLM || out[j].Step == StepTool || out[j].Aggregate {
+			if step(j) {
 				transport = true
 				return false
 			}
@@ -233,7 +248,15 @@ func FromSpan(s ptrace.Span) Span {
 	if v, ok := a.Get(runagainattr.GenAIDerived); ok && v.Type() == pcommon.ValueTypeBool {
 		derived = v.Bool()
 	}
-	return Span{ID: s.SpanID(), Parent: s.ParentSpanID(), Start: s.StartTimestamp(), End: s.EndTimestamp(),
+	var link pcommon.SpanID
+	for k := 0; k < s.Links().Len(); k++ {
+		l := s.Links().At(k)
+		if t, ok := l.Attributes().Get(runagainattr.LinkType); ok && t.AsString() == runagainattr.LinkInferred {
+			link = l.SpanID()
+			break
+		}
+	}
+	return Span{ID: s.SpanID(), Parent: s.ParentSpanID(), Link: link, Start: s.StartTimestamp(), End: s.EndTimestamp(),
 		Kind: genai.Classify(a), Exchange: exchange, Derived: derived, Model: genai.RequestModel(a),
 		Tool: genai.ToolName(a), HasUsage: genai.TokenUsage(a) != (genai.Usage{})}
 }

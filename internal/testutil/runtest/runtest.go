@@ -103,3 +103,39 @@ func StreamedRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
 	put(wx, ToolExchange, ToolSpan)
 	return td
 }
+
+// ProxyRoot is the span id of the proxy's root span in UnparentedRun.
+const ProxyRoot = 6
+
+// UnparentedRun is StreamedRun as a proxy records it for an agent that does not propagate
+// traceparent, before its exchanges are parented: both exchanges hang under the proxy's root
+// span ("runagain proxy", under the agent's root), not under the calls that made them. The LLM
+// exchange is tied to its call only by time and request model (the counting rule covers it);
+// the tool's exchange carries a span link to the tool span marked inferred
+// (runagain.link.type "inferred", evidence "time").
+func UnparentedRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
+	td := StreamedRun(trace, start)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	p := spans.AppendEmpty()
+	p.SetTraceID(trace)
+	p.SetSpanID(pcommon.SpanID{trace[15], ProxyRoot})
+	p.SetParentSpanID(pcommon.SpanID{trace[15], RootSpan})
+	p.SetName("runagain proxy")
+	p.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(10 * time.Millisecond)))
+	p.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(2990 * time.Millisecond)))
+	for i := 0; i < spans.Len(); i++ {
+		s := spans.At(i)
+		switch s.SpanID() {
+		case pcommon.SpanID{trace[15], LLMExchange}:
+			s.SetParentSpanID(p.SpanID())
+		case pcommon.SpanID{trace[15], ToolExchange}:
+			s.SetParentSpanID(p.SpanID())
+			l := s.Links().AppendEmpty()
+			l.SetTraceID(trace)
+			l.SetSpanID(pcommon.SpanID{trace[15], ToolSpan})
+			l.Attributes().PutStr("runagain.link.type", "inferred")
+			l.Attributes().PutEmptySlice("runagain.link.evidence").AppendEmpty().SetStr("time")
+		}
+	}
+	return td
+}
