@@ -20,6 +20,7 @@ import (
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/erase"
 	"github.com/runagain/runagain/internal/seal"
+	"github.com/runagain/runagain/internal/settle"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
 )
 
@@ -77,7 +78,7 @@ Stores are those of --config (runagain_storage), else the embedded default's fil
 func init() {
 	var session, trace string
 	var removeFromDatasets, noCompact, sealedOnly, dryRun bool
-	var settle time.Duration
+	var settleFor time.Duration
 	var collectorMetrics string
 	cmd := &cobra.Command{
 		Use:   "delete --session ID | --trace ID",
@@ -107,14 +108,14 @@ func init() {
 			if rep != nil {
 				printErasure(cmd.OutOrStdout(), session, trace, rep)
 			}
-			if err != nil || settle <= 0 {
+			if err != nil || settleFor <= 0 {
 				return err
 			}
-			murl, err := collectorMetricsURL(ctx, collectorMetrics, configFlag)
+			murl, err := settle.MetricsURL(ctx, collectorMetrics, configFlag)
 			if err != nil {
 				return err
 			}
-			return settlePass(ctx, cmd.OutOrStdout(), e, req, settle, murl)
+			return settlePass(ctx, cmd.OutOrStdout(), e, req, settleFor, murl)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
@@ -123,7 +124,7 @@ func init() {
 		"also remove the runs' cases from the dataset versions that froze them (each version is replaced by one without them)")
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false,
 		"skip rebuilding the SQLite files after deleting (faster on large files; stale copies of erased rows may then stay in free pages)")
-	cmd.Flags().DurationVar(&settle, "settle", 15*time.Second,
+	cmd.Flags().DurationVar(&settleFor, "settle", 15*time.Second,
 		"then wait, at most this long, until a running collector's sending queues delivered what they held "+
 			"(its otelcol_exporter_queue_size of each tiered queue read 0; config/default.yaml flushes warm within 1s and "+
 			"cold within 10s) and erase again what arrived; without the collector's metrics it waits this long; 0: one pass only")
@@ -142,16 +143,16 @@ func init() {
 // settlePass is the second pass of an erasure: records of the runs that were still in a running
 // collector's warm and cold sending queues (summaries batched for up to cold's flush_timeout) reach
 // their tiers after the first pass. It waits until the collector's metrics at metricsURL show
-// every tiered queue empty once (waitQueuesDelivered), at most settle (the whole of settle when
+// every tiered queue empty once (settle.WaitDelivered), at most limit (the whole of limit when
 // the metrics cannot be read), then erases again and reports what arrived. A queue held back
 // longer (a tier's store down) delivers later still: the output says to run delete again then.
-func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Request, settle time.Duration, metricsURL string) error {
-	fmt.Fprintf(w, "waiting at most %s for records still in the collector's sending queues (--settle)...\n", settle)
+func settlePass(ctx context.Context, w io.Writer, e *erase.Eraser, req erase.Request, limit time.Duration, metricsURL string) error {
+	fmt.Fprintf(w, "waiting at most %s for records still in the collector's sending queues (--settle)...\n", limit)
 	start := time.Now()
-	pending, werr := waitQueuesDelivered(ctx, metricsURL, settle)
+	pending, werr := settle.WaitDelivered(ctx, metricsURL, limit)
 	waited := time.Since(start).Round(10 * time.Millisecond)
 	switch {
-	case errors.Is(werr, errNoConfirmation):
+	case errors.Is(werr, settle.ErrNoConfirmation):
 		fmt.Fprintf(w, "waited %s: %v\n", waited, werr)
 	case werr != nil:
 		return werr

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+// Package settle waits until a running collector's tiered sending queues have delivered what
+// they held, read from the collector's own metrics (the core exporterhelper gauge
+// otelcol_exporter_queue_size, Prometheus text). `runagain delete --settle` uses it to erase
+// again what was still queued when its first pass ran.
+package settle
 
 import (
 	"context"
@@ -21,29 +25,29 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 )
 
-// queueSizeMetric is the collector's own gauge of an exporterhelper sending queue: how many
+// QueueSizeMetric is the collector's own gauge of an exporterhelper sending queue: how many
 // requests it holds, those being batched or written included (the persistent queue counts an
 // item until its batch is delivered). Core exporterhelper, otelcol_exporter_queue_size.
-const queueSizeMetric = "otelcol_exporter_queue_size"
+const QueueSizeMetric = "otelcol_exporter_queue_size"
 
-// settlePoll is how often the collector's metrics are read while waiting for its queues.
-const settlePoll = 50 * time.Millisecond
+// Poll is how often the collector's metrics are read while waiting for its queues.
+const Poll = 50 * time.Millisecond
 
-// defaultTelemetryPort is config/default.yaml's service::telemetry port (RUNAGAIN_TELEMETRY_PORT).
-const defaultTelemetryPort = "8888"
+// DefaultTelemetryPort is config/default.yaml's service::telemetry port (RUNAGAIN_TELEMETRY_PORT).
+const DefaultTelemetryPort = "8888"
 
-// collectorMetricsURL is where the running collector publishes its own metrics: --collector-metrics,
+// MetricsURL is where the running collector publishes its own metrics: --collector-metrics,
 // else the Prometheus pull reader of --config's service::telemetry (resolved as the collector
 // resolves it), else config/default.yaml's (127.0.0.1, $RUNAGAIN_TELEMETRY_PORT or 8888). "" when
 // --config has no such reader.
-func collectorMetricsURL(ctx context.Context, flag, configPath string) (string, error) {
+func MetricsURL(ctx context.Context, flag, configPath string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
 	if configPath == "" {
 		port := os.Getenv("RUNAGAIN_TELEMETRY_PORT")
 		if port == "" {
-			port = defaultTelemetryPort
+			port = DefaultTelemetryPort
 		}
 		return "http://" + net.JoinHostPort("127.0.0.1", port) + "/metrics", nil
 	}
@@ -97,10 +101,10 @@ func collectorMetricsURL(ctx context.Context, flag, configPath string) (string, 
 	return "", nil
 }
 
-// tieredQueueSizes reads the collector's metrics at url and returns the size of each sending
+// TieredQueueSizes reads the collector's metrics at url and returns the size of each sending
 // queue of the tiered exporter (exporter label tiered/..., or the contrib ClickHouse hot tier's
 // clickhouse/tiered_...), keyed by exporter and signal. An empty map: the collector has none.
-func tieredQueueSizes(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
+func TieredQueueSizes(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -119,7 +123,7 @@ func tieredQueueSizes(ctx context.Context, client *http.Client, url string) (map
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	sizes := map[string]float64{}
-	fam := fams[queueSizeMetric]
+	fam := fams[QueueSizeMetric]
 	if fam == nil {
 		return sizes, nil
 	}
@@ -141,18 +145,18 @@ func tieredQueueSizes(ctx context.Context, client *http.Client, url string) (map
 	return sizes, nil
 }
 
-// errNoConfirmation: the collector's queues could not be watched (no metrics, or no tiered queue
+// ErrNoConfirmation: the collector's queues could not be watched (no metrics, or no tiered queue
 // in them); the caller waits its whole bound instead.
-var errNoConfirmation = errors.New("cannot watch the collector's sending queues")
+var ErrNoConfirmation = errors.New("cannot watch the collector's sending queues")
 
-// waitQueuesDelivered returns once every sending queue of the tiered exporter has read empty at
+// WaitDelivered returns once every sending queue of the tiered exporter has read empty at
 // least once since it was called: then every record queued before the call has reached its tier
 // (an empty queue holds nothing waiting, batching or being written). It polls the collector's
-// metrics at url every settlePoll, for at most limit; a scrape that fails is tried again at the
+// metrics at url every Poll, for at most limit; a scrape that fails is tried again at the
 // next poll. When no scrape showed a tiered queue within limit (no collector there, or its
-// metrics hold none), it returns errNoConfirmation (wrapped, with the reason), having waited limit
+// metrics hold none), it returns ErrNoConfirmation (wrapped, with the reason), having waited limit
 // out; when limit passes with queues not yet seen empty, it returns those.
-func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (pending []string, err error) {
+func WaitDelivered(ctx context.Context, url string, limit time.Duration) (pending []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if url == "" {
@@ -160,15 +164,15 @@ func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: --config has no Prometheus reader under service::telemetry::metrics (give --collector-metrics)", errNoConfirmation)
+		return nil, fmt.Errorf("%w: --config has no Prometheus reader under service::telemetry::metrics (give --collector-metrics)", ErrNoConfirmation)
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
 	seenEmpty := map[string]bool{}
 	var lastErr error
-	t := time.NewTicker(settlePoll)
+	t := time.NewTicker(Poll)
 	defer t.Stop()
 	for {
-		sizes, err := tieredQueueSizes(ctx, client, url)
+		sizes, err := TieredQueueSizes(ctx, client, url)
 		switch {
 		case err != nil:
 			// a scrape the bound cut is the reason only when there is no other (a collector
@@ -199,7 +203,7 @@ func waitQueuesDelivered(ctx context.Context, url string, limit time.Duration) (
 			case errors.Is(ctx.Err(), context.Canceled):
 				return pending, ctx.Err()
 			case len(seenEmpty) == 0:
-				return nil, fmt.Errorf("%w: %w", errNoConfirmation, lastErr)
+				return nil, fmt.Errorf("%w: %w", ErrNoConfirmation, lastErr)
 			}
 			sort.Strings(pending)
 			return pending, nil

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package settle
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestWaitQueuesDeliveredEachQueueEmptyOnce(t *testing.T) {
 	q := &queueMetrics{scrapes: [][4]int{{2, 2, 1, 0}, {0, 2, 1, 0}, {3, 2, 0, 0}, {3, 0, 1, 0}, {5, 5, 5, 5}}}
 	srv := httptest.NewServer(q)
 	defer srv.Close()
-	pending, err := waitQueuesDelivered(context.Background(), srv.URL, time.Minute)
+	pending, err := WaitDelivered(context.Background(), srv.URL, time.Minute)
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 	assert.Equal(t, 4, q.count(), "it returns at the scrape where the last queue read empty")
@@ -63,7 +63,7 @@ func TestWaitQueuesDeliveredBound(t *testing.T) {
 	q := &queueMetrics{scrapes: [][4]int{{2, 2, 0, 0}, {0, 2, 0, 0}}}
 	srv := httptest.NewServer(q)
 	defer srv.Close()
-	pending, err := waitQueuesDelivered(context.Background(), srv.URL, 300*time.Millisecond)
+	pending, err := WaitDelivered(context.Background(), srv.URL, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tiered/cold traces"}, pending)
 }
@@ -74,15 +74,15 @@ func TestWaitQueuesDeliveredUnconfirmed(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "otelcol_exporter_queue_size{data_type=\"metrics\",exporter=\"otlp/upstream\"} 0")
 	}))
-	_, err := waitQueuesDelivered(context.Background(), srv.URL, 200*time.Millisecond)
-	require.ErrorIs(t, err, errNoConfirmation)
+	_, err := WaitDelivered(context.Background(), srv.URL, 200*time.Millisecond)
+	require.ErrorIs(t, err, ErrNoConfirmation)
 	assert.Contains(t, err.Error(), "no tiered exporter queue")
 	url := srv.URL
 	srv.Close()
-	_, err = waitQueuesDelivered(context.Background(), url, 200*time.Millisecond)
-	require.ErrorIs(t, err, errNoConfirmation)
-	_, err = waitQueuesDelivered(context.Background(), "", 100*time.Millisecond)
-	require.ErrorIs(t, err, errNoConfirmation)
+	_, err = WaitDelivered(context.Background(), url, 200*time.Millisecond)
+	require.ErrorIs(t, err, ErrNoConfirmation)
+	_, err = WaitDelivered(context.Background(), "", 100*time.Millisecond)
+	require.ErrorIs(t, err, ErrNoConfirmation)
 }
 
 // The metrics address comes from the collector's own configuration, resolved as it resolves it.
@@ -90,22 +90,22 @@ func TestCollectorMetricsURL(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("RUNAGAIN_TELEMETRY_PORT", "18888")
 	cfg := filepath.Join("..", "..", "config", "default.yaml")
-	u, err := collectorMetricsURL(ctx, "", cfg)
+	u, err := MetricsURL(ctx, "", cfg)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:18888/metrics", u)
-	u, err = collectorMetricsURL(ctx, "", "")
+	u, err = MetricsURL(ctx, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:18888/metrics", u, "the embedded default's port without --config")
-	u, err = collectorMetricsURL(ctx, "http://10.0.0.1:9999/metrics", cfg)
+	u, err = MetricsURL(ctx, "http://10.0.0.1:9999/metrics", cfg)
 	require.NoError(t, err)
 	assert.Equal(t, "http://10.0.0.1:9999/metrics", u, "--collector-metrics wins")
-	gw, err := collectorMetricsURL(ctx, "", filepath.Join("..", "..", "config", "gateway.yaml"))
+	gw, err := MetricsURL(ctx, "", filepath.Join("..", "..", "config", "gateway.yaml"))
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:18888/metrics", gw, "gateway.yaml's reader, its 0.0.0.0 host reached on loopback")
 	noPort := filepath.Join(t.TempDir(), "noport.yaml")
 	require.NoError(t, os.WriteFile(noPort, []byte("service:\n  telemetry:\n    metrics:\n      readers:\n"+
 		"        - pull:\n            exporter:\n              prometheus:\n                host: 127.0.0.1\n"), 0o600))
-	_, err = collectorMetricsURL(ctx, "", noPort)
+	_, err = MetricsURL(ctx, "", noPort)
 	require.Error(t, err, "a reader without a port is no address (it read http://127.0.0.1:<nil>/metrics)")
 	assert.Contains(t, err.Error(), "port")
 }
@@ -128,7 +128,7 @@ func TestWaitQueuesDeliveredRetriesAFailedScrape(t *testing.T) {
 		q.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	pending, err := waitQueuesDelivered(context.Background(), srv.URL, time.Minute)
+	pending, err := WaitDelivered(context.Background(), srv.URL, time.Minute)
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 	assert.Equal(t, 2, q.count(), "one failed scrape, then the two served ones")
@@ -141,8 +141,8 @@ func TestWaitQueuesDeliveredHungScrape(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
-	_, err := waitQueuesDelivered(context.Background(), srv.URL, 200*time.Millisecond)
-	require.ErrorIs(t, err, errNoConfirmation)
+	_, err := WaitDelivered(context.Background(), srv.URL, 200*time.Millisecond)
+	require.ErrorIs(t, err, ErrNoConfirmation)
 	assert.NotContains(t, err.Error(), "%!")
 	assert.Contains(t, err.Error(), "collector metrics:")
 }
