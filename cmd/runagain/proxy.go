@@ -18,10 +18,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	fx "github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/otlpclient"
 	"github.com/runagain/runagain/internal/proxy"
@@ -261,7 +259,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	}
 	shutErr := srv.Shutdown(30 * time.Second)
 	if len(args) > 0 {
-		td := rootSpan(root, args, start, time.Now(), code)
+		td := proxy.Command{Root: root, Args: args, Start: start, End: time.Now(), ExitCode: code}.RootSpan()
 		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
 		if joined != nil {
 			joined.PlaceRoot(td)
@@ -297,30 +295,4 @@ func contextOf(cmd *cobra.Command) context.Context {
 		return ctx
 	}
 	return context.Background()
-}
-
-// rootSpan is the span of a recorded command run; its exchanges without traceparent are its children.
-func rootSpan(root proxy.Root, args []string, start, end time.Time, code int) ptrace.Traces {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "runagain-proxy")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName(fx.ScopeName)
-	sp := ss.Spans().AppendEmpty()
-	sp.SetTraceID(root.TraceID)
-	sp.SetSpanID(root.SpanID)
-	sp.SetName("runagain record " + filepath.Base(args[0]))
-	sp.SetKind(ptrace.SpanKindInternal)
-	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
-	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
-	a := sp.Attributes()
-	s := a.PutEmptySlice("process.command_args")
-	for _, x := range args {
-		s.AppendEmpty().SetStr(x)
-	}
-	a.PutInt("process.exit.code", int64(code))
-	if code != 0 {
-		sp.Status().SetCode(ptrace.StatusCodeError)
-	}
-	return td
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -87,6 +88,14 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	if err != nil {
 		return err
 	}
+	vo, err := viewOptions()
+	if err != nil {
+		return err
+	}
+	orig, err := runview.Build(ctx, run, vo) // its payloads are rehydrated already
+	if err != nil {
+		return fmt.Errorf("run %s: %w", traceID, err)
+	}
 	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
 		fmt.Fprintf(errOut, "runagain replay: %s\n", note)
 	}
@@ -128,8 +137,8 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()
-	td := rerunRootSpan(root, run, args, start, time.Now(), code, nil, 0, nil)
-	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName("runagain replay " + filepath.Base(args[0]))
+	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: code},
+		orig, nil, 0, nil)
 	if err := sink.ConsumeTraces(ctx, td); err != nil {
 		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)
 	}

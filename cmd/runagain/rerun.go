@@ -15,12 +15,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
-	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/runview"
 )
 
 func init() {
@@ -108,6 +106,14 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	if err != nil {
 		return err
 	}
+	vo, err := viewOptions()
+	if err != nil {
+		return err
+	}
+	orig, err := runview.Build(ctx, run, vo) // its payloads are rehydrated already
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runArg, err)
+	}
 	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
 		fmt.Fprintf(errOut, "runagain rerun: %s\n", note)
 	}
@@ -154,7 +160,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	_ = broker.Close()
 	mr := broker.Result()
 	r := rp.RerunResult()
-	rtd := rerunRootSpan(root, run, args, start, time.Now(), code, changes, ro.Rerun.FromStep, r.First)
+	rtd := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain rerun " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: code},
+		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
 	rp.EmitSpans(rtd)
 	closeErr := rp.Close()
@@ -232,35 +239,10 @@ func orNone(s string) string {
 	return s
 }
 
-// rerunRootSpan is the root span of the new run: linked to the original run's root span, with
-// the original trace id, each change, --from-step and the first departure as attributes.
-func rerunRootSpan(root proxy.Root, orig *store.Run, args []string, start, end time.Time, code int, changes []string, fromStep int, first *proxy.Departure) ptrace.Traces {
-	td := rootSpan(root, args, start, end, code)
-	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	sp.SetName("runagain rerun " + filepath.Base(args[0]))
-	r := proxy.RerunOf{OriginalTrace: mustTraceID(orig.TraceID), Changes: changes, FromStep: fromStep}
-	if changes == nil {
-		r.Changes = []string{}
-	}
-	if first != nil {
-		r.FirstDeparture = first.LLMCall
-	}
-	if roots, _ := store.Order(orig.Traces, nil); len(roots) > 0 {
-		r.OriginalRoot = roots[0].Span.SpanID()
-	}
-	proxy.MarkRerun(sp, r)
-	return td
-}
-
 func joinInts(ns []int) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
-}
-
-func mustTraceID(s string) pcommon.TraceID {
-	id, _ := parseTraceID(s)
-	return id
 }

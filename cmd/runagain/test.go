@@ -309,7 +309,7 @@ func runCase(ctx context.Context, cmd *cobra.Command, o *testOptions, m *dataset
 	_ = broker.Close()
 	mr := broker.Result()
 	_ = rsrv.Shutdown(10 * time.Second) // the replay server's error, if any, is in shutErr's run already
-	td := rootSpan(root, args, runStart, runEnd, code)
+	td := proxy.Command{Root: root, Args: args, Start: runStart, End: runEnd, ExitCode: code}.RootSpan()
 	po.stamp(td)
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	sp.SetName("runagain test " + c.ID)

@@ -433,6 +433,16 @@ func RecordTime(lr plog.LogRecord) time.Time {
 	return ts.AsTime().UTC()
 }
 
+// RootSpanID is the span id of the run's first root span in run order (Nodes[0]: a span without
+// parent, or the first orphan when that comes first); ok is false for a run without spans.
+// A rerun of the run links to it (proxy.MarkRerun).
+func (v *View) RootSpanID() (id pcommon.SpanID, ok bool) {
+	if len(v.Nodes) == 0 {
+		return pcommon.SpanID{}, false
+	}
+	return v.Nodes[0].Span.SpanID(), true
+}
+
 // NodeOf returns the node of a span id (hex), or nil.
 func (v *View) NodeOf(spanID string) *Node {
 	for _, n := range v.Nodes {
