@@ -472,7 +472,7 @@ func mixedCase(v string) bool {
 // the detector of shape (prefixed_token), password hashes and the Veles rule set. Benchmarks disable them for a baseline measured in
 // the same run.
 func Issue33Rules() []string {
-	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken}
+	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken}
 	for _, r := range velesData().Rules {
 		out = append(out, r.ID)
 	}

@@ -134,9 +134,15 @@ func velesDetectors() []*rule {
 		if id, ok := gitleaksAllowFor[r.name]; ok {
 			r.check = withGitleaksAllow(r.check, id)
 		}
+		// a regex that starts by taking the base64 run around its literal (tinkkeyset.base64:
+		// the base64 forms of a known plaintext inside an encoded keyset) finds its keyword
+		// inside base64 by design: its match starts where the run does
+		if strings.HasPrefix(r.re.String(), b64RunPrefix) {
+			r.before, r.after = 4096, 4096
+			continue
+		}
 		// Veles' regexes have no word boundaries (its detectors see files, and validate in
 		// code); inside payloads a token shape that starts inside a longer base64 run is not a
-		// token
 		// token; unless what it is glued to is another token of a Veles shape (tokens written
 		// with nothing between them: ddp_...ddo_...)
 		r.kwBoundary = true
@@ -194,6 +200,9 @@ func gluedAfter(res []*regexp.Regexp, s string, at int) bool {
 	}
 	return false
 }
+
+// b64RunPrefix starts a regex that takes the whole base64 run around its literal.
+const b64RunPrefix = "[A-Za-z0-9+/]*"
 
 func isB64Byte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }
 

@@ -17,7 +17,7 @@ type hotRange struct{ lo, hi int }
 // everything that triggers a rule in Find: keyword matches (the same Aho-Corasick automaton, over
 // an ASCII-lower-cased copy), digit clusters that pass a digit rule's gates, runs of hex digits and
 // colons that could hold an IPv6 address, runs of token bytes that could hold a token of shape
-// (looseShapeRuns), and the escapes after which the raw bytes differ from
+// or a base64-encoded one (looseShapeRuns, looseEncodedRuns), and the escapes after which the raw bytes differ from
 // the decoded text in a way that could hide a trigger (\u, \/, \b, \f). It appends those ranges
 // (offsets in s) to w.hot in increasing order of lo, and the keyword matches to w.ms.
 //
@@ -59,6 +59,7 @@ func (r *Redactor) prefilter(w *walker, s string, lo, hi int) (all bool) {
 	}
 	if r.shape >= 0 {
 		looseShapeRuns(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
+		looseEncodedRuns(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
 	}
 	for i := 0; i < len(part); i++ {
 		j := strings.IndexByte(part[i:], '\\')

@@ -349,7 +349,9 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 		scanIPv6(s, func(lo, hi int) { cs = append(cs, cand{prio: r.ipv6, start: lo, end: hi}) })
 	}
 	if r.shape >= 0 {
-		scanPrefixedTokens(s, func(lo, hi int) { cs = append(cs, cand{prio: r.shape, start: lo, end: hi}) })
+		add := func(lo, hi int) { cs = append(cs, cand{prio: r.shape, start: lo, end: hi}) }
+		scanPrefixedTokens(s, add)
+		scanEncodedTokens(s, add)
 	}
 	if len(cs) == 0 {
 		return nil

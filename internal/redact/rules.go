@@ -120,6 +120,7 @@ const (
 	RuleNewRelicUser   = "new_relic_user_api_key"
 	RulePEMBase64      = "pem_private_key_base64"
 	RuleURLCredentials = "url_credentials"
+	RuleURLToken       = "url_token"
 	// RulePasswordHash, RuleGenericCredential (generic.go) and RulePrefixedToken (shape.go) come
 	// here in priority
 	RuleAuthorization = "authorization"
@@ -209,6 +210,13 @@ func compileBuiltinRules() []*rule {
 				// a URL's userinfo is an explicit context: "secret" is the password
 				return a, b, !explicitPlaceholder(s[m[4]:m[5]])
 			}),
+		// a credential as the "port" of a URL's authority, with no '@' after it: the bot URLs
+		// of notification services (tgram://<bot id>:<bot token>); a port is digits, this is
+		// a credential-shaped value
+		sec(RuleURLToken, `\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[A-Za-z0-9_.\-]{1,64}:([A-Za-z0-9_\-]{20,256})(?:[/?#\s"'<>]|$)`, []string{"://"}, 400,
+			func(s string, m []int, a, b int) (int, int, bool) {
+				return a, b, credentialShaped(s[a:b], "token")
+			}),
 		sec(RuleAuthorization, `(?i)\b(bearer|basic|ssws)\s+([A-Za-z0-9\-._~+/]{8,}=*)`, caseVariants("bearer", "basic", "ssws"), 4096,
 			func(s string, m []int, a, b int) (int, int, bool) {
 				scheme, v := strings.ToLower(s[m[2]:m[3]]), s[m[4]:m[5]]
@@ -237,7 +245,7 @@ func compileBuiltinRules() []*rule {
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
-		case RuleURLCredentials, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash:
+		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash:
 		default:
 			r.kwBoundary = true
 		}
@@ -245,7 +253,7 @@ func compileBuiltinRules() []*rule {
 			r.narrow = keyValueWindow
 		}
 		switch r.name {
-		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials:
+		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials, RuleURLToken:
 			r.group = 1
 		}
 	}

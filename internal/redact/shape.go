@@ -3,6 +3,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"math"
 	"strings"
 )
@@ -22,12 +23,18 @@ import (
 //   - starts with a prefix of 2 to 10 letters and digits, the first two letters, the letters of
 //     one case (ghp, dckr, HRKU, sq0csp; not PWHn6CD5, which is random), then '_', '-' or '.';
 //   - has a body (everything after that first separator) of at least 30 letters and digits,
-//     separators not counted, holding upper case, lower case and digits, with a Shannon entropy of
-//     at least 4.0 bits per byte (30 random base62 characters average about 4.6; words, snake_case
-//     and kebab-case names, counting runs and fillers stay far below), no counting run of 8
-//     (abcdefgh, 12345678) and no placeholder marker (isPlaceholder);
+//     separators not counted, holding upper and lower case, and digits or a random mix of cases
+//     (a quarter to three quarters of the letters upper case: not CamelCase words), with a
+//     Shannon entropy of at least 4.0 bits per byte (30 random base62 characters average about
+//     4.6; words, snake_case and kebab-case names, counting runs and fillers stay below); or,
+//     with letters of one case, 36 letters and digits, a fifth of them digits and a fifth letters,
+//     at least 4.2 bits per byte (random base36 averages about 4.8, hexadecimal cannot pass 4.0);
+//     in both cases with no counting run of 8 (abcdefgh, 12345678), no more than half of its
+//     letters in lower-case runs of 5 or more (words: SponsoredProductsRemoteSearch), no UUID
+//     inside and no placeholder marker (isPlaceholder);
 //   - ends at a boundary: not followed by a letter or digit, nor by '.' and a letter (a host
 //     name or a dotted path), nor by '@';
+//   - is not a public key by its prefix (pk, pub, public: pk_live_... is publishable);
 //   - is not the value of a key named as an identifier (id, *_id, *Id, *-id, ids): "id":
 //     "chatcmpl-...", tool_call_id: call_....
 //
@@ -35,8 +42,9 @@ import (
 // make secrets-score): the provider identifiers they carry in the same shape are shorter
 // (OpenAI chatcmpl-: 29 body characters, call_/asst_/thread_/run_/step_/proj_: 24, Anthropic
 // msg_/toolu_, also under bdrk_/vrtx_: 24 to 28) or hexadecimal (OpenAI resp_/msg_/fc_: 48 to
-// 50 hex digits, a content hash's alphabet), and none of them is taken. Bodies of one case
-// (hex, base36 ULIDs) are left to the rules and the generic detector, which read the context.
+// 50 hex digits, a content hash's alphabet), and none of them is taken. Hexadecimal bodies
+// (rubygems_, packagist_ack_, dop_v1_) are left to the rules and the generic detector, which read
+// the context: by shape they are content hashes and ids.
 // It finds nothing of the shape's families with bodies under 30 (GOCSPX-<28>, PMAT-<26>).
 const RulePrefixedToken = "prefixed_token"
 
@@ -45,6 +53,11 @@ const (
 	shapeMinBody    = 30  // letters and digits after the prefix
 	shapeMaxPrefix  = 10  // bytes of the prefix
 	shapeMinEntropy = 4.0 // bits per byte of the body
+	// a body with letters of one case: at least 36 letters and digits, a fifth of them digits
+	// and a fifth letters, 4.2 bits per byte (36 random base36 characters average about 4.8;
+	// hexadecimal cannot pass 4.0)
+	shapeMinBodyOneCase    = 36
+	shapeMinEntropyOneCase = 4.2
 )
 
 // shapeTokenLen is the shortest run that can hold a token of shape: a 2-byte prefix, the
@@ -131,6 +144,9 @@ func prefixedToken(s string, a, p, end int) (int, int, bool) {
 	if lower && upper {
 		return 0, 0, false
 	}
+	if publicPrefix(s[a:p]) {
+		return 0, 0, false
+	}
 	if s[p] == '.' && (p+1 >= len(s) || !isAlnum(s[p+1])) {
 		return 0, 0, false
 	}
@@ -163,10 +179,22 @@ func prefixedToken(s string, a, p, end int) (int, int, bool) {
 		}
 		prev = c
 	}
-	if alnum < shapeMinBody || !bl || !bu || best >= 8 {
+	if alnum < shapeMinBody || best >= 8 || !bd && !(bl && bu) {
 		return 0, 0, false
 	}
-	if entropyCounts(counts[:], alnum) < shapeMinEntropy {
+	h := entropyCounts(counts[:], alnum)
+	if bl != bu {
+		// letters of one case and digits (base36 and the like): longer, more digits, and more
+		// entropy than hexadecimal can have (at most 4 bits per byte), which leaves out hex
+		// digests and hex ids
+		digits := 0
+		for c := '0'; c <= '9'; c++ {
+			digits += int(counts[c])
+		}
+		if alnum < shapeMinBodyOneCase || digits*5 < alnum || (alnum-digits)*5 < alnum || h < shapeMinEntropyOneCase {
+			return 0, 0, false
+		}
+	} else if h < shapeMinEntropy {
 		return 0, 0, false
 	}
 	if bl && bu && !bd && !mixedCase(body) {
@@ -266,9 +294,30 @@ func looseShapeRuns(s string, f func(lo, hi int)) {
 
 func looseShapeByte(c byte) bool { return isShapeByte(c) || c == '.' || c == '=' }
 
-// wordy: more than half of the letters of v stand in runs of 4 or more lower-case letters, as
-// in names made of words (SponsoredProductsRemoteSearch, apiKeyClientSecret); in 30 random
-// base62 characters about one letter in seven does.
+// looseEncodedRuns calls f for the run of base64 bytes before each '=' (up to
+// maxEncodedToken+1 bytes): a superset, in raw JSON bytes, of what scanEncodedTokens finds in any
+// string leaf ('/' may be written \/ in JSON: that escape is hot on its own).
+func looseEncodedRuns(s string, f func(lo, hi int)) {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '=')
+		if j < 0 {
+			return
+		}
+		q := i + j
+		lo := q
+		for lo > i && q-lo <= maxEncodedToken && isStdB64Byte(s[lo-1]) {
+			lo--
+		}
+		if q-lo >= encodedMinRun {
+			f(lo, min(len(s), q+2))
+		}
+		i = q + 1
+	}
+}
+
+// wordy: more than half of the letters of v stand in runs of 5 or more lower-case letters, as
+// in names made of words (SponsoredProductsRemoteSearch); in random base62 about one letter in
+// twenty does (a run of 5 or more lower-case letters starts about once in 130 characters).
 func wordy(v string) bool {
 	letters, inWords, run := 0, 0, 0
 	for i := 0; i <= len(v); i++ {
@@ -277,7 +326,7 @@ func wordy(v string) bool {
 			letters++
 			continue
 		}
-		if run >= 4 {
+		if run >= 5 {
 			inWords += run
 		}
 		run = 0
@@ -294,6 +343,67 @@ func hasUUID(v string) bool {
 		if v[i+8] == '-' && uuidShaped(v[i:i+36]) {
 			return true
 		}
+	}
+	return false
+}
+
+// maxEncodedToken bounds the base64 run scanEncodedTokens decodes: tokens are shorter, and a
+// longer run (an image, a file) is not looked at.
+const maxEncodedToken = 1024
+
+// encodedMinRun is the fewest base64 bytes before the padding of an encoded token of shape.
+const encodedMinRun = 4*((shapeTokenLen+2)/3) - 2
+
+func isStdB64Byte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }
+
+// scanEncodedTokens calls f for each padded base64 value (standard alphabet, ending in '=' or
+// '==') of at most maxEncodedToken bytes that decodes to a token of shape (prefixedToken on the
+// decoded text, which must be all token bytes): a token stored base64-encoded, as Kubernetes
+// secrets and CI variables hold them. The '=' bytes are found with IndexByte.
+func scanEncodedTokens(s string, f func(lo, hi int)) {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '=')
+		if j < 0 {
+			return
+		}
+		q := i + j
+		hi := q + 1
+		if hi < len(s) && s[hi] == '=' {
+			hi++
+		}
+		i = hi
+		lo := q
+		for lo > 0 && q-lo <= maxEncodedToken && isStdB64Byte(s[lo-1]) {
+			lo--
+		}
+		if q-lo < encodedMinRun || q-lo > maxEncodedToken || (hi-lo)%4 != 0 || (lo > 0 && !shapeBoundaryBefore(s[lo-1])) {
+			continue
+		}
+		if hi < len(s) && (isShapeByte(s[hi]) || s[hi] == '=') {
+			continue
+		}
+		var buf [maxEncodedToken]byte
+		n, err := base64.StdEncoding.Decode(buf[:], []byte(s[lo:hi]))
+		if err != nil || n < shapeTokenLen {
+			continue
+		}
+		d := string(buf[:n])
+		p := strings.IndexAny(d, "_-.")
+		if p < 0 || shapeRunEnd(d, p+1) != n || strings.IndexFunc(d[:p], func(r rune) bool { return r > 127 || !isAlnum(byte(r)) }) >= 0 {
+			continue
+		}
+		if _, _, ok := prefixedToken(d, 0, p, n); ok {
+			f(lo, hi)
+		}
+	}
+}
+
+// publicPrefix: the prefix says the key is public (pk, pub, public: the publishable keys of
+// payment and analytics vendors, written to pages on purpose), which is not a credential.
+func publicPrefix(p string) bool {
+	switch strings.ToLower(p) {
+	case "pk", "pub", "public":
+		return true
 	}
 	return false
 }

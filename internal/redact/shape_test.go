@@ -3,6 +3,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -69,4 +70,42 @@ func allBut(keep ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestEncodedAndURLTokens: a token of shape stored base64-encoded (padded), and a credential
+// as the port of a URL's authority (tgram://<bot id>:<token>), are found with every vendor
+// rule off; a URL with a real port and a base64 image are kept.
+func TestEncodedAndURLTokens(t *testing.T) {
+	only := newTest(t, Config{Disabled: allBut(RulePrefixedToken, RuleURLToken)})
+	enc := "WKORP_ZORP_SECRET: em9ycF9RN3dFOXJUMnlVNGlPNnBBOHNEMGZHaEoza0w1elgxY1Y=\n" // base64 of zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV
+	if out, fs := only.Redact(enc); strings.Contains(out, "em9ycF9") || len(fs) != 1 || fs[0].Rule != RulePrefixedToken {
+		t.Errorf("encoded token kept: %q %v", out, fs)
+	}
+	url := "notify: tgram://4839574812:Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV/12345"
+	if out, fs := only.Redact(url); strings.Contains(out, "Q7wE9rT2") || len(fs) != 1 || !strings.Contains(out, "tgram://4839574812:") {
+		t.Errorf("URL token kept: %q %v", out, fs)
+	}
+	for _, in := range []string{
+		"http://localhost:4318/v1/traces",
+		"see data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+		"sha256=n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=",
+	} {
+		if out, fs := only.Redact(in); len(fs) != 0 {
+			t.Errorf("%q taken: %q %v", in, out, fs)
+		}
+	}
+}
+
+// TestTinkKeysetBase64: a base64-encoded Tink keyset (its type URL inside the base64 run, at any
+// alignment) is found whole although its literal sits inside the run.
+func TestTinkKeysetBase64(t *testing.T) {
+	r := newTest(t, Config{})
+	for pad := range 3 {
+		raw := strings.Repeat("\x08", pad) + "\x12\x54\x0a\x30type.googleapis.com/google.crypto.tink.AesGcmKey\x12\x12\x1a\x10q7wE9rT2yU4iO6pA\x18\x01"
+		enc := base64.StdEncoding.EncodeToString([]byte(raw))
+		out, fs := r.Redact("keyset: " + enc + "\n")
+		if strings.Contains(out, enc[len(enc)-12:]) || strings.Contains(out, enc[:12]) || len(fs) != 1 {
+			t.Errorf("alignment %d: %q %v", pad, out, fs)
+		}
+	}
 }

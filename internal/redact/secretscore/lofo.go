@@ -15,12 +15,27 @@ import (
 // many families (prefixed_token: a short prefix and a long random body), not by one family's
 // format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
 // for.
-var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true,
+var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true, redact.RuleURLToken: true,
 	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true}
+
+// formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519), not by
+// one family's: leaving a family out keeps them, except for the family named after the format
+// itself (Veles' and gitleaks' jwt), whose own rule they are.
+var formatRules = map[string]string{redact.RuleJWT: "jwt"}
+
+// keptInLOFO reports whether rule stays on when family is left out.
+func keptInLOFO(rule, family string) bool {
+	if contextRules[rule] {
+		return true
+	}
+	f, ok := formatRules[rule]
+	return ok && family != f
+}
 
 // LOFO is the leave-one-family-out recall of one family: its positives scored by a redactor
 // without any rule of the family (the rules that found its positives with every rule on, and
-// those named after it), so that only the context rules and the generic detector can find them.
+// those named after it), so that only the context rules, the format rules (formatRules) and the
+// generic detectors can find them.
 type LOFO struct {
 	Source, Name      string
 	Disabled          []string
@@ -65,7 +80,7 @@ func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, 
 		}
 		byFam[k] = append(byFam[k], e)
 		for _, r := range Judge(full, e).Rules {
-			if !contextRules[r] {
+			if !keptInLOFO(r, e.Family) {
 				rules[k][r] = true
 			}
 		}
