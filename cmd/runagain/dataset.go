@@ -15,7 +15,6 @@ import (
 
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
-	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -184,39 +183,15 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 		return err
 	}
 	defer rd.Close()
+	o, err := viewOptions()
+	if err != nil {
+		return err
+	}
 	res := payloadref.NewResolver()
 	defer res.Close()
-	var cases []*dataset.Case
-	var problems []string
-	for _, arg := range runs {
-		tid, err := parseTraceID(strings.TrimSpace(arg))
-		if err != nil {
-			return err
-		}
-		run, err := rd.Run(ctx, tid.String())
-		if err != nil {
-			return fmt.Errorf("run %s: %w", arg, err)
-		}
-		if err := res.RehydrateTraces(ctx, run.Traces); err != nil {
-			return fmt.Errorf("run %s: rehydrating payloads: %w", arg, err)
-		}
-		if err := res.RehydrateLogs(ctx, run.Logs); err != nil {
-			return fmt.Errorf("run %s: rehydrating log payloads: %w", arg, err)
-		}
-		o, err := viewOptions()
-		if err != nil {
-			return err
-		}
-		v, err := runview.Build(ctx, run, o)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", arg, err)
-		}
-		c, probs, err := dataset.NewCase(v, caseID, input, expects)
-		if err != nil {
-			return err
-		}
-		problems = append(problems, probs...)
-		cases = append(cases, c)
+	cases, problems, err := dataset.FreezeRuns(ctx, rd, dataset.RunsAdd{TraceIDs: runs, CaseID: caseID, Input: input, Expects: expects, View: o, Rehydrator: res})
+	if err != nil {
+		return err
 	}
 	for _, p := range problems {
 		fmt.Fprintf(cmd.ErrOrStderr(), "runagain dataset add: warning: %s\n", p)
@@ -250,28 +225,9 @@ func newDatasetListCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			names, err := st.Names(ctx)
+			rows, err := st.List(ctx)
 			if err != nil {
 				return err
-			}
-			type row struct {
-				Name     string    `json:"name"`
-				Versions int       `json:"versions"`
-				Latest   string    `json:"latest"`
-				Cases    int       `json:"cases"`
-				Created  time.Time `json:"created"`
-				Note     string    `json:"note,omitempty"`
-			}
-			rows := []row{}
-			for _, n := range names {
-				vs, err := st.Versions(ctx, n)
-				if errors.Is(err, dataset.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				rows = append(rows, row{n, len(vs), vs[0].Version, len(vs[0].Cases), vs[0].Created, vs[0].Note})
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)
@@ -352,10 +308,15 @@ func newDatasetShowCmd() *cobra.Command {
 				Input    string                `json:"input"`
 				Expect   []dataset.Expectation `json:"expect"`
 			}
+			vo, err := viewOptions()
+			if err != nil {
+				return err
+			}
 			var outs []caseOut
 			for i, c := range cases {
 				o := caseOut{CaseRef: m.Cases[i], Spans: c.Traces.SpanCount(), Fixtures: c.Fixtures(), Expect: c.Expect.Expect}
-				o.Input = caseInput(c)
+				v, _ := c.View(ctx, vo) // nil (no input read) when the run cannot be read
+				o.Input = c.Input(v)
 				outs = append(outs, o)
 			}
 			if asJSON {
@@ -391,17 +352,6 @@ func clipStr(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// caseInput is expect.yaml's input, else the last user message of the run's first LLM call.
-func caseInput(c *dataset.Case) string {
-	if c.Expect != nil && c.Expect.Input != "" {
-		return c.Expect.Input
-	}
-	if f, err := factsOf(context.Background(), &store.Run{TraceID: c.TraceID, Traces: c.Traces, Logs: c.Logs}); err == nil {
-		return f.Input
-	}
-	return ""
 }
 
 func newDatasetRmCmd() *cobra.Command {

@@ -15,13 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/otlpclient"
-	"github.com/runagain/runagain/internal/proxy"
 )
 
 func init() {
@@ -119,16 +118,9 @@ func (f *mcpFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.allowWrites, "allow-live-writes", nil, "HOST or MCP server NAME whose unrecorded writes go live: HTTP requests of any method, MCP tools/call (repeatable; the side-effect firewall refuses them otherwise)")
 }
 
-// startMCPBroker starts the broker the agent's `runagain mcp` processes talk to: mode
-// mcp.ModeRecord, or mcp.ModeReplay serving recorded's MCP exchanges. record says whether
-// exchange spans go to the sink (a new run is being recorded).
-func startMCPBroker(mode string, recorded ptrace.Traces, cfg proxy.Config, ro proxy.ReplayOptions, f *mcpFlags, record bool, traceID pcommon.TraceID) (*mcp.Broker, error) {
-	bc := mcp.BrokerConfig{Mode: mode, Recorded: recorded, Record: record, Sink: cfg.Sink, TraceID: traceID, Logger: cfg.Logger,
-		Normalizer: proxy.Normalizer{Redactor: cfg.Redactor, IgnoreBody: ro.IgnoreBody}}
-	if f != nil {
-		bc.AllowServers, bc.AllowWrites = f.allowMCP, f.allowWrites
-	}
-	return mcp.StartBroker(bc)
+// allow is the firewall's MCP part these flags give.
+func (f *mcpFlags) allow() agentrun.MCPAllow {
+	return agentrun.MCPAllow{Servers: f.allowMCP, Writes: f.allowWrites}
 }
 
 // mcpSummary is the MCP half of a command's summary line ("" when no MCP server took part).

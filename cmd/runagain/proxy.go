@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/otlpclient"
 	"github.com/runagain/runagain/internal/proxy"
@@ -107,48 +107,6 @@ func parseConnectTo(vals []string) (map[string]string, error) {
 		m[strings.ToLower(from)] = to
 	}
 	return m, nil
-}
-
-// childEnv points a command at the proxy: SDK base URLs at the routes, HTTP_PROXY (and
-// HTTPS_PROXY with --mitm) at the proxy, the CA for Node, and TRACEPARENT when a root span exists.
-func childEnv(addr, caPath string, root proxy.Root) []string {
-	base := "http://" + addr
-	env := []string{"HTTP_PROXY=" + base, "http_proxy=" + base, "RUNAGAIN_PROXY=" + base}
-	for k, suffix := range proxy.BaseURLEnv {
-		env = append(env, k+"="+base+suffix)
-	}
-	if caPath != "" {
-		env = append(env, "HTTPS_PROXY="+base, "https_proxy="+base, "NODE_EXTRA_CA_CERTS="+caPath, "RUNAGAIN_PROXY_CA="+caPath)
-	}
-	if !root.TraceID.IsEmpty() {
-		env = append(env, fmt.Sprintf("TRACEPARENT=00-%s-%s-01", root.TraceID, root.SpanID))
-	}
-	return env
-}
-
-// runChild runs args with env added, forwarding SIGINT/SIGTERM, and returns its exit code.
-// started (if set) gets the command's pid once it runs.
-func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer, started func(int)) (int, error) {
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Env = append(os.Environ(), env...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
-	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
-	c.WaitDelay = 10 * time.Second
-	err := c.Start()
-	if err == nil {
-		if started != nil {
-			started(c.Process.Pid)
-		}
-		err = c.Wait()
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	if err != nil {
-		return -1, fmt.Errorf("run %s: %w", args[0], err)
-	}
-	return 0, nil
 }
 
 func init() {
@@ -240,17 +198,17 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	var joined *proxy.Join
 	if len(args) > 0 {
 		// The agent's stdio MCP servers, started as `runagain mcp`, record through this command.
-		broker, berr := startMCPBroker(mcp.ModeRecord, ptrace.NewTraces(), cfg, proxy.ReplayOptions{}, nil, true, root.TraceID)
+		broker, berr := agentrun.StartMCPBroker(mcp.ModeRecord, ptrace.NewTraces(), cfg, proxy.ReplayOptions{}, agentrun.MCPAllow{}, true, root.TraceID)
 		if berr != nil {
 			return berr
 		}
-		env := append(childEnv(addr, caPath, root), broker.Env()...)
+		env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 		jn := newJoiner(o.joinWait, root, env)
 		if jn != nil {
 			rec.Hold()
 			env = append(env, jn.resourceEnv())
 		}
-		code, err = runAgent(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
+		code, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
 		_ = broker.Close()
 		mcpRes = broker.Result()
 		joined = jn.join(ctx, rec, start, errOut)

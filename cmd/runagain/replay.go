@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
@@ -116,7 +117,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 		l.Close()
 		return fmt.Errorf("run %s: %w", traceID, err)
 	}
-	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, false, root.TraceID)
+	broker, err := agentrun.StartMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf.allow(), false, root.TraceID)
 	if err != nil {
 		l.Close()
 		return err
@@ -133,7 +134,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
 	}
 	start := time.Now()
-	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+	code, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()

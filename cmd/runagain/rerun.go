@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/runview"
@@ -136,7 +137,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 		return fmt.Errorf("run %s: %w", runArg, err)
 	}
 	// The agent's stdio MCP servers are served from the recording too; their exchanges join the new run.
-	broker, err := startMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf, true, root.TraceID)
+	broker, err := agentrun.StartMCPBroker(mcp.ModeReplay, run.Traces, cfg, ro, mf.allow(), true, root.TraceID)
 	if err != nil {
 		l.Close()
 		return err
@@ -155,7 +156,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
 	}
 	start := time.Now()
-	code, runErr := runAgent(ctx, sandboxed, rp, logger, args, append(childEnv(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut)
+	code, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	mr := broker.Result()
