@@ -104,7 +104,7 @@ type ShowLog struct {
 
 func init() {
 	var asJSON bool
-	var step int
+	var step, tool int
 	cmd := &cobra.Command{
 		Use:   "show TRACE_ID",
 		Short: "Show one run as an ordered tree with every span's timing, status, attributes and full inputs and outputs",
@@ -113,7 +113,12 @@ an SDK sequence attribute wins) with every span's timing, status, model, tokens 
 in full. Offloaded payloads (K_ref) are fetched from blob storage and verified unless --no-rehydrate.
 
 --step N prints exactly what the model received at the N-th LLM call of the run (1-based): its
-input messages, system instructions and tool definitions, byte for byte as recorded.`,
+input messages, system instructions and tool definitions, byte for byte as recorded, then the
+HTTP and MCP exchanges it made.
+
+--tool N prints the N-th tool call of the run (1-based): its arguments and result as recorded
+and the exchanges it made (a tool API's HTTP requests, an MCP server's tools/call request and
+response).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := openReader()
@@ -140,12 +145,22 @@ input messages, system instructions and tool definitions, byte for byte as recor
 				return err
 			}
 			defer closeView()
+			if cmd.Flags().Changed("step") && cmd.Flags().Changed("tool") {
+				return errors.New("--step and --tool: give one (--step N: the N-th LLM call; --tool N: the N-th tool call)")
+			}
 			if cmd.Flags().Changed("step") {
 				in, err := v.StepInput(step)
 				if err != nil {
 					return err
 				}
 				return printStep(cmd.OutOrStdout(), in, asJSON)
+			}
+			if cmd.Flags().Changed("tool") {
+				in, err := v.ToolStep(tool)
+				if err != nil {
+					return err
+				}
+				return printToolStep(cmd.OutOrStdout(), in, asJSON)
 			}
 			view, err := buildShow(v)
 			if err != nil {
@@ -160,6 +175,7 @@ input messages, system instructions and tool definitions, byte for byte as recor
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
 	cmd.Flags().IntVar(&step, "step", 0, "print only the model input of the N-th LLM call (1-based)")
+	cmd.Flags().IntVar(&tool, "tool", 0, "print only the N-th tool call (1-based): arguments, result and the exchanges it made")
 	cmd.Flags().BoolVar(&noRehydrate, "no-rehydrate", false, "show payload references (K_ref) instead of fetching the payloads")
 	rootCmd.AddCommand(cmd)
 }

@@ -53,7 +53,81 @@ func printStep(w io.Writer, in *runview.StepInput, asJSON bool) error {
 		}
 	}
 	printExchanges(w, in.Exchanges)
+	printMCPExchanges(w, in.MCPExchanges)
 	return nil
+}
+
+// printToolStep prints a tool call: its arguments and result as recorded, then the exchanges
+// it made.
+func printToolStep(w io.Writer, in *runview.ToolInput, asJSON bool) error {
+	if asJSON {
+		return printJSON(w, in)
+	}
+	fmt.Fprintf(w, "tool call %d of %d: %s (span %s)\n", in.Step, in.Steps, in.Name, in.SpanID)
+	if in.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", in.Error)
+	}
+	fmt.Fprintf(w, "\n=== arguments\n%s\n", orNotRecorded(in.Arguments))
+	fmt.Fprintf(w, "\n=== result\n%s\n", orNotRecorded(in.Result))
+	printExchanges(w, in.Exchanges)
+	printMCPExchanges(w, in.MCPExchanges)
+	return nil
+}
+
+func orNotRecorded(s string) string {
+	if s == "" {
+		return "(not recorded)"
+	}
+	return s
+}
+
+// printMCPExchanges prints the MCP exchanges of a step: the request (method, tool, arguments)
+// and the response (content items one by one, isError, or the JSON-RPC error), each followed
+// by its exact JSON-RPC line as recorded.
+func printMCPExchanges(w io.Writer, exs []*runview.MCPExchange) {
+	for k, ex := range exs {
+		fmt.Fprintf(w, "\n=== MCP exchange %d of %d (span %s, server %s", k+1, len(exs), ex.SpanID, dash(ex.Server))
+		if ex.RerunSource != "" {
+			fmt.Fprintf(w, ", %s", ex.RerunSource)
+		}
+		fmt.Fprintln(w, ")")
+		if ex.ReadErr != "" {
+			fmt.Fprintf(w, "not readable: %s\n", ex.ReadErr)
+		}
+		outcome := "ok"
+		switch {
+		case ex.ErrorCode != "":
+			outcome = "JSON-RPC error " + ex.ErrorCode + ": " + ex.ErrorMessage
+		case ex.IsError:
+			outcome = "isError: true"
+		case ex.Notification:
+			outcome = "notification (no response)"
+		case ex.Response == "":
+			outcome = "no response"
+		}
+		fmt.Fprintf(w, "%s -> %s in %s\n", strings.TrimSpace(ex.Method+" "+ex.Tool), outcome, ex.Duration.Round(time.Millisecond))
+		fmt.Fprintln(w, "--- request")
+		if ex.RequestID != "" {
+			fmt.Fprintf(w, "id: %s\n", ex.RequestID)
+		}
+		if ex.Arguments != "" {
+			fmt.Fprintf(w, "arguments: %s\n", ex.Arguments)
+		} else if ex.Params != "" {
+			fmt.Fprintf(w, "params: %s\n", ex.Params)
+		}
+		fmt.Fprintf(w, "as recorded: %s\n", ex.Request)
+		fmt.Fprintln(w, "--- response")
+		for i, c := range ex.Content {
+			if c.Type == "text" {
+				fmt.Fprintf(w, "[%d] text\n%s\n", i+1, c.Text)
+			} else {
+				fmt.Fprintf(w, "[%d] %s\n%s\n", i+1, c.Type, c.Raw)
+			}
+		}
+		if ex.Response != "" {
+			fmt.Fprintf(w, "as recorded: %s\n", ex.Response)
+		}
+	}
 }
 
 // printExchanges prints the recorded HTTP exchanges of a step: request and response with their

@@ -25,10 +25,10 @@ const (
 	AttrServer = runagainattr.MCPServer
 	// AttrRequest and AttrResponse hold the exact JSON-RPC messages (one stdio line each, without
 	// the newline); payload attributes, offloaded and redacted like any other.
-	AttrRequest  = "runagain.mcp.request"
-	AttrResponse = "runagain.mcp.response"
+	AttrRequest  = fixture.AttrMCPRequest
+	AttrResponse = fixture.AttrMCPResponse
 	// AttrDirection says who sent the request: "client" (the agent) or "server".
-	AttrDirection = "runagain.mcp.direction"
+	AttrDirection = fixture.AttrMCPDirection
 	// AttrResourceURI and AttrPromptName are the MCP semantic conventions' targets of
 	// resources/* and prompts/get.
 	AttrResourceURI = "mcp.resource.uri"

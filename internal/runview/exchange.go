@@ -68,17 +68,20 @@ type SSEEvent struct {
 func (v *View) ExchangesOf(i int) []*HTTPExchange {
 	var out []*HTTPExchange
 	for _, j := range v.ExchangeNodes(i) {
-		out = append(out, v.exchange(j))
+		if fixture.IsFixture(v.Nodes[j].Span) {
+			out = append(out, v.exchange(j))
+		}
 	}
 	return out
 }
 
-// ExchangeNodes are the indexes of the nodes ExchangesOf(i) reads, in run order.
+// ExchangeNodes are the indexes of the nodes ExchangesOf(i) and MCPExchangesOf(i) read, in run
+// order: recorded HTTP exchanges and MCP exchanges over stdio.
 func (v *View) ExchangeNodes(i int) []int {
 	if i < 0 || i >= len(v.Nodes) {
 		return nil
 	}
-	if fixture.IsFixture(v.Nodes[i].Span) {
+	if isExchange(v.Nodes[i]) {
 		return []int{i}
 	}
 	v.ownersOnce()
@@ -92,7 +95,7 @@ func (v *View) ownersOnce() {
 	}
 	v.owned = map[int][]int{}
 	for j, n := range v.Nodes {
-		if !fixture.IsFixture(n.Span) {
+		if !isExchange(n) {
 			continue
 		}
 		owner := n.Verdict.CoveredBy

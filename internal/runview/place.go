@@ -155,12 +155,16 @@ func (v *View) place() {
 		st.Node = newIdx[st.Node]
 	}
 	sort.SliceStable(v.Steps, func(a, b int) bool { return v.Steps[a].Node < v.Steps[b].Node })
-	llm := 0
+	llm, tool := 0, 0
 	for k, st := range v.Steps {
 		st.Index = k + 1
 		if st.LLMStep > 0 {
 			llm++
 			st.LLMStep = llm
+		}
+		if st.ToolStep > 0 {
+			tool++
+			st.ToolStep = tool
 		}
 	}
 }

@@ -132,9 +132,11 @@ func (n *Node) SpanID() string { return n.Span.SpanID().String() }
 type Step struct {
 	Index   int // 1-based among the run's steps
 	LLMStep int // 1-based among LLM calls (`show --step N`), 0 for other steps
-	Node    int // index into View.Nodes
-	Kind    rule.StepKind
-	SpanID  string
+	// ToolStep is 1-based among tool calls (`show --tool N`), 0 for other steps.
+	ToolStep int
+	Node     int // index into View.Nodes
+	Kind     rule.StepKind
+	SpanID   string
 	// Operation is gen_ai.operation.name; "chat" for an LLM call, "execute_tool" for a tool call
 	// and "http" for an HTTP exchange when absent.
 	Operation string
@@ -243,6 +245,8 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 					n.Effective = c
 				}
 			}
+		}
+		if fixture.IsFixture(s) || fixture.IsMCPExchange(s) {
 			if d, ok := n.Effective.Attributes().Get(runagainattr.GenAIDerived); ok && d.Type() == pcommon.ValueTypeBool {
 				n.Derived = d.Bool()
 			}
@@ -341,6 +345,7 @@ func (v *View) count() {
 			}
 		case rule.StepTool:
 			t.ToolCalls++
+			st.ToolStep = int(t.ToolCalls)
 			if st.Operation == "" {
 				st.Operation = "execute_tool"
 			}

@@ -44,6 +44,8 @@ type StepInput struct {
 	// Exchanges are the recorded HTTP exchanges the call made (ExchangesOf): the request the
 	// model API received and its response, SSE events one by one.
 	Exchanges []*HTTPExchange `json:"http_exchanges,omitempty"`
+	// MCPExchanges are the MCP exchanges the call made (MCPExchangesOf).
+	MCPExchanges []*MCPExchange `json:"mcp_exchanges,omitempty"`
 }
 
 // StepInput returns the input of LLM call n (1-based, the numbering of Step.LLMStep). Errors name
@@ -63,6 +65,7 @@ func (v *View) StepInput(n int) (*StepInput, error) {
 		in.MessagesError = err.Error()
 	}
 	in.Exchanges = v.ExchangesOf(st.Node)
+	in.MCPExchanges = v.MCPExchangesOf(st.Node)
 	in.Unread = map[string]string{}
 	for _, u := range msgs.Unread {
 		if val, ok := s.Attributes().Get(u.Attribute); ok {

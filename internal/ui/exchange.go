@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/runview"
 )
 
@@ -86,4 +87,64 @@ func exchangeName(method, rawURL string, status int) string {
 		st = strconv.Itoa(status)
 	}
 	return method + " " + where + " → " + st
+}
+
+// mcpView is one recorded MCP exchange on a span's panel: the request (method, tool, arguments)
+// and the response (content items one by one, isError, or the JSON-RPC error), each with its
+// exact JSON-RPC line (copy and download give the recorded bytes).
+type mcpView struct {
+	*runview.MCPExchange
+	Own       bool // the panel's span is this exchange
+	Outcome   string
+	Bad       bool // isError or a JSON-RPC error
+	Arguments bodyView
+	Params    bodyView
+	Request   bodyView
+	Response  bodyView
+	Content   []mcpContentView
+}
+
+type mcpContentView struct {
+	Type string
+	Body bodyView
+}
+
+// mcpExchanges reads the MCP exchanges of row i, rehydrating their spans first.
+func (s *Server) mcpExchanges(ctx context.Context, c *cachedRun, i int) []mcpView {
+	c.mu.Lock()
+	nodes := c.view.ExchangeNodes(i)
+	c.mu.Unlock()
+	for _, j := range nodes {
+		if c.rows[j].Kind == kindMCP {
+			_, _, _ = s.span(ctx, c, j)
+		}
+	}
+	c.mu.Lock()
+	exs := c.view.MCPExchangesOf(i)
+	c.mu.Unlock()
+	out := make([]mcpView, 0, len(exs))
+	for _, ex := range exs {
+		v := mcpView{MCPExchange: ex, Own: ex.Node == i, Outcome: "ok",
+			Arguments: bodyOf(genai.AttrToolCallArguments, ex.Arguments), Params: bodyOf("", ex.Params),
+			Request: bodyOf(fixture.AttrMCPRequest, ex.Request), Response: bodyOf(fixture.AttrMCPResponse, ex.Response)}
+		switch {
+		case ex.ErrorCode != "":
+			v.Outcome, v.Bad = "JSON-RPC error "+ex.ErrorCode+": "+ex.ErrorMessage, true
+		case ex.IsError:
+			v.Outcome, v.Bad = "isError", true
+		case ex.Notification:
+			v.Outcome = "notification"
+		case ex.Response == "":
+			v.Outcome, v.Bad = "no response", true
+		}
+		for _, ct := range ex.Content {
+			b := ct.Raw
+			if ct.Type == "text" {
+				b = ct.Text
+			}
+			v.Content = append(v.Content, mcpContentView{Type: ct.Type, Body: bodyOf("", b)})
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -16,7 +16,7 @@ const (
 	findError      = "error"      // spans with status ERROR
 	findLLM        = "llm"        // LLM calls
 	findTool       = "tool"       // tool calls
-	findHTTP       = "http"       // recorded HTTP exchanges (fixtures) and HTTP client spans
+	findHTTP       = "http"       // recorded HTTP and MCP exchanges (fixtures) and HTTP client spans
 	findAlert      = "alert"      // spans an agent_guard alert points at
 	findDivergence = "divergence" // spans a replay divergence points at
 )
@@ -34,7 +34,7 @@ func (c *cachedRun) matchesKind(i int, k string) bool {
 	case findTool:
 		return r.Kind == kindTool
 	case findHTTP:
-		return r.Kind == kindHTTP
+		return r.Kind == kindHTTP || r.Kind == kindMCP
 	case findAlert, findDivergence:
 		for _, m := range r.Marks {
 			if c.marks[m].Kind == k {

@@ -561,8 +561,10 @@ type panelView struct {
 	PayloadErr   string
 	// Exchanges are the recorded HTTP exchanges of the span (runview.ExchangesOf): the span's
 	// own when it is one, else those its LLM or tool call made, each as request and response.
-	Exchanges  []exchangeView
-	IsExchange bool // the span is a recorded exchange: its attributes start folded
+	Exchanges []exchangeView
+	// MCPExchanges are the MCP exchanges of the span (runview.MCPExchangesOf), the same way.
+	MCPExchanges []mcpView
+	IsExchange   bool // the span is a recorded exchange: its attributes start folded
 }
 
 // placedView says under which call an exchange is shown, and why (runview.Placement).
@@ -626,7 +628,7 @@ type recordedInput struct {
 	Values []attrView
 }
 
-var kindLabels = map[string]string{kindAgent: "agent", kindLLM: "LLM call", kindTool: "tool call", kindHTTP: "HTTP exchange (fixture)", kindOther: "span"}
+var kindLabels = map[string]string{kindAgent: "agent", kindLLM: "LLM call", kindTool: "tool call", kindHTTP: "HTTP exchange (fixture)", kindMCP: "MCP exchange (fixture)", kindOther: "span"}
 
 func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, error) {
 	sp, logs, perr := s.span(ctx, c, i)
@@ -668,7 +670,8 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	}
 	p.Exceptions = exceptionsOf(sp, row.Start)
 	p.Exchanges = s.exchanges(ctx, c, i)
-	p.IsExchange = len(p.Exchanges) == 1 && p.Exchanges[0].Own
+	p.MCPExchanges = s.mcpExchanges(ctx, c, i)
+	p.IsExchange = len(p.Exchanges) == 1 && p.Exchanges[0].Own || len(p.MCPExchanges) == 1 && p.MCPExchanges[0].Own
 	if row.Step > 0 {
 		if row.Kind != kindLLM {
 			p.KindLabel = "LLM call · " + p.KindLabel

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/runview"
@@ -33,6 +34,7 @@ const (
 	kindLLM   = "llm"
 	kindTool  = "tool"
 	kindHTTP  = "http" // a recorded HTTP exchange (fixture)
+	kindMCP   = "mcp"  // a recorded MCP exchange over stdio (runagain mcp)
 	kindOther = "other"
 )
 
@@ -40,6 +42,9 @@ const (
 // span, else its kind as the read model classified it.
 func spanKind(n *runview.Node) string {
 	s := n.Span
+	if fixture.IsMCPExchange(s) {
+		return kindMCP
+	}
 	if _, ok := s.Attributes().Get(runagainattr.FixtureSource); ok {
 		return kindHTTP
 	}

@@ -3,6 +3,8 @@
 package browser
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -164,5 +166,70 @@ func TestExchangeMovedUnderItsCall(t *testing.T) {
 	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#panel [data-placed]').textContent`), tool)
 	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#panel .facts').textContent`), proxy, "the recorded parent is still named")
 	shot(t, ctx, "exchange-moved-panel")
+	assert.Empty(t, dlg.opened())
+}
+
+// TestMCPExchangeUnderItsToolCall: a tools/call recorded by `runagain mcp` shows on its tool
+// call's panel like an HTTP exchange: the request (method, tool name, arguments indented in
+// recorded key order) and the response (each content item, isError), with the exact JSON-RPC
+// lines; its timeline row sits under the tool span, also when it was recorded beside it.
+func TestMCPExchangeUnderItsToolCall(t *testing.T) {
+	ctx, dlg := tab(t)
+	trace := pcommon.TraceID{0x5e, 0xe3, 15: 9}
+	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.MCPRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
+	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
+	require.NoError(t, err)
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	id := func(b byte) string { return pcommon.SpanID{9, b}.String() }
+	tool, call, failing, fcall := id(runtest.MCPToolSpan), id(runtest.MCPToolCall), id(runtest.MCPFailingTool), id(runtest.MCPFailingCall)
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+tool), chromedp.WaitVisible(chromedp.CSS(`#panel section[data-mcp-exchange="`+call+`"]`)))
+	sec := `document.querySelector('#panel section[data-mcp-exchange="` + call + `"]')`
+	h := eval[string](t, ctx, sec+`.querySelector('h3').textContent`)
+	assert.Contains(t, h, "MCP exchange of this call tools/call append_note")
+	assert.Contains(t, h, "server notes")
+	assert.Equal(t, "ok", eval[string](t, ctx, sec+`.querySelector('.xstatus').dataset.outcome`))
+	assert.Equal(t, "append_note", eval[string](t, ctx, sec+`.querySelector('[data-mcp=tool]').textContent`))
+	assert.Equal(t, "{\n  \"title\": \"Paris\",\n  \"text\": \"sunny, 21 °C\",\n  \"tags\": [\n    \"weather\",\n    \"fr\"\n  ]\n}",
+		eval[string](t, ctx, sec+`.querySelector('[data-mcp=arguments] pre').textContent`), "indented, keys in recorded order")
+	assert.Equal(t, []string{"appended note 3 (Paris)"}, eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-mcp=content] li pre')].map(p => p.textContent)`))
+	assert.JSONEq(t, runtest.MCPAppendRequest, eval[string](t, ctx, sec+`.querySelector('[data-body="runagain.mcp.request"]').textContent`))
+	assert.JSONEq(t, runtest.MCPAppendResponse, eval[string](t, ctx, sec+`.querySelector('[data-body="runagain.mcp.response"]').textContent`))
+	// Download gives the exact recorded line.
+	dl := eval[string](t, ctx, sec+`.querySelector('[data-side=response] a.download').href`)
+	resp, err := http.Get(dl)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, runtest.MCPAppendResponse, string(b))
+	order := eval[[]string](t, ctx, `[...document.querySelectorAll('#canvas .row[data-span]')].map(r => r.dataset.span)`)
+	pad := func(id string) int {
+		return eval[int](t, ctx, `parseInt(document.querySelector('.row[data-span="`+id+`"] .name').style.paddingLeft)`)
+	}
+	assert.Greater(t, pad(call), pad(tool), "nested under the tool span")
+	assert.Equal(t, "mcp", eval[string](t, ctx, `document.querySelector('.row[data-span="`+call+`"] .k').textContent`))
+	shot(t, ctx, "mcp-exchange-under-tool-call")
+
+	// The failing call, recorded beside its tool span, is drawn under it and shown on its panel.
+	idx := func(s string) int {
+		for k, o := range order {
+			if o == s {
+				return k
+			}
+		}
+		return -1
+	}
+	assert.Equal(t, idx(failing)+1, idx(fcall), "moved right after its tool span")
+	assert.Greater(t, pad(fcall), pad(failing))
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+failing), chromedp.WaitVisible(chromedp.CSS(`#panel section[data-mcp-exchange="`+fcall+`"]`)))
+	fsec := `document.querySelector('#panel section[data-mcp-exchange="` + fcall + `"]')`
+	assert.Equal(t, "isError", eval[string](t, ctx, fsec+`.querySelector('.xstatus').dataset.outcome`))
+	assert.True(t, eval[bool](t, ctx, fsec+`.querySelector('.xstatus').classList.contains('bad')`))
+	assert.Contains(t, eval[string](t, ctx, fsec+`.querySelector('[data-side=response] h4').textContent`), "isError: true")
+	assert.Equal(t, "no note titled Lyon", eval[string](t, ctx, fsec+`.querySelector('[data-mcp=content] li pre').textContent`))
+	shot(t, ctx, "mcp-exchange-iserror")
 	assert.Empty(t, dlg.opened())
 }

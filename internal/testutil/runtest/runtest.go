@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/mcp"
 )
 
 // SSEEvents are the events of the streamed chat completion in StreamedRun, in order.
@@ -137,5 +138,75 @@ func UnparentedRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
 			l.Attributes().PutEmptySlice("runagain.link.evidence").AppendEmpty().SetStr("time")
 		}
 	}
+	return td
+}
+
+// Span ids of MCPRun's spans (the last byte of the trace id, then this).
+const (
+	MCPRoot        = 1
+	MCPLLM         = 2
+	MCPToolSpan    = 3
+	MCPToolCall    = 4 // tools/call append_note, under MCPToolSpan
+	MCPFailingTool = 5
+	MCPFailingCall = 6 // tools/call read_note answering isError, recorded under the root
+)
+
+// MCP lines of MCPRun: what `runagain mcp --name notes` recorded on the server's stdio.
+const (
+	MCPAppendRequest  = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_note","arguments":{"title":"Paris","text":"sunny, 21 °C","tags":["weather","fr"]}}}`
+	MCPAppendResponse = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"appended note 3 (Paris)"}],"isError":false}}`
+	MCPReadRequest    = `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read_note","arguments":{"title":"Lyon"}}}`
+	MCPReadResponse   = `{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"no note titled Lyon"}],"isError":true}}`
+)
+
+// MCPRun is an instrumented agent whose tools are an MCP server spoken to over stdio: an LLM
+// call, then an execute_tool append_note span whose tools/call exchange `runagain mcp` recorded
+// under it (TRACEPARENT propagated), then an execute_tool read_note span whose tools/call
+// (answered isError) was recorded under the agent's root, beside it (the agent started the
+// server before the tool span: only time and the tool name tie them).
+func MCPRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "notes-agent")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	add := func(id, parent byte, name string, from, to int) ptrace.Span {
+		s := spans.AppendEmpty()
+		s.SetTraceID(trace)
+		s.SetSpanID(pcommon.SpanID{trace[15], id})
+		if parent != 0 {
+			s.SetParentSpanID(pcommon.SpanID{trace[15], parent})
+		}
+		s.SetName(name)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at(from)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at(to)))
+		return s
+	}
+	root := add(MCPRoot, 0, "invoke_agent notes", 0, 2000)
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "notes")
+	llm := add(MCPLLM, MCPRoot, "chat gpt-4o-mini", 50, 600)
+	llm.Attributes().PutStr("gen_ai.operation.name", "chat")
+	llm.Attributes().PutStr("gen_ai.request.model", "gpt-4o-mini")
+	llm.Attributes().PutInt("gen_ai.usage.input_tokens", 40)
+	llm.Attributes().PutInt("gen_ai.usage.output_tokens", 12)
+	exchange := func(id, parent byte, index int, req, resp string, from, to int) {
+		s := spans.AppendEmpty()
+		e := &mcp.Exchange{Server: "notes", Direction: "client", Request: []byte(req), Response: []byte(resp), Start: at(from), End: at(to),
+			Index: index, SessionID: "notes-1", ProtocolVersion: "2025-06-18"}
+		e.ToSpan(s)
+		s.SetTraceID(trace)
+		s.SetSpanID(pcommon.SpanID{trace[15], id})
+		s.SetParentSpanID(pcommon.SpanID{trace[15], parent})
+	}
+	tool := add(MCPToolSpan, MCPRoot, "execute_tool append_note", 700, 1100)
+	tool.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	tool.Attributes().PutStr("gen_ai.tool.name", "append_note")
+	exchange(MCPToolCall, MCPToolSpan, 2, MCPAppendRequest, MCPAppendResponse, 720, 1080)
+	failing := add(MCPFailingTool, MCPRoot, "execute_tool read_note", 1200, 1700)
+	failing.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	failing.Attributes().PutStr("gen_ai.tool.name", "read_note")
+	failing.Status().SetCode(ptrace.StatusCodeError)
+	exchange(MCPFailingCall, MCPRoot, 3, MCPReadRequest, MCPReadResponse, 1220, 1680)
 	return td
 }
