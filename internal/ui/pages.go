@@ -48,6 +48,7 @@ var funcs = template.FuncMap{
 	"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 	"rfc3339": localTime,
 	"add":     func(a, b int) int { return a + b },
+	"pct":     func(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -129,6 +130,7 @@ type SessionsFilter struct {
 	Model        string  // substring of a model name
 	Agent        string  // substring of an agent name (gen_ai.agent.name)
 	Session      string  // exact session id
+	Pattern      string  // a failure pattern's ID (patterns.go): only its runs
 	Errors       bool    // only runs with error spans
 	Alerts       bool    // only runs with alerts or replay divergences
 	CostMin      float64 // only runs costing more than this (USD)
@@ -164,7 +166,7 @@ type sessionsView struct {
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := sessionsView{Title: "Sessions", F: SessionsFilter{Since: q.Get("since"), Until: q.Get("until"), Model: q.Get("model"),
-		Agent: q.Get("agent"), Session: q.Get("session"), Errors: q.Get("errors") != "", Alerts: q.Get("alerts") != ""}, CostMinStr: q.Get("cost_min")}
+		Agent: q.Get("agent"), Session: q.Get("session"), Pattern: strings.TrimSpace(q.Get("pattern")), Errors: q.Get("errors") != "", Alerts: q.Get("alerts") != ""}, CostMinStr: q.Get("cost_min")}
 	v.F.Page, _ = strconv.Atoi(q.Get("page"))
 	v.F.Query = strings.TrimSpace(q.Get("q"))
 	v.F.Sort, v.F.Asc = q.Get("sort"), q.Get("order") == "asc"
@@ -269,6 +271,13 @@ const maxSortedRows = 10_000
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
 	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0 || f.Query != "" || f.Sort == "cost"
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
+	var inPattern map[string]bool
+	if f.Pattern != "" {
+		var err error
+		if inPattern, err = s.patternRuns(ctx, f.Pattern, since, until); err != nil {
+			return nil, 0, false, fmt.Errorf("pattern %s: %w", f.Pattern, err)
+		}
+	}
 	startOrder := f.Sort == "" || f.Sort == "start" && !f.Asc
 	size := s.opts.PageSize
 	from := (f.Page - 1) * size
@@ -278,6 +287,9 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	n, more := 0, false
 	err := store.EachRun(ctx, s.opts.Reader, rf, func(sum store.RunSummary) bool {
 		if f.Errors && sum.Errors == 0 {
+			return true
+		}
+		if inPattern != nil && !inPattern[sum.TraceID] {
 			return true
 		}
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
@@ -397,6 +409,8 @@ type runView struct {
 	// CSRF is the token of the "Add to dataset" form; Datasets whether a dataset store is set.
 	CSRF     string
 	Datasets bool
+	// Pattern is the run's failure pattern (patterns.go); nil for a passing run.
+	Pattern *runPattern
 }
 
 type timelineJSON struct {
@@ -430,6 +444,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		v.Live, v.RefreshS = c.live(s.opts.Now()), int(liveRefresh/time.Second)
 	}
 	v.CSRF, v.Datasets = s.csrf, s.opts.Datasets != nil
+	v.Pattern = patternOf(c.view)
 	v.Counts, v.First = c.kindCounts(), map[string]string{}
 	for _, k := range findKinds {
 		v.First[k] = c.firstOf(k)

@@ -7,7 +7,7 @@
 // Pages: Sessions (/), Run (/runs/{trace_id}, a virtualised waterfall whose rows come from
 // /api/runs/{trace_id}/rows in pages), a span's panel (/runs/{trace_id}/spans/{span_id}/panel,
 // loaded on demand), Step N (/runs/{trace_id}/steps/{n}, what `runagain show --step N` prints) and
-// Diff (/diff?a=...&b=...). Every value comes from agent payloads, which are untrusted: pages are
+// Diff (/diff?a=...&b=...), Patterns (/patterns, /patterns/{id}: patterns.go). Every value comes from agent payloads, which are untrusted: pages are
 // rendered with html/template (contextual escaping) and the script only ever sets textContent.
 //
 // Access: New serves without authentication; WithToken wraps a handler so that every request must
@@ -134,6 +134,9 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /diff", s.diffPage)
 	s.mux.HandleFunc("GET /datasets", s.datasetsPage)
 	s.mux.HandleFunc("GET /quarantine", s.quarantinePage)
+	s.mux.HandleFunc("GET /patterns", s.patternsPage)
+	s.mux.HandleFunc("GET /patterns/{id}", s.patternPage)
+	s.mux.HandleFunc("POST /patterns/{id}/dataset", s.addPatternToDataset)
 	s.mux.HandleFunc("GET /datasets/{name}/{version}", s.versionPage)
 	s.mux.HandleFunc("GET /", s.notFound)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
