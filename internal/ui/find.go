@@ -14,7 +14,7 @@ import (
 // Filter kinds of the run page's chips and jump keys (/api/runs/{trace}/find?kind=...).
 const (
 	findError      = "error"      // spans with status ERROR
-	findLLM        = "llm"        // LLM calls
+	findLLM        = "llm"        // LLM calls, as the read model counts them (a row with an LLM step)
 	findTool       = "tool"       // tool calls
 	findHTTP       = "http"       // recorded HTTP and MCP exchanges (fixtures) and HTTP client spans
 	findAlert      = "alert"      // spans an agent_guard alert points at
@@ -30,7 +30,10 @@ func (c *cachedRun) matchesKind(i int, k string) bool {
 	case findError:
 		return r.Error
 	case findLLM:
-		return r.Kind == kindLLM || r.Step > 0
+		// The counting rule's LLM calls (runview: Row.Step), as the header, `runagain show`
+		// and sessions count them: an agent or workflow span that carries GenAI attributes
+		// too, or an exchange under a call, is classified as one but not counted again.
+		return r.Step > 0
 	case findTool:
 		return r.Kind == kindTool
 	case findHTTP:
