@@ -156,3 +156,23 @@ func TestUncategorised(t *testing.T) {
 	assert.True(t, s.Uncategorised)
 	assert.Equal(t, Uncategorised, s.ID())
 }
+
+// A command runagain ran that exited non-zero is one failure whatever runagain called its root
+// span: the crash recorded by `proxy --record` and the same crash under `runagain test`.
+func TestCommandCrashSameUnderRecordAndTest(t *testing.T) {
+	crash := func(trace byte, name string, code int64) Signature {
+		r := runOf(t, trace, []spec{{}})
+		root := r.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+		root.SetName(name)
+		root.Attributes().Clear()
+		root.Attributes().PutInt(AttrProcessExitCode, code)
+		root.Status().SetCode(ptrace.StatusCodeError)
+		return sigOf(t, r)
+	}
+	rec := crash(7, "runagain record agent.py", 3)
+	test := crash(8, "runagain test 3d407bd2bcc69c5a058216a6a766f052", 3)
+	require.Len(t, rec.Errors, 1)
+	assert.Equal(t, Error{Kind: KindProcess, Name: "command", Type: "exit 3", Count: 1}, rec.Errors[0])
+	assert.Equal(t, rec.ID(), test.ID())
+	assert.NotEqual(t, rec.ID(), crash(9, "runagain test 3d407bd2bcc69c5a058216a6a766f052", 1).ID(), "another exit code is another failure")
+}

@@ -17,6 +17,10 @@
 //	                count}: kind llm | tool | http | mcp | agent | span; name the LLM operation
 //	                (chat, embeddings; not the model), the tool name, the HTTP route ("POST
 //	                /v1/chat/completions", Route), the MCP method, else the span name (Normalise);
+//	                kind process, name "command", type "exit N" for the root span runagain writes
+//	                around a command it ran (proxy --record, test, replay, rerun: the span with
+//	                process.exit.code), whatever its name and arguments, so a crash recorded by
+//	                proxy --record and the same crash under runagain test are one failure;
 //	                type error.type, else the first exception.type; status the HTTP status class
 //	                (4xx, 5xx, or "transport" for no response) of an exchange or of a tool span's
 //	                http.response.status_code; message the status message, else the exchange's
@@ -103,7 +107,13 @@ const (
 	KindMCP   = "mcp"
 	KindAgent = "agent"
 	KindSpan  = "span"
+	// KindProcess is the command runagain ran (a root span with process.exit.code).
+	KindProcess = "process"
 )
+
+// AttrProcessExitCode is the exit code runagain records on the root span of a command it ran
+// (OpenTelemetry semantic conventions, process.exit.code).
+const AttrProcessExitCode = "process.exit.code"
 
 // Signature is what failed in one run and how, independent of ids, timestamps and free text
 // (package documentation, "The signature"). Slices are in canonical order; the JSON form is the
@@ -122,7 +132,7 @@ type Signature struct {
 
 // Error is one failing span of a signature.
 type Error struct {
-	Kind    string `json:"kind"`              // llm | tool | http | mcp | agent | span
+	Kind    string `json:"kind"`              // llm | tool | http | mcp | agent | span | process
 	Name    string `json:"name"`              // operation, tool name, route, MCP method or span name
 	Type    string `json:"type,omitempty"`    // error.type, else exception.type
 	Status  string `json:"status,omitempty"`  // 4xx | 5xx | transport
@@ -394,7 +404,13 @@ func nodeError(n *runview.Node) (Error, bool) {
 	}
 	e.Message = Normalise(msg)
 	e.Type = cut(e.Type, MaxMessage)
+	code, isCommand := a.Get(AttrProcessExitCode)
 	switch {
+	case isCommand && n.Depth == 0 && n.Step == nil:
+		e.Kind, e.Name = KindProcess, "command"
+		if e.Type == "" {
+			e.Type = "exit " + code.AsString()
+		}
 	case n.Step != nil && n.Step.Kind == rule.StepLLM, n.Kind == genai.KindLLM:
 		e.Kind = KindLLM
 		e.Name = strAttr(a, genai.AttrOperationName)
