@@ -409,6 +409,9 @@ func (r *Redactor) tokenEdits(w *walker, s string, depth int, t strTok, lastKey 
 			fs = r.Find(dec)
 		}
 	}
+	if t.member {
+		fs = dropIDShapes(lastKey, fs, len(dec))
+	}
 	m := offsetMap{raw: raw}
 	for _, f := range fs {
 		repl := jsonEscape(r.Token(f.Rule, f.Action, dec[f.Start:f.End]))
@@ -648,6 +651,9 @@ func (r *Redactor) RedactValue(key, s string) (out string, fs []Finding, malform
 		out = r.apply(s, fs)
 	} else {
 		out, fs = r.RedactString(s)
+	}
+	if kept := dropIDShapes(key, fs, len(s)); len(kept) != len(fs) {
+		fs, out = kept, r.apply(s, kept)
 	}
 	if len(fs) == 0 {
 		if cacheable {

@@ -35,8 +35,9 @@ import (
 //   - ends at a boundary: not followed by a letter or digit, nor by '.' and a letter (a host
 //     name or a dotted path), nor by '@';
 //   - is not a public key by its prefix (pk, pub, public: pk_live_... is publishable);
-//   - is not the value of a key named as an identifier (id, *_id, *Id, *-id, ids): "id":
-//     "chatcmpl-...", tool_call_id: call_....
+//   - is not the value of a key named as an identifier (id, *_id, *Id, *-id, *.id, ids): "id":
+//     "chatcmpl-...", tool_call_id: call_..., in text, in a JSON member (its key seen by the JSON
+//     walk) and in an attribute (gen_ai.response.id).
 //
 // The body floor of 30 is measured on the corpus agent recordings (1,177 cassettes and traces,
 // make secrets-score): the provider identifiers they carry in the same shape are shorter
@@ -236,9 +237,9 @@ func entropyCounts(counts []uint16, n int) float64 {
 	return h
 }
 
-// idKeyBefore reports whether the value starting at a is given to a key named as an identifier:
-// "id": "v", tool_call_id: v, requestId=v, x-request-id: v, "ids": ["v" (the separator between
-// them: quotes, blanks, ':', '=', '[' and ',', at most 6 bytes).
+// idKeyBefore reports whether the value starting at a is given to a key named as an identifier
+// (idKeyName): "id": "v", tool_call_id: v, requestId=v, x-request-id: v, "ids": ["v" (the
+// separator between them: quotes, blanks, ':', '=', '[' and ',', at most 6 bytes).
 func idKeyBefore(s string, a int) bool {
 	j := a
 	for j > 0 && a-j < 6 && strings.IndexByte("\"' \t:=[", s[j-1]) >= 0 {
@@ -251,7 +252,12 @@ func idKeyBefore(s string, a int) bool {
 	for k > 0 && j-k < 64 && (isAlnum(s[k-1]) || s[k-1] == '_' || s[k-1] == '-' || s[k-1] == '.') {
 		k--
 	}
-	name := s[k:j]
+	return idKeyName(s[k:j])
+}
+
+// idKeyName reports whether a key names an identifier: id, ids, or a name whose last word is
+// id (tool_call_id, x-request-id, gen_ai.response.id, requestId, messageID).
+func idKeyName(name string) bool {
 	name = strings.TrimSuffix(strings.TrimSuffix(name, "s"), "S")
 	n := len(name)
 	if n < 2 || !strings.EqualFold(name[n-2:], "id") {
@@ -263,6 +269,25 @@ func idKeyBefore(s string, a int) bool {
 	c := name[n-3]
 	return c == '_' || c == '-' || c == '.' || (name[n-2] == 'I' && name[n-1] == 'd' && c >= 'a' && c <= 'z') ||
 		(name[n-2] == 'I' && name[n-1] == 'D')
+}
+
+// dropIDShapes removes from fs the prefixed_token findings that take the whole value (n bytes)
+// of a key named as an identifier (idKeyName): a JSON member or an attribute such as
+// "id": "chatcmpl-..." or gen_ai.response.id, whose key the scan of the value alone does not see.
+// The clean cache then holds the value as clean: met again under another key, it is the id it
+// was.
+func dropIDShapes(key string, fs []Finding, n int) []Finding {
+	if len(fs) == 0 || !idKeyName(key) {
+		return fs
+	}
+	out := fs[:0:0]
+	for _, f := range fs {
+		if f.Rule == RulePrefixedToken && f.Start == 0 && f.End == n {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // looseShapeRuns calls f for each run of bytes [A-Za-z0-9_.=-] at least shapeTokenLen long

@@ -45,6 +45,8 @@ func TestPrefixedTokenKeepsIdentifiers(t *testing.T) {
 		`previous_response_id=resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452fe3a`,
 		`run run_RsJmiMTrgkBzb3FvyCvRoqpd on thread thread_fbFB5caAj0sEpE1c5ICMDs7I`,
 		`openai-project: proj_tzz1TbPPOXaf6j9tEkVUBIAa`,
+		`{"request_id": "req_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cVb8N"}`,
+		`{"messages": [{"role": "tool", "toolCallId": "call_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cVb8N"}]}`,
 		`the test test_prefixed_token_keeps_ordinary_snake_case_identifiers_2024 passed`,
 		`selector desktop-rhf_SponsoredProductsRemoteRHFSearchEXPSubsK2ClickPagination`,
 		`"user_d351d93b-adb0-4714-bbef-a11100fff9cc_token_apiKeyClientSecret": ""`,
@@ -107,5 +109,20 @@ func TestTinkKeysetBase64(t *testing.T) {
 		if strings.Contains(out, enc[len(enc)-12:]) || strings.Contains(out, enc[:12]) || len(fs) != 1 {
 			t.Errorf("alignment %d: %q %v", pad, out, fs)
 		}
+	}
+}
+
+// TestPrefixedTokenUnderIDAttribute: an attribute named as an identifier keeps a long id of
+// token shape; the same value under another attribute is taken.
+func TestPrefixedTokenUnderIDAttribute(t *testing.T) {
+	r := newTest(t, Config{CleanCache: NewCleanCache(1 << 20)})
+	id := "chatcmpl-Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cVb8N"
+	for range 2 {
+		if out, fs, _ := r.RedactValue("gen_ai.response.id", id); len(fs) != 0 || out != id {
+			t.Errorf("id taken: %q %v", out, fs)
+		}
+	}
+	if out, fs, _ := r.RedactValue("gen_ai.completion", "use "+id); len(fs) != 1 || strings.Contains(out, id) {
+		t.Errorf("token kept: %q %v", out, fs)
 	}
 }
