@@ -4,8 +4,10 @@ package redact
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // RulePrefixedToken is the detector of shape: a credential of a family no rule knows, found by
@@ -72,48 +74,90 @@ func shapeBoundaryBefore(c byte) bool {
 	return !isShapeByte(c) && c != '.' && c != '/' && c != '+' && c != '\\' && c != '%' && c != '@' && c != '&'
 }
 
-// scanPrefixedTokens calls f for each token of shape in s (see RulePrefixedToken). It visits
-// each run of token bytes once: the separators '_', '-' and '.' are found with IndexByte, and a
-// run shorter than shapeTokenLen is skipped without a look at its bytes past the separator.
+// scanPrefixedTokens calls f for each token of shape in s (see RulePrefixedToken). A token lies
+// inside a run of [A-Za-z0-9_.=-] of at least shapeTokenLen bytes (longRuns finds them with a
+// stride, without a look at most bytes of prose); in such a run each '_', '-' or '.' is tried as
+// the separator after a prefix, and the body run after a failed one is skipped.
 func scanPrefixedTokens(s string, f func(lo, hi int)) {
-	n := len(s)
-	if n < shapeTokenLen {
-		return
-	}
-	nu, nd, np := -2, -2, -2 // next '_', '-', '.' at or after i (-1: none left; -2: not looked up)
-	next := func(c byte, cur *int, i int) int {
-		if *cur == -1 || *cur >= i {
-			return *cur
-		}
-		j := strings.IndexByte(s[i:], c)
-		if j < 0 {
-			*cur = -1
-		} else {
-			*cur = i + j
-		}
-		return *cur
-	}
-	for i := 0; i < n; {
-		p := -1
-		for _, x := range [3]int{next('_', &nu, i), next('-', &nd, i), next('.', &np, i)} {
-			if x >= 0 && (p < 0 || x < p) {
-				p = x
+	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
+		for i := lo; i < hi; {
+			j := strings.IndexAny(s[i:hi], "_-.")
+			if j < 0 {
+				return
 			}
+			p := i + j
+			if hi-p < shapeMinBody+1 {
+				return
+			}
+			a := p
+			for a > 0 && p-a <= shapeMaxPrefix && isAlnum(s[a-1]) {
+				a--
+			}
+			end := shapeRunEnd(s, p+1)
+			if t0, t1, ok := prefixedToken(s, a, p, end); ok {
+				f(t0, t1)
+			}
+			i = max(p+1, end)
 		}
-		if p < 0 || n-p < shapeMinBody+1 {
-			return
-		}
-		a := p
-		for a > 0 && p-a <= shapeMaxPrefix && isAlnum(s[a-1]) {
-			a--
-		}
-		end := shapeRunEnd(s, p+1)
-		if lo, hi, ok := prefixedToken(s, a, p, end); ok {
-			f(lo, hi)
-		}
-		i = max(p+1, end)
-	}
+	})
 }
+
+// longRuns calls f, in order, for each maximal run of bytes of s in the set in that is at least
+// n bytes long (n >= 31; in holds no byte below '-' and none of 0x80 or more). Such a run covers
+// three consecutive aligned 8-byte words of s with no byte below '-' (blanks, quotes, commas,
+// control bytes) and none above 0x7f. Those words are found eight bytes at a time with the
+// "hasless" word test (Bit Twiddling Hacks, "Determine if a word has a byte less than n", exact
+// as a test of the whole word for n <= 128), which prose fails in nearly every word; only the
+// stretches of three or more such words, and the last n+7 bytes, are read byte by byte.
+func longRuns(s string, n int, in *[256]bool, f func(lo, hi int)) {
+	done := 0 // every run ending at or before done was reported
+	exact := func(lo, hi int) {
+		for k := max(lo, done); k < hi; k++ {
+			if !in[s[k]] {
+				continue
+			}
+			a, e := k, k+1
+			for a > done && in[s[a-1]] {
+				a--
+			}
+			for e < len(s) && in[s[e]] {
+				e++
+			}
+			if e-a >= n {
+				f(a, e)
+			}
+			done, k = e, e
+		}
+	}
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	const lt = swarOnes * '-'
+	w := len(b) &^ 7
+	good := 0
+	for i := 0; i < w; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x-lt)&^x&swarHigh == 0 && x&swarHigh == 0 {
+			good++
+			continue
+		}
+		if good >= 3 {
+			exact(i-8*good, i)
+		}
+		good = 0
+	}
+	if good >= 3 {
+		exact(w-8*good, w)
+	}
+	exact(max(0, w-n), len(b))
+}
+
+// looseShapeSet is the set of looseShapeByte.
+var looseShapeSet = func() *[256]bool {
+	var t [256]bool
+	for c := range 256 {
+		t[c] = looseShapeByte(byte(c))
+	}
+	return &t
+}()
 
 // shapeRunEnd returns the end of the run of token bytes starting at i.
 func shapeRunEnd(s string, i int) int {
@@ -295,26 +339,11 @@ func dropIDShapes(key string, fs []Finding, n int) []Finding {
 // finds in any string leaf (their bytes need no escape; an escape before one, such as \n, only
 // lengthens the raw run, and \u escapes are hot on their own).
 func looseShapeRuns(s string, f func(lo, hi int)) {
-	n := len(s)
-	for i := 0; i+shapeTokenLen <= n; {
-		j := strings.IndexAny(s[i:], "_-.")
-		if j < 0 {
-			return
-		}
-		p := i + j
-		lo := p
-		for lo > i && looseShapeByte(s[lo-1]) {
-			lo--
-		}
-		hi := p + 1
-		for hi < n && looseShapeByte(s[hi]) {
-			hi++
-		}
-		if hi-lo >= shapeTokenLen {
+	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
+		if strings.ContainsAny(s[lo:hi], "_-.") {
 			f(lo, hi)
 		}
-		i = hi
-	}
+	})
 }
 
 func looseShapeByte(c byte) bool { return isShapeByte(c) || c == '.' || c == '=' }

@@ -4,6 +4,8 @@ package redact
 
 import (
 	"encoding/base64"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,89 @@ func TestPrefixedTokenUnderIDAttribute(t *testing.T) {
 	}
 	if out, fs, _ := r.RedactValue("gen_ai.completion", "use "+id); len(fs) != 1 || strings.Contains(out, id) {
 		t.Errorf("token kept: %q %v", out, fs)
+	}
+}
+
+// BenchmarkShapeScan is the cost of the shape scanners on loadgen prose and on JSON with ids,
+// against scanDigitClusters (the byte scan every string already pays) in the same run.
+//
+//	go test -run '^$' -bench ShapeScan ./internal/redact/
+func BenchmarkShapeScan(b *testing.B) {
+	var prose string
+	for _, sp := range loadgenSpans(3) {
+		for _, kv := range sp {
+			if kv.key == "gen_ai.tool.call.result" && len(kv.value) > 400 && prose == "" {
+				prose = kv.value
+			}
+		}
+	}
+	ids := strings.Repeat(`{"id":"chatcmpl-Cj4xwF0fLMbLL7cj2PpKMa69vdqgM","tool_call_id":"call_VSPygqKTWdrhaFErNvMV18Yl","model":"gpt-4o-2024-08-06"},`, 10)
+	for _, tc := range []struct{ name, s string }{{"prose", prose}, {"ids", ids}} {
+		for _, sc := range []struct {
+			name string
+			f    func(string)
+		}{
+			{"digits", func(s string) { scanDigitClusters(s, func(int, int, int, bool) {}) }},
+			{"prefixed", func(s string) { scanPrefixedTokens(s, func(int, int) {}) }},
+			{"encoded", func(s string) { scanEncodedTokens(s, func(int, int) {}) }},
+			{"loose", func(s string) {
+				looseShapeRuns(s, func(int, int) {})
+				looseEncodedRuns(s, func(int, int) {})
+			}},
+		} {
+			b.Run(tc.name+"/"+sc.name, func(b *testing.B) {
+				b.SetBytes(int64(len(tc.s)))
+				for b.Loop() {
+					sc.f(tc.s)
+				}
+			})
+		}
+	}
+}
+
+// TestLongRuns: longRuns finds the same runs as a byte-at-a-time scan, at every alignment and
+// length around the bound, and in random text of the set and of blanks.
+func TestLongRuns(t *testing.T) {
+	ref := func(s string, n int) (out [][2]int) {
+		for i := 0; i < len(s); {
+			if !looseShapeSet[s[i]] {
+				i++
+				continue
+			}
+			j := i
+			for j < len(s) && looseShapeSet[s[j]] {
+				j++
+			}
+			if j-i >= n {
+				out = append(out, [2]int{i, j})
+			}
+			i = j
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := "aZ9_-.=/ :\"\n\xc3"
+	var cases []string
+	for pre := range 9 {
+		for l := 28; l <= 36; l++ {
+			cases = append(cases, strings.Repeat(" ", pre)+strings.Repeat("x", l), strings.Repeat(" ", pre)+strings.Repeat("x", l)+" tail")
+		}
+	}
+	for range 2000 {
+		var sb strings.Builder
+		for range rng.IntN(200) {
+			if rng.IntN(3) == 0 {
+				sb.WriteString(strings.Repeat("k", rng.IntN(40)))
+			}
+			sb.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		cases = append(cases, sb.String())
+	}
+	for _, s := range cases {
+		var got [][2]int
+		longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) { got = append(got, [2]int{lo, hi}) })
+		if want := ref(s, shapeTokenLen); !slices.Equal(got, want) {
+			t.Fatalf("%q: got %v, want %v", s, got, want)
+		}
 	}
 }

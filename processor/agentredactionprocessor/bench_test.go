@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,68 @@ func resendBatches(convs, turns, tools, msgBytes int) (batches []ptrace.Traces, 
 func BenchmarkAgentRedactionResendHistory(b *testing.B) {
 	batches, nspans := resendBatches(20, 5, 3, 512)
 	benchBatches(b, batches, nspans)
+}
+
+// BenchmarkShapeDetectorCost is the cost of the detectors of shape (prefixed_token: a vendor
+// prefix and a random body, base64-encoded or bare; url_token) on agent_redaction, as a ratio
+// against the same processor without them, measured in the same run: each operation sends one
+// span (cycling through 20) through both processors, interleaved (which goes first alternates),
+// so that the load of a shared machine falls on both alike. It reports the median ns/span of each
+// (wall time of ConsumeTraces only: the copy of the span is outside the timing; the median, as a
+// core taken away or a GC pause lands on one call of one of them) and shape/base, the ratio of
+// the medians. clean: 2 KB to 8 KB chat spans with nothing to redact, with the clean cache (the
+// default: after the first pass every string is known clean) and without it (every string
+// scanned: the cost of detection itself); planted-nocache: the 10 KB to 100 KB spans with eight
+// planted values each.
+//
+//	go test -run '^$' -bench ShapeDetectorCost -benchtime 3000x ./processor/agentredactionprocessor/
+func BenchmarkShapeDetectorCost(b *testing.B) {
+	planted, _, _ := benchSpans(20)
+	clean, _ := cleanSpans(20)
+	for _, tc := range []struct {
+		name    string
+		td      ptrace.Traces
+		noCache bool
+	}{{"clean", clean, false}, {"clean-nocache", clean, true}, {"planted-nocache", planted, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			shape := newAgentProcWith(b, consumertest.NewNop(), nil, tc.noCache)
+			base := newAgentProcWith(b, consumertest.NewNop(), []string{redact.RulePrefixedToken, redact.RuleURLToken}, tc.noCache)
+			src := tc.td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			var tShape, tBase []time.Duration
+			i := 0
+			run := func(p tracesProc, span ptrace.Span) time.Duration {
+				x := ptrace.NewTraces()
+				span.CopyTo(x.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+				t0 := time.Now()
+				if err := p.ConsumeTraces(context.Background(), x); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t0)
+			}
+			for b.Loop() {
+				span := src.At(i % src.Len())
+				if i%2 == 0 {
+					tShape = append(tShape, run(shape, span))
+					tBase = append(tBase, run(base, span))
+				} else {
+					tBase = append(tBase, run(base, span))
+					tShape = append(tShape, run(shape, span))
+				}
+				i++
+			}
+			ms, mb := median(tShape), median(tBase)
+			b.ReportMetric(float64(ms.Nanoseconds()), "shape-ns/span")
+			b.ReportMetric(float64(mb.Nanoseconds()), "base-ns/span")
+			b.ReportMetric(float64(ms)/float64(mb), "shape/base")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
