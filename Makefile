@@ -12,7 +12,7 @@ GOFLAGS_BIN := -trimpath -ldflags='-s -w'
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './data/*') go.mod go.sum
 export RUNAGAIN_CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: build run demo test test-race test-short lint tidy-check govulncheck bench pii-score secrets-score clean
+.PHONY: build run demo test test-race test-short lint tidy-check govulncheck bench bench-ui pii-score secrets-score clean
 
 build: $(COLLECTOR) $(CLI)
 
@@ -100,6 +100,13 @@ check-generate:
 # BENCH_FLAGS passes options to bench/cmd/bench, e.g. BENCH_FLAGS='-sessions 100'.
 bench: build $(JAEGER) $(BENCH_FILE)
 	$(GO) run ./bench/cmd/bench -bin $(BIN) -jaeger $(JAEGER) -file-collector $(BENCH_FILE) -config $(CONFIG) $(BENCH_FLAGS)
+
+# The web UI's pages on a real store in headless Chromium (bench/cmd/uibench): the sessions page over
+# 10^5 loadgen runs, the run page and the diff page of 10,000-span runs, a search in a run with
+# about 100 MB of payloads, against a one-turn run page timed in the same run; prints the table of
+# BENCHMARKS.md "runagain ui: pages on a real store". UIBENCH_FLAGS passes options (-reps, -runs).
+bench-ui:
+	$(GO) run ./bench/cmd/uibench $(UIBENCH_FLAGS)
 
 # Row (d)'s collector, otlp -> batch -> file (zstd), from its own ocb manifest (why not in the
 # distribution: see bench/filecollector/builder-config.yaml).

@@ -231,13 +231,26 @@ func Runs(a, b *runview.View, opts Options) (*Result, error) {
 	if msgs == nil {
 		msgs = callMessages
 	}
+	// The two runs' steps are read side by side: reading a step's messages (JSON decoding) is
+	// most of a large diff's time (BENCHMARKS.md, uibench). runSteps only reads its View and its
+	// spans, so a run diffed with itself is read by both at once too.
+	var (
+		sb    []*step
+		tb    runStats
+		errB  error
+		doneB = make(chan struct{})
+	)
+	go func() {
+		defer close(doneB)
+		sb, tb, errB = runSteps(b, msgs)
+	}()
 	sa, ta, err := runSteps(a, msgs)
+	<-doneB
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", a.TraceID, err)
 	}
-	sb, tb, err := runSteps(b, msgs)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", b.TraceID, err)
+	if errB != nil {
+		return nil, fmt.Errorf("run %s: %w", b.TraceID, errB)
 	}
 	r := &Result{SchemaVersion: SchemaVersion, Step: opts.Step, Pairs: []Pair{},
 		A: RunInfo{TraceID: a.TraceID, Tier: a.Tier, Steps: len(sa)},

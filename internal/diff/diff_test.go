@@ -454,3 +454,20 @@ func runsOf(a, b *store.Run, opts Options) (*Result, error) {
 	}
 	return Runs(va, vb, opts)
 }
+
+// TestRunWithItself: one View diffed with itself (its steps read by both sides at once: run
+// under -race) is identical, every step paired.
+func TestRunWithItself(t *testing.T) {
+	a, _ := weatherRuns()
+	v, err := runview.Build(context.Background(), a, runview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Runs(v, v, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Identical || r.First != nil || r.A.Steps != r.B.Steps || r.A.Steps == 0 {
+		t.Fatalf("a run diffed with itself: identical %v, first %+v, steps %d and %d", r.Identical, r.First, r.A.Steps, r.B.Steps)
+	}
+}

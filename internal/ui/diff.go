@@ -163,9 +163,12 @@ func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Res
 	if err != nil {
 		return nil, fmt.Errorf("run A %s: %w", a, err)
 	}
-	cb, err := s.loadRun(ctx, b)
-	if err != nil {
-		return nil, fmt.Errorf("run B %s: %w", b, err)
+	cb := ca // a run diffed with itself is read and arranged once
+	if strings.ToLower(strings.TrimSpace(b)) != ca.run.TraceID {
+		cb, err = s.loadRun(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("run B %s: %w", b, err)
+		}
 	}
 	for _, c := range []*cachedRun{ca, cb} {
 		for i := range c.rows {

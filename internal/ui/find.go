@@ -184,8 +184,9 @@ func mapContains(m pcommon.Map, needle string) bool {
 	return found
 }
 
-// contains is a case-insensitive substring test that allocates only for text that is not ASCII
-// lower case already.
+// contains is a case-insensitive substring test of needle (lower case) in s. An ASCII needle
+// is matched without allocating (ASCII letters fold only with ASCII letters: strings.EqualFold
+// at each candidate byte); another needle is compared with s lower-cased.
 func contains(s, needle string) bool {
 	if len(s) < len(needle) {
 		return false
@@ -193,7 +194,51 @@ func contains(s, needle string) bool {
 	if strings.Contains(s, needle) {
 		return true
 	}
-	return strings.Contains(strings.ToLower(s), needle)
+	if needle == "" || !isASCII(needle) {
+		return strings.Contains(strings.ToLower(s), needle)
+	}
+	lo, hi := needle[0], needle[0]
+	if 'a' <= lo && lo <= 'z' {
+		hi = lo - 'a' + 'A'
+	}
+	// i and j: the next offsets of the first byte's two cases at or after from (-1: none left).
+	next := func(c byte, from int) int {
+		if k := strings.IndexByte(s[from:], c); k >= 0 {
+			return from + k
+		}
+		return -1
+	}
+	i, j := next(lo, 0), -1
+	if hi != lo {
+		j = next(hi, 0)
+	}
+	for i >= 0 || j >= 0 {
+		k := i
+		if k < 0 || (j >= 0 && j < k) {
+			k = j
+		}
+		if k+len(needle) > len(s) {
+			return false
+		}
+		if strings.EqualFold(s[k:k+len(needle)], needle) {
+			return true
+		}
+		if k == i {
+			i = next(lo, k+1)
+		} else {
+			j = next(hi, k+1)
+		}
+	}
+	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // treeAPI serves the run's shape for folding: each row's parent index (-1 for a root) and depth.

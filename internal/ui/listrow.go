@@ -57,26 +57,31 @@ func previewOf(c *cachedRun) runPreview {
 			break
 		}
 	}
+	// The first user input from the front, the last output from the back: a 10,000-span run's
+	// preview reads the messages of a few calls, not of every call (BENCHMARKS.md, uibench).
 	for _, i := range c.steps {
 		cm, err := c.view.Messages(c.nodes[i])
 		if err != nil {
 			continue
 		}
-		if p.Input == "" {
-			for _, m := range cm.Input {
-				if m.Role == "user" {
-					if t := partsText(m.Parts); t != "" {
-						p.Input = oneLine(t)
-						break
-					}
-				}
+		for _, m := range cm.Input {
+			if t := partsText(m.Parts); m.Role == "user" && t != "" {
+				p.Input = oneLine(t)
+				break
 			}
 		}
-		if !p.Failed {
-			for _, m := range cm.Output {
-				if t := partsText(m.Parts); t != "" {
-					p.Outcome = oneLine(t)
-				}
+		if p.Input != "" {
+			break
+		}
+	}
+	for k := len(c.steps) - 1; k >= 0 && !p.Failed && p.Outcome == ""; k-- {
+		cm, err := c.view.Messages(c.nodes[c.steps[k]])
+		if err != nil {
+			continue
+		}
+		for _, m := range cm.Output {
+			if t := partsText(m.Parts); t != "" {
+				p.Outcome = oneLine(t)
 			}
 		}
 	}
