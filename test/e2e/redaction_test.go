@@ -32,6 +32,9 @@ var planted = map[string]string{
 	"Slack token":    "xoxb-2948573019-4829301847-Qa8Zk3LmN7pR2sT5vW9yB1cD",
 	"JWT":            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MjQyIiwibmFtZSI6IkphbmUifQ.5mhBHqs5_DTLdINd9p5m7ZJ6XD0Xc55kIaCRY5r6HRA",
 	"password value": "Tr0ub4dor&3-horse",
+	// a token of a made-up vendor, no credential word near it: only prefixed_token's shape
+	// finds it
+	"unseen-family token": "zorp_live_Kq8Zm3LnP7rT2sW5vY9bC1dF4gH6jN0xQa",
 }
 
 func plantedText() string {
@@ -42,7 +45,7 @@ func plantedText() string {
 	}
 	b.WriteString("keys: openai=" + planted["OpenAI key"] + " aws=" + planted["AWS key id"] +
 		" github=" + planted["GitHub token"] + " anthropic=" + planted["Anthropic key"] +
-		" slack=" + planted["Slack token"] + " session " + planted["JWT"])
+		" slack=" + planted["Slack token"] + " session " + planted["JWT"] + "; deploy with " + planted["unseen-family token"])
 	return b.String()
 }
 
