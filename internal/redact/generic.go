@@ -469,8 +469,8 @@ func mixedCase(v string) bool {
 }
 
 // Issue33Rules names the rules added to generalise detection (issue 33): the generic detector,
-// the detector of shape (prefixed_token), password hashes and the Veles rule set. Benchmarks disable them for a baseline measured in
-// the same run.
+// the detectors of shape (prefixed_token, url_token), password hashes and the Veles rule set.
+// Benchmarks disable them for a baseline measured in the same run.
 func Issue33Rules() []string {
 	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken}
 	for _, r := range velesData().Rules {

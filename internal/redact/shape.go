@@ -437,7 +437,8 @@ func scanEncodedTokens(s string, f func(lo, hi int)) {
 			continue
 		}
 		var buf [maxEncodedToken]byte
-		n, err := base64.StdEncoding.Decode(buf[:], []byte(s[lo:hi]))
+		src := unsafe.Slice(unsafe.StringData(s[lo:hi]), hi-lo) // read only: Decode does not write src
+		n, err := base64.StdEncoding.Decode(buf[:], src)
 		if err != nil || n < shapeTokenLen {
 			continue
 		}

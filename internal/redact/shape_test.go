@@ -212,3 +212,33 @@ func TestLongRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestShapePrefilterSound: in raw JSON, with escapes around and inside the strings, the
+// prefilter marks every leaf that holds a token of shape (bare or base64-encoded): RedactJSON
+// gives what it gives with the prefilter off (every leaf scanned).
+func TestShapePrefilterSound(t *testing.T) {
+	on := newTest(t, Config{HashKey: []byte("k")})
+	off := newTest(t, Config{HashKey: []byte("k")})
+	off.prefilterOK = false
+	tok := "zorp_Q7wE9rT2yU4iO6pA8sD0fGhJ3kL5zX1cV"
+	enc := base64.StdEncoding.EncodeToString([]byte(tok + "ab"))
+	for _, doc := range []string{
+		`{"a":"` + tok + `"}`,
+		`{"a":"line\n` + tok + `\tend"}`,
+		`{"a":"\"` + tok + `\""}`,
+		`{"a":"\u0041 ` + tok + `"}`,
+		`{"a":"x","b":["` + enc + `"]}`,
+		`{"a":"` + strings.ReplaceAll(enc, "/", `\/`) + `"}`,
+		`{"a":"{\"inner\":\"` + tok + `\"}"}`,
+		`[{"id":"` + tok + `"},{"name":"` + tok + `"}]`,
+	} {
+		got, gfs, ok1 := on.RedactJSON(doc)
+		want, wfs, ok2 := off.RedactJSON(doc)
+		if !ok1 || !ok2 || got != want || len(gfs) != len(wfs) {
+			t.Errorf("%s:\n prefilter %q %v\n all       %q %v", doc, got, gfs, want, wfs)
+		}
+		if len(wfs) == 0 && !strings.Contains(doc, `"id"`) {
+			t.Errorf("%s: nothing found", doc)
+		}
+	}
+}

@@ -295,7 +295,7 @@ func BenchmarkAgentRedactionPerSpan(b *testing.B) {
 				var disabled []string
 				if rules == "before33" {
 					// the same-run baseline: without the rules issue 33 added (generic
-					// detector, password hashes, Veles)
+					// detector, detectors of shape, password hashes, Veles)
 					disabled = redact.Issue33Rules()
 				}
 				perSpan(b, newAgentProcWith(b, consumertest.NewNop(), disabled, tc.noCache), tc.td, tc.size)
