@@ -41,9 +41,12 @@ type DB struct {
 	// rowFrames makes the writer compress every span row alone (before version 7): the same-run
 	// baseline of the write benchmarks.
 	rowFrames bool
-	group     groupCommit
-	stmts     stmtCache                 // the writer's prepared statements
-	prefixIDs *lru.Cache[string, int64] // committed payload_prefixes ids (refs.go)
+	// noPatterns makes the writer mark and sign no run (patternindex.go): the same-run baseline
+	// of BenchmarkHotWritePatterns.
+	noPatterns bool
+	group      groupCommit
+	stmts      stmtCache                 // the writer's prepared statements
+	prefixIDs  *lru.Cache[string, int64] // committed payload_prefixes ids (refs.go)
 }
 
 // otlpCols selects a row's otlp_codec, otlp_dict and otlp (codec 0 for a file older than
@@ -208,9 +211,11 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	if err != nil {
 		return err
 	}
-	marked, err := markPatterns(ctx, tx, &batch)
-	if err != nil {
-		return err
+	var marked []string
+	if !d.noPatterns {
+		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
