@@ -7,11 +7,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/sandbox"
 	"github.com/runagain/runagain/internal/termsafe"
 )
@@ -44,6 +46,17 @@ func main() {
 	rootCmd.SetOut(termsafe.NewWriter(os.Stdout))
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "runagain:", termsafe.String(err.Error()))
+		var ce *commandExit
+		if errors.As(err, &ce) {
+			os.Exit(ce.exit.Code)
+		}
 		os.Exit(1)
 	}
 }
+
+// commandExit is the error of proxy --record, replay and rerun when the command they ran failed
+// (and nothing else did): runagain then exits with the command's own status (128+N for signal N),
+// so a CI step wrapped in `runagain proxy --record --` fails as the step would have.
+type commandExit struct{ exit agentrun.Exit }
+
+func (e *commandExit) Error() string { return "command " + e.exit.String() }

@@ -96,7 +96,7 @@ func runMCP(cmd *cobra.Command, o *otlpFlags, name string, args []string) error 
 		return fmt.Errorf("runagain mcp %s: %d exchange spans could not be sent", name, st.SendErrs)
 	}
 	if st.ExitCode != 0 {
-		return fmt.Errorf("runagain mcp %s: the server exited with code %d", name, st.ExitCode)
+		return &commandExit{agentrun.Exit{Code: st.ExitCode}} // the server's status is this command's
 	}
 	return nil
 }

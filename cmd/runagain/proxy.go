@@ -192,7 +192,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code := 0
+	var exit agentrun.Exit
 	start := time.Now()
 	var mcpRes mcp.Result
 	var joined *proxy.Join
@@ -208,7 +208,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 			rec.Hold()
 			env = append(env, jn.resourceEnv())
 		}
-		code, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
+		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
 		_ = broker.Close()
 		mcpRes = broker.Result()
 		joined = jn.join(ctx, rec, start, errOut)
@@ -216,8 +216,14 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		<-ctx.Done()
 	}
 	shutErr := srv.Shutdown(30 * time.Second)
+	var startErr *agentrun.StartError
+	if errors.As(err, &startErr) {
+		// Nothing ran: no run is stored for it (README Guarantees, "A command that cannot run").
+		_ = rec.Close()
+		return fmt.Errorf("proxy: %w", err)
+	}
 	if len(args) > 0 {
-		td := proxy.Command{Root: root, Args: args, Start: start, End: time.Now(), ExitCode: code}.RootSpan()
+		td := proxy.Command{Root: root, Args: args, Start: start, End: time.Now(), ExitCode: exit.Code}.RootSpan()
 		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
 		if joined != nil {
 			joined.PlaceRoot(td)
@@ -238,12 +244,18 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	switch {
 	case err != nil:
 		return err
+	case exit.Code != 0:
+		// The command's status wins (CI wrappers read it); what else failed is still said.
+		for _, e := range []error{closeErr, shutErr} {
+			if e != nil {
+				fmt.Fprintf(errOut, "runagain proxy: %v\n", e)
+			}
+		}
+		return &commandExit{exit}
 	case closeErr != nil:
 		return closeErr
 	case shutErr != nil:
 		return shutErr
-	case code != 0:
-		return fmt.Errorf("command exited with code %d", code)
 	}
 	return nil
 }

@@ -134,11 +134,16 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
 	}
 	start := time.Now()
-	code, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
+	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
+	var startErr *agentrun.StartError
+	if errors.As(runErr, &startErr) {
+		_ = rp.Close() // nothing ran: no replay run is stored
+		return fmt.Errorf("replay: %w", runErr)
+	}
 	mr := broker.Result()
-	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: code},
+	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, nil, 0, nil)
 	if err := sink.ConsumeTraces(ctx, td); err != nil {
 		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)
@@ -163,8 +168,8 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	}
 	if runErr != nil {
 		errs = append(errs, runErr.Error())
-	} else if code != 0 {
-		errs = append(errs, fmt.Sprintf("command exited with code %d", code))
+	} else if exit.Code != 0 {
+		errs = append(errs, "command "+exit.String())
 	}
 	if shutErr != nil {
 		errs = append(errs, shutErr.Error())
@@ -172,6 +177,8 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	switch {
 	case r.Divergence != nil || mr.Divergence != nil:
 		return fmt.Errorf("%w %s", ErrDiverged, strings.Join(errs, "; "))
+	case len(errs) == 1 && exit.Code != 0 && runErr == nil:
+		return &commandExit{exit} // only the command failed: exit with its status
 	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))
 	}

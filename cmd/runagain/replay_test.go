@@ -166,7 +166,7 @@ func cli(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 	t.Cleanup(func() { dataDirFlag = saved })
 	root := &cobra.Command{Use: "runagain", SilenceUsage: true, SilenceErrors: true}
 	root.PersistentFlags().StringVar(&dataDirFlag, "data-dir", "./data", "")
-	root.AddCommand(newProxyCmd(), newReplayCmd())
+	root.AddCommand(newProxyCmd(), newReplayCmd(), newRerunCmd(), newTestCmd())
 	var o, e bytes.Buffer
 	root.SetOut(&o)
 	root.SetErr(&e)

@@ -103,6 +103,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	logger := log.New(errOut, "", 0)
 	ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := commandFound("rerun", args[0]); err != nil {
+		return err
+	}
 	run, tid, err := loadRecordedRun(ctx, runArg, "rerun", errOut)
 	if err != nil {
 		return err
@@ -156,12 +159,17 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
 	}
 	start := time.Now()
-	code, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
+	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
+	var startErr *agentrun.StartError
+	if errors.As(runErr, &startErr) {
+		_ = rp.Close() // nothing ran: no new run is stored
+		return fmt.Errorf("rerun: %w", runErr)
+	}
 	mr := broker.Result()
 	r := rp.RerunResult()
-	rtd := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain rerun " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: code},
+	rtd := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain rerun " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
 	rp.EmitSpans(rtd)
@@ -199,8 +207,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	}
 	if runErr != nil {
 		errs = append(errs, runErr.Error())
-	} else if code != 0 {
-		errs = append(errs, fmt.Sprintf("command exited with code %d", code))
+	} else if exit.Code != 0 {
+		errs = append(errs, "command "+exit.String())
 	}
 	if shutErr != nil {
 		errs = append(errs, shutErr.Error())
@@ -211,6 +219,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	switch {
 	case r.Divergence != nil || mr.Divergence != nil:
 		return fmt.Errorf("%w: %s", errRerunRefused, strings.Join(errs, "; "))
+	case len(errs) == 1 && exit.Code != 0 && runErr == nil:
+		return &commandExit{exit} // only the command failed: exit with its status
 	case len(errs) > 0:
 		return errors.New(strings.Join(errs, "; "))
 	}

@@ -100,6 +100,9 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 	if cmd.Flags().Changed("listen") {
 		return errors.New("--listen: runagain test listens on a free loopback port per case")
 	}
+	if err := commandFound("test", args[0]); err != nil {
+		return err
+	}
 	sandboxed, err := o.proxy.sb.enabled("test", cmd.ErrOrStderr())
 	if err != nil {
 		return err

@@ -50,12 +50,51 @@ type FlowServer interface {
 	ServeFlow(c net.Conn, hostport string)
 }
 
+// Exit is how a command ended: Code is its exit status (0 for success), or 128+N when signal N
+// killed it (the status a POSIX shell reports, so `runagain proxy -- CMD` exits as CMD would
+// under sh); Signal names that signal (0 when it exited by itself).
+type Exit struct {
+	Code   int
+	Signal syscall.Signal
+}
+
+// String says how the command ended: "exited with code 3", "was killed by signal killed (SIGKILL 9)".
+func (e Exit) String() string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("was killed by signal %s (%d)", e.Signal, int(e.Signal))
+	}
+	return fmt.Sprintf("exited with code %d", e.Code)
+}
+
+// exitOf reads how a command ended from its Wait error; ok is false when err is not an exit.
+func exitOf(err error) (Exit, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return Exit{}, false
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Exit{Code: 128 + int(ws.Signal()), Signal: ws.Signal()}, true
+	}
+	return Exit{Code: ee.ExitCode()}, true
+}
+
+// StartError is Run's error when the command could not be started at all (not found, not
+// executable, an exec format error): nothing ran, so the callers store no run for it.
+type StartError struct {
+	Command string
+	Err     error
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("cannot run %s: %v", e.Command, e.Err) }
+func (e *StartError) Unwrap() error { return e.Err }
+
 // Run runs args with env added to this process's environment, its stdin this process's, and
-// returns its exit code (an error only when it could not be run). SIGTERM reaches it when ctx
+// returns how it ended (an error only when it could not be run: a *StartError when it could not
+// be started). SIGTERM reaches it when ctx
 // ends, and it gets 10 s to exit. Sandboxed, it runs in a network namespace of its own
 // (internal/sandbox) whose connections h serves, those to this machine's loopback relayed as
 // they are. started, when set, gets the command's pid once it runs.
-func Run(ctx context.Context, sandboxed bool, h FlowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer, started func(int)) (int, error) {
+func Run(ctx context.Context, sandboxed bool, h FlowServer, logger *log.Logger, args, env []string, stdout, stderr io.Writer, started func(int)) (Exit, error) {
 	if !sandboxed {
 		return runChild(ctx, args, env, stdout, stderr, started)
 	}
@@ -75,31 +114,30 @@ func Run(ctx context.Context, sandboxed bool, h FlowServer, logger *log.Logger, 
 			h.ServeFlow(c, net.JoinHostPort(host, fmt.Sprint(dst.Port())))
 		},
 	})
-	return res.ExitCode, err
+	return Exit{Code: res.ExitCode, Signal: res.Signal}, err
 }
 
 // runChild runs args with env added, forwarding SIGINT/SIGTERM, and returns its exit code.
-func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer, started func(int)) (int, error) {
+func runChild(ctx context.Context, args, env []string, stdout, stderr io.Writer, started func(int)) (Exit, error) {
 	c := exec.CommandContext(ctx, args[0], args[1:]...)
 	c.Env = append(os.Environ(), env...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 10 * time.Second
-	err := c.Start()
-	if err == nil {
-		if started != nil {
-			started(c.Process.Pid)
-		}
-		err = c.Wait()
+	if err := c.Start(); err != nil {
+		return Exit{Code: -1}, &StartError{Command: args[0], Err: err}
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
+	if started != nil {
+		started(c.Process.Pid)
+	}
+	err := c.Wait()
+	if e, ok := exitOf(err); ok {
+		return e, nil
 	}
 	if err != nil {
-		return -1, fmt.Errorf("run %s: %w", args[0], err)
+		return Exit{Code: -1}, fmt.Errorf("run %s: %w", args[0], err)
 	}
-	return 0, nil
+	return Exit{}, nil
 }
 
 // relayLoopback copies c both ways to the same loopback address outside the sandbox (proxy.Relay).

@@ -6,7 +6,10 @@ import (
 	"bytes"
 	"context"
 	"log"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,14 +37,31 @@ func TestRunPointsTheCommandAtTheProxy(t *testing.T) {
 
 	var out bytes.Buffer
 	pid := 0
-	code, err := Run(context.Background(), false, nil, log.New(&out, "", 0),
+	exit, err := Run(context.Background(), false, nil, log.New(&out, "", 0),
 		[]string{"/bin/sh", "-c", `printf '%s %s' "$HTTP_PROXY" "$OPENAI_BASE_URL"; exit 3`}, env, &out, &out, func(p int) { pid = p })
 	require.NoError(t, err)
-	assert.Equal(t, 3, code)
+	assert.Equal(t, 3, exit.Code)
 	assert.Positive(t, pid)
 	assert.Equal(t, "http://127.0.0.1:8765 http://127.0.0.1:8765"+proxy.BaseURLEnv["OPENAI_BASE_URL"], out.String())
 
 	_, err = Run(context.Background(), false, nil, log.New(&out, "", 0), []string{"/nonexistent/agent"}, nil, &out, &out, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/nonexistent/agent")
+}
+
+// A command killed by a signal ends with 128+N and the signal named; one the kernel cannot
+// execute is a *StartError (nothing ran).
+func TestRunExitBySignalAndStartError(t *testing.T) {
+	var out bytes.Buffer
+	exit, err := Run(context.Background(), false, nil, log.New(&out, "", 0), []string{"/bin/sh", "-c", "kill -TERM $$"}, nil, &out, &out, nil)
+	require.NoError(t, err)
+	assert.Equal(t, Exit{Code: 128 + int(syscall.SIGTERM), Signal: syscall.SIGTERM}, exit)
+	assert.Contains(t, exit.String(), "killed by signal terminated")
+
+	bad := filepath.Join(t.TempDir(), "garbage")
+	require.NoError(t, os.WriteFile(bad, []byte{0, 1, 2}, 0o755))
+	_, err = Run(context.Background(), false, nil, log.New(&out, "", 0), []string{bad}, nil, &out, &out, nil)
+	var se *StartError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, bad, se.Command)
 }

@@ -27,6 +27,7 @@ import (
 	"log"
 	"net"
 	"net/netip"
+	"syscall"
 )
 
 // initEnv names the environment variable that makes Init act as the sandbox's first process;
@@ -56,7 +57,9 @@ type Config struct {
 
 // Result is what Run observed.
 type Result struct {
+	// ExitCode is the command's exit status, or 128+N when signal N (Signal) killed it.
 	ExitCode int
+	Signal   syscall.Signal
 	// Flows is the number of TCP connections handed to Config.Flow; Queries the DNS questions answered.
 	Flows, Queries int
 }

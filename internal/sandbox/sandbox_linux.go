@@ -151,6 +151,9 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	switch {
 	case errors.As(werr, &ee):
 		res.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode, res.Signal = 128+int(ws.Signal()), ws.Signal()
+		}
 	case werr != nil:
 		return res, fmt.Errorf("run %s: %w", cfg.Args[0], werr)
 	}

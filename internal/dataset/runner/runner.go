@@ -219,7 +219,8 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 		EnvCaseID+"="+c.ID, EnvCaseInput+"="+input, EnvCaseFile+"="+caseFile, EnvCaseDir+"="+caseDir, EnvTestRun+"="+r.New)
 	var outBuf syncBuf
 	runStart := time.Now()
-	code, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, nil)
+	exit, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, nil)
+	code := exit.Code
 	runEnd := time.Now()
 	shutErr := srv.Shutdown(30 * time.Second)
 	_ = broker.Close()
