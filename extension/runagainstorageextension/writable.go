@@ -28,7 +28,9 @@ func (c *Config) validateWritable() error {
 // not exist yet the nearest existing ancestor (Start creates the rest), must be a writable
 // directory, since SQLite creates the -wal and -shm files and Start the LOCK file beside it.
 // Writability is the effective process's access(2) (W_OK) on Unix, so a read-only file system
-// fails for root too; elsewhere only the kinds of file are checked. An empty path is left to
+// fails for root too; elsewhere only the kinds of file are checked. access(2) lets root pass on
+// file systems that refuse new files all the same (/proc, /sys), so the directory is also tried
+// with one empty file, created and removed at once (canCreateIn). An empty path is left to
 // ValidateForReading.
 func writableSQLite(field, path string) error {
 	if path == "" {
@@ -59,6 +61,9 @@ func writableSQLite(field, path string) error {
 			if err := canWrite(dir); err != nil {
 				return fmt.Errorf("%s %q: directory %s cannot be written: %w", field, path, dir, err)
 			}
+			if err := canCreateIn(dir); err != nil {
+				return fmt.Errorf("%s %q: no file can be created in %s: %w", field, path, dir, err)
+			}
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -70,4 +75,20 @@ func writableSQLite(field, path string) error {
 		}
 		dir = parent
 	}
+}
+
+// canCreateIn creates and removes an empty file in dir: what Start will do there (the LOCK file,
+// SQLite's -wal and -shm), tried, since permission bits do not say it for every file system.
+func canCreateIn(dir string) error {
+	f, err := os.CreateTemp(dir, ".runagain-validate-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }

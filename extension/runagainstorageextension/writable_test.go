@@ -84,3 +84,15 @@ func errorLines(err error) []string {
 	}
 	return strings.Split(err.Error(), "\n")
 }
+
+// TestValidateProcPath: /proc lets root pass access(2) W_OK but creates no file: a hot SQLite
+// path there fails Validate naming the field (it used to pass and fail at Start on the LOCK file).
+func TestValidateProcPath(t *testing.T) {
+	if fi, err := os.Stat("/proc/self"); err != nil || !fi.IsDir() {
+		t.Skip("no /proc here")
+	}
+	cfg := sqliteConfig("/proc/hot.db", filepath.Join(t.TempDir(), "warm.db"))
+	err := cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `hot::sqlite::path "/proc/hot.db"`)
+}
