@@ -230,12 +230,12 @@ func printParts(w io.Writer, parts []genai.Part) {
 		case "reasoning":
 			fmt.Fprintf(w, "[reasoning]\n%s\n", p.Content)
 		case "tool_call":
-			fmt.Fprintf(w, "[tool_call %s id=%s]\n", p.Name, p.ID)
+			fmt.Fprintf(w, "[tool_call %s%s]\n", p.Name, idSuffix(p.ID))
 			if p.Arguments != nil {
 				fmt.Fprintln(w, genai.MarshalCompact(p.Arguments))
 			}
 		case "tool_call_response":
-			fmt.Fprintf(w, "[tool_call_response id=%s]\n", p.ID)
+			fmt.Fprintf(w, "[tool_call_response%s]\n", idSuffix(p.ID))
 			if p.Response != nil {
 				fmt.Fprintln(w, genai.MarshalCompact(p.Response))
 			}
@@ -243,4 +243,12 @@ func printParts(w io.Writer, parts []genai.Part) {
 			fmt.Fprintf(w, "[%s]\n%s\n", p.Type, genai.MarshalCompact(p))
 		}
 	}
+}
+
+// idSuffix is " id=ID", or nothing when the call has no id (some frameworks record none).
+func idSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " id=" + id
 }

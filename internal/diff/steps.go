@@ -77,7 +77,7 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 			if p := genai.ToolArguments(a); p.Value != "" {
 				s.args, s.hasArgs = jsonValue(p.Value), true
 			}
-			for _, k := range []string{genai.AttrToolCallResult, "output.value"} {
+			for _, k := range genai.ToolResultKeys {
 				if val, ok := a.Get(k); ok {
 					s.result, s.hasResult = jsonValue(val.AsString()), true
 					break

@@ -17,6 +17,20 @@ const (
 	AttrErrorType               = "error.type"
 	AttrOpenInferenceToolName   = "tool.name"
 	AttrOpenInferenceInputValue = "input.value"
+	// any-agent (mozilla-ai/any-agent, corpus any-agent/): a tool span's arguments, and any
+	// span's output with its format (AttrAnyAgentOutputType: "text" or "json").
+	AttrAnyAgentToolArgs   = "gen_ai.tool.args"
+	AttrAnyAgentOutput     = "gen_ai.output"
+	AttrAnyAgentOutputType = "gen_ai.output.type"
+)
+
+// ToolArgumentKeys and ToolResultKeys are the attributes a tool span's arguments and result are
+// recorded in, first present wins: semconv gen_ai.tool.call.arguments / .result, OpenInference
+// input.value / output.value, any-agent gen_ai.tool.args / gen_ai.output. Every view reads them
+// in this order.
+var (
+	ToolArgumentKeys = []string{AttrToolCallArguments, AttrOpenInferenceInputValue, AttrAnyAgentToolArgs}
+	ToolResultKeys   = []string{AttrToolCallResult, AttrOpenInferenceOutputValue, AttrAnyAgentOutput}
 )
 
 // Payload is an attribute value that may have been offloaded: Value holds the inline string,
@@ -62,13 +76,15 @@ func ToolName(attrs pcommon.Map) string {
 	return ""
 }
 
-// ToolArguments returns the tool call arguments: gen_ai.tool.call.arguments (or its _ref), else
-// OpenInference input.value (or its _ref) on a tool span.
+// ToolArguments returns the tool call arguments: the first of ToolArgumentKeys recorded inline
+// or by reference (K_ref).
 func ToolArguments(attrs pcommon.Map) Payload {
-	if p := payload(attrs, AttrToolCallArguments, AttrToolCallArguments+RefSuffix); p.Recorded() {
-		return p
+	for _, k := range ToolArgumentKeys {
+		if p := payload(attrs, k, k+RefSuffix); p.Recorded() {
+			return p
+		}
 	}
-	return payload(attrs, AttrOpenInferenceInputValue, AttrOpenInferenceInputValue+RefSuffix)
+	return Payload{}
 }
 
 // LLMRequest returns what identifies an LLM request's content: gen_ai.input.messages (or its

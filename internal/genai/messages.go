@@ -58,6 +58,7 @@ const (
 	SourcePydanticAI    Source = "pydantic_ai"          // pydantic_ai.all_messages / final_result (agent run spans)
 	SourceOIValues      Source = "openinference_values" // input.value / output.value: provider bodies or text
 	SourceLangfuse      Source = "langfuse"             // langfuse.observation.input / .output
+	SourceAnyAgent      Source = "any_agent"            // gen_ai.output / gen_ai.output.type (any-agent)
 )
 
 // Describe says in words where messages of this source were read from, for views.
@@ -180,6 +181,7 @@ var dialects = []dialect{
 	{SourcePydanticAI, "reconstructed from Pydantic AI attributes pydantic_ai.all_messages / final_result", fromPydanticAllMessages},
 	{SourceOIValues, "reconstructed from OpenInference attributes input.value / output.value (request and response bodies)", fromOpenInferenceValues},
 	{SourceLangfuse, "reconstructed from Langfuse attributes langfuse.observation.input / .output", fromLangfuseFields},
+	{SourceAnyAgent, "reconstructed from any-agent attributes gen_ai.output / gen_ai.output.type", fromAnyAgent},
 }
 
 // LLMCallMessages builds the messages of one LLM span from whichever form its client used, trying
@@ -200,7 +202,8 @@ var dialects = []dialect{
 //  8. Pydantic AI pydantic_ai.all_messages / final_result (agent run spans);
 //  9. OpenInference input.value / output.value without llm.*_messages: provider request and
 //     response bodies (OpenAI, Anthropic, Gemini, Responses API) or plain text;
-//  10. Langfuse langfuse.observation.input / .output (Langfuse SDKs; Langfuse exports' own fields).
+//  10. Langfuse langfuse.observation.input / .output (Langfuse SDKs; Langfuse exports' own fields);
+//  11. any-agent gen_ai.output / gen_ai.output.type (the output side only: tool calls or text).
 //
 // A side no form could be read for, while the span holds content in an attribute runagain
 // does not read, is named in Unread.

@@ -48,7 +48,7 @@ func (v *View) ToolStep(n int) (*ToolInput, error) {
 			return ""
 		}
 		return &ToolInput{Step: n, Steps: int(v.Totals.ToolCalls), SpanID: st.SpanID, Name: st.Name,
-			Arguments: first(genai.AttrToolCallArguments, "input.value"), Result: first(genai.AttrToolCallResult, "output.value"),
+			Arguments: first(genai.ToolArgumentKeys...), Result: first(genai.ToolResultKeys...),
 			Error: st.Error, Exchanges: v.ExchangesOf(st.Node), MCPExchanges: v.MCPExchangesOf(st.Node)}, nil
 	}
 	return nil, fmt.Errorf("--tool %d: not found", n) // unreachable: ToolStep numbers 1..ToolCalls

@@ -624,8 +624,8 @@ func toolOf(a pcommon.Map) *toolView {
 		}
 		return attrView{}
 	}
-	t.Args = val(genai.AttrToolCallArguments, "input.value")
-	t.Result = val(genai.AttrToolCallResult, "output.value")
+	t.Args = val(genai.ToolArgumentKeys...)
+	t.Result = val(genai.ToolResultKeys...)
 	if t.Args.Key == "" && t.Result.Key == "" {
 		return nil
 	}
