@@ -69,7 +69,8 @@ func (e Edit) selects(call int, path string) bool {
 
 // checkEdits marks the recorded LLM requests and checks each edit against the ones it selects
 // (past --from-step): it must name a value in at least one of them; where a selected request
-// lacks the path it is sent unchanged, and the log says which. It returns the number of
+// lacks the path it is sent unchanged, and the log says which. A path naming one top-level
+// member (temperature) is added where a selected request lacks it, and the log says where. It returns the number of
 // recorded LLM requests.
 func (r *Replayer) checkEdits(o RerunOptions, st *rerunState) (int, error) {
 	type call struct {
@@ -86,7 +87,7 @@ func (r *Replayer) checkEdits(o RerunOptions, st *rerunState) (int, error) {
 		calls = append(calls, call{len(calls) + 1, e})
 	}
 	for _, ed := range o.Edits {
-		var has, lacks []string
+		var has, lacks, adds []string
 		for _, c := range calls {
 			u, _ := url.Parse(c.e.ex.URL)
 			if (o.FromStep > 0 && c.n <= o.FromStep) || !ed.selects(c.n, u.Path) {
@@ -94,9 +95,15 @@ func (r *Replayer) checkEdits(o RerunOptions, st *rerunState) (int, error) {
 			}
 			if json.Valid(c.e.ex.RequestBody) && ed.exists(c.e.ex.RequestBody) {
 				has = append(has, strconv.Itoa(c.n))
+				if _, found := ed.path.locate(c.e.ex.RequestBody); !found {
+					adds = append(adds, strconv.Itoa(c.n))
+				}
 			} else {
 				lacks = append(lacks, fmt.Sprintf("%d (%s %s)", c.n, c.e.ex.Method, u.Path))
 			}
+		}
+		if len(adds) > 0 {
+			r.cfg.Logger.Printf("runagain rerun: --set %s adds %s to recorded LLM call(s) %s, which did not send it", ed.Spec, ed.member, strings.Join(adds, ", "))
 		}
 		switch {
 		case len(calls) == 0:

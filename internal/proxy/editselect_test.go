@@ -79,3 +79,47 @@ func TestSetSelectorsOnMixedAPIs(t *testing.T) {
 	assert.True(t, strings.Contains(got[2], `"model":"m2"`) && strings.Contains(got[2], `"content":"changed"`), got[2])
 	assert.NotContains(t, got[0], "m2")
 }
+
+// TestSetAddsAMissingTopLevelParameter: `--set temperature=0` on a run whose agent never sent a
+// temperature adds it to each selected request (the log names the calls); a deeper path that
+// names no value stays an error.
+func TestSetAddsAMissingTopLevelParameter(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"live":true}`)
+	}))
+	defer llm.Close()
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	td, tid := recorded(&fixture.Exchange{Method: "POST", URL: llm.URL + "/v1/chat/completions", RequestBody: []byte(body), ResponseBody: []byte(`{"n":1}`)})
+	routes, err := NewRoutes([]string{"openai=" + llm.URL})
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	cfg := Config{Routes: routes, Redactor: newRedactor(t), Sink: &captureSink{}, Logger: log.New(&logs, "", 0)}
+	deep, err := ParseEdit("response_format.type=json_object")
+	require.NoError(t, err)
+	_, err = NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{deep}, Root: Root{TraceID: NewTraceID(), SpanID: NewSpanID()}}})
+	require.ErrorContains(t, err, "no value at path response_format.type")
+
+	for _, spec := range []string{"temperature=0", "$.top_p=0.5"} {
+		e, err := ParseEdit(spec)
+		require.NoError(t, err)
+		rp, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{e}, Root: Root{TraceID: NewTraceID(), SpanID: NewSpanID()}}})
+		require.NoError(t, err, spec)
+		purl := serve(t, rp, nil)
+		res, b := do(t, http.DefaultClient, mustReq(t, "POST", purl+"/openai/v1/chat/completions", body))
+		require.Equal(t, 200, res.StatusCode, string(b))
+		assert.Equal(t, map[string][]int{spec: {1}}, rp.RerunResult().Changed)
+		require.NoError(t, rp.Close())
+	}
+	assert.Contains(t, logs.String(), "--set temperature=0 adds temperature to recorded LLM call(s) 1, which did not send it")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 2)
+	assert.Contains(t, got[0], `"temperature":0`)
+	assert.Contains(t, got[1], `"top_p":0.5`)
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,10 @@ type Edit struct {
 	Path  string // "messages[0].content" or "$.messages[0].content"
 	Value []byte // raw JSON
 	path  bodyPath
+	// member is the top-level key Path names when it names one ("temperature",
+	// "$.temperature"): such an edit adds the member to a request object that lacks it (a
+	// parameter the agent never sent), where any other path must name an existing value.
+	member string
 	// Step and API select the LLM calls the edit applies to (editselect.go): 0 and "" mean all.
 	Step int
 	API  string
@@ -79,6 +84,9 @@ func ParseEdit(spec string) (Edit, error) {
 		return Edit{}, fmt.Errorf("--set %q: path %s names more than one value ([*], a filter, a slice or ..): name one element ([N])", spec, path)
 	}
 	e := Edit{Spec: spec, Path: path, path: bp, Step: step, API: api}
+	if m := topMemberRE.FindStringSubmatch(path); m != nil {
+		e.member = m[1]
+	}
 	switch {
 	case strings.HasPrefix(val, "@"):
 		b, err := os.ReadFile(val[1:])
@@ -94,18 +102,27 @@ func ParseEdit(spec string) (Edit, error) {
 	return e, nil
 }
 
-// exists reports whether the edit's path names a value in body (a JSON document): a key in an
-// object, an index in an array.
+// exists reports whether the edit applies to body (a JSON document): its path names a value (a
+// key in an object, an index in an array), or it names a top-level member and body is an object
+// (the member is then added).
 func (e Edit) exists(body []byte) bool {
-	_, ok := e.path.locate(body)
-	return ok
+	if _, ok := e.path.locate(body); ok {
+		return true
+	}
+	return e.member != "" && gjson.ParseBytes(body).IsObject()
 }
+
+// topMemberRE matches a path naming one top-level member: name or $.name.
+var topMemberRE = regexp.MustCompile(`^(?:\$\.)?([A-Za-z_][A-Za-z0-9_]*)$`)
 
 // apply replaces the value at the edit's path in body, keeping the rest of the bytes as they
 // are (sjson, at the value's normalized path).
 func (e Edit) apply(body []byte) ([]byte, error) {
 	np, ok := e.path.locate(body)
 	if !ok {
+		if e.member != "" && gjson.ParseBytes(body).IsObject() {
+			return sjson.SetRawBytes(body, gjson.Escape(e.member), e.Value) // added: the agent never sent it
+		}
 		return nil, fmt.Errorf("no value at %s", e.Path)
 	}
 	comps := make([]string, 0, len(np))

@@ -51,7 +51,7 @@ func TestParseEdit(t *testing.T) {
 			t.Errorf("%q: %v", spec, err)
 		}
 	}
-	for _, spec := range []string{"messages[2].content=x", "messages.0.content=x", "top_p=1", "model[0]=x"} {
+	for _, spec := range []string{"messages[2].content=x", "messages.0.content=x", "response_format.type=x", "model[0]=x"} {
 		e, err := ParseEdit(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -95,8 +95,8 @@ func TestRerunFromStepAndSet(t *testing.T) {
 	sink := &captureSink{}
 	cfg := Config{Routes: routes, Redactor: newRedactor(t), Sink: sink, Logger: quietLogger()}
 
-	bad, _ := ParseEdit("top_p=1")
-	if _, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{bad}, Root: root}}); err == nil || !strings.Contains(err.Error(), "top_p") {
+	bad, _ := ParseEdit("response_format.type=json_object") // a top-level member would be added (TestSetAddsAMissingTopLevelParameter)
+	if _, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{bad}, Root: root}}); err == nil || !strings.Contains(err.Error(), "response_format.type") {
 		t.Fatalf("absent path: %v", err)
 	}
 
