@@ -90,6 +90,14 @@ func init() {
 			if sealedOnly {
 				return destroySessionKey(cmd, session)
 			}
+			if trace != "" {
+				// An unambiguous prefix names the run, as `show` reads it; the full id is printed.
+				full, err := resolveRunArg(ctx, trace)
+				if err != nil {
+					return fmt.Errorf("--trace: %w", err)
+				}
+				trace = full
+			}
 			e, closeAll, err := openEraser(ctx)
 			if err != nil {
 				return err
@@ -119,7 +127,7 @@ func init() {
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session id (gen_ai.conversation.id, session.id, or the trace id of a run without one)")
-	cmd.Flags().StringVar(&trace, "trace", "", "trace id of one run (32 hex characters)")
+	cmd.Flags().StringVar(&trace, "trace", "", "trace id of one run (32 hex characters, or an unambiguous prefix of at least 6)")
 	cmd.Flags().BoolVar(&removeFromDatasets, "remove-from-datasets", false,
 		"also remove the runs' cases from the dataset versions that froze them (each version is replaced by one without them)")
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false,

@@ -190,7 +190,11 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 // offloaded bodies are rehydrated and, where the originals were sealed and the keys are at
 // hand, the exact recorded bytes restored. verb completes "it cannot be ..." in the error.
 func loadRecordedRun(ctx context.Context, arg, verb string, errOut io.Writer) (*store.Run, pcommon.TraceID, error) {
-	tid, err := parseTraceID(strings.TrimSpace(arg))
+	full, err := resolveRunArg(ctx, arg)
+	if err != nil {
+		return nil, pcommon.TraceID{}, err
+	}
+	tid, err := parseTraceID(full)
 	if err != nil {
 		return nil, tid, err
 	}
@@ -216,4 +220,20 @@ func loadRecordedRun(ctx context.Context, arg, verb string, errOut io.Writer) (*
 		return nil, tid, fmt.Errorf("run %s: %w", arg, err)
 	}
 	return run, tid, nil
+}
+
+// resolveRunArg turns a run argument (a trace id, or an unambiguous prefix of one: the
+// store.ResolveTraceID rule `show` and `diff` use) into the full trace id, reading the store only
+// for a prefix.
+func resolveRunArg(ctx context.Context, arg string) (string, error) {
+	arg = strings.ToLower(strings.TrimSpace(arg))
+	if len(arg) == 32 {
+		return arg, nil // parseTraceID says what is wrong with a bad one
+	}
+	rd, err := openReader()
+	if err != nil {
+		return "", err
+	}
+	defer rd.Close()
+	return store.ResolveTraceID(ctx, rd, arg)
 }
