@@ -142,6 +142,20 @@ var eventRoles = map[string]string{
 	EventToolMessage:      "tool",
 }
 
+// IsMessageEvent reports whether name is one of the event names an LLM call's messages are
+// recorded under (span events or log records, semconv gen-ai-events.md 1.28-1.37 and the legacy
+// content events): what LLMCallMessages reads as the call's messages, not a record about the run.
+func IsMessageEvent(name string) bool {
+	if _, ok := eventRoles[name]; ok {
+		return true
+	}
+	switch name {
+	case EventChoice, EventInferenceDetails, EventLegacyPrompt, EventLegacyCompletion:
+		return true
+	}
+	return false
+}
+
 // messageRefKeys are the attributes whose payload reference (K_ref) means the messages are not
 // readable until rehydrated.
 var messageRefKeys = []string{

@@ -294,6 +294,11 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 						m.Row = ri
 					}
 				}
+				if genai.IsMessageEvent(lr.EventName()) && m.Row >= 0 {
+					// A call's messages (the official OpenAI instrumentations log them): shown in
+					// its span's panel, not listed as records about the run.
+					continue
+				}
 				c.marks = append(c.marks, m)
 			}
 		}
