@@ -159,27 +159,48 @@ func signed(f func(float64) string, v float64) string {
 
 // diffRuns compares two runs with every payload rehydrated (diff.Runs reads the messages).
 func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Result, error) {
+	// The two runs are read and arranged side by side (reading a 10,000-span run from SQLite is
+	// a third of its diff's time: BENCHMARKS.md, uibench); a run diffed with itself, once.
+	same := strings.ToLower(strings.TrimSpace(b)) == strings.ToLower(strings.TrimSpace(a))
+	var (
+		cb    *cachedRun
+		errB  error
+		doneB = make(chan struct{})
+	)
+	if same {
+		close(doneB)
+	} else {
+		go func() {
+			defer close(doneB)
+			cb, errB = s.loadRun(ctx, b)
+		}()
+	}
 	ca, err := s.loadRun(ctx, a)
+	<-doneB
 	if err != nil {
 		return nil, fmt.Errorf("run A %s: %w", a, err)
 	}
-	cb := ca // a run diffed with itself is read and arranged once
-	if strings.ToLower(strings.TrimSpace(b)) != ca.run.TraceID {
-		cb, err = s.loadRun(ctx, b)
-		if err != nil {
-			return nil, fmt.Errorf("run B %s: %w", b, err)
-		}
+	if same {
+		cb = ca
+	}
+	if errB != nil {
+		return nil, fmt.Errorf("run B %s: %w", b, errB)
 	}
 	for _, c := range []*cachedRun{ca, cb} {
 		for i := range c.rows {
 			_, _, _ = s.span(ctx, c, i) // a payload that stays a reference is named by diff.Runs
 		}
 	}
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	if cb != ca {
-		cb.mu.Lock()
-		defer cb.mu.Unlock()
+	// Locked in trace id order: a diff of A with B and one of B with A at once cannot deadlock.
+	first, second := ca, cb
+	if second.run.TraceID < first.run.TraceID {
+		first, second = second, first
+	}
+	first.mu.Lock()
+	defer first.mu.Unlock()
+	if second != first {
+		second.mu.Lock()
+		defer second.mu.Unlock()
 	}
 	return diff.Runs(ca.view, cb.view, diff.Options{Step: step, Messages: llmCallMessages})
 }
