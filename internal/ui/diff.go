@@ -161,7 +161,7 @@ func signed(f func(float64) string, v float64) string {
 func (s *Server) diffRuns(ctx context.Context, a, b string, step int) (*diff.Result, error) {
 	// The two runs are read and arranged side by side (reading a 10,000-span run from SQLite is
 	// a third of its diff's time: BENCHMARKS.md, uibench); a run diffed with itself, once.
-	same := strings.ToLower(strings.TrimSpace(b)) == strings.ToLower(strings.TrimSpace(a))
+	same := strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 	var (
 		cb    *cachedRun
 		errB  error
