@@ -97,12 +97,19 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, sen
 		for _, w := range st.Warnings {
 			fmt.Fprintf(errOut, "runagain import: %s: collector warning: %s\n", file, w)
 		}
-		if err != nil {
+		var rej *otlpclient.RejectedError
+		quarantined := errors.As(err, &rej) && quarantinedAll(rej)
+		if err != nil && !quarantined {
 			failed = append(failed, fmt.Errorf("%s: sent %d of %d spans: %w", file, st.Spans, spans, err))
 			continue
 		}
 		fmt.Fprintf(out, "%s: %s, %d spans, %d traces sent to %s (%d requests, %d bytes)\n",
 			file, res.Format, spans, traces, o.endpoint, st.Requests, st.Bytes)
+		if quarantined {
+			// Invalid OTLP (an all-zero id): kept whole in the dead-letter table, not as a run.
+			fmt.Fprintf(out, "  %d spans kept in the collector's quarantine, not as runs: %s (runagain quarantine lists them)\n",
+				rej.Rejected, strings.Join(rej.Messages, "; "))
+		}
 		runs := runsOf(file, res.Traces)
 		// The trace ids to pass to show, replay or dataset add: a cassette's are generated here.
 		const listed = 20
@@ -137,4 +144,18 @@ func formatNames() string {
 		names = append(names, f.Name())
 	}
 	return strings.Join(names, ", ")
+}
+
+// quarantinedAll reports whether every span the collector rejected was kept in its quarantine
+// (span_quarantine's partial-success message names `runagain quarantine`): nothing was lost.
+func quarantinedAll(rej *otlpclient.RejectedError) bool {
+	if len(rej.Messages) == 0 {
+		return false
+	}
+	for _, m := range rej.Messages {
+		if !strings.Contains(m, "runagain quarantine") {
+			return false
+		}
+	}
+	return true
 }

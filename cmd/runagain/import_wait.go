@@ -39,7 +39,9 @@ func runsOf(file string, td ptrace.Traces) []sentRun {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				n[spans.At(k).TraceID().String()]++
+				if sp := spans.At(k); !sp.TraceID().IsEmpty() && !sp.SpanID().IsEmpty() {
+					n[sp.TraceID().String()]++ // an invalid span is quarantined, not a run
+				}
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -74,9 +73,9 @@ func (OTLPJSON) Parse(data []byte) (ptrace.Traces, error) {
 				}
 			}
 		}
-		if err := zeroIDSpan(td); err != nil {
-			return ptrace.Traces{}, errorAt(data, start, nil, "OTLP/JSON document %d: %v (the collector refuses such spans; OTLP requires non-zero trace and span ids)", docs, err)
-		}
+		// A span with an all-zero trace or span id is sent as recorded: the collector keeps its
+		// valid neighbours and the span itself in its dead-letter table (span_quarantine), and
+		// says so through OTLP partial success, as for an SDK's request (README Guarantees).
 		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
 	}
 	if docs == 0 {
@@ -110,19 +109,3 @@ func iterErrorOffset(raw []byte, msg string) (int64, bool) {
 	return int64(i + n), true
 }
 
-// zeroIDSpan names the first span of td whose trace or span id is missing or all zero.
-func zeroIDSpan(td ptrace.Traces) error {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				if sp := spans.At(k); sp.TraceID().IsEmpty() || sp.SpanID().IsEmpty() {
-					return fmt.Errorf("span %q (resourceSpans[%d].scopeSpans[%d].spans[%d]) has no trace or span id", sp.Name(), i, j, k)
-				}
-			}
-		}
-	}
-	return nil
-}

@@ -168,3 +168,31 @@ func TestMixedRequestQuarantined(t *testing.T) {
 	require.NotEmpty(t, line, "no quarantine counter in the collector's metrics")
 	assert.True(t, strings.HasSuffix(line, " 3"), "counter: %s", line)
 }
+
+// TestImportKeepsValidSpansBesideAnInvalidOne: `runagain import` of an OTLP/JSON file holding two
+// valid spans and one with an all-zero trace_id stores the valid run, keeps the invalid span in
+// the quarantine, says so, and succeeds (it refused the whole file before: the same data sent by
+// an SDK over OTLP was kept).
+func TestImportKeepsValidSpansBesideAnInvalidOne(t *testing.T) {
+	c := collectortest.Start(t, collectortest.Options{})
+	body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(mixedRequest(7, "bad-import"))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "mixed.otlp.json")
+	require.NoError(t, os.WriteFile(file, body, 0o600))
+	out := cli(t, c, "import", file)
+	t.Logf("runagain import:\n%s", out)
+	assert.Contains(t, out, "1 spans kept in the collector's quarantine, not as runs")
+	assert.Contains(t, out, "run c0070100000000000000000000000000 (2 spans)")
+	assert.NotContains(t, out, "run 00000000000000000000000000000000")
+	assert.Contains(t, cli(t, c, "show", "c0070100000000000000000000000000"), "chat bad-import")
+	var rows []struct {
+		Reason string `json:"reason"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && len(rows) == 0 {
+		require.NoError(t, json.Unmarshal([]byte(cli(t, c, "quarantine", "--json")), &rows))
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Len(t, rows, 1, "the invalid span is in the quarantine")
+	assert.Equal(t, "zero_trace_id", rows[0].Reason)
+}
