@@ -108,4 +108,3 @@ func iterErrorOffset(raw []byte, msg string) (int64, bool) {
 	}
 	return int64(i + n), true
 }
-
