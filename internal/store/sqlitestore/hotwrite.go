@@ -46,8 +46,9 @@ type traceWrite struct {
 	stored []byte                  // the otlp columns of rows encoded alone, back to back
 	args   []any
 	ref    []byte
-	wire   []wireSpan // the request's spans (spanRequests)
-	one    []byte     // one span's request
+	wire   []wireSpan    // the request's spans (spanRequests)
+	one    []byte        // one span's request
+	td     ptrace.Traces // the request, for signing its failing runs without reading them back (batchRuns)
 }
 
 var traceWrites = sync.Pool{New: func() any { return &traceWrite{open: map[pcommon.TraceID]int{}} }}
@@ -65,6 +66,7 @@ func putTraceWrite(w *traceWrite) {
 		w.groups[i].raw, w.groups[i].spans, w.groups[i].frame = w.groups[i].raw[:0], w.groups[i].spans[:0], w.groups[i].frame[:0]
 	}
 	clear(w.wire)
+	w.td = ptrace.Traces{}
 	w.spans, w.groups, w.stored, w.wire = w.spans[:0], w.groups[:0], w.stored[:0], w.wire[:0]
 	clear(w.open)
 	clear(w.args)

@@ -32,13 +32,20 @@ package sqlitestore
 // The cost on the write path is one lookup per batch; only failing runs are read back.
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/otlpid"
 	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
@@ -359,3 +366,87 @@ var (
 	_ store.PatternReader = (*DB)(nil)
 	_ store.PatternReader = (*WarmDB)(nil)
 )
+
+// batchRun is one run's spans as a committed batch held them, each with its resource and scope,
+// by span id (a span sent twice in the batch is stored once, as its last copy).
+type batchRun struct {
+	spans map[pcommon.SpanID]batchSpan
+}
+
+type batchSpan struct {
+	rs ptrace.ResourceSpans
+	ss ptrace.ScopeSpans
+	sp ptrace.Span
+}
+
+// batchRuns collects the spans of the runs ids from the requests of ws.
+func batchRuns(ws []*traceWrite, ids []string) map[string]*batchRun {
+	if len(ws) == 0 {
+		return nil
+	}
+	want := make(map[pcommon.TraceID]string, len(ids))
+	for _, id := range ids {
+		if tid, err := otlpid.ParseTraceID(id); err == nil {
+			want[tid] = id
+		}
+	}
+	out := map[string]*batchRun{}
+	for _, w := range ws {
+		if w.td == (ptrace.Traces{}) {
+			continue
+		}
+		for _, rs := range w.td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					id, ok := want[sp.TraceID()]
+					if !ok || sp.SpanID().IsEmpty() {
+						continue
+					}
+					b := out[id]
+					if b == nil {
+						b = &batchRun{spans: map[pcommon.SpanID]batchSpan{}}
+						out[id] = b
+					}
+					b.spans[sp.SpanID()] = batchSpan{rs: rs, ss: ss, sp: sp}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// run is the run as DB.Run reads it back: one resource a span, in start time then span id order.
+func (b *batchRun) run(traceID string) *store.Run {
+	spans := make([]batchSpan, 0, len(b.spans))
+	for _, s := range b.spans {
+		spans = append(spans, s)
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		a, c := spans[i].sp, spans[j].sp
+		if a.StartTimestamp() != c.StartTimestamp() {
+			return a.StartTimestamp() < c.StartTimestamp()
+		}
+		x, y := a.SpanID(), c.SpanID()
+		return bytes.Compare(x[:], y[:]) < 0
+	})
+	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: store.TierHot}
+	for _, s := range spans {
+		rs := run.Traces.ResourceSpans().AppendEmpty()
+		s.rs.Resource().CopyTo(rs.Resource())
+		rs.SetSchemaUrl(s.rs.SchemaUrl())
+		ss := rs.ScopeSpans().AppendEmpty()
+		s.ss.Scope().CopyTo(ss.Scope())
+		ss.SetSchemaUrl(s.ss.SchemaUrl())
+		s.sp.CopyTo(ss.Spans().AppendEmpty())
+	}
+	return run
+}
+
+// wholeInBatch reports whether the committed run traceID has exactly n span rows and no log
+// record: then the batch's n spans of it are the whole run as stored.
+func (d *DB) wholeInBatch(ctx context.Context, traceID string, n int) bool {
+	var spans int
+	var logs bool
+	err := d.db.QueryRowContext(ctx, `SELECT spans, EXISTS (SELECT 1 FROM logs WHERE trace_id = ?1) FROM runs WHERE trace_id = ?1`, traceID).Scan(&spans, &logs)
+	return err == nil && spans == n && !logs
+}

@@ -238,3 +238,77 @@ func patternBenchFile(b *testing.B, n int) *DB {
 	patternBenchDBs[n] = db
 	return db
 }
+
+// TestSignedFromTheBatchAsReadBack: the signatures the writer computes from a batch's own spans
+// (batchRuns, the usual case at ingest) are the ones computed from the run read back, for every
+// failing run of loadgen traffic whose runs straddle requests.
+func TestSignedFromTheBatchAsReadBack(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reqs := benchRequests(40, 5)
+	inBatch := 0
+	for _, td := range reqs {
+		ids := map[string]bool{}
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					ids[sp.TraceID().String()] = true
+				}
+			}
+		}
+		if _, err := db.WriteTraces(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+		w := &traceWrite{td: td}
+		for id, b := range batchRuns([]*traceWrite{w}, keys(ids)) {
+			if db.wholeInBatch(ctx, id, len(b.spans)) {
+				inBatch++
+			}
+		}
+	}
+	rows, err := db.db.QueryContext(ctx, `SELECT trace_id, pattern_id, variant_id, agent, dirty FROM run_patterns`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stored struct {
+		id, pid, vid, agent string
+		dirty               int
+	}
+	var all []stored
+	for rows.Next() {
+		var r stored
+		if err := rows.Scan(&r.id, &r.pid, &r.vid, &r.agent, &r.dirty); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, r)
+	}
+	rows.Close() // the file's one connection, which signature's read needs
+	n := 0
+	for _, r := range all {
+		id, pid, vid, agent, dirty := r.id, r.pid, r.vid, r.agent, r.dirty
+		sig, a, err := signature(ctx, db.Run, db.sessionKeys, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dirty != 0 || pid != sig.ID() || vid != sig.VariantID() || agent != a {
+			t.Errorf("run %s: stored %s/%s agent %q dirty %d, read back %s/%s agent %q", id, pid, vid, agent, dirty, sig.ID(), sig.VariantID(), a)
+		}
+		n++
+	}
+	if n < 10 || inBatch == 0 {
+		t.Fatalf("%d failing runs signed, %d runs whole in their batch: the traffic does not exercise both paths", n, inBatch)
+	}
+	t.Logf("%d failing runs; %d runs were whole in their batch", n, inBatch)
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -174,6 +174,7 @@ const (
 func (d *DB) WriteTraces(ctx context.Context, td ptrace.Traces) (rejected []error, err error) {
 	w := getTraceWrite()
 	defer putTraceWrite(w)
+	w.td = td
 	rejected, err = d.collectSpans(w, td)
 	if err != nil || len(w.spans) == 0 {
 		return rejected, err
@@ -221,7 +222,7 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 		return err
 	}
 	d.committedRefs(&refs)
-	d.sign(ctx, marked)
+	d.sign(ctx, marked, ws)
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
 	// a later batch (maybeTrain), and must not make the caller retry stored spans.
 	_ = d.codec.maybeTrain(ctx)
@@ -323,14 +324,29 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	d.committedRefs(&refs)
-	d.sign(ctx, marked)
+	d.sign(ctx, marked, nil)
 	return nil
 }
 
 // sign writes the signatures of the runs a committed batch marked (patternindex.go). A failure
-// leaves them marked, and readers compute them: the stored batch is not retried for it.
-func (d *DB) sign(ctx context.Context, marked []string) {
-	_ = signRuns(ctx, d.db, d.Run, d.sessionKeys, marked)
+// leaves them marked, and readers compute them: the stored batch is not retried for it. A run
+// whose every stored span is in ws and that has no log record is signed from ws's spans
+// (batchRuns) instead of being read back and decompressed, the cost of signing at ingest
+// (BENCHMARKS.md, "Failure patterns").
+func (d *DB) sign(ctx context.Context, marked []string, ws []*traceWrite) {
+	if len(marked) == 0 {
+		return
+	}
+	load := runLoader(d.Run)
+	if inBatch := batchRuns(ws, marked); len(inBatch) > 0 {
+		load = func(ctx context.Context, traceID string) (*store.Run, error) {
+			if b := inBatch[traceID]; b != nil && d.wholeInBatch(ctx, traceID, len(b.spans)) {
+				return b.run(traceID), nil
+			}
+			return d.Run(ctx, traceID)
+		}
+	}
+	_ = signRuns(ctx, d.db, load, d.sessionKeys, marked)
 }
 
 func hexOrEmpty(id pcommon.TraceID) string {
