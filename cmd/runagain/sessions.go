@@ -154,6 +154,14 @@ of each listed run: bound it with --since or --limit on a large store.`,
 			if tw == nil {
 				flushPending()
 			}
+			if rows == 0 {
+				// The header alone reads like a broken listing: say what was read, and what fills it.
+				if f != (store.RunFilter{}) || failed {
+					fmt.Fprintf(cmd.ErrOrStderr(), "runagain sessions: no run matches (data directory %s)\n", dataDirFlag)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "runagain sessions: no runs stored yet (data directory %s); send an agent's spans to the collector (make run), or `runagain import FILE`\n", dataDirFlag)
+				}
+			}
 			return tw.Flush()
 		},
 	}

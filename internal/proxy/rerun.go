@@ -189,6 +189,9 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.FromStep > 0 && o.FromStep >= n && n > 0 {
+		return fmt.Errorf("--from-step %d: the run has %d recorded LLM call(s), so no call would go live; give N below %d", o.FromStep, n, n)
+	}
 	if n == 0 && len(o.Edits) > 0 {
 		return fmt.Errorf("--set: the run has no recorded request on an LLM route (%s); give the routes it was recorded with (--route NAME=URL, --llm-route NAME)", strings.Join(names, ", "))
 	}

@@ -100,6 +100,11 @@ func TestRerunFromStepAndSet(t *testing.T) {
 		t.Fatalf("absent path: %v", err)
 	}
 
+	// --from-step at or past the run's 3 LLM calls would send nothing live: refused, naming the count.
+	if _, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{FromStep: 9, Root: root}}); err == nil || !strings.Contains(err.Error(), "--from-step 9: the run has 3 recorded LLM call(s)") {
+		t.Fatalf("--from-step past the calls: %v", err)
+	}
+
 	rp, err := NewReplayer(cfg, td, tid, ReplayOptions{Rerun: &RerunOptions{Edits: []Edit{set}, FromStep: 1, Root: root}})
 	if err != nil {
 		t.Fatal(err)

@@ -186,7 +186,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(sums) == 0 {
-		s.failPage(w, r, badRequest("no run of session %q is stored", id))
+		s.failPage(w, r, notFoundf("no run of session %q is stored", id))
 		return
 	}
 	for _, sum := range sums {

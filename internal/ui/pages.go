@@ -122,6 +122,11 @@ func badRequest(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
 }
 
+// notFoundf is a 404 error with a message.
+func notFoundf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errNotFound, fmt.Sprintf(format, a...))
+}
+
 // ---- Sessions ----
 
 // SessionsFilter is the sessions page's query (all optional).
