@@ -30,11 +30,7 @@ func TestExchangeUnderItsCall(t *testing.T) {
 	ctx, dlg := tab(t)
 	trace := pcommon.TraceID{0x5e, 0xe0, 15: 3}
 	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.StreamedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
-	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
-	require.NoError(t, err)
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := serveRun(t, run)
 	llm, llmEx := pcommon.SpanID{3, runtest.LLMSpan}.String(), pcommon.SpanID{3, runtest.LLMExchange}.String()
 
 	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+llm), chromedp.WaitVisible(chromedp.CSS(`#panel section.exchange`)))
@@ -77,11 +73,7 @@ func TestJSONFoldsPerKey(t *testing.T) {
 	ctx, dlg := tab(t)
 	trace := pcommon.TraceID{0x5e, 0xe1, 15: 4}
 	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.StreamedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
-	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
-	require.NoError(t, err)
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := serveRun(t, run)
 	wx := pcommon.SpanID{4, runtest.ToolExchange}.String()
 
 	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+wx), chromedp.WaitVisible(chromedp.CSS(`#panel pre[data-foldable][data-body="http.response.body"]`)))
@@ -125,11 +117,7 @@ func TestExchangeMovedUnderItsCall(t *testing.T) {
 	ctx, dlg := tab(t)
 	trace := pcommon.TraceID{0x5e, 0xe2, 15: 7}
 	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.UnparentedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
-	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
-	require.NoError(t, err)
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := serveRun(t, run)
 	id := func(b byte) string { return pcommon.SpanID{7, b}.String() }
 	llm, llmEx, tool, toolEx, proxy := id(runtest.LLMSpan), id(runtest.LLMExchange), id(runtest.ToolSpan), id(runtest.ToolExchange), id(runtest.ProxyRoot)
 
@@ -177,11 +165,7 @@ func TestMCPExchangeUnderItsToolCall(t *testing.T) {
 	ctx, dlg := tab(t)
 	trace := pcommon.TraceID{0x5e, 0xe3, 15: 9}
 	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.MCPRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
-	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
-	require.NoError(t, err)
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := serveRun(t, run)
 	id := func(b byte) string { return pcommon.SpanID{9, b}.String() }
 	tool, call, failing, fcall := id(runtest.MCPToolSpan), id(runtest.MCPToolCall), id(runtest.MCPFailingTool), id(runtest.MCPFailingCall)
 
@@ -232,4 +216,14 @@ func TestMCPExchangeUnderItsToolCall(t *testing.T) {
 	assert.Equal(t, "no note titled Lyon", eval[string](t, ctx, fsec+`.querySelector('[data-mcp=content] li pre').textContent`))
 	shot(t, ctx, "mcp-exchange-iserror")
 	assert.Empty(t, dlg.opened())
+}
+
+// serveRun serves the UI over one stored run (an in-memory reader) for the test's length.
+func serveRun(t *testing.T, run *store.Run) *httptest.Server {
+	t.Helper()
+	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts
 }

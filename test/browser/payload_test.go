@@ -5,14 +5,11 @@ package browser
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/runagain/runagain/internal/ui"
 )
 
 // TestPayloadsReadable: a JSON attribute is shown indented with its keys in the recorded order,
@@ -29,11 +26,7 @@ func TestPayloadsReadable(t *testing.T) {
 	ev.Attributes().PutStr("exception.type", "TimeoutError")
 	ev.Attributes().PutStr("exception.message", "weather API did not answer in 30 s")
 	ev.Attributes().PutStr("exception.stacktrace", "Traceback (most recent call last):\n  File \"tool.py\", line 3")
-	srv, err := ui.New(ui.Options{Reader: memReader{run.TraceID: run}})
-	require.NoError(t, err)
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := serveRun(t, run)
 	id := sp.SpanID().String()
 
 	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+id), chromedp.WaitVisible(chromedp.CSS(`#panel [data-exception]`)))
