@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -46,14 +47,14 @@ func WriteText(w io.Writer, rep Report, now time.Time) error {
 	if !rep.Since.IsZero() {
 		rng = "since " + rep.Since.UTC().Format("2006-01-02 15:04") + " UTC"
 	}
-	fmt.Fprintf(w, "%s: %d runs, %d failing (%s), %d patterns\n", rng, rep.Runs, rep.Failing, pct(rep.Failing, rep.Runs), len(rep.Patterns))
+	fmt.Fprintf(w, "%s: %s, %d failing (%s), %s\n", rng, count(rep.Runs, "run"), rep.Failing, pct(rep.Failing, rep.Runs), count(len(rep.Patterns), "pattern"))
 	for i, p := range rep.Patterns {
 		trend := p.Trend
 		if len(trend) > MaxTrendDays {
 			trend = trend[len(trend)-MaxTrendDays:]
 		}
-		fmt.Fprintf(w, "\n%2d. %s  %d runs  %.1f%% of runs  %.1f%% of failing  cost $%.4f\n", i+1, p.ID, p.Runs,
-			100*p.ShareOfRuns, 100*p.ShareOfFailing, p.CostUSD)
+		fmt.Fprintf(w, "\n%2d. %s  %s  %.1f%% of runs  %.1f%% of failing  cost %s\n", i+1, p.ID, count(p.Runs, "run"),
+			100*p.ShareOfRuns, 100*p.ShareOfFailing, pricing.FormatUSD(p.CostUSD, 0, true))
 		fmt.Fprintf(w, "    %s\n", termsafe.String(p.Title))
 		fmt.Fprintf(w, "    first seen %s · last seen %s · per day %s\n", ago(p.First, now), ago(p.Last, now), Sparkline(trend))
 		fmt.Fprintf(w, "    models %s · agents %s\n", list(p.Models), list(p.Agents))
@@ -72,8 +73,8 @@ func WriteText(w io.Writer, rep Report, now time.Time) error {
 func WriteShow(w io.Writer, p Pattern, runs []Run, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(tw, "pattern %s: %s\n", p.ID, termsafe.String(p.Title))
-	fmt.Fprintf(tw, "%d runs (%.1f%% of runs, %.1f%% of failing), first seen %s, last seen %s, cost $%.4f\n", p.Runs,
-		100*p.ShareOfRuns, 100*p.ShareOfFailing, p.First.UTC().Format(time.RFC3339), p.Last.UTC().Format(time.RFC3339), p.CostUSD)
+	fmt.Fprintf(tw, "%s (%.1f%% of runs, %.1f%% of failing), first seen %s, last seen %s, cost %s\n", count(p.Runs, "run"),
+		100*p.ShareOfRuns, 100*p.ShareOfFailing, p.First.UTC().Format(time.RFC3339), p.Last.UTC().Format(time.RFC3339), pricing.FormatUSD(p.CostUSD, 0, true))
 	fmt.Fprintf(tw, "models %s · agents %s\n", list(p.Models), list(p.Agents))
 	fmt.Fprintf(tw, "trend %s (%s .. %s)\n", Sparkline(p.Trend), p.Trend[0].Day, p.Trend[len(p.Trend)-1].Day)
 	if len(p.MergedBy) > 0 {
@@ -131,4 +132,12 @@ func ago(t, now time.Time) string {
 		}
 	}
 	return s
+}
+
+// count is "1 run", "2 runs": n and the noun, plural unless n is 1.
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
