@@ -42,7 +42,7 @@ func TestErrorPagesAndSmallBreaks(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(ui.URL+"/runs/"+id+"/steps/abc"), chromedp.WaitVisible(chromedp.CSS(`#error`)))
 	assert.Equal(t, "400", eval[string](t, ctx, `document.querySelector('#error').dataset.code`))
 	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#error .error').textContent`), `step "abc" is not a number: run `+id+` has LLM steps 1..1`)
-	assert.Equal(t, []string{"Sessions", "Diff", "Datasets", "Quarantine"}, eval[[]string](t, ctx, `[...document.querySelectorAll('header.top nav a')].map(a => a.textContent)`), "the navigation is there")
+	assert.Equal(t, []string{"Sessions", "Patterns", "Diff", "Datasets", "Quarantine"}, eval[[]string](t, ctx, `[...document.querySelectorAll('header.top nav a')].map(a => a.textContent)`), "the navigation is there")
 	assert.Equal(t, "/runs/"+id, eval[string](t, ctx, `document.querySelector('#error .next a[href^="/runs/"]').getAttribute('href')`), "a link back to the run")
 	shot(t, ctx, "error-step-abc")
 
