@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,9 +26,24 @@ import (
 	"github.com/runagain/runagain/internal/store/storetest"
 )
 
-type testClock struct{ now time.Time }
+// testClock is a settable clock; the extension's janitor reads it from its own goroutine.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *testClock) Now() time.Time { return c.now }
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// advance moves the clock on by d.
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
 
 // blobValues returns which of values the files under dir hold, raw or zstd-decoded.
 func blobValues(t *testing.T, dir string, values []string) map[string]bool {
@@ -114,7 +130,7 @@ func testRetentionSweepsPayloads(t *testing.T, packs bool) {
 	uris := map[string]string{}
 	td := ptrace.NewTraces()
 	for _, seed := range []string{"expired-1", "expired-2", "pinned"} {
-		r := storetest.Run{Seed: seed, Service: "svc", Model: "gpt-4.1", Start: c.now.UnixNano(), LLMCalls: 1}
+		r := storetest.Run{Seed: seed, Service: "svc", Model: "gpt-4.1", Start: c.Now().UnixNano(), LLMCalls: 1}
 		runs[seed] = r
 		res, err := ps.Put(ctx, conversation("SECRET-"+seed), true)
 		require.NoError(t, err)
@@ -147,13 +163,13 @@ func testRetentionSweepsPayloads(t *testing.T, packs bool) {
 	}
 
 	// A pass within the retention deletes nothing.
-	c.now = c.now.Add(DefaultHotRetention - time.Hour)
+	c.advance(DefaultHotRetention - time.Hour)
 	n, err := st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, before, blobValues(t, filepath.Join(dir, "blobs"), secrets))
 
-	c.now = c.now.Add(2 * time.Hour)
+	c.advance(2 * time.Hour)
 	n, err = st.RunJanitors(ctx)
 	require.NoError(t, err)
 	assert.Positive(t, n)
