@@ -16,6 +16,7 @@ import (
 
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/otlpclient"
+	"github.com/runagain/runagain/internal/partialsuccess"
 )
 
 // importOptions are the flags of `runagain import`.
@@ -147,13 +148,13 @@ func formatNames() string {
 }
 
 // quarantinedAll reports whether every span the collector rejected was kept in its quarantine
-// (span_quarantine's partial-success message names `runagain quarantine`): nothing was lost.
+// (span_quarantine's partial-success message says partialsuccess.KeptInQuarantine): nothing was lost.
 func quarantinedAll(rej *otlpclient.RejectedError) bool {
 	if len(rej.Messages) == 0 {
 		return false
 	}
 	for _, m := range rej.Messages {
-		if !strings.Contains(m, "runagain quarantine") {
+		if !strings.Contains(m, partialsuccess.KeptInQuarantine) {
 			return false
 		}
 	}

@@ -57,3 +57,8 @@ func (r *Result) Rejected() (int64, string) {
 	defer r.mu.Unlock()
 	return r.rejected, strings.Join(r.messages, "; ")
 }
+
+// KeptInQuarantine is the phrase a partial-success message carries when the rejected items were
+// not dropped but kept in the collector's dead-letter table (span_quarantine): a client
+// (`runagain import`) that finds it in every message knows nothing was lost.
+const KeptInQuarantine = "kept in the collector's dead-letter table (runagain quarantine)"

@@ -134,8 +134,8 @@ func (p *quarantineProcessor) ConsumeTraces(ctx context.Context, td ptrace.Trace
 	// they are kept.
 	nBad := counts[ReasonZeroTraceID] + counts[ReasonZeroSpanID]
 	partialsuccess.Reject(ctx, nBad, fmt.Sprintf(
-		"%d of %d spans not stored as spans: all-zero trace_id or span_id (OTLP requires non-zero ids); kept in the collector's dead-letter table (runagain quarantine); first: %s",
-		nBad, td.SpanCount(), first))
+		"%d of %d spans not stored as spans: all-zero trace_id or span_id (OTLP requires non-zero ids); %s; first: %s",
+		nBad, td.SpanCount(), partialsuccess.KeptInQuarantine, first))
 	rss.RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(s ptrace.Span) bool { return reasonOf(s) != "" })
