@@ -249,10 +249,74 @@ func genericScan(s string, a, b int) (int, int, bool) {
 		}
 	}
 	v := s[j:k]
-	if !credentialShaped(v, name) || genericAllowed(s[lo:k], lineAround(s, lo, k)) {
+	if !credentialShaped(v, name) && !(explicitGeneric(s, lo, i, j, k, name) && explicitTokenShaped(v)) {
+		return 0, 0, false
+	}
+	if genericAllowed(s[lo:k], lineAround(s, lo, k)) {
 		return 0, 0, false
 	}
 	return j, k, true
+}
+
+// explicitGeneric reports whether the value at [j, k) after the credential name at [lo, i)
+// stands in an explicit context (issue 33: the context wins over the looks of the value): an
+// assignment (= or :) with the value quoted, or written as configuration gives literals
+// (configAssignment: KEY=VALUE, a YAML line). The name must say more than the bare word: "key"
+// and "token" alone name a map key and a tokenizer's token ({"key": "user_settings"},
+// {"token": "Hello"}), CURSOR_KEY and secret_key a credential.
+func explicitGeneric(s string, lo, i, j, k int, name string) bool {
+	switch name {
+	case "key", "keys", "token", "tokens", "auth":
+		return false
+	}
+	sep := s[i:j]
+	if !strings.ContainsAny(sep, "=:") || strings.Contains(sep, "==") {
+		return false
+	}
+	if c := s[j-1]; c == '"' || c == '\'' || c == '`' {
+		return k < len(s) && (s[k] == c || s[k] == '\\')
+	}
+	return configAssignment(s, lo, i, j, k)
+}
+
+// explicitTokenShaped is the shape a value in an explicit context must have (explicitGeneric):
+// 16 to 512 bytes of the credential alphabet that are not an explicit placeholder
+// (explicitPlaceholder: xxxx, a filler, <your-key>, changeme), a UUID, a dotted name, a path or
+// a number, and read as a token rather than a name: letters and digits mixed
+// (key_abcdef0123...), or a prefix of 2 to 10 letters and digits before '-' or '_' and a last
+// part of at least 16 letters and digits (sk-pyx-testestest...). The counting runs, example
+// words and low entropy that credentialShaped refuses do not count here: handwritten values
+// given to a credential name are the credential. A whole alphabet (a-z in order) is the table of
+// a coder, not a credential.
+func explicitTokenShaped(v string) bool {
+	n := len(v)
+	if n < 16 || n > 512 || explicitPlaceholder(v) || uuidShaped(v) || isDottedRef(v) || strings.Contains(v, "//") || strings.Count(v, "/") > 2 {
+		return false
+	}
+	if strings.Contains(strings.ToLower(v), "abcdefghijklmnopqrstuvwxyz") {
+		return false // an alphabet: keyStr = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef...", the table of a base64 coder
+	}
+	letter, digit := false, false
+	for x := 0; x < n; x++ {
+		switch c := v[x]; {
+		case isAlpha(c):
+			letter = true
+		case c >= '0' && c <= '9':
+			digit = true
+		}
+	}
+	if !letter {
+		return false
+	}
+	if digit {
+		return true
+	}
+	p := strings.IndexAny(v, "-_")
+	if p < 2 || p > 10 {
+		return false
+	}
+	last := v[strings.LastIndexAny(v, "-_.")+1:]
+	return len(last) >= 16 && !strings.ContainsFunc(last, func(r rune) bool { return r > 127 || !isAlnum(byte(r)) })
 }
 
 // genericSeparator returns where the value starts after a credential name ending at i (its word
@@ -283,6 +347,12 @@ func genericSeparator(s string, a, i int) (int, bool) {
 		if c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '=' || c == ':' || c == '>' || c == '`' {
 			j++
 			seps++
+			continue
+		}
+		// a quote escaped in JSON-in-a-string: \"secret_key\": \"...\"
+		if c == '\\' && j+1 < len(s) && s[j+1] == '"' {
+			j += 2
+			seps += 2
 			continue
 		}
 		// the operator characters before an '=': .= ?= += ??= ||= &&=

@@ -98,6 +98,8 @@ func scanPrefixedTokens(s string, f func(lo, hi int)) {
 			end := shapeRunEnd(s, p+1)
 			if t0, t1, ok := prefixedToken(s, a, p, end); ok {
 				f(t0, t1)
+			} else if t0, t1, ok := hexPrefixedToken(s, a, p, end); ok {
+				f(t0, t1)
 			}
 			i = max(p+1, end)
 		}
@@ -463,4 +465,121 @@ func publicPrefix(p string) bool {
 		return true
 	}
 	return false
+}
+
+// hexPrefixedToken checks the candidate of scanPrefixedTokens (prefix s[a:p], separator s[p],
+// run end) as a token with a hexadecimal body: rubygems_<48 hex>, packagist_ack_<28 hex>,
+// dop_v1_<64 hex>, PMAK-<24 hex>-<34 hex>. By its body alone such a token is a content hash or an
+// id (the corpus recordings carry msg_, fc_, req_, resp_, trace_, cmpl-, chat- and pyd_ai_ before
+// 32 to 50 hex digits, thousands of times), so the prefix must say credential, as an id's
+// prefix does not:
+//   - it is all upper-case letters, 3 to 10 of them (PMAK: ids are written in lower case), or
+//   - it is 6 to 10 lower-case letters naming a product, not an id (hexIDWords: session,
+//     message, commit, sha256 ...; the id prefixes of the recordings are 2 to 5 letters), or
+//   - a version part follows it (dop_v1_: a versioned token format).
+//
+// Between the prefix and the hex parts stand at most two short parts (ack, v1: 1 to 4 letters
+// and digits); the hex parts hold 24 or more hex digits in all, with letters (of one case, as
+// an encoder writes them) and digits, no counting run of 8 and at least 3.0 bits per byte (32 random hex digits average 3.8). The end
+// boundary and the placeholder and id-key checks are those of prefixedToken.
+func hexPrefixedToken(s string, a, p, end int) (int, int, bool) {
+	pre := s[a:p]
+	if len(pre) < 2 || len(pre) > shapeMaxPrefix || (a > 0 && !shapeBoundaryBefore(s[a-1])) || s[p] == '.' {
+		return 0, 0, false
+	}
+	lower, upper, other := 0, 0, 0
+	for i := 0; i < len(pre); i++ {
+		switch c := pre[i]; {
+		case c >= 'a' && c <= 'z':
+			lower++
+		case c >= 'A' && c <= 'Z':
+			upper++
+		default:
+			other++
+		}
+	}
+	parts := strings.FieldsFunc(s[p+1:end], func(r rune) bool { return r == '_' || r == '-' })
+	lead := 0
+	for lead < len(parts) && lead < 2 && len(parts[lead]) <= 4 && !allHex(parts[lead]) {
+		lead++
+	}
+	versioned := lead > 0 && len(parts[0]) >= 2 && (parts[0][0] == 'v' || parts[0][0] == 'V') && isDigits(parts[0][1:])
+	switch {
+	case upper >= 3 && lower == 0 && other == 0:
+	case lower >= 6 && upper == 0 && other == 0 && !hexIDWords[pre]:
+	case versioned && other == 0 && (lower == 0 || upper == 0):
+	default:
+		return 0, 0, false
+	}
+	hexParts := parts[lead:]
+	if len(hexParts) == 0 || len(hexParts) > 3 {
+		return 0, 0, false
+	}
+	var counts [128]uint16
+	n, letters, digits, hexLower, hexUpper := 0, 0, 0, false, false
+	for _, h := range hexParts {
+		if !allHex(h) || ascendingRun(strings.ToLower(h)) >= 8 {
+			return 0, 0, false
+		}
+		for i := 0; i < len(h); i++ {
+			if h[i] >= 'a' {
+				hexLower = true
+			} else if h[i] >= 'A' {
+				hexUpper = true
+			}
+			c := h[i] | 0x20
+			counts[c]++
+			n++
+			if c >= 'a' {
+				letters++
+			} else {
+				digits++
+			}
+		}
+	}
+	if n < 24 || letters == 0 || digits == 0 || hexLower && hexUpper || entropyCounts(counts[:], n) < 3.0 {
+		return 0, 0, false
+	}
+	hi := end
+	if hi < len(s) {
+		switch c := s[hi]; {
+		case isAlnum(c), c == '@', c == '=':
+			return 0, 0, false
+		case c == '.' && hi+1 < len(s) && isAlpha(s[hi+1]):
+			return 0, 0, false
+		case (c == '"' || c == '\'') && hi+1 < len(s) && s[hi+1] == ':':
+			return 0, 0, false
+		}
+	}
+	if isPlaceholder(s[a:hi]) || idKeyBefore(s, a) {
+		return 0, 0, false
+	}
+	return a, hi, true
+}
+
+// hexIDWords are lower-case words of 6 or more letters that prefix ids and digests with a hex
+// body, not credentials.
+var hexIDWords = map[string]bool{"session": true, "request": true, "message": true, "thread": true, "commit": true, "object": true,
+	"checkpoint": true, "sha256": true, "sha512": true, "digest": true, "upload": true, "attachment": true, "response": true,
+	"completion": true, "report": true, "record": true, "account": true, "customer": true, "product": true, "invoice": true,
+	"payment": true, "build": true, "deploy": true, "deployment": true, "artifact": true, "version": true, "revision": true,
+	"snapshot": true, "document": true, "content": true, "chunk": true, "vector": true, "embedding": true, "cache": true,
+	"blob": true, "image": true, "file": true, "folder": true, "project": true, "workspace": true, "assistant": true, "run": true}
+
+func allHex(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if !isHex(v[i]) {
+			return false
+		}
+	}
+	return v != ""
+}
+
+func isDigits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }

@@ -37,12 +37,13 @@ func keptInLOFO(rule, family string) bool {
 // those named after it), so that only the context rules, the format rules (formatRules) and the
 // generic detectors can find them.
 type LOFO struct {
-	Source, Name      string
-	Disabled          []string
-	Positives, Found  int
-	Worded, WordFound int // positives whose text holds a credential word, and those found
-	Real, RealFound   int // positives whose value does not look fake (FakeLooking), and those found
-	Missed            []Outcome
+	Source, Name        string
+	Disabled            []string
+	Positives, Found    int
+	Worded, WordFound   int // positives whose text holds a credential word, and those found
+	Real, RealFound     int // positives whose value does not look fake (FakeLooking), and those found
+	Honest, HonestFound int // positives in the honest denominator (Honest), and those found
+	Missed              []Outcome
 }
 
 // credentialWords are the words the generic detector looks for.
@@ -136,6 +137,12 @@ func LeaveOneFamilyOut(cfg redact.Config, full *redact.Redactor, exs []Example, 
 					l.RealFound++
 				}
 			}
+			if Honest(e) {
+				l.Honest++
+				if hit {
+					l.HonestFound++
+				}
+			}
 			if hasCredentialWord(e.Text) {
 				l.Worded++
 				if hit {
@@ -178,6 +185,17 @@ func LOFORealTotals(ls []LOFO, source string) (real, found int) {
 	return
 }
 
+// LOFOHonestTotals sums the LOFO figures of one source over the honest denominator (Honest).
+func LOFOHonestTotals(ls []LOFO, source string) (n, found int) {
+	for _, l := range ls {
+		if l.Source == source {
+			n += l.Honest
+			found += l.HonestFound
+		}
+	}
+	return
+}
+
 // PrintLOFO writes one line per family and the totals per source; verbose adds each miss.
 func PrintLOFO(w io.Writer, ls []LOFO, verbose bool) {
 	for _, src := range Sources {
@@ -190,16 +208,20 @@ func PrintLOFO(w io.Writer, ls []LOFO, verbose bool) {
 		if n == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\nleave-one-family-out, %s (its rules off: only context rules and the generic detectors)\n%-34s %9s %7s %12s %7s %10s %7s\n",
-			src, "family", "positives", "recall", "with a word", "recall", "not fake", "recall")
+		fmt.Fprintf(w, "\nleave-one-family-out, %s (its rules off: only context rules and the generic detectors)\n%-34s %9s %7s %12s %7s %10s %7s %8s %7s\n",
+			src, "family", "positives", "recall", "with a word", "recall", "not fake", "recall", "honest", "recall")
 		for _, l := range ls {
 			if l.Source == src {
-				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded),
-					l.Real, ratio(l.RealFound, l.Real))
+				fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f %8d %7.3f\n", l.Name, l.Positives, ratio(l.Found, l.Positives), l.Worded, ratio(l.WordFound, l.Worded),
+					l.Real, ratio(l.RealFound, l.Real), l.Honest, ratio(l.HonestFound, l.Honest))
 				if verbose {
 					for _, o := range l.Missed {
 						kind := "MISS"
-						if ExampleFakeLooking(o.Example) {
+						switch {
+						case !ExampleFakeLooking(o.Example):
+						case Honest(o.Example):
+							kind = "MISS (fake-looking, explicit context)"
+						default:
 							kind = "miss (fake-looking)"
 						}
 						fmt.Fprintf(w, "    %s %s: %s\n", kind, o.RuleID, clip(o.Text, o.Secret))
@@ -209,6 +231,8 @@ func PrintLOFO(w io.Writer, ls []LOFO, verbose bool) {
 		}
 		pos, found, worded, wf := LOFOTotals(ls, src)
 		real, rf := LOFORealTotals(ls, src)
-		fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f\n", "TOTAL "+src, pos, ratio(found, pos), worded, ratio(wf, worded), real, ratio(rf, real))
+		hn, hf := LOFOHonestTotals(ls, src)
+		fmt.Fprintf(w, "%-34s %9d %7.3f %12d %7.3f %10d %7.3f %8d %7.3f\n", "TOTAL "+src, pos, ratio(found, pos), worded, ratio(wf, worded), real, ratio(rf, real),
+			hn, ratio(hf, hn))
 	}
 }
