@@ -199,6 +199,13 @@ func genericScan(s string, a, b int) (int, int, bool) {
 	if !ok {
 		return 0, 0, false
 	}
+	nested := false
+	if j < len(s) && (s[j] == '{' || s[j] == '[' || s[j] == '\n' || s[j] == '\r') {
+		if j, ok = nestedValue(s, j); !ok {
+			return 0, 0, false
+		}
+		nested = true
+	}
 	if strings.HasPrefix(s[j:], "is ") || strings.HasPrefix(s[j:], "was ") {
 		j = strings.IndexByte(s[j:], ' ') + j + 1
 		for j < len(s) && (s[j] == ' ' || s[j] == '"' || s[j] == '\'' || s[j] == '`') {
@@ -249,7 +256,8 @@ func genericScan(s string, a, b int) (int, int, bool) {
 		}
 	}
 	v := s[j:k]
-	if !credentialShaped(v, name) && !(explicitGeneric(s, lo, i, j, k, name) && explicitTokenShaped(v)) {
+	explicit := nested && !bareCredentialName(name) || !nested && explicitGeneric(s, lo, i, j, k, name)
+	if !credentialShaped(v, name) && !(explicit && explicitTokenShaped(v)) {
 		return 0, 0, false
 	}
 	if genericAllowed(s[lo:k], lineAround(s, lo, k)) {
@@ -265,8 +273,7 @@ func genericScan(s string, a, b int) (int, int, bool) {
 // and "token" alone name a map key and a tokenizer's token ({"key": "user_settings"},
 // {"token": "Hello"}), CURSOR_KEY and secret_key a credential.
 func explicitGeneric(s string, lo, i, j, k int, name string) bool {
-	switch name {
-	case "key", "keys", "token", "tokens", "auth":
+	if bareCredentialName(name) {
 		return false
 	}
 	sep := s[i:j]
@@ -277,6 +284,83 @@ func explicitGeneric(s string, lo, i, j, k int, name string) bool {
 		return k < len(s) && (s[k] == c || s[k] == '\\')
 	}
 	return configAssignment(s, lo, i, j, k)
+}
+
+// bareCredentialName: the name is a credential word alone, which names a map key, a tokenizer's
+// token or an auth section as often as a credential.
+func bareCredentialName(name string) bool {
+	switch name {
+	case "key", "keys", "token", "tokens", "auth":
+		return true
+	}
+	return false
+}
+
+// nestedValue returns where the credential of a name whose value is a structure starts: the
+// string of the "value" member of the object (or array of objects) that follows, at most two
+// levels down and 512 bytes on ("keyData": {"typeUrl": "...", "value": "GhB..."}, a Tink
+// keyset; "apiKey": {"value": "..."}, an ARM template parameter; quotes may be JSON-escaped), or
+// the value of a "value:" line right below a YAML key (token:\n  value: PMAT-...).
+func nestedValue(s string, j int) (int, bool) {
+	end := min(len(s), j+512)
+	if s[j] == '\n' || s[j] == '\r' {
+		i := j
+		for i < end && (s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+		ind := i
+		for i < end && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == ind || !strings.HasPrefix(s[i:end], "value:") {
+			return 0, false
+		}
+		i += len("value:")
+		for i < end && (s[i] == ' ' || s[i] == '\t' || s[i] == '"' || s[i] == '\'') {
+			i++
+		}
+		return i, true
+	}
+	depth := 0
+	for i := j; i < end; i++ {
+		switch s[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth <= 0 {
+				return 0, false
+			}
+		case 'v':
+			if depth > 2 || s[i-1] != '"' || !strings.HasPrefix(s[i:end], "value") {
+				continue
+			}
+			k := i + len("value")
+			if k < end && s[k] == '\\' {
+				k++
+			}
+			if k >= end || s[k] != '"' {
+				continue
+			}
+			k++
+			for k < end && (s[k] == ' ' || s[k] == '\t') {
+				k++
+			}
+			if k >= end || s[k] != ':' {
+				continue
+			}
+			k++
+			for k < end && (s[k] == ' ' || s[k] == '\t') {
+				k++
+			}
+			if k < end && s[k] == '\\' {
+				k++
+			}
+			if k < end && s[k] == '"' {
+				return k + 1, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // explicitTokenShaped is the shape a value in an explicit context must have (explicitGeneric):

@@ -228,6 +228,7 @@ type strTok struct {
 	cs, ce            int
 	name, member, esc bool
 	keyApplies        bool         // a member value whose key may make it a credential (keyApplies)
+	nestedCred        bool         // the "value" member of an object given to a credential name (credentialParent)
 	clean             bool         // known clean (or with cached edits): not examined
 	cached            *leafEdits   // the cached edits when clean and not nil
 	cacheable         bool         // not known: its verdict is added once examined
@@ -328,6 +329,12 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 	sc := jsonkit.GetScannerString(s)
 	defer jsonkit.PutScanner(sc)
 	keyApplies := false
+	// cred[d]: the object or array open at nesting d is the value of a credential name
+	// (credentialParent), or an element of such an array; lastName is the last member name,
+	// valueNext that it was "value" inside such an object
+	var cred [maxCredNesting]bool
+	d := 0
+	lastName, valueNext := "", false
 	for {
 		tk, err := sc.Next()
 		if errors.Is(err, io.EOF) {
@@ -336,7 +343,23 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 		if err != nil {
 			return false
 		}
-		if tk.Kind != '"' {
+		switch tk.Kind {
+		case '{', '[':
+			if d+1 < maxCredNesting {
+				d++
+				cred[d] = lastName != "" && credentialParent(lastName) || lastName == "" && cred[d-1] // a member's value, or an element
+			}
+			lastName, valueNext = "", false
+			continue
+		case '}', ']':
+			if d > 0 {
+				d--
+			}
+			lastName, valueNext = "", false
+			continue
+		case '"':
+		default:
+			lastName, valueNext = "", false
 			continue
 		}
 		t := strTok{cs: tk.Start + 1, ce: tk.End - 1, name: tk.Name, member: tk.Member}
@@ -348,9 +371,13 @@ func (r *Redactor) jsonTokens(w *walker, s string, depth int) bool {
 				key = string(appendUnescaped(nil, raw))
 			}
 			keyApplies = r.keyApplies(key)
+			lastName, valueNext = key, cred[d] && key == "value"
+		} else {
+			t.nestedCred = t.member && valueNext
+			lastName, valueNext = "", false
 		}
 		t.keyApplies = t.member && keyApplies
-		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies {
+		if r.cache != nil && len(raw) >= MinCleanCacheLen && !t.keyApplies && !t.nestedCred {
 			kind := uint64(kindLeaf) | uint64(depth)<<8
 			if t.name {
 				kind = kindName
@@ -371,6 +398,15 @@ func (r *Redactor) tokenEdits(w *walker, s string, depth int, t strTok, lastKey 
 		dec := w.unescape(depth, raw, esc)
 		if f, ok := r.keyFinding(lastKey, dec); ok {
 			f.Start, f.End = cs, ce
+			w.edits = append(w.edits, edit{start: cs, end: ce, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
+			return
+		}
+	}
+	if t.nestedCred && r.generic >= 0 {
+		dec := w.unescape(depth, raw, esc)
+		if explicitTokenShaped(dec) || credentialShaped(dec, "key") {
+			ru := r.rules[r.generic]
+			f := Finding{Rule: ru.name, Category: ru.cat, Action: ru.action, Start: cs, End: ce}
 			w.edits = append(w.edits, edit{start: cs, end: ce, repl: jsonEscape(r.Token(f.Rule, f.Action, dec)), f: f})
 			return
 		}
@@ -752,3 +788,57 @@ func (r *Redactor) digitGated(s string) bool {
 
 // CleanCacheStats returns the statistics of the Redactor's CleanCache (zero without one).
 func (r *Redactor) CleanCacheStats() CleanCacheStats { return r.cache.Stats() }
+
+// maxCredNesting bounds the nesting jsonTokens follows for credentialParent (deeper objects are
+// read as not under a credential name).
+const maxCredNesting = 64
+
+// credentialParent reports whether an object or array given to the member name key holds a
+// credential in its "value" member: the name holds a credential word (genericKeywords, as the
+// generic detector reads names: keyData, apiKey, client_secret) and is neither the bare word
+// (key, token: map keys and tokenizer output) nor a name about a credential (primaryKeyId,
+// token_url: nonCredentialSuffixes; token_usage, public_key: the words genericScan refuses). Tink keysets ("keyData": {"typeUrl": ..., "value": ...})
+// and ARM template parameters ("adminPassword": {"value": ...}) are written so.
+func credentialParent(key string) bool {
+	if len(key) < 4 || len(key) > 64 {
+		return false
+	}
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '_' || c == '-' || c == '.' {
+			continue
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	k := string(buf[:n])
+	if bareCredentialName(k) {
+		return false
+	}
+	found := false
+	for _, w := range genericKeywords {
+		if strings.Contains(k, w) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	for _, suf := range nonCredentialSuffixes {
+		if strings.HasSuffix(k, suf) {
+			return false
+		}
+	}
+	for _, w := range []string{"public", "csrf", "xsrf", "hash", "count", "limit", "usage"} {
+		if strings.Contains(k, w) {
+			return false // as genericScan: about a credential, or not one
+		}
+	}
+	return true
+}

@@ -42,6 +42,7 @@ type Redactor struct {
 	scanAll  []int   // rules without trigger
 	ipv6     int     // index of the scanner-driven IPv6 rule, -1 when off
 	shape    int     // index of the scanner-driven prefixed_token rule, -1 when off
+	generic  int     // index of the generic_credential rule, -1 when off
 	hashKey  []byte
 	macPool  sync.Pool
 	// scratchPool holds *findScratch
@@ -90,7 +91,7 @@ func New(cfg Config) (*Redactor, error) {
 	for _, n := range cfg.Disabled {
 		disabled[n] = true
 	}
-	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, shape: -1, prefilterOK: true}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, shape: -1, generic: -1, prefilterOK: true}
 	for _, br := range builtinRules() {
 		if disabled[br.name] {
 			continue
@@ -132,6 +133,9 @@ func New(cfg Config) (*Redactor, error) {
 			ru.action = a
 		}
 		r.byName[ru.name] = ru
+		if ru.name == RuleGenericCredential {
+			r.generic = i
+		}
 		switch {
 		case ru.name == RuleIPv6 && ru.re == nil:
 			r.ipv6 = i
