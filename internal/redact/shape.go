@@ -82,6 +82,13 @@ func shapeBoundaryBefore(c byte) bool {
 // the separator after a prefix, and the body run after a failed one is skipped.
 func scanPrefixedTokens(s string, f func(lo, hi int)) {
 	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
+		if i0 := strings.IndexAny(s[lo:hi], "_-."); i0 < 0 {
+			if a, b, c, d, ok := pairedSecret(s, lo, hi); ok {
+				f(a, b)
+				f(c, d)
+			}
+			return
+		}
 		for i := lo; i < hi; {
 			j := strings.IndexAny(s[i:hi], "_-.")
 			if j < 0 {
@@ -582,4 +589,80 @@ func isDigits(v string) bool {
 		}
 	}
 	return v != ""
+}
+
+// pairedSecret checks the run s[lo:hi] (letters and digits only, at least shapeTokenLen bytes)
+// as the secret half of an access key pair written id first: an access key id of 16 to 32
+// upper-case letters and digits, then ':' or blanks holding at most one newline, then the secret
+// (AKIA...:<40>, AK/SK pairs of cloud providers, as they sit in config dumps and CI logs). Alone
+// neither half is a credential by shape (the id is upper-case alphanumerics, the secret a random
+// run like many a base64 blob); together they are. The secret, up to 64 bytes, holds lower and
+// upper case and digits at 3.0 bits per byte or more (looksRandom's floor); the id starts with a letter, holds 4 or more
+// of each of letters and digits, and stands after a boundary. The secret may go on before and
+// past the run with '+' and '/' (base64), to 64 bytes in all; one of its stretches between them
+// must be a run longRuns reports (33 bytes or more). It returns the spans of the id and of the
+// secret.
+func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
+	if lo < 17 || hi-lo > 64 {
+		return 0, 0, 0, 0, false
+	}
+	for lo > 17 && hi-lo < 64 && isStdB64Byte(s[lo-1]) {
+		lo--
+	}
+	for hi < len(s) && hi-lo < 64 && isStdB64Byte(s[hi]) {
+		hi++
+	}
+	if hi < len(s) && (isStdB64Byte(s[hi]) || s[hi] == '_' || s[hi] == '-' || s[hi] == '.') {
+		return 0, 0, 0, 0, false // longer than a secret of a pair, or a name
+	}
+	j, nl := lo, 0
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t' || s[j-1] == '\n' || s[j-1] == '\r') {
+		if s[j-1] == '\n' {
+			nl++
+		}
+		j--
+	}
+	if j == lo {
+		if s[j-1] != ':' {
+			return 0, 0, 0, 0, false
+		}
+		j--
+	} else if nl > 1 {
+		return 0, 0, 0, 0, false
+	}
+	e := j
+	for j > 0 && e-j <= 32 && ((s[j-1] >= 'A' && s[j-1] <= 'Z') || (s[j-1] >= '0' && s[j-1] <= '9')) {
+		j--
+	}
+	id := s[j:e]
+	if len(id) < 16 || len(id) > 32 || !isAlpha(id[0]) || (j > 0 && (isShapeByte(s[j-1]) || s[j-1] == '.' || s[j-1] == '/')) {
+		return 0, 0, 0, 0, false
+	}
+	letters, digits := 0, 0
+	for i := 0; i < len(id); i++ {
+		if isAlpha(id[i]) {
+			letters++
+		} else {
+			digits++
+		}
+	}
+	if letters < 4 || digits < 4 {
+		return 0, 0, 0, 0, false
+	}
+	sec := s[lo:hi]
+	var l, u, d bool
+	for i := 0; i < len(sec); i++ {
+		switch c := sec[i]; {
+		case c >= 'a' && c <= 'z':
+			l = true
+		case c >= 'A' && c <= 'Z':
+			u = true
+		case c >= '0' && c <= '9':
+			d = true
+		}
+	}
+	if !l || !u || !d || entropy(sec) < 3.0 || isPlaceholder(sec) || isPlaceholder(id) {
+		return 0, 0, 0, 0, false
+	}
+	return j, e, lo, hi, true
 }
