@@ -14,9 +14,17 @@ import (
 // exits 1 and TestScoreFloors (run by make test) fails below any of them.
 const (
 	FloorRecallWithRule = 0.95 // gitleaks; Veles on values that do not look fake
-	FloorLOFO           = 0.80 // leave-one-family-out: gitleaks; Veles on values that do not look fake
+	FloorLOFO           = 0.80 // leave-one-family-out (issue 33's goal): gitleaks; Veles on the honest denominator (Honest)
 	FloorUnchanged      = 0.98 // negatives left unchanged: detect-secrets, corpus recordings
 	FloorPrecision      = 0.95 // gitleaks, detect-secrets
+)
+
+// Ratchets hold the leave-one-family-out figures reached (2026-12-02: gitleaks 0.934 of 6,111,
+// Veles 0.882 of its 346 honest positives) about two points below, so that a change that gives
+// back what the generic detectors gained fails the gate before the issue's goal is lost.
+const (
+	RatchetLOFOGitleaks    = 0.92
+	RatchetLOFOVelesHonest = 0.86
 )
 
 // Report holds every figure of one run of the score.
@@ -156,6 +164,8 @@ func (rep *Report) Failures() []string {
 		below("gitleaks leave-one-family-out recall", ratio(found, pos), FloorLOFO)
 		hn, hf := LOFOHonestTotals(rep.LOFO, "veles")
 		below("veles leave-one-family-out recall (honest denominator)", ratio(hf, hn), FloorLOFO)
+		below("gitleaks leave-one-family-out recall, ratchet", ratio(found, pos), RatchetLOFOGitleaks)
+		below("veles leave-one-family-out recall (honest denominator), ratchet", ratio(hf, hn), RatchetLOFOVelesHonest)
 	}
 	return out
 }

@@ -64,6 +64,44 @@ func TestScoreFloors(t *testing.T) {
 	}
 }
 
+// TestFailuresLOFORatchet: leave-one-family-out figures above the issue's 0.8 but below the
+// ratchets fail, naming the ratchet; the honest denominator, not the values that do not look
+// fake, is what the Veles figure is judged on.
+func TestFailuresLOFORatchet(t *testing.T) {
+	rep := &Report{LOFO: []LOFO{
+		{Source: "gitleaks", Positives: 100, Found: 90},
+		{Source: "veles", Positives: 100, Found: 60, Real: 50, RealFound: 50, Honest: 80, HonestFound: 68},
+	}}
+	got := rep.Failures()
+	want := []string{"gitleaks leave-one-family-out recall, ratchet 0.900, below 0.92",
+		"veles leave-one-family-out recall (honest denominator), ratchet 0.850, below 0.86"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+}
+
+// TestHonestDenominator: a fake-looking value counts when it sits in an explicit credential
+// context and is not a placeholder the issue names; a bare one and a filler do not.
+func TestHonestDenominator(t *testing.T) {
+	for _, c := range []struct {
+		text, secret string
+		want         bool
+	}{
+		{"ZORP_KEY=zk-test1234567890abcdef", "zk-test1234567890abcdef", true},
+		{`{"zorp_secret": "zk-test1234567890abcdef"}`, "zk-test1234567890abcdef", true},
+		{`cfg: "{"zorp_token": "zk-test1234567890abcdef"}"`, "zk-test1234567890abcdef", true},
+		{"zk-test1234567890abcdef", "zk-test1234567890abcdef", false},
+		{"ZORP_KEY=zk_aaaaaaaaaaaaaaaaaaaa", "zk_aaaaaaaaaaaaaaaaaaaa", false},
+		{"ZORP_KEY=zk_XXXXXXXXXXXXXX", "zk_XXXXXXXXXXXXXX", false},
+		{"ZORP_KEY=Rk7vQ2mW9xK4pL8vN3bT", "Rk7vQ2mW9xK4pL8vN3bT", true}, // does not look fake
+	} {
+		e := Example{Positive: true, Text: c.text, Secret: c.secret}
+		if got := Honest(e); got != c.want {
+			t.Errorf("Honest(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}
+
 // TestFailuresNameFloors: a report below a floor names the figure and the floor.
 func TestFailuresNameFloors(t *testing.T) {
 	rep := &Report{WithRule: map[string]int{"gitleaks": 10}, WithRuleFound: map[string]int{"gitleaks": 9}, VelesReal: 1, VelesRealFound: 1}
