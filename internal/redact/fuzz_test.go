@@ -16,6 +16,7 @@ func FuzzRedactJSON(f *testing.F) {
 		`{"password":"Tr0ub4dor&3x","nested":"{\"api_key\":\"AKIAZ7QW3ER5TY7UI9OP\"}","n":[1,2.5e3,null,true]}`,
 		`{"authorization":"Bearer abc.def.ghi","\u00e9":"caf\u00e9 +44 20 7946 0958"}`,
 		`[`, `{"a":}`, `"just a string"`, `{}`, `[[[[[]]]]]`,
+		`{"key":[{"keyData":{"value":"T8Doy7a0QWQYv6nKtl9QGOjV"}}],"t":"zorpgems_7029c681a41d172c24d19883aff345060900823d24008f38 ZKQAJ7BG0DD41JW03IPZ:bEJDQ2Hflx95gxUu0NlBhgzmsd1XSVCR4kKSKUml zorpgems______________________________"}`,
 	} {
 		f.Add(s)
 	}

@@ -249,6 +249,9 @@ func genericScan(s string, a, b int) (int, int, bool) {
 			return 0, 0, false // key_id, SharedAccessKeyName, token_url: about a credential
 		}
 	}
+	if lookupKeyName(name) {
+		return 0, 0, false // CACHE_KEY, sort_key: the key of a lookup
+	}
 	words := strings.ReplaceAll(strings.ReplaceAll(name, "account", "_"), "discount", "_") // not a count
 	for _, w := range []string{"public", "csrf", "xsrf", "hash", "count", "limit", "usage"} {
 		if strings.Contains(words, w) {
@@ -285,6 +288,29 @@ func explicitGeneric(s string, lo, i, j, k int, name string) bool {
 	}
 	return configAssignment(s, lo, i, j, k)
 }
+
+// lookupKeyName: the name's only credential word is "key", and a word before it makes it a key of
+// a lookup, not a credential (CACHE_KEY=v2_user_123456_profile, sort_key, idempotency_key,
+// s3_object_key, i18n_key): such values are names and ids, however they are written.
+func lookupKeyName(name string) bool {
+	for _, w := range []string{"secret", "token", "password", "passwd", "pwd", "auth", "bearer", "credential", "apikey", "accesskey", "privatekey", "signingkey"} {
+		if strings.Contains(name, w) {
+			return false
+		}
+	}
+	for _, w := range lookupKeyWords {
+		if strings.Contains(name, w+"key") {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupKeyWords name the keys of caches, stores, sorts and translations.
+var lookupKeyWords = []string{"cache", "sort", "partition", "primary", "foreign", "idempotency", "dedup", "lookup", "routing",
+	"shard", "range", "row", "index", "group", "order", "unique", "composite", "object", "map", "dict", "i18n", "translation",
+	"locale", "message", "state", "list", "item", "redis", "kv", "config", "setting", "registry", "bucket", "s3", "storagepath",
+	"hot", "short", "react", "query", "event", "label", "metric", "attribute", "header", "field", "column", "table", "record"}
 
 // bareCredentialName: the name is a credential word alone, which names a map key, a tokenizer's
 // token or an auth section as often as a credential.

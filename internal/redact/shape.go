@@ -482,7 +482,10 @@ func publicPrefix(p string) bool {
 // prefix does not:
 //   - it is all upper-case letters, 3 to 10 of them (PMAK: ids are written in lower case), or
 //   - it is 6 to 10 lower-case letters naming a product, not an id (hexIDWords: session,
-//     message, commit, sha256 ...; the id prefixes of the recordings are 2 to 5 letters), or
+//     message, commit, sha256 ...; the id prefixes of the recordings are 2 to 5 letters), and the
+//     body is not one hex part of a digest's length (digestLength: release-<40 hex> is a git
+//     commit, backup_<64 hex> a SHA-256; rubygems_<48 hex> is neither) unless a credential word
+//     stands before it on its line (credentialWordBefore: mailgun_token: pubkey-<32 hex>), or
 //   - a version part follows it (dop_v1_: a versioned token format).
 //
 // Between the prefix and the hex parts stand at most two short parts (ack, v1: 1 to 4 letters
@@ -513,7 +516,7 @@ func hexPrefixedToken(s string, a, p, end int) (int, int, bool) {
 	versioned := lead > 0 && len(parts[0]) >= 2 && (parts[0][0] == 'v' || parts[0][0] == 'V') && isDigits(parts[0][1:])
 	switch {
 	case upper >= 3 && lower == 0 && other == 0:
-	case lower >= 6 && upper == 0 && other == 0 && !hexIDWords[pre]:
+	case lower >= 6 && upper == 0 && other == 0 && !hexIDWords[pre] && (lead > 0 || len(parts) != 1 || !digestLength(len(parts[0])) || credentialWordBefore(s, a)):
 	case versioned && other == 0 && (lower == 0 || upper == 0):
 	default:
 		return 0, 0, false
@@ -665,4 +668,38 @@ func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
 		return 0, 0, 0, 0, false
 	}
 	return j, e, lo, hi, true
+}
+
+// digestLength: n hex digits are the length of a common digest or hash id (MD5 and UUIDs without
+// dashes 32, SHA-1 and git 40, SHA-224 56, SHA-256 64, SHA-384 96, SHA-512 128).
+func digestLength(n int) bool {
+	switch n {
+	case 32, 40, 56, 64, 96, 128:
+		return true
+	}
+	return false
+}
+
+// credentialWordBefore reports whether a credential word (genericKeywords, as credentialWordAt
+// reads it: apiKey, MAILGUN_TOKEN, not monkey) stands in the 64 bytes before a on its line.
+func credentialWordBefore(s string, a int) bool {
+	lo := max(0, a-64)
+	if nl := strings.LastIndexByte(s[lo:a], '\n'); nl >= 0 {
+		lo += nl + 1
+	}
+	var buf [64]byte
+	l := appendLowerASCII(buf[:0], []byte(s[lo:a]))
+	for _, w := range genericKeywords {
+		for i := 0; ; {
+			j := strings.Index(string(l[i:]), w)
+			if j < 0 {
+				break
+			}
+			if credentialWordAt(s, lo+i+j, lo+i+j+len(w)) {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
 }
