@@ -63,3 +63,26 @@ func TestUnseenFamiliesKept(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedValueAfterCleanCache: a "value" string the clean cache holds as clean (seen under an
+// object that is not a credential's) is still taken under a credential name, and the other way
+// round a taken one does not make the same string a finding elsewhere.
+func TestNestedValueAfterCleanCache(t *testing.T) {
+	r := newTest(t, Config{CleanCache: NewCleanCache(1 << 20)})
+	const tok = "myzdCGofB4xKmQnoXbuc22zfPD1NAIBnj6PkHkwuRVOdKYDtEo2Ex5ujhVSiiQlUaoVZFvZq" // MinCleanCacheLen or more: the leaf is cached
+	clean := `{"settings": {"value": "` + tok + `"}, "note": "a longer string so the document is walked"}`
+	for range 2 {
+		if out, fs := r.Redact(clean); out != clean {
+			t.Fatalf("changed %q -> %q (%v)", clean, out, fs)
+		}
+	}
+	cred := `{"zorpKeyData": {"value": "` + tok + `"}, "note": "a longer string so the document is walked"}`
+	for range 2 {
+		if out, fs := r.Redact(cred); strings.Contains(out, tok) {
+			t.Fatalf("kept %q (%v)", out, fs)
+		}
+	}
+	if out, fs := r.Redact(clean); out != clean {
+		t.Fatalf("after the credential: changed %q -> %q (%v)", clean, out, fs)
+	}
+}
