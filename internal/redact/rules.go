@@ -522,7 +522,9 @@ func sensitiveKey(key string) (string, bool, bool) {
 // password_length, token_url, api_key_id).
 var nonCredentialSuffixes = []string{"id", "ids", "name", "names", "length", "len", "size", "type", "path", "file", "url", "uri",
 	"version", "count", "field", "label", "hint", "prompt", "policy", "manager", "store", "ref", "arn", "enabled", "required",
-	"expiry", "expires", "expiresat", "expiresin", "at", "time", "ttl", "provider", "endpoint", "header", "format", "mode"}
+	"expiry", "expires", "expiresat", "expiresin", "at", "time", "ttl", "provider", "endpoint", "header", "format", "mode",
+	"prefix", "suffix", "algorithm", "algo", "scope", "scopes", "issuer", "audience", "region", "location", "directory", "dir",
+	"host", "port"}
 
 // phoneGroups returns the lengths of the digit groups of v before any extension.
 func phoneGroups(v string) []int {
