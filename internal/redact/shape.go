@@ -490,8 +490,9 @@ func publicPrefix(p string) bool {
 //
 // Between the prefix and the hex parts stand at most two short parts (ack, v1: 1 to 4 letters
 // and digits); the hex parts hold 24 or more hex digits in all, with letters (of one case, as
-// an encoder writes them) and digits, no counting run of 8 and at least 3.0 bits per byte (32 random hex digits average 3.8). The end
-// boundary and the placeholder and id-key checks are those of prefixedToken.
+// an encoder writes them) and digits, no counting run of 8 and at least 3.0 bits per byte (32
+// random hex digits average 3.8). The end boundary and the placeholder and id-key checks are
+// those of prefixedToken.
 func hexPrefixedToken(s string, a, p, end int) (int, int, bool) {
 	pre := s[a:p]
 	if len(pre) < 2 || len(pre) > shapeMaxPrefix || (a > 0 && !shapeBoundaryBefore(s[a-1])) || s[p] == '.' {
@@ -508,6 +509,12 @@ func hexPrefixedToken(s string, a, p, end int) (int, int, bool) {
 			other++
 		}
 	}
+	upperPre := upper >= 3 && lower == 0 && other == 0
+	wordPre := lower >= 6 && upper == 0 && other == 0 && !hexIDWords[pre]
+	mayVersion := other == 0 && (lower == 0 || upper == 0) && p+2 < end && (s[p+1] == 'v' || s[p+1] == 'V') && s[p+2] >= '0' && s[p+2] <= '9'
+	if !upperPre && !wordPre && !mayVersion {
+		return 0, 0, false // the common case (msg_, resp_, snake_case names): no split, no allocation
+	}
 	parts := strings.FieldsFunc(s[p+1:end], func(r rune) bool { return r == '_' || r == '-' })
 	lead := 0
 	for lead < len(parts) && lead < 2 && len(parts[lead]) <= 4 && !allHex(parts[lead]) {
@@ -515,9 +522,9 @@ func hexPrefixedToken(s string, a, p, end int) (int, int, bool) {
 	}
 	versioned := lead > 0 && len(parts[0]) >= 2 && (parts[0][0] == 'v' || parts[0][0] == 'V') && isDigits(parts[0][1:])
 	switch {
-	case upper >= 3 && lower == 0 && other == 0:
-	case lower >= 6 && upper == 0 && other == 0 && !hexIDWords[pre] && (lead > 0 || len(parts) != 1 || !digestLength(len(parts[0])) || credentialWordBefore(s, a)):
-	case versioned && other == 0 && (lower == 0 || upper == 0):
+	case upperPre:
+	case wordPre && (lead > 0 || len(parts) != 1 || !digestLength(len(parts[0])) || credentialWordBefore(s, a)):
+	case versioned && mayVersion:
 	default:
 		return 0, 0, false
 	}
@@ -688,10 +695,10 @@ func credentialWordBefore(s string, a int) bool {
 		lo += nl + 1
 	}
 	var buf [64]byte
-	l := appendLowerASCII(buf[:0], []byte(s[lo:a]))
+	l := string(appendLowerASCII(buf[:0], []byte(s[lo:a]))) // same offsets as s; rare: only before a digest-length hex body
 	for _, w := range genericKeywords {
 		for i := 0; ; {
-			j := strings.Index(string(l[i:]), w)
+			j := strings.Index(l[i:], w)
 			if j < 0 {
 				break
 			}
