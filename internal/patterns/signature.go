@@ -80,8 +80,14 @@ import (
 
 // SignatureVersion is part of every canonical form: a change to what a signature holds or how
 // it is normalised bumps it (and so every ID), and indexes recompute the signatures of older
-// versions.
-const SignatureVersion = 1
+// versions when they list them (sqlitestore patternRuns), so a store written before an upgrade
+// groups its old runs with the new ones. History:
+//
+//	1  first release (issue 32)
+//	2  the root span of a command runagain ran that exited non-zero is kind process, name
+//	   command, type "exit N", whatever verb ran it (record, replay, test): version 1 named it
+//	   after the verb, so the same crash recorded and tested had two patterns
+const SignatureVersion = 2
 
 // MaxShape bounds Signature.Shape (entries): the steps nearest the failure are kept.
 const MaxShape = 12

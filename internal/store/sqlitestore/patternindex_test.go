@@ -85,3 +85,41 @@ func TestPatternsIndexedAtWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), rep.Runs)
 }
+
+// TestPatternsOfAnOlderSignatureVersion stores runs whose index rows were written by an older
+// SignatureVersion (a store from before an upgrade, the rows' pattern ids stale) and checks
+// that listing recomputes them: the old runs fall in the same patterns, with the same ids, as
+// the same runs indexed by this version.
+func TestPatternsOfAnOlderSignatureVersion(t *testing.T) {
+	ctx := context.Background()
+	runs := indexRuns()
+	open := func() *DB {
+		db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		for _, r := range runs {
+			_, err := db.WriteTraces(ctx, storetest.Traces(r))
+			require.NoError(t, err)
+		}
+		return db
+	}
+	current, old := open(), open()
+	res, err := old.SQL().Exec(`UPDATE run_patterns SET version = ?, pattern_id = 'pstale', variant_id = 'vstale'`,
+		patterns.SignatureVersion-1)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n, "the three failing tools have rows")
+
+	want, err := patterns.List(ctx, current, store.PatternFilter{})
+	require.NoError(t, err)
+	got, err := patterns.List(ctx, old, store.PatternFilter{})
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Patterns)
+	require.Len(t, got.Patterns, len(want.Patterns))
+	for i := range want.Patterns {
+		assert.Equal(t, want.Patterns[i].ID, got.Patterns[i].ID)
+		assert.Equal(t, want.Patterns[i].Runs, got.Patterns[i].Runs)
+		assert.NotEqual(t, "pstale", got.Patterns[i].ID)
+	}
+}
