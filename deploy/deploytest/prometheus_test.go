@@ -489,7 +489,11 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 		pipelines["traces/offload_down"] = map[string]any{"receivers": []string{"otlp"}, "processors": []string{"payload_offload/down"}, "exporters": []string{"nop"}}
 	}
 	if withGuard {
-		cfg["connectors"] = map[string]any{"agent_guard": map[string]any{"storage": "runagain_storage"}}
+		// The pattern watcher reads at once and keeps one pattern series, so two runs failing in
+		// two tools, started after the collector (the watcher counts runs from its start on), give
+		// runagain_patterns_new_total, one pattern series and the overflow one.
+		cfg["connectors"] = map[string]any{"agent_guard": map[string]any{"storage": "runagain_storage",
+			"patterns": map[string]any{"interval": "500ms", "settle": "0s", "max_series": 1}}}
 		pipelines["traces"].(map[string]any)["exporters"] = []string{"tiered", "otlp_grpc/down", "agent_guard"}
 		pipelines["metrics/agent_guard"] = map[string]any{"receivers": []string{"agent_guard"}, "exporters": []string{"prometheus"}}
 		t.Log("agent_guard is in the binary: its metrics come from a generated runaway session")
@@ -514,6 +518,10 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 	defer cancel()
 	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(runawaySession()))
 	require.NoError(t, err)
+	for i, tool := range []string{"refund", "lookup_order"} {
+		_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(failingToolRun(byte(i), tool)))
+		require.NoError(t, err)
+	}
 	if !withGuard {
 		_, err = pmetricotlp.NewGRPCClient(conn).Export(ctx, pmetricotlp.NewExportRequestFromMetrics(specMetrics()))
 		require.NoError(t, err)
@@ -546,6 +554,43 @@ func TestRulesAndDashboardNameEmittedMetrics(t *testing.T) {
 		assert.Contains(t, got, n)
 	}
 	assert.True(t, got["runagain_alerts_total"]["alert_kind"], "runagain_alerts_total carries alert_kind")
+	if withGuard {
+		assert.Contains(t, got, "runagain_patterns_new_total")
+		assert.True(t, got["runagain_pattern_runs_total"]["pattern"], "runagain_pattern_runs_total carries pattern")
+		assert.True(t, got["runagain_pattern_runs_total"]["otel_metric_overflow"], "the second pattern is in the overflow series")
+	}
+}
+
+// failingToolRun is one finished run, started now, whose only tool call (tool) failed: a
+// failure pattern of its own per tool.
+func failingToolRun(n byte, tool string) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "deploytest-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	traceID := pcommon.TraceID([16]byte{0xde, 0xb1, 0x0e, 2, n, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	start := time.Now()
+	root := ss.Spans().AppendEmpty()
+	root.SetTraceID(traceID)
+	root.SetSpanID(pcommon.SpanID([8]byte{9, 1}))
+	root.SetName("invoke_agent support-bot")
+	root.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+	root.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(2 * time.Second)))
+	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	root.Attributes().PutStr("gen_ai.agent.name", "support-bot")
+	call := ss.Spans().AppendEmpty()
+	call.SetTraceID(traceID)
+	call.SetSpanID(pcommon.SpanID([8]byte{9, 2}))
+	call.SetParentSpanID(root.SpanID())
+	call.SetName("execute_tool " + tool)
+	call.SetStartTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Second)))
+	call.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(1500 * time.Millisecond)))
+	call.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	call.Attributes().PutStr("gen_ai.tool.name", tool)
+	call.Attributes().PutStr("error.type", "PaymentDeclined")
+	call.Status().SetCode(ptrace.StatusCodeError)
+	call.Status().SetMessage("card declined")
+	return td
 }
 
 // TestDashboardStructure: the Grafana dashboard JSON is importable as is: unique panel ids, panels

@@ -76,6 +76,35 @@ var ruleCases = []ruleCase{
   otelcol_processor_payload_offload_failures_total 0+4x20`, 20 * time.Minute, true},
 	{"RunagainPayloadOffloadFailing", "object store fine", `load 1m
   otelcol_processor_payload_offload_failures_total 2x20`, 20 * time.Minute, false},
+	// The pattern alert kinds page through the runagain-patterns group, not as agent alerts.
+	{"RunagainAgentAlert", "a pattern_new alert", `load 1m
+  runagain_alerts_total{alert_kind="pattern_new",gen_ai_agent_name="support-bot"} 0 0 0 0 0 0 0 0 1 1 1`, 10 * time.Minute, false},
+	{"RunagainNewFailurePattern", "a new pattern 2 minutes ago", `load 1m
+  runagain_patterns_new_total 0 0 0 0 0 0 0 0 1 1 1`, 10 * time.Minute, true},
+	// The watcher's counter appears at 0 at start; a restart after new patterns starts it again.
+	{"RunagainNewFailurePattern", "first sample already 1 after a restart", `load 1m
+  runagain_patterns_new_total _ _ _ _ _ _ _ _ _ 1 1`, 10 * time.Minute, true},
+	{"RunagainNewFailurePattern", "no new pattern for 10 minutes", `load 1m
+  runagain_patterns_new_total 4x20`, 20 * time.Minute, false},
+	{"RunagainPatternRateJump", "a rate jump alert", `load 1m
+  runagain_alerts_total{alert_kind="pattern_rate_jump"} 0 0 0 0 0 0 0 0 1 1 1`, 10 * time.Minute, true},
+	{"RunagainPatternRateJump", "only pattern_new alerts", `load 1m
+  runagain_alerts_total{alert_kind="pattern_new"} 0 0 0 0 0 0 0 0 1 1 1
+  runagain_alerts_total{alert_kind="pattern_rate_jump"} 2x10`, 10 * time.Minute, false},
+	{"RunagainPatternDominates", "one pattern has 60 of 80 failing runs an hour", `load 1m
+  runagain_pattern_runs_total{pattern="p1"} 0+1x120
+  runagain_pattern_runs_total{pattern="p2"} 0+0.33333x120`, 2 * time.Hour, true},
+	{"RunagainPatternDominates", "two patterns share evenly", `load 1m
+  runagain_pattern_runs_total{pattern="p1"} 0+1x120
+  runagain_pattern_runs_total{pattern="p2"} 0+1x120`, 2 * time.Hour, false},
+	{"RunagainPatternDominates", "over half but only 10 runs an hour", `load 1m
+  runagain_pattern_runs_total{pattern="p1"} 0+0.16667x120
+  runagain_pattern_runs_total{pattern="p2"} 0+0.03333x120`, 2 * time.Hour, false},
+	{"RunagainPatternSeriesOverflow", "runs in the overflow series for 2 hours", `load 5m
+  runagain_pattern_runs_total{pattern="p1"} 0+1x40
+  runagain_pattern_runs_total{otel_metric_overflow="true"} 0+2x40`, 3 * time.Hour, true},
+	{"RunagainPatternSeriesOverflow", "no overflow", `load 5m
+  runagain_pattern_runs_total{pattern="p1"} 0+1x40`, 3 * time.Hour, false},
 }
 
 // TestAlertRulesFire evaluates every alert's expression with Prometheus's own PromQL engine over
