@@ -99,7 +99,9 @@ func jaegerConfig(p ports, dataDir string, free func() (int, error)) (map[string
 		"processors": map[string]any{"batch": map[string]any{}, "memory_limiter": productionMemoryLimiter()},
 		"exporters": map[string]any{"jaeger_storage_exporter": map[string]any{
 			"trace_storage": "bench_store",
-			"queue":         map[string]any{"enabled": true, "num_consumers": jaegerQueueConsumers},
+			// queue_size is required once the block is given (Jaeger rejects 0 at start):
+			// exporterhelper's own default, 1000 requests.
+			"queue": map[string]any{"enabled": true, "num_consumers": jaegerQueueConsumers, "queue_size": 1000},
 		}},
 		"service": map[string]any{
 			"extensions": []any{"jaeger_storage", "jaeger_query", "healthcheckv2", "pprof"},

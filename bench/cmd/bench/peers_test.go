@@ -325,3 +325,33 @@ otelcol_receiver_accepted_spans_total{receiver="otlp"} 9999
 		t.Fatal("an exporter without samples gave no error")
 	}
 }
+
+// TestJaegerConfigValidates has the Jaeger binary (`make bench` builds it into bin/; the test
+// skips without it) validate pipeline (e)'s configuration: a setting Jaeger refuses at start, such
+// as a sending queue without queue_size, fails here instead of in every bench run's row (e).
+func TestJaegerConfigValidates(t *testing.T) {
+	bin := filepath.Join("..", "..", "..", "bin", "jaeger")
+	if dir := os.Getenv("RUNAGAIN_BIN_DIR"); dir != "" {
+		bin = filepath.Join(dir, "jaeger")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("no Jaeger binary at %s (make bench builds it)", bin)
+	}
+	next := 43000
+	free := func() (int, error) { next++; return next, nil }
+	cfg, err := jaegerConfig(ports{grpc: 41001, http: 41002, health: 41003, telemetry: 41004, pprof: 41005}, t.TempDir(), free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "jaeger.yaml")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(bin, "validate", "--config", path).CombinedOutput(); err != nil {
+		t.Fatalf("jaeger validate: %v\n%s", err, msg)
+	}
+}
