@@ -116,7 +116,8 @@ func oneLine(s string) string {
 var sortKeys = map[string]func(a, b sessionRow) bool{
 	"start":    func(a, b sessionRow) bool { return a.Start.Before(b.Start) },
 	"duration": func(a, b sessionRow) bool { return a.Duration() < b.Duration() },
-	"cost":     func(a, b sessionRow) bool { return a.D.CostUSD < b.D.CostUSD },
+	// cost: the run index's figure (RunSummary.CostUSD), so sorting reads no run.
+	"cost": func(a, b sessionRow) bool { return a.CostUSD < b.CostUSD },
 	"tokens": func(a, b sessionRow) bool {
 		return a.InputTokens+a.OutputTokens < b.InputTokens+b.OutputTokens
 	},

@@ -271,10 +271,12 @@ const maxSortedRows = 10_000
 //   - sorted by another key, every run in the time range is read and counted, keeping only the
 //     best page*PageSize rows (at most maxSortedRows).
 //
-// Filters on agents, alerts, cost, text (and sort by cost) read each candidate run once; the
-// result is kept per run (a bounded cache, maxDetails) until its span count changes.
+// The cost filter and the sort by cost read the run index's cost (RunSummary.CostUSD, priced
+// once when each tier wrote the run), so they read no run; filters on agents, alerts and text
+// read each candidate run once; the result is kept per run (a bounded cache, maxDetails) until
+// its span count changes.
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
-	needDetail := f.Agent != "" || f.Alerts || f.CostMin > 0 || f.Query != "" || f.Sort == "cost"
+	needDetail := f.Agent != "" || f.Alerts || f.Query != ""
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
 	var inPattern map[string]bool
 	if f.Pattern != "" {
@@ -300,6 +302,9 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
 			return true
 		}
+		if f.CostMin > 0 && !(sum.CostUSD > f.CostMin) {
+			return true
+		}
 		row := sessionRow{RunSummary: sum}
 		if needDetail {
 			row.D = s.detail(ctx, sum)
@@ -307,9 +312,6 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 				return true
 			}
 			if f.Alerts && row.D.Alerts+row.D.Divergences == 0 {
-				return true
-			}
-			if f.CostMin > 0 && !(row.D.CostUSD > f.CostMin) {
 				return true
 			}
 			if f.Query != "" && !matchesText(row, strings.ToLower(f.Query)) {
