@@ -50,7 +50,6 @@ func storageConfig() (*runagainstorageextension.Config, error) {
 		}
 		storageCfg, storageErr = loadStorageConfig(context.Background(), configFlag, rootCmd.PersistentFlags())
 	})
-	registerPayloadStaging(storageCfg)
 	return storageCfg, storageErr
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runagain/runagain/internal/dataset"
-	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -145,7 +144,7 @@ func datasetAddPattern(cmd *cobra.Command, name, id, since string, limit int, no
 	if a.View, err = viewOptions(); err != nil {
 		return err
 	}
-	res := payloadref.NewResolver()
+	res := newPayloadResolver()
 	defer res.Close()
 	a.View.Resolver = res
 	m, created, cases, err := dataset.AddFromPattern(ctx, st, rd, pr, a)
@@ -187,7 +186,7 @@ func datasetAdd(cmd *cobra.Command, name string, runs []string, note, caseID, in
 	if err != nil {
 		return err
 	}
-	res := payloadref.NewResolver()
+	res := newPayloadResolver()
 	defer res.Close()
 	cases, problems, err := dataset.FreezeRuns(ctx, rd, dataset.RunsAdd{TraceIDs: runs, CaseID: caseID, Input: input, Expects: expects, View: o, Rehydrator: res})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"github.com/runagain/runagain/internal/dataset"
-	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -46,7 +45,7 @@ func buildView(ctx context.Context, run *store.Run) (*runview.View, func(), erro
 	}
 	closeFn := func() {}
 	if !noRehydrate {
-		r := payloadref.NewResolver()
+		r := newPayloadResolver()
 		o.Resolver, closeFn = r, func() { r.Close() }
 	}
 	v, err := runview.Build(ctx, run, o)

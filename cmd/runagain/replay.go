@@ -20,7 +20,6 @@ import (
 
 	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
-	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
@@ -210,7 +209,7 @@ func loadRecordedRun(ctx context.Context, arg, verb string, errOut io.Writer) (*
 	if run.Tier != "hot" {
 		return nil, tid, fmt.Errorf("run %s is only in the %s tier (past the hot retention): its recorded HTTP exchanges are gone, it cannot be %s", arg, run.Tier, verb)
 	}
-	res := payloadref.NewResolver()
+	res := newPayloadResolver()
 	err = res.RehydrateTraces(ctx, run.Traces)
 	res.Close()
 	if err != nil {

@@ -133,7 +133,7 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 		Dataset: m, Command: args, Parallel: o.parallel, Wait: o.wait,
 		Replay: proxy.ReplayOptions{AllowHosts: o.allow, AllowWrites: o.mcp.allowWrites, IgnoreBody: o.ignBody, IgnoreQuery: o.ignQuery},
 		MCP:    o.mcp.allow(), Change: o.change, Sandboxed: sandboxed,
-		View: vo, Rehydrate: !noRehydrate,
+		View: vo, Rehydrate: !noRehydrate, PayloadStaging: payloadStagingDir(),
 		Proxy: func(recorded ptrace.Traces, logger *log.Logger) (*runner.Proxy, error) {
 			po := o.proxy // a copy per case
 			note := po.reuseRecorded(cmd, recorded)

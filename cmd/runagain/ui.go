@@ -63,7 +63,7 @@ token (--token or --token-file, or RUNAGAIN_UI_TOKEN): requests must then send
 				return err
 			}
 			srv, err := ui.New(ui.Options{Reader: r, Datasets: ds, NoRehydrate: noRehydrate, Prices: vo.Prices, SessionKeys: vo.SessionKeys,
-				Quarantine: readQuarantine})
+				Quarantine: readQuarantine, PayloadStaging: payloadStagingDir()})
 			if err != nil {
 				return err
 			}

@@ -495,7 +495,7 @@ func TestRecoverTornSegment(t *testing.T) {
 	s.ix.halt() // the object stays unindexed: the next Store indexes it from the staged pack
 	_ = s.idx.close()
 
-	if got, err := newResolver(t).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
+	if got, err := newResolver(t, WithStagingDir(s.staging)).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
 		t.Fatalf("staged object after the crash: %v", err)
 	}
 	s2 := newPackStore(t, url, dir, StoreOptions{})

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -20,37 +19,17 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// stagingDirs are the staging areas every Resolver of this process also reads: packs that are
-// durable on this machine but not yet uploaded (see AddStagingDir).
-var stagingDirs struct {
-	sync.Mutex
-	dirs []string
-}
-
-// AddStagingDir makes every Resolver of this process read packs not yet uploaded from dir (a
-// Store's Dir/staging) when the bucket does not hold them yet. NewStore adds its own; the CLI
-// adds the one of its configuration. A reader on another machine sees such objects once their
-// pack is uploaded (at most about PackMaxAge after they were written, while the bucket is up).
-func AddStagingDir(dir string) {
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	stagingDirs.Lock()
-	defer stagingDirs.Unlock()
-	if !slices.Contains(stagingDirs.dirs, dir) {
-		stagingDirs.dirs = append(stagingDirs.dirs, dir)
-	}
-}
-
-func stagingDirList(extra []string) []string {
-	stagingDirs.Lock()
-	defer stagingDirs.Unlock()
-	return append(slices.Clone(extra), stagingDirs.dirs...)
-}
-
-// WithStagingDir makes the Resolver read packs not yet uploaded from dir (see AddStagingDir).
+// WithStagingDir makes the Resolver read packs not yet uploaded from dir, a Store's
+// Dir/StagingDir (repeatable): packs that are durable on this machine but whose upload to the
+// bucket has not happened yet (at most about PackMaxAge after they were written, while the
+// bucket is up). A Resolver without it sees such objects once their pack is uploaded. An empty
+// dir adds nothing.
 func WithStagingDir(dir string) Option {
-	return func(r *Resolver) { r.staging = append(r.staging, dir) }
+	return func(r *Resolver) {
+		if dir != "" {
+			r.staging = append(r.staging, dir)
+		}
+	}
 }
 
 // Reader caches (per Resolver): pack heads (identity, and the v1 trailer or the v2 fanout), pages
@@ -333,7 +312,7 @@ type stagedFile struct {
 // readStaged reads object k of pack id from a staging area; os.ErrNotExist when no staging area
 // holds the pack.
 func (p *packReader) readStaged(id string, k objKey) ([]byte, error) {
-	for _, dir := range stagingDirList(p.staging) {
+	for _, dir := range p.staging {
 		path := filepath.Join(dir, id+PackSuffix)
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {

@@ -29,9 +29,9 @@ func newStore(t *testing.T, url string, opts StoreOptions) *Store {
 	return s
 }
 
-func newResolver(t *testing.T) *Resolver {
+func newResolver(t *testing.T, opts ...Option) *Resolver {
 	t.Helper()
-	r := NewResolver()
+	r := NewResolver(opts...)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
 }

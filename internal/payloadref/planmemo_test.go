@@ -120,7 +120,7 @@ func TestPutStreamResend(t *testing.T) {
 			if err := b.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := newResolver(t).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
+			if got, err := newResolver(t, WithStagingDir(s.staging)).Fetch(ctx, res.URI); err != nil || !bytes.Equal(got, v) {
 				t.Fatalf("value %d: %v", i, err)
 			}
 			res.URI = res.URI[strings.Index(res.URI, "#"):] // pack ids differ between stores

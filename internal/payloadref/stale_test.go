@@ -122,7 +122,7 @@ func TestStaleRetryReadable(t *testing.T) {
 
 				check := func(when string) {
 					t.Helper()
-					r := newResolver(t)
+					r := newResolver(t, WithStagingDir(s.staging))
 					for _, u := range acked {
 						got, err := r.Fetch(ctx, u)
 						if err != nil || !bytes.Equal(got, v) {

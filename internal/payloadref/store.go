@@ -207,7 +207,6 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 		return fail(err)
 	}
 	s.staging = filepath.Join(opts.Dir, StagingDir)
-	AddStagingDir(s.staging)
 	if opts.CollectOnly {
 		return s, nil
 	}

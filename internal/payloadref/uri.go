@@ -43,8 +43,8 @@
 // ranged reads (NewRangeReader), all cached (decoded blocks in a bounded LRU, so the messages of a
 // conversation decode their block once), checks a cached pack's attributes once per Fetch (a
 // pack Collect rewrote is never read from a stale cache) and verifies the digest; packs not
-// yet uploaded are read from the staging areas this process knows (AddStagingDir; a Store adds
-// its own, the CLI the configured one): a reader on another machine sees them once uploaded.
+// yet uploaded are read from the staging areas the Resolver was given (WithStagingDir; the CLI and
+// the UI pass the configured store's): a reader on another machine sees them once uploaded.
 // An upload that fails is retried with backoff until it succeeds, never dropped; after a crash
 // the next Store on the same Dir cuts a torn segment at its last whole record, seals, indexes
 // and uploads it (building its blocks from the staging file). A persistent digest index (SQLite, WAL: Dir/payload-index.db, shared by the

@@ -118,7 +118,7 @@ func TestStagingWrittenAtCommit(t *testing.T) {
 		t.Fatalf("staging file after Commit: %d bytes, want %d", st.Size(), want)
 	}
 	for i, uri := range refs {
-		if got, err := newResolver(t).Fetch(ctx, uri); err != nil || !bytes.Equal(got, vals[i]) {
+		if got, err := newResolver(t, WithStagingDir(s.staging)).Fetch(ctx, uri); err != nil || !bytes.Equal(got, vals[i]) {
 			t.Fatalf("value %d from the staging area: %v", i, err)
 		}
 	}

@@ -62,6 +62,10 @@ type Options struct {
 	Quarantine func(ctx context.Context, limit int) ([]store.QuarantinedSpan, error)
 	// NoRehydrate shows payload references (K_ref) instead of fetching the payloads.
 	NoRehydrate bool
+	// PayloadStaging is the payload store's staging area (payloadref.WithStagingDir), so that a
+	// payload whose pack the collector on this machine has not uploaded yet is read from there;
+	// "" reads uploaded packs only.
+	PayloadStaging string
 	// PageSize is the sessions page's rows per page (default 50).
 	PageSize int
 	// CacheTTL is how long a read run is kept for further requests (default 30 s): a run still
@@ -116,7 +120,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, mux: http.NewServeMux(), tmpl: tmpl, resolver: payloadref.NewResolver(),
+	s := &Server{opts: o, mux: http.NewServeMux(), tmpl: tmpl, resolver: payloadref.NewResolver(payloadref.WithStagingDir(o.PayloadStaging)),
 		runs: map[string]*cachedRun{}, details: details, csrf: newCSRFToken(), cop: http.NewCrossOriginProtection()}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))

@@ -72,9 +72,11 @@ type Config struct {
 	Change    string // what changed in the agent, recorded on each new run (runagainattr.RerunChanges)
 	Sandboxed bool   // run the command in the network sandbox (agentrun.Run)
 	// View reads the cases and the new runs (prices, session keys); Rehydrate reads the new runs'
-	// offloaded payloads back (payloadref.Resolver), what could not be read said on Stderr.
-	View      runview.Options
-	Rehydrate bool
+	// offloaded payloads back (payloadref.Resolver), what could not be read said on Stderr;
+	// PayloadStaging is the payload store's staging area it also reads (payloadref.WithStagingDir).
+	View           runview.Options
+	Rehydrate      bool
+	PayloadStaging string
 	// Proxy sets up case c's recording proxy, logging to logger; recorded is the case's run.
 	Proxy func(recorded ptrace.Traces, logger *log.Logger) (*Proxy, error)
 	// OpenReader opens the store the collector writes the new runs to; Store names it in the
@@ -293,7 +295,7 @@ func (cfg *Config) facts(ctx context.Context, run *store.Run) (*dataset.Facts, e
 	o := cfg.View
 	o.Resolver = nil
 	if cfg.Rehydrate {
-		res := payloadref.NewResolver()
+		res := payloadref.NewResolver(payloadref.WithStagingDir(cfg.PayloadStaging))
 		defer res.Close()
 		o.Resolver = res
 	}
