@@ -36,7 +36,7 @@ type proxyOptions struct {
 	redactBodies bool
 	hashKeyEnv   string
 	sb           sandboxOptions
-	joinWait     time.Duration // proxy --record: how long to wait for the agent's own trace (join.go)
+	joinWait     time.Duration // proxy --record, rerun: how long to wait for the agent's own trace (agentrun.Joiner)
 }
 
 func (o *proxyOptions) flags(cmd *cobra.Command, defListen string) {
@@ -140,7 +140,7 @@ command's. Without a command the proxy serves until interrupted.`,
 		},
 	}
 	cmd.Flags().BoolVar(&record, "record", false, "record exchanges (the only proxy mode; replay with: runagain replay TRACE_ID -- COMMAND)")
-	cmd.Flags().DurationVar(&o.joinWait, "join-wait", 10*time.Second, "with -- COMMAND whose environment configures an OTLP exporter (OTEL_EXPORTER_OTLP_*ENDPOINT, OTEL_TRACES_EXPORTER): wait up to this long after it ends for its own trace in the store, and place the exchanges that carried no traceparent in it, under the calls they belong to (inferred by resource or process, time, model and body); 0 turns the join off")
+	o.joinFlag(cmd)
 	cmd.Flags().BoolVar(&o.redactBodies, "redact-bodies", false, "also redact bodies in the proxy (by default the collector's agent_redaction processor does)")
 	o.flags(cmd, "127.0.0.1:8765")
 	o.sb.flags(cmd, false)
@@ -155,6 +155,11 @@ func commandFound(verb, name string) error {
 		return fmt.Errorf("%s: cannot run %q: %w", verb, name, err)
 	}
 	return nil
+}
+
+// joinFlag registers --join-wait (proxy --record, rerun).
+func (o *proxyOptions) joinFlag(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&o.joinWait, "join-wait", 10*time.Second, "with -- COMMAND whose environment configures an OTLP exporter (OTEL_EXPORTER_OTLP_*ENDPOINT, OTEL_TRACES_EXPORTER): wait up to this long after it ends for its own trace in the store, and place the exchanges that carried no traceparent in it, under the calls they belong to (inferred by resource or process, time, model and body); 0 turns the join off")
 }
 
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
@@ -203,15 +208,15 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 			return berr
 		}
 		env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
-		jn := newJoiner(o.joinWait, root, env)
+		jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "proxy")
 		if jn != nil {
 			rec.Hold()
-			env = append(env, jn.resourceEnv())
+			env = append(env, jn.ResourceEnv())
 		}
-		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.started)
+		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)
 		_ = broker.Close()
 		mcpRes = broker.Result()
-		joined = jn.join(ctx, rec, start, errOut)
+		joined = jn.Join(ctx, rec, start, errOut)
 	} else {
 		<-ctx.Done()
 	}

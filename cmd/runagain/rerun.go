@@ -92,9 +92,10 @@ request body it selects is an error naming the path, before the command runs.`,
 	f.StringArrayVar(&ignoreBody, "ignore-body-field", nil, "JSON path left out of body matching (repeatable)")
 	f.StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
-	// Off by default: a rerun sends its changed LLM calls live anyway, and openai-go agents were
-	// seen sending one call twice through the sandbox's loopback relay (TestRerunSetModelAndDiff).
-	o.sb.flags(cmd, false)
+	// On by default, as for replay and test: the calls a rerun sends live are the LLM calls it
+	// changes (and, with --from-step, those after it); every other connection is the proxy's.
+	o.sb.flags(cmd, true)
+	o.joinFlag(cmd)
 	return cmd
 }
 
@@ -153,13 +154,22 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	changes := proxy.EditSpecs(ro.Rerun.Edits)
 	srv := proxy.Serve(l, rp)
 	addr := l.Addr().String()
+	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
+	// An agent that writes its own trace but ignores TRACEPARENT: the new run's exchanges join it.
+	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "rerun")
+	newRun := root.TraceID.String()
+	if jn != nil {
+		rp.Hold()
+		env = append(env, jn.ResourceEnv())
+		newRun = "the agent's own trace, joined when it ends (else " + newRun + ")"
+	}
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
-		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), root.TraceID)
+		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), newRun)
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
 	}
 	start := time.Now()
-	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
+	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	var startErr *agentrun.StartError
@@ -172,6 +182,11 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	rtd := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain rerun " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
+	newRun = root.TraceID.String()
+	if joined := jn.Join(ctx, rp, start, errOut); joined != nil {
+		joined.PlaceRoot(rtd)
+		newRun = joined.Trace.String()
+	}
 	rp.EmitSpans(rtd)
 	closeErr := rp.Close()
 	r = rp.RerunResult()
@@ -195,8 +210,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	default:
 		fmt.Fprintf(errOut, "runagain rerun: first departed at request %d (%s %s: %s)\n", r.First.Request, r.First.Method, r.First.URL, departureWhy(r.First.Reason))
 	}
-	fmt.Fprintf(errOut, "runagain rerun: new run %s (rerun of %s)\n", root.TraceID, tid)
-	fmt.Fprintf(errOut, "runagain rerun: compare with: runagain diff %s %s\n", tid, root.TraceID)
+	fmt.Fprintf(errOut, "runagain rerun: new run %s (rerun of %s)\n", newRun, tid)
+	fmt.Fprintf(errOut, "runagain rerun: compare with: runagain diff %s %s\n", tid, newRun)
 	var errs []string
 	if e := printMCPDivergence(errOut, mr); e != "" {
 		errs = append(errs, e)

@@ -39,6 +39,9 @@ import (
 //   - body: where the span records its input messages, the last text it sent is a text of the
 //     exchange's request; a span whose messages say otherwise is not a match.
 //
+// An exchange whose request a rerun's --set changed (runagainattr.RerunEdits) is matched by kind
+// and time only: the agent's span recorded the request before the change.
+//
 // Each span takes one exchange, in the exchanges' start order; among candidates a body match
 // wins, then the span the exchange lies within (the least time outside it), then the nearest
 // start. An exchange that matches no span goes under the proxy's root.
@@ -101,8 +104,9 @@ type Join struct {
 	Evidence  string          // "resource" or "process"
 	root      Root
 	calls     []*agentCall
-	// Linked and Unlinked count the exchanges placed under an agent span and under the proxy's root.
-	Linked, Unlinked int
+	// Linked and Unlinked count the exchanges placed under an agent span and under the proxy's root;
+	// Edited counts the linked ones matched by time alone (their request changed by a rerun's --set).
+	Linked, Unlinked, Edited int
 }
 
 // PlanJoin finds the agent's own trace among runs (the runs that overlap the execution, the
@@ -228,6 +232,9 @@ func (j *Join) Place(td ptrace.Traces) {
 		}
 		c.used = true
 		j.Linked++
+		if _, ok := sp.Attributes().Get(runagainattr.RerunEdits); ok {
+			j.Edited++
+		}
 		sp.SetParentSpanID(c.id)
 		l := sp.Links().AppendEmpty()
 		l.SetTraceID(j.Trace)
@@ -259,8 +266,12 @@ func (j *Join) match(sp ptrace.Span) (*agentCall, []string) {
 	}
 	start, end := sp.StartTimestamp().AsTime(), max(sp.EndTimestamp(), sp.StartTimestamp()).AsTime()
 	model, tool := genai.RequestModel(a), genai.ToolName(a)
+	_, edited := a.Get(runagainattr.RerunEdits)
+	if edited {
+		model = "" // a rerun's --set changed the request after the agent's span recorded it
+	}
 	var texts map[string]bool
-	if kind == genai.KindLLM {
+	if kind == genai.KindLLM && !edited {
 		if cm, err := genai.LLMCallMessages(sp, nil); err == nil || len(cm.Input) > 0 {
 			texts = map[string]bool{}
 			for _, t := range inputTexts(cm.Input) {

@@ -234,6 +234,7 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 	}
 	llm := st.isLLM(req.Method, req.URL)
 	call := 0
+	var applied []string // the --set specs that changed this request's body
 	forceLive := false
 	if llm {
 		r.mu.Lock()
@@ -257,6 +258,7 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 					return req, errorResponse(req, http.StatusBadGateway, fmt.Sprintf("runagain rerun: --set %s: %v", e.Path, err))
 				}
 				body = nb
+				applied = append(applied, e.Spec)
 				r.mu.Lock()
 				st.changed[e.Spec] = append(st.changed[e.Spec], call)
 				r.mu.Unlock()
@@ -285,6 +287,9 @@ func (r *Replayer) rerunRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http
 		}
 		for i := 0; i+1 < len(extra); i += 2 {
 			p.extra[extra[i]] = extra[i+1]
+		}
+		if len(applied) > 0 {
+			p.extra[runagainattr.RerunEdits] = strings.Join(applied, ",")
 		}
 	}
 	live := r.norm.normalize(req.Method, req.URL, req.Header.Get("Content-Type"), body)
@@ -372,6 +377,25 @@ func (r *Replayer) EmitSpans(td ptrace.Traces) {
 	if r.rerun != nil {
 		r.rerun.rec.Emit(td)
 	}
+}
+
+// Emit is EmitSpans (agentrun.Holder).
+func (r *Replayer) Emit(td ptrace.Traces) { r.EmitSpans(td) }
+
+// Hold keeps the new run's exchanges that carry no traceparent instead of sending them, for a
+// join with the agent's own trace (Recorder.Hold); rerun mode only, nothing otherwise.
+func (r *Replayer) Hold() {
+	if r.rerun != nil {
+		r.rerun.rec.Hold()
+	}
+}
+
+// TakeHeld ends the hold and returns the exchanges kept (Recorder.TakeHeld); nil outside rerun mode.
+func (r *Replayer) TakeHeld() []ptrace.Traces {
+	if r.rerun == nil {
+		return nil
+	}
+	return r.rerun.rec.TakeHeld()
 }
 
 // EditSpecs lists the edits as given (PATH=VALUE), in order, for attributes and messages.

@@ -42,6 +42,10 @@ const (
 	RerunSource         = "runagain.rerun.source"          // string on each exchange: recording | live | refused
 	RerunOriginalSpan   = "runagain.rerun.original_span_id"
 	RerunLLMCall        = "runagain.rerun.llm_call" // int: 1-based LLM request of the rerun
+	// RerunEdits (string) on a rerun's exchange whose request body a --set changed: the specs
+	// applied, comma-separated. The agent's own span of that call records the request before
+	// the change, so a join (internal/proxy join.go) matches such an exchange by time only.
+	RerunEdits = "runagain.rerun.edits"
 
 	TestDataset = "runagain.test.dataset"         // string: the dataset a test run checks
 	TestVersion = "runagain.test.dataset.version" // string: its version

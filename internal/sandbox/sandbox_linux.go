@@ -90,14 +90,21 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Started != nil {
 		cfg.Started(c.Process.Pid)
 	}
-	l, err := net.FileListener(os.NewFile(uintptr(tcpFd), "sandbox-tcp"))
-	unix.Close(tcpFd)
+	// net.FileListener and FilePacketConn dup the descriptor; the *os.File owns the original
+	// and is the one to close it. (Closing the number with unix.Close instead left the File's
+	// finalizer to close it a second time, at some later GC: by then the number was a relayed
+	// connection's or a splice pipe's, which failed with EBADF and made clients see EOF
+	// mid-exchange, and retry a request the upstream had already answered.)
+	tcpFile, udpFile := os.NewFile(uintptr(tcpFd), "sandbox-tcp"), os.NewFile(uintptr(udpFd), "sandbox-dns")
+	l, err := net.FileListener(tcpFile)
+	tcpFile.Close()
 	if err != nil {
+		udpFile.Close()
 		_ = kill()
 		return Result{}, fmt.Errorf("network sandbox: %w", err)
 	}
-	pc, err := net.FilePacketConn(os.NewFile(uintptr(udpFd), "sandbox-dns"))
-	unix.Close(udpFd)
+	pc, err := net.FilePacketConn(udpFile)
+	udpFile.Close()
 	if err != nil {
 		l.Close()
 		_ = kill()

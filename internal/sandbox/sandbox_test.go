@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,9 @@ func TestMain(m *testing.M) {
 // helper runs inside the sandbox: a name lookup, TCP to that name, to an IP literal of TEST-NET-1
 // (RFC 5737; it can only be answered inside the namespace) and to loopback.
 func helper() {
+	if d, err := time.ParseDuration(os.Getenv("SANDBOX_TEST_DELAY")); err == nil {
+		time.Sleep(d) // TestRunSurvivesGarbageCollection: the parent collects garbage meanwhile
+	}
 	// Who the command is: its uid inside the namespace and its effective capabilities (Init
 	// clears the ambient CAP_NET_ADMIN of the unprivileged path before it execs the command).
 	if st, err := os.ReadFile("/proc/self/status"); err == nil {
@@ -117,6 +121,52 @@ func TestRunHandsEveryConnectionToFlow(t *testing.T) {
 		// capability at all (CAP_NET_ADMIN was only Init's, to set the namespace up).
 		assert.Contains(t, o, fmt.Sprintf("uid %d CapEff: 0000000000000000\n", os.Getuid()))
 	}
+}
+
+// TestRunSurvivesGarbageCollection: the descriptors the namespace hands over are closed once.
+// The parent used to close them by number while *os.File values still owned them, so a later GC
+// ran their finalizers and closed the same numbers again, by then a relayed connection's, the
+// DNS socket's or a splice pipe's: clients saw EOF mid-exchange (openai-go then retried a call
+// the upstream had answered). Here the parent collects garbage while the command waits, then the
+// command resolves a name and opens its connections.
+func TestRunSurvivesGarbageCollection(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	stop := make(chan struct{})
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				runtime.GC()
+			}
+		}
+	}()
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Config{
+		Args: []string{os.Args[0]},
+		Env:  append(os.Environ(), "SANDBOX_TEST_HELPER=1", "SANDBOX_TEST_DELAY=500ms", "SANDBOX_TEST_LOOPBACK=127.0.0.1:4317"),
+		Flow: func(c net.Conn, dst netip.AddrPort, name string) {
+			defer c.Close()
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
+			fmt.Fprintf(c, "served %s %s\n", dst, name)
+		},
+		Stdout: &out, Stderr: &out,
+	})
+	close(stop)
+	<-gcDone
+	require.NoError(t, err, out.String())
+	o := out.String()
+	assert.Contains(t, o, "lookup [198.18.0.2] <nil>")
+	assert.Contains(t, o, `dial tool.example.com:80: "served 198.18.0.2:80 tool.example.com\n"`)
+	assert.Contains(t, o, `dial 192.0.2.1:9: "served 192.0.2.1:9 \n"`)
+	assert.Contains(t, o, `dial 127.0.0.1:4317: "served 127.0.0.1:4317 \n"`)
+	assert.Equal(t, 3, res.Flows, o)
 }
 
 // nobody is the unprivileged uid and gid TestRunAsUnprivilegedUser runs the sandbox as.

@@ -117,3 +117,96 @@ func runSoloNodeAgent(t *testing.T, node, agent string, env []string, col *colle
 	waitRunSpans(t, col.DataDir, trace, 5)
 	return trace
 }
+
+// TestRerunJoinsAnInstrumentedNodeAgent: the same instrumented Node agent, recorded under
+// `runagain proxy --record` (one joined run), then rerun with its model changed. The rerun is one
+// run too: its exchanges (the three LLM calls, edited and sent live) are placed in the agent's
+// new trace under the agent's own LLM spans, matched by time alone since --set changed the
+// requests after the agent's spans recorded them, and the rerun's root span (naming the original
+// and the change) sits under the agent's root. Each call counts once: the rerun's tokens are the
+// recording's, and `diff` names the change.
+func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
+	node, modules := nodeModules(t)
+	col := collectortest.Start(t, collectortest.Options{})
+	agent := filepath.Join(collectortest.RepoRoot(t), "test", "clients", "openai-node", "agent.js")
+	env := []string{"NODE_PATH=" + modules, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + col.HTTP, "OTEL_METRICS_EXPORTER=none",
+		"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
+
+	upstream := &scriptedOpenAI{}
+	srv := httptest.NewServer(upstream)
+	defer srv.Close()
+	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	orig := strings.TrimSpace(out)
+	require.Len(t, orig, 32, "the agent prints its trace id")
+	require.Contains(t, errOut, "joined the agent's trace "+orig)
+	waitRunSpans(t, col.DataDir, orig, 9)
+
+	// The rerun goes live to the same upstream (the recording's route), its script started afresh.
+	upstream.mu.Lock()
+	upstream.requests, upstream.bodies = nil, nil
+	upstream.mu.Unlock()
+	out, errOut, err = rerunCLI(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("rerun stderr:\n%s", errOut)
+	assert.Equal(t, []string{"POST /v1/chat/completions", "POST /v1/chat/completions", "POST /v1/responses"}, upstream.requests)
+	for _, b := range upstream.bodies {
+		assert.Equal(t, "gpt-4o", b["model"], "the change reached the upstream")
+	}
+	rerun := strings.TrimSpace(out)
+	require.Len(t, rerun, 32, "the agent prints its trace id")
+	assert.Contains(t, errOut, "runagain rerun: joined the agent's trace "+rerun+" (by resource): 3 exchanges placed under the calls they belong to")
+	assert.Contains(t, errOut, "runagain rerun: new run "+rerun+" (rerun of "+orig+")")
+	assert.Contains(t, errOut, "runagain diff "+orig+" "+rerun)
+
+	// One run: agent (5 spans) + 3 exchanges + the rerun's root, under the agent's root.
+	run := waitRunSpans(t, col.DataDir, rerun, 9)
+	byID := map[string]string{}
+	var agentRoot string
+	for _, sp := range spansOf(run.Traces) {
+		byID[sp.SpanID().String()] = sp.Name()
+		if sp.ParentSpanID().IsEmpty() {
+			agentRoot = sp.SpanID().String()
+		}
+	}
+	exchanges := 0
+	for _, sp := range spansOf(run.Traces) {
+		a := sp.Attributes()
+		if strings.HasPrefix(sp.Name(), "runagain rerun") {
+			assert.Equal(t, agentRoot, sp.ParentSpanID().String(), "the rerun's root span is under the agent's root")
+			v, _ := a.Get(runagainattr.RerunOriginalTrace)
+			assert.Equal(t, orig, v.Str())
+		}
+		if _, ok := a.Get(runagainattr.FixtureSource); !ok {
+			continue
+		}
+		exchanges++
+		edits, _ := a.Get(runagainattr.RerunEdits)
+		assert.Equal(t, "model=gpt-4o", edits.Str(), sp.Name())
+		parent := byID[sp.ParentSpanID().String()]
+		assert.True(t, strings.HasPrefix(parent, "chat ") || strings.HasPrefix(parent, "responses") || strings.Contains(parent, "gpt-4o-mini"),
+			"exchange %s is under %q, want the agent's LLM span", sp.Name(), parent)
+		require.Equal(t, 1, sp.Links().Len(), sp.Name())
+		typ, _ := sp.Links().At(0).Attributes().Get(runagainattr.LinkType)
+		assert.Equal(t, runagainattr.LinkInferred, typ.Str())
+	}
+	assert.Equal(t, 3, exchanges)
+
+	// Two executions, two runs, each call counted once.
+	type row struct {
+		TraceID      string `json:"trace_id"`
+		InputTokens  int64  `json:"input_tokens"`
+		OutputTokens int64  `json:"output_tokens"`
+	}
+	var rows []row
+	require.NoError(t, json.Unmarshal([]byte(cli(t, col, "sessions", "--json")), &rows))
+	got := map[string]row{}
+	for _, r := range rows {
+		got[r.TraceID] = r
+	}
+	require.Len(t, got, 2, "record and rerun, two runs: %+v", rows)
+	assert.Positive(t, got[orig].InputTokens)
+	assert.Equal(t, got[orig].InputTokens, got[rerun].InputTokens)
+	assert.Equal(t, got[orig].OutputTokens, got[rerun].OutputTokens)
+	assert.Contains(t, cli(t, col, "diff", orig, rerun), "b is a rerun of a with: model=gpt-4o")
+}

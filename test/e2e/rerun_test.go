@@ -122,13 +122,22 @@ func sortStrings(s []string) []string {
 type scriptedLLM struct {
 	srv      *httptest.Server
 	requests atomic.Int64
+	retries  atomic.Int64 // requests openai-go marked as a retry (X-Stainless-Retry-Count > 0)
 	auth     atomic.Value
 }
 
 func newScriptedLLM(t *testing.T) *scriptedLLM {
 	s := &scriptedLLM{}
+	t.Cleanup(func() {
+		if n := s.retries.Load(); n > 0 {
+			t.Errorf("the agent retried %d LLM call(s): an attempt failed on its way back (the proxy or the sandbox's relay lost a response), and the upstream saw the call twice", n)
+		}
+	})
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if n := r.Header.Get("X-Stainless-Retry-Count"); n != "" && n != "0" {
+			s.retries.Add(1) // openai-go retrying: it saw an attempt fail that may have reached here
+		}
 		s.auth.Store(r.Header.Get("Authorization"))
 		var req struct {
 			Model    string           `json:"model"`

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/proctree"
+	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/store"
+)
+
+// Joiner makes one run of an execution whose agent writes its own trace but ignores
+// TRACEPARENT: it follows the command's process tree, and after the command ends it waits for
+// the agent's trace in the store and places the exchanges the proxy held in it
+// (internal/proxy join.go: by resource or process, then time, model and body). proxy --record
+// and rerun use it. A nil *Joiner does nothing.
+type Joiner struct {
+	wait time.Duration
+	root proxy.Root
+	open func() (store.Reader, error)
+	verb string // "proxy", "rerun": the prefix of what Join says
+	tree *proctree.Tree
+}
+
+// NewJoiner returns a Joiner when wait > 0, root names a run and the command's environment (this
+// process's plus env) configures an OpenTelemetry exporter (ExportsOTLP): without one the agent
+// sends no trace to join, and the caller would wait for nothing. open opens the store the
+// collector writes to; verb prefixes the lines Join writes ("runagain VERB: ...").
+func NewJoiner(wait time.Duration, root proxy.Root, env []string, open func() (store.Reader, error), verb string) *Joiner {
+	if wait <= 0 || root.TraceID.IsEmpty() || !ExportsOTLP(append(os.Environ(), env...)) {
+		return nil
+	}
+	return &Joiner{wait: wait, root: root, open: open, verb: verb}
+}
+
+// ExportsOTLP: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
+// OTEL_TRACES_EXPORTER names an exporter other than none (the OpenTelemetry SDK environment
+// variables of the specification's "Environment Variable Specification").
+func ExportsOTLP(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case (k == "OTEL_EXPORTER_OTLP_ENDPOINT" || k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") && v != "":
+			return true
+		case k == "OTEL_TRACES_EXPORTER" && v != "" && v != "none":
+			return true
+		}
+	}
+	return false
+}
+
+// ResourceEnv is OTEL_RESOURCE_ATTRIBUTES with the execution's trace id
+// (runagainattr.ExecutionTraceID) added to this process's: the strongest evidence that a trace
+// belongs to the execution. "" for a nil Joiner.
+func (j *Joiner) ResourceEnv() string {
+	if j == nil {
+		return ""
+	}
+	attr := runagainattr.ExecutionTraceID + "=" + j.root.TraceID.String()
+	if v := os.Getenv("OTEL_RESOURCE_ATTRIBUTES"); v != "" {
+		return "OTEL_RESOURCE_ATTRIBUTES=" + v + "," + attr
+	}
+	return "OTEL_RESOURCE_ATTRIBUTES=" + attr
+}
+
+// Started follows the command's process tree from pid (Run's started callback).
+func (j *Joiner) Started(pid int) {
+	if j != nil {
+		j.tree = proctree.Watch(pid)
+	}
+}
+
+// Holder is the proxy side of a join (proxy.Recorder, and proxy.Replayer in rerun mode): it held
+// the exchanges that carried no traceparent (Hold) and sends them once placed.
+type Holder interface {
+	TakeHeld() []ptrace.Traces
+	Emit(td ptrace.Traces)
+}
+
+// Join waits for the agent's trace, places the held exchanges (in it, or as they were) and sends
+// them through h; it returns the join, nil when none was made, and says what it did on errOut.
+// start is when the command started.
+func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.Writer) *proxy.Join {
+	if j == nil {
+		return nil
+	}
+	held := h.TakeHeld()
+	pids := map[int]bool{}
+	if j.tree != nil {
+		pids = j.tree.Stop()
+	}
+	var jn *proxy.Join
+	if len(held) > 0 {
+		if r, err := j.open(); err != nil {
+			fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
+		} else {
+			ex := proxy.Execution{Root: j.root, Pids: pids, Start: start, End: time.Now()}
+			jn, err = proxy.WaitJoin(ctx, r, ex, j.wait)
+			r.Close()
+			if err != nil {
+				fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
+			}
+		}
+	}
+	proxy.SortByStart(held)
+	for _, td := range held {
+		if jn != nil {
+			jn.Place(td)
+		}
+		h.Emit(td)
+	}
+	switch {
+	case len(held) == 0:
+	case jn == nil:
+		fmt.Fprintf(errOut, "runagain %s: no trace of the command's own arrived within --join-wait %s; its %d exchanges without traceparent stay in the proxy's run\n", j.verb, j.wait, len(held))
+	default:
+		how := "inferred: time, model, body"
+		switch {
+		case jn.Edited > 0 && jn.Edited == jn.Linked:
+			how = "inferred: time alone, their requests changed by --set"
+		case jn.Edited > 0:
+			how += fmt.Sprintf("; %d by time alone, their requests changed by --set", jn.Edited)
+		}
+		fmt.Fprintf(errOut, "runagain %s: joined the agent's trace %s (by %s): %d exchanges placed under the calls they belong to (%s), %d under the proxy's root\n",
+			j.verb, jn.Trace, jn.Evidence, jn.Linked, how, jn.Unlinked)
+	}
+	return jn
+}
