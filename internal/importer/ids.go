@@ -12,11 +12,12 @@ import (
 )
 
 // traceIDFromString parses a 32-hex-digit trace id (dashes of a UUID are ignored). Any other
-// string is mapped to the first 16 bytes of its SHA-256; exact is false then, and the caller
-// keeps the original string in an attribute.
+// string, and the all-zero id (invalid in W3C Trace Context and OTLP, which a collector would
+// quarantine), is mapped to the first 16 bytes of its SHA-256; exact is false then, and the
+// caller keeps the original string in an attribute.
 func traceIDFromString(s string) (id pcommon.TraceID, exact bool) {
 	h := strings.ReplaceAll(strings.TrimSpace(s), "-", "")
-	if tid, err := otlpid.ParseTraceID(h); err == nil {
+	if tid, err := otlpid.ParseTraceID(h); err == nil && !tid.IsEmpty() {
 		return tid, strings.EqualFold(h, s)
 	}
 	sum := sha256.Sum256([]byte(s))
@@ -24,11 +25,11 @@ func traceIDFromString(s string) (id pcommon.TraceID, exact bool) {
 	return id, false
 }
 
-// spanIDFromString parses a 16-hex-digit span id; any other string maps to the first 8 bytes
-// of its SHA-256 (exact false).
+// spanIDFromString parses a 16-hex-digit span id; any other string, and the all-zero id, maps
+// to the first 8 bytes of its SHA-256 (exact false).
 func spanIDFromString(s string) (id pcommon.SpanID, exact bool) {
 	h := strings.TrimSpace(s)
-	if sid, err := otlpid.ParseSpanID(h); err == nil {
+	if sid, err := otlpid.ParseSpanID(h); err == nil && !sid.IsEmpty() {
 		return sid, h == s
 	}
 	sum := sha256.Sum256([]byte(s))
