@@ -71,6 +71,7 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 	cmd.Flags().StringArrayVar(&ignoreQuery, "ignore-query", nil, "query parameter left out of matching (repeatable)")
 	o.flags(cmd, "127.0.0.1:0")
 	o.sb.flags(cmd, true)
+	o.joinFlag(cmd)
 	return cmd
 }
 
@@ -128,12 +129,22 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	}
 	srv := proxy.Serve(l, rp)
 	addr := l.Addr().String()
-	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, root.TraceID)
+	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
+	// An agent that writes its own trace but ignores TRACEPARENT: the replay's root span and its
+	// divergence record go into that trace once the command has ended (one run per execution).
+	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "replay")
+	replayRun := root.TraceID.String()
+	if jn != nil {
+		rp.HoldRecords()
+		env = append(env, jn.ResourceEnv())
+		replayRun = "the agent's own trace, joined when it ends (else " + replayRun + ")"
+	}
+	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, replayRun)
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
 	}
 	start := time.Now()
-	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, append(agentrun.Env(addr, caPath, root), broker.Env()...), cmd.OutOrStdout(), errOut, nil)
+	exit, runErr := agentrun.Run(ctx, sandboxed, rp, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)
 	shutErr := srv.Shutdown(10 * time.Second)
 	_ = broker.Close()
 	var startErr *agentrun.StartError
@@ -144,6 +155,15 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	mr := broker.Result()
 	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, nil, 0, nil)
+	if jn != nil {
+		var into pcommon.TraceID
+		if joined := jn.Find(ctx, start, errOut); joined != nil {
+			joined.PlaceRoot(td)
+			into = joined.Trace
+			fmt.Fprintf(errOut, "runagain replay: replay run %s\n", into)
+		}
+		rp.ReleaseRecords(into)
+	}
 	if err := sink.ConsumeTraces(ctx, td); err != nil {
 		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
@@ -160,6 +161,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	newRun := root.TraceID.String()
 	if jn != nil {
 		rp.Hold()
+		rp.HoldRecords()
 		env = append(env, jn.ResourceEnv())
 		newRun = "the agent's own trace, joined when it ends (else " + newRun + ")"
 	}
@@ -183,9 +185,13 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
 	newRun = root.TraceID.String()
-	if joined := jn.Join(ctx, rp, start, errOut); joined != nil {
-		joined.PlaceRoot(rtd)
-		newRun = joined.Trace.String()
+	if jn != nil {
+		var into pcommon.TraceID
+		if joined := jn.Join(ctx, rp, start, errOut); joined != nil {
+			joined.PlaceRoot(rtd)
+			newRun, into = joined.Trace.String(), joined.Trace
+		}
+		rp.ReleaseRecords(into) // a refusal's record goes with the new run
 	}
 	rp.EmitSpans(rtd)
 	closeErr := rp.Close()

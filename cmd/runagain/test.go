@@ -88,6 +88,7 @@ collector exports logs to reads the results. The exit code is 1 when any case fa
 	f.StringVar(&o.change, "change", "", "what changed in the agent, recorded on each new run ("+runagainattr.RerunChanges+")")
 	o.proxy.flags(cmd, "127.0.0.1:0")
 	o.proxy.sb.flags(cmd, true)
+	o.proxy.joinFlag(cmd)
 	return cmd
 }
 
@@ -132,7 +133,7 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 	cfg := runner.Config{
 		Dataset: m, Command: args, Parallel: o.parallel, Wait: o.wait,
 		Replay: proxy.ReplayOptions{AllowHosts: o.allow, AllowWrites: o.mcp.allowWrites, IgnoreBody: o.ignBody, IgnoreQuery: o.ignQuery},
-		MCP:    o.mcp.allow(), Change: o.change, Sandboxed: sandboxed,
+		MCP:    o.mcp.allow(), Change: o.change, Sandboxed: sandboxed, JoinWait: o.proxy.joinWait,
 		View: vo, Rehydrate: !noRehydrate, PayloadStaging: payloadStagingDir(),
 		Proxy: func(recorded ptrace.Traces, logger *log.Logger) (*runner.Proxy, error) {
 			po := o.proxy // a copy per case

@@ -88,28 +88,18 @@ type Holder interface {
 
 // Join waits for the agent's trace, places the held exchanges (in it, or as they were) and sends
 // them through h; it returns the join, nil when none was made, and says what it did on errOut.
-// start is when the command started.
+// start is when the command started. With no exchange held it does not wait: the proxy's run
+// then holds nothing the agent's trace needs (see Find).
 func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.Writer) *proxy.Join {
 	if j == nil {
 		return nil
 	}
 	held := h.TakeHeld()
-	pids := map[int]bool{}
-	if j.tree != nil {
-		pids = j.tree.Stop()
-	}
 	var jn *proxy.Join
 	if len(held) > 0 {
-		if r, err := j.open(); err != nil {
-			fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
-		} else {
-			ex := proxy.Execution{Root: j.root, Pids: pids, Start: start, End: time.Now()}
-			jn, err = proxy.WaitJoin(ctx, r, ex, j.wait)
-			r.Close()
-			if err != nil {
-				fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
-			}
-		}
+		jn = j.wait4(ctx, start, errOut)
+	} else {
+		j.stopTree()
 	}
 	proxy.SortByStart(held)
 	for _, td := range held {
@@ -132,6 +122,46 @@ func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.
 		}
 		fmt.Fprintf(errOut, "runagain %s: joined the agent's trace %s (by %s): %d exchanges placed under the calls they belong to (%s), %d under the proxy's root\n",
 			j.verb, jn.Trace, jn.Evidence, jn.Linked, how, jn.Unlinked)
+	}
+	return jn
+}
+
+// Find waits for the agent's trace without exchanges to place (replay: its exchanges are served,
+// not recorded): the caller puts its root span (Join.PlaceRoot) and its records in it. nil when
+// none arrived within the wait; it says what it found on errOut.
+func (j *Joiner) Find(ctx context.Context, start time.Time, errOut io.Writer) *proxy.Join {
+	if j == nil {
+		return nil
+	}
+	jn := j.wait4(ctx, start, errOut)
+	if jn == nil {
+		fmt.Fprintf(errOut, "runagain %s: no trace of the command's own arrived within --join-wait %s; the attempt stays a run of its own\n", j.verb, j.wait)
+	} else {
+		fmt.Fprintf(errOut, "runagain %s: joined the agent's trace %s (by %s)\n", j.verb, jn.Trace, jn.Evidence)
+	}
+	return jn
+}
+
+func (j *Joiner) stopTree() map[int]bool {
+	if j.tree == nil {
+		return map[int]bool{}
+	}
+	return j.tree.Stop()
+}
+
+// wait4 waits up to the join wait for the agent's trace in the store (proxy.WaitJoin).
+func (j *Joiner) wait4(ctx context.Context, start time.Time, errOut io.Writer) *proxy.Join {
+	pids := j.stopTree()
+	r, err := j.open()
+	if err != nil {
+		fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
+		return nil
+	}
+	defer r.Close()
+	ex := proxy.Execution{Root: j.root, Pids: pids, Start: start, End: time.Now()}
+	jn, err := proxy.WaitJoin(ctx, r, ex, j.wait)
+	if err != nil {
+		fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
 	}
 	return jn
 }

@@ -67,6 +67,9 @@ type Replayer struct {
 	rerun              *rerunState // set in rerun mode (rerun.go)
 	sinkWG             sync.WaitGroup
 	sinkErr            error
+	// holdRecords keeps the divergence record instead of sending it (HoldRecords), in held.
+	holdRecords bool
+	held        []plog.Logs
 }
 
 type entry struct {
@@ -318,6 +321,40 @@ func (r *Replayer) diverge(d *Divergence) {
 		lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 		lr.Attributes().PutStr(AttrDivOriginalTrace, r.origTrace.String())
 	}
+	if r.holdRecords {
+		r.held = append(r.held, ld)
+		return
+	}
+	r.send(ld)
+}
+
+// HoldRecords keeps the divergence record instead of sending it, until ReleaseRecords: the
+// attempt's run may become the agent's own trace once the command has ended (agentrun.Joiner).
+func (r *Replayer) HoldRecords() {
+	r.mu.Lock()
+	r.holdRecords = true
+	r.mu.Unlock()
+}
+
+// ReleaseRecords sends the records held since HoldRecords, in trace (the run the attempt became;
+// empty: the trace they were made for), and ends the hold.
+func (r *Replayer) ReleaseRecords(trace pcommon.TraceID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ld := range r.held {
+		if !trace.IsEmpty() {
+			lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+			for i := 0; i < lrs.Len(); i++ {
+				lrs.At(i).SetTraceID(trace)
+			}
+		}
+		r.send(ld)
+	}
+	r.held, r.holdRecords = nil, false
+}
+
+// send sends ld to the sink in the background (Close waits). Callers hold r.mu.
+func (r *Replayer) send(ld plog.Logs) {
 	r.sinkWG.Add(1)
 	go func() {
 		defer r.sinkWG.Done()

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
@@ -209,4 +211,65 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	assert.Equal(t, got[orig].InputTokens, got[rerun].InputTokens)
 	assert.Equal(t, got[orig].OutputTokens, got[rerun].OutputTokens)
 	assert.Contains(t, cli(t, col, "diff", orig, rerun), "b is a rerun of a with: model=gpt-4o")
+
+	// replay: served from the recording, and one run too: the replay's root span in the agent's trace.
+	upstream.mu.Lock()
+	upstream.requests = nil
+	upstream.mu.Unlock()
+	out, errOut, err = rerunCLI(t, col, env, "replay", orig, "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("replay stderr:\n%s", errOut)
+	assert.Empty(t, upstream.requests, "replay reached the upstream")
+	replayed := strings.TrimSpace(out)
+	require.Len(t, replayed, 32, "the agent prints its trace id")
+	assert.Contains(t, errOut, "runagain replay: joined the agent's trace "+replayed+" (by resource)")
+	assert.Contains(t, errOut, "runagain replay: replay run "+replayed)
+	assertRootUnderAgent(t, waitRunSpans(t, col.DataDir, replayed, 6), "runagain replay", orig)
+
+	// test: the case's new run is the agent's trace, and the case passes.
+	_, errOut, code := dsCLI(t, col, env, "dataset", "add", "joined", orig)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code = dsCLI(t, col, env, "test", "joined", "--", node, agent)
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	t.Logf("test stdout:\n%s\nstderr:\n%s", out, errOut)
+	out, errOut, code = dsCLI(t, col, env, "test", "joined", "--json", "--", node, agent)
+	var rep struct{ Cases []dataset.CaseResult }
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), "%s\n%s", out, errOut)
+	require.Len(t, rep.Cases, 1)
+	tc := rep.Cases[0]
+	require.Equal(t, 0, code, "%+v\n%s", tc, errOut)
+	assert.Equal(t, "pass", tc.Status, "%+v", tc)
+	assert.NotEqual(t, orig, tc.New)
+	assert.Contains(t, tc.DiffCmd, "runagain diff "+orig+" "+tc.New)
+	assertRootUnderAgent(t, waitRunSpans(t, col.DataDir, tc.New, 9), "runagain test", orig)
+
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(cli(t, col, "sessions", "--json")), &rows))
+	assert.Len(t, rows, 5, "record, rerun, replay and two tests: five executions, five runs: %+v", rows)
+	for _, r := range rows {
+		assert.Equal(t, got[orig].InputTokens, r.InputTokens, "run %s counts each call once", r.TraceID)
+	}
+}
+
+// assertRootUnderAgent: run holds the span named name* (runagain's root of the attempt) under the
+// agent's root span, naming orig as the run it replayed.
+func assertRootUnderAgent(t *testing.T, run *store.Run, name, orig string) {
+	t.Helper()
+	var agentRoot string
+	for _, sp := range spansOf(run.Traces) {
+		if sp.ParentSpanID().IsEmpty() {
+			agentRoot = sp.SpanID().String()
+		}
+	}
+	found := false
+	for _, sp := range spansOf(run.Traces) {
+		if !strings.HasPrefix(sp.Name(), name) {
+			continue
+		}
+		found = true
+		assert.Equal(t, agentRoot, sp.ParentSpanID().String(), "%s is under the agent's root", sp.Name())
+		v, _ := sp.Attributes().Get(runagainattr.RerunOriginalTrace)
+		assert.Equal(t, orig, v.Str())
+	}
+	assert.True(t, found, "no span %s* in the run", name)
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/agentrun"
@@ -71,6 +72,9 @@ type Config struct {
 	MCP       agentrun.MCPAllow
 	Change    string // what changed in the agent, recorded on each new run (runagainattr.RerunChanges)
 	Sandboxed bool   // run the command in the network sandbox (agentrun.Run)
+	// JoinWait bounds the wait for an instrumented agent's own trace after a case's command ends
+	// (agentrun.Joiner: the new run becomes that trace); 0 turns the join off.
+	JoinWait time.Duration
 	// View reads the cases and the new runs (prices, session keys); Rehydrate reads the new runs'
 	// offloaded payloads back (payloadref.Resolver), what could not be read said on Stderr;
 	// PayloadStaging is the payload store's staging area it also reads (payloadref.WithStagingDir).
@@ -139,7 +143,8 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	}
 	var logBuf bytes.Buffer
 	var logMu sync.Mutex
-	logger := log.New(writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logBuf.Write(p) }), "", 0)
+	logW := writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logBuf.Write(p) })
+	logger := log.New(logW, "", 0)
 	po, err := cfg.Proxy(c.Traces, logger)
 	if err != nil {
 		return fail(err)
@@ -151,10 +156,11 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	defer sink.Close()
 	root := proxy.Root{TraceID: proxy.NewTraceID(), SpanID: proxy.NewSpanID()}
 	r.New = root.TraceID.String()
+	newTrace := root.TraceID // the agent's own trace once joined
 	// Whatever the outcome, the result goes out as a gen_ai.evaluation.result event on the new
 	// run's root span (before the deferred sink.Close above).
 	defer func() {
-		if err := sink.SendLogs(ctx, dataset.EvaluationLogs(m, r, root.TraceID, root.SpanID, time.Now())); err != nil {
+		if err := sink.SendLogs(ctx, dataset.EvaluationLogs(m, r, newTrace, root.SpanID, time.Now())); err != nil {
 			fmt.Fprintf(cfg.Stderr, "runagain test: case %s: sending its %s event to %s: %v\n", c.ID, genai.EventEvaluationResult, po.Endpoint, err)
 		}
 	}()
@@ -219,9 +225,17 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	}
 	env := append(append(agentrun.Env(l.Addr().String(), po.CAPath, root), broker.Env()...),
 		EnvCaseID+"="+c.ID, EnvCaseInput+"="+input, EnvCaseFile+"="+caseFile, EnvCaseDir+"="+caseDir, EnvTestRun+"="+r.New)
+	// An agent that writes its own trace but ignores TRACEPARENT: the case's exchanges, root span
+	// and divergence record go into that trace once the command has ended (one run per execution).
+	jn := agentrun.NewJoiner(cfg.JoinWait, root, env, cfg.OpenReader, "test")
+	if jn != nil {
+		rec.Hold()
+		rp.HoldRecords()
+		env = append(env, jn.ResourceEnv())
+	}
 	var outBuf syncBuf
 	runStart := time.Now()
-	exit, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, nil)
+	exit, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, jn.Started)
 	code := exit.Code
 	runEnd := time.Now()
 	shutErr := srv.Shutdown(30 * time.Second)
@@ -243,6 +257,16 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	}
 	if rr, ok := proxy.RerunOfView(cv, changes); ok {
 		proxy.MarkRerun(sp, rr)
+	}
+	if jn != nil {
+		var into pcommon.TraceID
+		if joined := jn.Join(ctx, rec, runStart, logW); joined != nil {
+			joined.PlaceRoot(td)
+			into, newTrace = joined.Trace, joined.Trace
+			r.New = newTrace.String()
+			r.DiffCmd = "runagain diff " + c.TraceID + " " + r.New
+		}
+		rp.ReleaseRecords(into)
 	}
 	rec.Emit(td)
 	closeErr := rec.Close()
