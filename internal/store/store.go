@@ -44,7 +44,7 @@ type RunSummary struct {
 	CostUSD float64 `json:"cost_usd"`
 	// Unpriced counts the LLM calls with usage but no known price: their cost is unknown, not 0.
 	Unpriced int64 `json:"unpriced"`
-	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (cold tier)
+	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (the run index's count; cold: the session's)
 	// Incomplete is set when the stored record of the run is partial (hot and warm tiers): no
 	// root span arrived, or spans name a parent that is not stored (an SDK that flushed in the
 	// middle of a run, a process that died). IncompleteReason says what is missing ("no root

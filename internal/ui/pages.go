@@ -272,11 +272,31 @@ const maxSortedRows = 10_000
 //     best page*PageSize rows (at most maxSortedRows).
 //
 // The cost filter and the sort by cost read the run index's cost (RunSummary.CostUSD, priced
-// once when each tier wrote the run), so they read no run; filters on agents, alerts and text
-// read each candidate run once; the result is kept per run (a bounded cache, maxDetails) until
+// once when each tier wrote the run), so they read no run; nor does the alerts filter, from the
+// index's alert count and the store's runs with a divergence record (store.DivergedRunLister;
+// a store without that list reads each run); filters on agents and text read each candidate
+// run once; the result is kept per run (a bounded cache, maxDetails) until
 // its span count changes.
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
-	needDetail := f.Agent != "" || f.Alerts || f.Query != ""
+	// The alerts filter reads the run index's alert count and the store's list of runs with a
+	// divergence record (store.DivergedRunLister) when the store has one; else each run.
+	var diverged map[string]bool
+	if f.Alerts {
+		if dl, ok := s.opts.Reader.(store.DivergedRunLister); ok {
+			ids, err := dl.DivergedRuns(ctx)
+			switch {
+			case err == nil:
+				diverged = make(map[string]bool, len(ids))
+				for _, id := range ids {
+					diverged[id] = true
+				}
+			case !errors.Is(err, errors.ErrUnsupported):
+				return nil, 0, false, err
+			}
+		}
+	}
+	alertsFromIndex := diverged != nil
+	needDetail := f.Agent != "" || f.Alerts && !alertsFromIndex || f.Query != ""
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
 	var inPattern map[string]bool
 	if f.Pattern != "" {
@@ -305,13 +325,16 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		if f.CostMin > 0 && !(sum.CostUSD > f.CostMin) {
 			return true
 		}
+		if alertsFromIndex && sum.Alerts == 0 && !diverged[sum.TraceID] {
+			return true
+		}
 		row := sessionRow{RunSummary: sum}
 		if needDetail {
 			row.D = s.detail(ctx, sum)
 			if f.Agent != "" && !anyContains(row.D.Agents, f.Agent) {
 				return true
 			}
-			if f.Alerts && row.D.Alerts+row.D.Divergences == 0 {
+			if f.Alerts && !alertsFromIndex && row.D.Alerts+row.D.Divergences == 0 {
 				return true
 			}
 			if f.Query != "" && !matchesText(row, strings.ToLower(f.Query)) {

@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -195,8 +196,17 @@ func (t *tiers) close() {
 func (t *tiers) write(ctx context.Context, from, to int) error {
 	td := ptrace.NewTraces()
 	ld := plog.NewLogs()
+	div := plog.NewLogs() // replay divergence records: replay sends them, only the hot file keeps them
 	for i := from; i < to; i++ {
 		addRun(td, i)
+		if i%70 == 0 {
+			lr := div.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+			lr.SetEventName(runagainattr.EventDivergence)
+			lr.SetTimestamp(pcommon.Timestamp(t0 + int64(i)*step + int64(2*time.Second)))
+			lr.SetTraceID(traceID(i))
+			lr.SetSpanID(spanID(i, 1))
+			lr.Body().SetStr("replay diverged at request 2")
+		}
 		if i%50 == 0 {
 			lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
 			lr.SetEventName(store.AlertEventName)
@@ -211,6 +221,11 @@ func (t *tiers) write(ctx context.Context, from, to int) error {
 	}
 	if err := t.warm.WriteTraces(ctx, td); err != nil {
 		return err
+	}
+	if div.LogRecordCount() > 0 {
+		if err := t.hot.WriteLogs(ctx, div); err != nil {
+			return err
+		}
 	}
 	if ld.LogRecordCount() > 0 {
 		if err := t.hot.WriteLogs(ctx, ld); err != nil {
@@ -243,7 +258,7 @@ type row struct {
 }
 
 // uiQueries are the sessions-page filters readbench times (internal/ui), in report order.
-var uiQueries = []string{"/", "/?errors=1", "/?model=gpt", "/?since=2h", "/?sort=duration"}
+var uiQueries = []string{"/", "/?errors=1", "/?alerts=1", "/?model=gpt", "/?since=2h", "/?cost_min=0.01", "/?sort=cost", "/?sort=duration"}
 
 func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baselineMax int, cli string) error {
 	t, err := openTiers(ctx, dir)

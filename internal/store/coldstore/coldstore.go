@@ -366,3 +366,7 @@ func (s *Store) Erase(ctx context.Context, e store.Erasure) (store.Removed, erro
 }
 
 var _ store.Eraser = (*Store)(nil)
+
+// DivergedRuns implements store.DivergedRunLister: none, the cold tier keeps session summaries,
+// no divergence record.
+func (s *Store) DivergedRuns(context.Context) ([]string, error) { return nil, nil }

@@ -255,7 +255,7 @@ type queryer interface {
 // (start descending, then trace id), on runs_start, or runs_session with f.SessionID.
 func RunsQuery(f store.RunFilter) (string, []any) {
 	q := `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models, input_tokens,
-	  output_tokens, errors, cost_usd, unpriced, roots, orphans FROM runs`
+	  output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts FROM runs`
 	var where []string
 	var args []any
 	if f.SessionID != "" {
@@ -293,7 +293,7 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, tier string
 	}
 	// The run of that id, when it names no session, is listed under its trace id.
 	own, err := scanRuns(ctx, db, `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models,
-	  input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans FROM runs WHERE trace_id = ? AND session_id = ''`,
+	  input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts FROM runs WHERE trace_id = ? AND session_id = ''`,
 		[]any{strings.ToLower(f.SessionID)}, tier)
 	if err != nil || len(own) == 0 {
 		return out, err
@@ -323,7 +323,7 @@ func looksLikeTraceID(s string) bool {
 
 // scanRuns reads run rows in the column order of the run index and of AggregateRunsQuery:
 // trace id, session id, start and end (unix ns), spans, models, input and output tokens, errors,
-// cost (USD), unpriced calls, roots, orphans.
+// cost (USD), unpriced calls, roots, orphans, alert records.
 func scanRuns(ctx context.Context, db queryer, q string, args []any, tier string) ([]store.RunSummary, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -336,7 +336,7 @@ func scanRuns(ctx context.Context, db queryer, q string, args []any, tier string
 		var start, end, roots int64
 		var models string
 		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans); err != nil {
+			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans, &r.Alerts); err != nil {
 			return nil, err
 		}
 		r.Incomplete, r.IncompleteReason = store.Completeness(roots, r.Orphans)

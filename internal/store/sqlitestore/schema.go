@@ -92,6 +92,11 @@ package sqlitestore
 // spans name (runindex.go). A version 7 file opened for writing drops the index and fills
 // run_sessions from its span rows (one transaction); read-only it is read as it is (its
 // sessions found through spans_session).
+//
+// The logs_event index (event_name, trace_id) lists the runs with a record of one event (the
+// replay divergences, DB.DivergedRuns) without a scan; it is part of the schema (ddl), so a file
+// of any version gains it when opened for writing, and read-only without it the same query
+// scans the logs table.
 const SchemaVersion = 8
 
 const ddl = dictsDDL + `
@@ -135,6 +140,7 @@ CREATE TABLE IF NOT EXISTS logs (
 );
 CREATE INDEX IF NOT EXISTS logs_trace ON logs (trace_id);
 CREATE INDEX IF NOT EXISTS logs_ingested ON logs (ingested_unix_nano);
+CREATE INDEX IF NOT EXISTS logs_event ON logs (event_name, trace_id);
 ` + framesDDL
 
 // migrations bring an older hot file up to SchemaVersion (openFile).

@@ -393,7 +393,8 @@ func AggregateRunsQuery(f store.RunFilter, table, costCols string) (q string, ar
 	        COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''), SUM(input_tokens), SUM(output_tokens),
 	        SUM(status_code = 2), ` + costCols + `,
 	        SUM(parent_span_id = ''),
-	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id))
+	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)),
+	        ` + aggregateAlerts(table) + `
 	      FROM ` + table + ` AS s GROUP BY trace_id`
 	var having []string
 	if !f.Since.IsZero() {
@@ -416,6 +417,18 @@ func AggregateRunsQuery(f store.RunFilter, table, costCols string) (q string, ar
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	return q, args
+}
+
+// aggregateAlerts is the alert records of the trace s.trace_id, as the run index counts them (the
+// hot file's logs, the warm file's key events); 0 for another table.
+func aggregateAlerts(table string) string {
+	switch table {
+	case hotIndex.spans:
+		return hotIndex.alerts
+	case warmIndex.spans:
+		return warmIndex.alerts
+	}
+	return "0"
 }
 
 // listRuns is the run listing shared by the hot (spans) and warm (span_summaries) tables: one
@@ -536,3 +549,22 @@ func (d *DB) storedRows(ctx context.Context, q string, args ...any) ([]storedRow
 }
 
 var _ store.Reader = (*DB)(nil)
+
+// DivergedRuns implements store.DivergedRunLister: the distinct trace ids of the log records of
+// event runagainattr.EventDivergence, through the logs_event index.
+func (d *DB) DivergedRuns(ctx context.Context) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT trace_id FROM logs WHERE event_name = ? AND trace_id != ''`, runagainattr.EventDivergence)
+	if err != nil {
+		return nil, fmt.Errorf("diverged runs: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -621,3 +621,7 @@ func (w *WarmDB) Run(ctx context.Context, traceID string) (*store.Run, error) {
 }
 
 var _ store.Reader = (*WarmDB)(nil)
+
+// DivergedRuns implements store.DivergedRunLister: none, the warm file keeps no divergence
+// record (its key events are alerts and exceptions).
+func (w *WarmDB) DivergedRuns(context.Context) ([]string, error) { return nil, nil }

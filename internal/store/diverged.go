@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// DivergedRunLister is a reader that lists, from an index and without reading any run, the trace
+// ids of the runs holding a replay divergence record (log records of event
+// runagainattr.EventDivergence: replay, rerun and test write one on the attempt's run). The
+// sessions page's "alerts or divergences" filter reads it beside the run index's alert counts
+// instead of reading every run of the range (issue 35). The hot SQLite file answers from its
+// logs_event index; the warm SQLite file and the cold tier keep no divergence record (warm keeps
+// only alerts, as key events) and answer with none; Tiered answers when every tier does.
+type DivergedRunLister interface {
+	DivergedRuns(ctx context.Context) ([]string, error)
+}
+
+// DivergedRuns implements DivergedRunLister over every tier: the union of their answers. It
+// fails with errors.ErrUnsupported when a tier cannot answer (ClickHouse): the caller then reads
+// the runs themselves.
+func (t *Tiered) DivergedRuns(ctx context.Context) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range t.Readers {
+		dl, ok := r.(DivergedRunLister)
+		if !ok {
+			return nil, fmt.Errorf("diverged runs: %T: %w", r, errors.ErrUnsupported)
+		}
+		ids, err := dl.DivergedRuns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out, nil
+}
