@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -24,11 +25,20 @@ var (
 // maxCandidates bounds how many matching trace ids an ambiguous prefix's error lists.
 const maxCandidates = 5
 
+// TraceIDPrefixLister is a reader that finds the trace ids starting with a prefix from an index
+// (the SQLite files' run index, keyed by trace id) instead of listing every run: at most limit
+// ids, in trace-id order. prefix is lower-case hex.
+type TraceIDPrefixLister interface {
+	TraceIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
+}
+
 // ResolveTraceID turns a trace id, or an unambiguous prefix of one, into the full lower-case trace
 // id of a run r holds. A full id (32 hex characters) is returned as is, without reading r (Run
-// says whether it exists). A prefix of MinTraceIDPrefix to 31 hex characters streams r's runs
-// (EachRun, every tier, memory bounded by its page) and must start exactly one trace id: no match wraps ErrNotFound; more than
-// one wraps ErrAmbiguousTraceID and names up to 5 candidates; anything else wraps ErrBadTraceID.
+// says whether it exists). A prefix of MinTraceIDPrefix to 31 hex characters must start exactly
+// one trace id: no match wraps ErrNotFound; more than one wraps ErrAmbiguousTraceID and names up to
+// 5 candidates; anything else wraps ErrBadTraceID. Each tier is asked through its index
+// (TraceIDPrefixLister: a range of the run index's key, as many rows as candidates), a tier
+// without one by streaming its runs (EachRun, memory bounded by its page).
 func ResolveTraceID(ctx context.Context, r Reader, id string) (string, error) {
 	id = strings.ToLower(strings.TrimSpace(id))
 	if isHex(id) && len(id) == 32 {
@@ -37,17 +47,32 @@ func ResolveTraceID(ctx context.Context, r Reader, id string) (string, error) {
 	if len(id) < MinTraceIDPrefix || len(id) > 32 || !isHex(id) {
 		return "", fmt.Errorf("%w %q: want 32 hex characters, or a prefix of at least %d", ErrBadTraceID, id, MinTraceIDPrefix)
 	}
+	readers := []Reader{r}
+	if t, ok := r.(*Tiered); ok {
+		readers = t.Readers
+	}
 	var found []string
 	seen := map[string]bool{}
-	err := EachRun(ctx, r, RunFilter{}, func(sum RunSummary) bool {
-		if strings.HasPrefix(sum.TraceID, id) && !seen[sum.TraceID] {
-			seen[sum.TraceID] = true
-			found = append(found, sum.TraceID)
+	add := func(tid string) {
+		if strings.HasPrefix(tid, id) && !seen[tid] {
+			seen[tid] = true
+			found = append(found, tid)
 		}
-		return true
-	})
-	if err != nil {
-		return "", err
+	}
+	for _, tr := range readers {
+		if pl, ok := tr.(TraceIDPrefixLister); ok {
+			ids, err := pl.TraceIDsWithPrefix(ctx, id, maxCandidates+1)
+			if err != nil {
+				return "", err
+			}
+			for _, tid := range ids {
+				add(tid)
+			}
+			continue
+		}
+		if err := EachRun(ctx, tr, RunFilter{}, func(sum RunSummary) bool { add(sum.TraceID); return true }); err != nil {
+			return "", err
+		}
 	}
 	switch len(found) {
 	case 0:
@@ -55,11 +80,13 @@ func ResolveTraceID(ctx context.Context, r Reader, id string) (string, error) {
 	case 1:
 		return found[0], nil
 	}
-	n := len(found)
-	if n > maxCandidates {
-		found = append(found[:maxCandidates], "…")
+	sort.Strings(found)
+	n := fmt.Sprint(len(found))
+	if len(found) > maxCandidates {
+		// an index lists at most maxCandidates+1 of a tier's matches
+		found, n = append(found[:maxCandidates], "…"), "more than "+fmt.Sprint(maxCandidates)
 	}
-	return "", fmt.Errorf("%w %s matches %d runs: %s", ErrAmbiguousTraceID, id, n, strings.Join(found, ", "))
+	return "", fmt.Errorf("%w %s matches %s runs: %s", ErrAmbiguousTraceID, id, n, strings.Join(found, ", "))
 }
 
 func isHex(s string) bool {

@@ -905,3 +905,4 @@ func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayV
 	}
 	return nil
 }
+

@@ -568,3 +568,34 @@ func (d *DB) DivergedRuns(ctx context.Context) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// TraceIDsWithPrefix implements store.TraceIDPrefixLister from the run index; a file without one
+// (an older version, read-only) from the spans table's (trace_id, span_id) index.
+func (d *DB) TraceIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	if d.version >= 3 {
+		return idsWithPrefix(ctx, d.db, RunsTable, prefix, limit)
+	}
+	return idsWithPrefix(ctx, d.db, "spans", prefix, limit)
+}
+
+// idsWithPrefix lists up to limit distinct trace ids of table starting with prefix (lower-case
+// hex), in order: a range of an index led by trace_id (the run index's key; spans' and
+// span_summaries' (trace_id, span_id)), as many entries as it returns. Every trace id is
+// lower-case hex, so prefix+"g" bounds those that start with prefix.
+func idsWithPrefix(ctx context.Context, db *sql.DB, table, prefix string, limit int) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT trace_id FROM `+table+` WHERE trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT ?`,
+		prefix, prefix+"g", limit)
+	if err != nil {
+		return nil, fmt.Errorf("trace ids starting with %s: %w", prefix, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -625,3 +625,12 @@ var _ store.Reader = (*WarmDB)(nil)
 // DivergedRuns implements store.DivergedRunLister: none, the warm file keeps no divergence
 // record (its key events are alerts and exceptions).
 func (w *WarmDB) DivergedRuns(context.Context) ([]string, error) { return nil, nil }
+
+// TraceIDsWithPrefix implements store.TraceIDPrefixLister from the run index (a version 1 file:
+// from span_summaries).
+func (w *WarmDB) TraceIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	if w.version >= 2 {
+		return idsWithPrefix(ctx, w.db, RunsTable, prefix, limit)
+	}
+	return idsWithPrefix(ctx, w.db, "span_summaries", prefix, limit)
+}
