@@ -905,4 +905,3 @@ func (x runIndex) rebuild(ctx context.Context, e Execer, traceIDs []string, mayV
 	}
 	return nil
 }
-
