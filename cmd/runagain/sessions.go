@@ -108,8 +108,19 @@ of each listed run: bound it with --since or --limit on a large store.`,
 				js = &jsonArray{w: out}
 			}
 			var werr error
+			// --failed: a run whose index row counts no error span and no alert, and which holds
+			// no divergence record, is not read (nil: the store cannot say; each run is read).
+			var diverged map[string]bool
+			if failed {
+				if diverged, err = store.DivergedSet(cmd.Context(), r); err != nil {
+					return err
+				}
+			}
 			err = store.EachRun(cmd.Context(), r, f, func(run store.RunSummary) bool {
 				why := ""
+				if failed && diverged != nil && run.Tier != store.TierCold && run.Errors == 0 && run.Alerts == 0 && !diverged[run.TraceID] {
+					return true
+				}
 				if failed {
 					var ok bool
 					if why, ok, werr = failedReason(cmd.Context(), r, run); werr != nil || !ok {

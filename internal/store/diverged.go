@@ -43,3 +43,24 @@ func (t *Tiered) DivergedRuns(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// DivergedSet is the set of r's runs with a divergence record (DivergedRunLister), nil when r
+// cannot list them from an index (the caller then reads the runs themselves).
+func DivergedSet(ctx context.Context, r Reader) (map[string]bool, error) {
+	dl, ok := r.(DivergedRunLister)
+	if !ok {
+		return nil, nil
+	}
+	ids, err := dl.DivergedRuns(ctx)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set, nil
+}

@@ -282,17 +282,9 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	// divergence record (store.DivergedRunLister) when the store has one; else each run.
 	var diverged map[string]bool
 	if f.Alerts {
-		if dl, ok := s.opts.Reader.(store.DivergedRunLister); ok {
-			ids, err := dl.DivergedRuns(ctx)
-			switch {
-			case err == nil:
-				diverged = make(map[string]bool, len(ids))
-				for _, id := range ids {
-					diverged[id] = true
-				}
-			case !errors.Is(err, errors.ErrUnsupported):
-				return nil, 0, false, err
-			}
+		var err error
+		if diverged, err = store.DivergedSet(ctx, s.opts.Reader); err != nil {
+			return nil, 0, false, err
 		}
 	}
 	alertsFromIndex := diverged != nil

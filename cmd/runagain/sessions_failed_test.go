@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runagain/runagain/internal/runagainattr"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
+	"github.com/runagain/runagain/internal/store/storetest"
+)
+
+// TestSessionsFailedFromRunIndex: `sessions --failed` over a real hot file, where clean runs are
+// skipped from the run index (no error span, no alert) and the diverged-runs list, lists each
+// failing run with its reason: an error span, an alert, a divergence record alone.
+func TestSessionsFailedFromRunIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	hot, err := sqlitestore.Open(filepath.Join(dir, "hot.db"), sqlitestore.Options{})
+	require.NoError(t, err)
+	mk := func(seed string, i int, fail bool) storetest.Run {
+		r := storetest.Run{Seed: seed, Service: "svc", Agent: "a", Model: "gpt-4.1", LLMCalls: 1, ToolFail: fail, Start: int64(i+1) * 60e9}
+		_, err := hot.WriteTraces(ctx, storetest.Traces(r))
+		require.NoError(t, err)
+		return r
+	}
+	for i := 0; i < 20; i++ {
+		mk("clean"+string(rune('a'+i)), i, false)
+	}
+	mk("failing", 30, true)
+	alerted := mk("alerted", 31, false)
+	al := storetest.Alert(alerted, "loop")
+	al.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().PutStr(runagainattr.AttrAlertKind, "loop")
+	require.NoError(t, hot.WriteLogs(ctx, al))
+	diverged := mk("diverged", 32, false)
+	ld := storetest.Alert(diverged, "replay diverged")
+	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName(runagainattr.EventDivergence)
+	require.NoError(t, hot.WriteLogs(ctx, ld))
+	require.NoError(t, hot.Close())
+
+	out, errOut, err := runCLI(t, "--data-dir", dir, "sessions", "--failed", "--json")
+	require.NoError(t, err, errOut)
+	var rows []struct {
+		TraceID string `json:"trace_id"`
+		Reason  string `json:"reason"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.TraceID] = r.Reason
+	}
+	assert.Equal(t, map[string]string{
+		storetest.TraceID("failing").String():  "1 error spans",
+		storetest.TraceID("alerted").String():  "alert loop x1",
+		storetest.TraceID("diverged").String(): "replay divergence",
+	}, got)
+}
