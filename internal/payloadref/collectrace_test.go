@@ -122,8 +122,7 @@ func (l *raceLedger) snapshot() []raceAck {
 // those missing or different.
 func checkAcked(t *testing.T, pool *racePool, acks []raceAck) (missing int) {
 	t.Helper()
-	r := NewResolver()
-	defer func() { _ = r.Close() }()
+	r := newResolver(t)
 	seen := map[string]bool{}
 	for _, a := range acks {
 		if seen[a.uri] {

@@ -130,6 +130,7 @@ func TestKill9BetweenStagingAndAck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		staged(t, c) // the killed writer's packs not yet uploaded are read from its staging area
 		st, err := c.Collect(ctx, ledger.refs, CollectOptions{Erase: true, Erased: liveOf(uris...)})
 		_ = c.Close()
 		if err != nil {
@@ -144,6 +145,7 @@ func TestKill9BetweenStagingAndAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staged(t, s)
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

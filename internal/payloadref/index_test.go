@@ -307,6 +307,7 @@ func TestFilterRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staged(t, s2)
 	if st, _ := s2.Stats(ctx); st.FilterCapacity != 2*n {
 		t.Fatalf("reopened: %+v, want a filter for %d objects", st, 2*n)
 	}

@@ -34,6 +34,7 @@ func openPackStore(t *testing.T, url, dir string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staged(t, s)
 	return s
 }
 
@@ -216,6 +217,7 @@ func TestPackDedupAcrossPacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staged(t, s1)
 	turn1 := conversation("dedup", 10)
 	res1, err := s1.Put(ctx, turn1, true)
 	if err != nil || res1.Written < 10 {

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -26,11 +28,40 @@ func newStore(t *testing.T, url string, opts StoreOptions) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	staged(t, s)
 	return s
+}
+
+// stagingOf holds, per top-level test, the staging areas of the Stores it opened (staged), so
+// that its resolvers (newResolver) read packs not yet uploaded, as the CLI's and the UI's read
+// the configured store's (WithStagingDir).
+var stagingOf = struct {
+	sync.Mutex
+	dirs map[string][]string
+}{dirs: map[string][]string{}}
+
+func topTest(t testing.TB) string { return strings.SplitN(t.Name(), "/", 2)[0] }
+
+// staged makes t's resolvers read s's staging area.
+func staged(t testing.TB, s *Store) {
+	if s.staging == "" {
+		return
+	}
+	stagingOf.Lock()
+	defer stagingOf.Unlock()
+	k := topTest(t)
+	if !slices.Contains(stagingOf.dirs[k], s.staging) {
+		stagingOf.dirs[k] = append(stagingOf.dirs[k], s.staging)
+	}
 }
 
 func newResolver(t *testing.T, opts ...Option) *Resolver {
 	t.Helper()
+	stagingOf.Lock()
+	for _, d := range stagingOf.dirs[topTest(t)] {
+		opts = append(opts, WithStagingDir(d))
+	}
+	stagingOf.Unlock()
 	r := NewResolver(opts...)
 	t.Cleanup(func() { _ = r.Close() })
 	return r

@@ -70,6 +70,7 @@ func TestS3Packs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	staged(t, s1)
 	live := conversation("S3-KEEP", 12)
 	dead := []byte("S3-SECRET " + strings.Repeat("erase me ", 100))
 	liveRes, err := s1.Put(ctx, live, true)
