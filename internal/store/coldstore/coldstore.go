@@ -25,11 +25,14 @@ package coldstore // import "github.com/runagain/runagain/internal/store/coldsto
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +60,7 @@ type Store struct {
 	bucket *blob.Bucket
 	now    func() time.Time
 	where  string
+	cache  *objectCache
 }
 
 // Options tune Open.
@@ -71,7 +75,7 @@ type Options struct {
 // every key), or, when bucketURL has no scheme, the local directory of that path (created
 // unless ReadOnly).
 func Open(ctx context.Context, bucketURL string, o Options) (*Store, error) {
-	s := &Store{now: o.Now, where: bucketURL}
+	s := &Store{now: o.Now, where: bucketURL, cache: newObjectCache(maxCachedPartials)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -156,10 +160,24 @@ func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]s
 	return keys, nil
 }
 
-// Partials reads every partial record in the bucket, in key order.
+// Partials reads every partial record in the bucket, in key order. An object whose listing
+// (size, modification time, MD5) is that of a cached read is not read again (objectCache).
 func (s *Store) Partials(ctx context.Context) ([]store.SessionPartial, error) {
+	ps, _, err := s.partials(ctx)
+	return ps, err
+}
+
+// partials is Partials and the listing's fingerprint (every key with its validator).
+func (s *Store) partials(ctx context.Context) ([]store.SessionPartial, string, error) {
 	var out []store.SessionPartial
+	fp := sha256.New()
 	err := s.each(ctx, func(obj *blob.ListObject) error {
+		v := validatorOf(obj)
+		fmt.Fprintf(fp, "%s\x00%s\x00", obj.Key, v)
+		if rows, ok := s.cache.get(obj.Key, v); ok {
+			out = append(out, rows...)
+			return nil
+		}
 		data, err := s.bucket.ReadAll(ctx, obj.Key)
 		if err != nil {
 			return fmt.Errorf("cold tier: read %s: %w", obj.Key, err)
@@ -168,19 +186,28 @@ func (s *Store) Partials(ctx context.Context) ([]store.SessionPartial, error) {
 		if err != nil {
 			return fmt.Errorf("cold tier: decode %s: %w", obj.Key, err)
 		}
+		s.cache.decoded.Add(1)
+		s.cache.put(obj.Key, v, rows)
 		out = append(out, rows...)
 		return nil
 	})
-	return out, err
+	return out, hex.EncodeToString(fp.Sum(nil)), err
 }
 
-// Sessions merges every partial into one record per session, newest first.
+// Sessions merges every partial into one record per session, newest first. The merge of an
+// unchanged listing is kept (objectCache), so that the pages of one listing, and the UI's
+// requests, do not merge the same partials again.
 func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
-	ps, err := s.Partials(ctx)
+	ps, fp, err := s.partials(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return store.MergePartials(ps), nil
+	if ss, ok := s.cache.merged(fp); ok {
+		return ss, nil
+	}
+	ss := store.MergePartials(ps)
+	s.cache.keepMerged(fp, ss)
+	return slices.Clone(ss), nil
 }
 
 // Keys lists the Parquet object keys.
