@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/runagainattr"
@@ -57,27 +58,10 @@ func TestProxyRecordJoinsAnInstrumentedNodeAgent(t *testing.T) {
 
 	// One run: agent (5 spans) + 3 exchanges + the proxy's root.
 	run := waitRunSpans(t, col.DataDir, agentTrace, 9)
-	byID := map[string]string{}
-	for _, sp := range spansOf(run.Traces) {
-		byID[sp.SpanID().String()] = sp.Name()
-	}
-	exchanges := 0
-	for _, sp := range spansOf(run.Traces) {
-		if _, ok := sp.Attributes().Get(runagainattr.FixtureSource); !ok {
-			continue
-		}
-		exchanges++
-		parent := byID[sp.ParentSpanID().String()]
-		assert.True(t, strings.HasPrefix(parent, "chat ") || strings.HasPrefix(parent, "responses") || strings.Contains(parent, "gpt-4o-mini"),
-			"exchange %s is under %q, want the agent's LLM span", sp.Name(), parent)
-		require.Equal(t, 1, sp.Links().Len(), sp.Name())
-		l := sp.Links().At(0)
-		assert.Equal(t, sp.ParentSpanID(), l.SpanID())
-		typ, _ := l.Attributes().Get(runagainattr.LinkType)
-		assert.Equal(t, runagainattr.LinkInferred, typ.Str())
-		ev, _ := l.Attributes().Get(runagainattr.LinkEvidence)
+	exchanges := inferredExchanges(t, run, func(sp ptrace.Span) {
+		ev, _ := sp.Links().At(0).Attributes().Get(runagainattr.LinkEvidence)
 		assert.Contains(t, ev.AsString(), "body", "the request matched the span's messages")
-	}
+	})
 	assert.Equal(t, 3, exchanges)
 
 	// Counted once: the joined run and the run without the proxy agree, and there is no other run.
@@ -163,35 +147,11 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 
 	// One run: agent (5 spans) + 3 exchanges + the rerun's root, under the agent's root.
 	run := waitRunSpans(t, col.DataDir, rerun, 9)
-	byID := map[string]string{}
-	var agentRoot string
-	for _, sp := range spansOf(run.Traces) {
-		byID[sp.SpanID().String()] = sp.Name()
-		if sp.ParentSpanID().IsEmpty() {
-			agentRoot = sp.SpanID().String()
-		}
-	}
-	exchanges := 0
-	for _, sp := range spansOf(run.Traces) {
-		a := sp.Attributes()
-		if strings.HasPrefix(sp.Name(), "runagain rerun") {
-			assert.Equal(t, agentRoot, sp.ParentSpanID().String(), "the rerun's root span is under the agent's root")
-			v, _ := a.Get(runagainattr.RerunOriginalTrace)
-			assert.Equal(t, orig, v.Str())
-		}
-		if _, ok := a.Get(runagainattr.FixtureSource); !ok {
-			continue
-		}
-		exchanges++
-		edits, _ := a.Get(runagainattr.RerunEdits)
+	assertRootUnderAgent(t, run, "runagain rerun", orig)
+	exchanges := inferredExchanges(t, run, func(sp ptrace.Span) {
+		edits, _ := sp.Attributes().Get(runagainattr.RerunEdits)
 		assert.Equal(t, "model=gpt-4o", edits.Str(), sp.Name())
-		parent := byID[sp.ParentSpanID().String()]
-		assert.True(t, strings.HasPrefix(parent, "chat ") || strings.HasPrefix(parent, "responses") || strings.Contains(parent, "gpt-4o-mini"),
-			"exchange %s is under %q, want the agent's LLM span", sp.Name(), parent)
-		require.Equal(t, 1, sp.Links().Len(), sp.Name())
-		typ, _ := sp.Links().At(0).Attributes().Get(runagainattr.LinkType)
-		assert.Equal(t, runagainattr.LinkInferred, typ.Str())
-	}
+	})
 	assert.Equal(t, 3, exchanges)
 
 	// Two executions, two runs, each call counted once.
@@ -249,6 +209,34 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	for _, r := range rows {
 		assert.Equal(t, got[orig].InputTokens, r.InputTokens, "run %s counts each call once", r.TraceID)
 	}
+}
+
+// inferredExchanges checks each recorded exchange of run (a span with runagainattr.FixtureSource)
+// is under one of the agent's LLM spans with one span link to it marked inferred, calls check with
+// it, and returns how many there are.
+func inferredExchanges(t *testing.T, run *store.Run, check func(ptrace.Span)) int {
+	t.Helper()
+	byID := map[string]string{}
+	for _, sp := range spansOf(run.Traces) {
+		byID[sp.SpanID().String()] = sp.Name()
+	}
+	n := 0
+	for _, sp := range spansOf(run.Traces) {
+		if _, ok := sp.Attributes().Get(runagainattr.FixtureSource); !ok {
+			continue
+		}
+		n++
+		parent := byID[sp.ParentSpanID().String()]
+		assert.True(t, strings.HasPrefix(parent, "chat ") || strings.HasPrefix(parent, "responses") || strings.Contains(parent, "gpt-4o-mini"),
+			"exchange %s is under %q, want the agent's LLM span", sp.Name(), parent)
+		require.Equal(t, 1, sp.Links().Len(), sp.Name())
+		l := sp.Links().At(0)
+		assert.Equal(t, sp.ParentSpanID(), l.SpanID())
+		typ, _ := l.Attributes().Get(runagainattr.LinkType)
+		assert.Equal(t, runagainattr.LinkInferred, typ.Str())
+		check(sp)
+	}
+	return n
 }
 
 // assertRootUnderAgent: run holds the span named name* (runagain's root of the attempt) under the

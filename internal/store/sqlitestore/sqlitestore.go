@@ -553,20 +553,11 @@ var _ store.Reader = (*DB)(nil)
 // DivergedRuns implements store.DivergedRunLister: the distinct trace ids of the log records of
 // event runagainattr.EventDivergence, through the logs_event index.
 func (d *DB) DivergedRuns(ctx context.Context) ([]string, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT DISTINCT trace_id FROM logs WHERE event_name = ? AND trace_id != ''`, runagainattr.EventDivergence)
+	ids, err := queryStrings(ctx, d.db, `SELECT DISTINCT trace_id FROM logs WHERE event_name = ? AND trace_id != ''`, runagainattr.EventDivergence)
 	if err != nil {
 		return nil, fmt.Errorf("diverged runs: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return ids, nil
 }
 
 // TraceIDsWithPrefix implements store.TraceIDPrefixLister from the run index; a file without one
@@ -583,19 +574,28 @@ func (d *DB) TraceIDsWithPrefix(ctx context.Context, prefix string, limit int) (
 // span_summaries' (trace_id, span_id)), as many entries as it returns. Every trace id is
 // lower-case hex, so prefix+"g" bounds those that start with prefix.
 func idsWithPrefix(ctx context.Context, db *sql.DB, table, prefix string, limit int) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT DISTINCT trace_id FROM `+table+` WHERE trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT ?`,
+	ids, err := queryStrings(ctx, db, `SELECT DISTINCT trace_id FROM `+table+` WHERE trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT ?`,
 		prefix, prefix+"g", limit)
 	if err != nil {
 		return nil, fmt.Errorf("trace ids starting with %s: %w", prefix, err)
 	}
+	return ids, nil
+}
+
+// queryStrings runs q and returns its one text column, row by row.
+func queryStrings(ctx context.Context, db queryer, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
