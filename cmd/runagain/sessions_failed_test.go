@@ -18,7 +18,8 @@ import (
 
 // TestSessionsFailedFromRunIndex: `sessions --failed` over a real hot file, where clean runs are
 // skipped from the run index (no error span, no alert) and the diverged-runs list, lists each
-// failing run with its reason: an error span, an alert, a divergence record alone.
+// failing run with its reason: an error span, an alert (of an older agent_guard build, its kind
+// under runagain.alert.kind), a divergence record alone.
 func TestSessionsFailedFromRunIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -35,9 +36,7 @@ func TestSessionsFailedFromRunIndex(t *testing.T) {
 	}
 	mk("failing", 30, true)
 	alerted := mk("alerted", 31, false)
-	al := storetest.Alert(alerted, "loop")
-	al.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().PutStr(runagainattr.AttrAlertKind, "loop")
-	require.NoError(t, hot.WriteLogs(ctx, al))
+	require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(alerted, "loop"))) // the older key, runagain.alert.kind
 	diverged := mk("diverged", 32, false)
 	ld := storetest.Alert(diverged, "replay diverged")
 	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName(runagainattr.EventDivergence)

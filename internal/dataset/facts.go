@@ -130,9 +130,9 @@ func RunFacts(v *runview.View) (*Facts, error) {
 		a := r.LogRecord.Attributes()
 		switch r.EventName {
 		case EventAlert:
-			kind := "unknown"
-			if val, ok := a.Get(AttrAlertKind); ok {
-				kind = val.AsString()
+			kind := runagainattr.AlertKind(a)
+			if kind == "" {
+				kind = "unknown"
 			}
 			f.Alerts = append(f.Alerts, kind)
 		case EventDivergence:

@@ -336,13 +336,10 @@ func FromView(v *runview.View) Signature {
 		a := r.LogRecord.Attributes()
 		switch r.EventName {
 		case runagainattr.EventAlert:
-			k := strAttr(a, runagainattr.AttrAlertKind)
+			k := runagainattr.AlertKind(a)
 			if k == runagainattr.AlertKindPatternNew || k == runagainattr.AlertKindPatternRateJump {
 				patternAlerts++
 				continue
-			}
-			if k == "" {
-				k = strAttr(a, "runagain.alert.kind") // older records
 			}
 			if k == "" {
 				k = "alert"

@@ -81,6 +81,9 @@ const (
 	EventAlert     = "runagain.alert" // agent_guard
 	AttrAlertKind  = "alert.kind"
 	AttrAlertCount = "runagain.alert.count"
+	// AttrAlertKindLegacy is the alert kind's key on records of older agent_guard builds (read by
+	// AlertKind, never written).
+	AttrAlertKindLegacy = "runagain.alert.kind"
 	// AlertKindPatternNew and AlertKindPatternRateJump are the alert kinds of agent_guard's
 	// pattern watcher: alerts about a failure pattern (internal/patterns), raised on a run that
 	// already fails. A run's signature leaves them out, so raising one never moves the run to
@@ -161,4 +164,15 @@ func RecordIDOf(parts ...string) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AlertKind reads an alert record's kind (AttrAlertKind, else AttrAlertKindLegacy); "" when it
+// names none.
+func AlertKind(m pcommon.Map) string {
+	for _, k := range []string{AttrAlertKind, AttrAlertKindLegacy} {
+		if v, ok := m.Get(k); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
 }

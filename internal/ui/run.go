@@ -269,8 +269,8 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 				switch lr.EventName() {
 				case eventAlert:
 					m.Kind = "alert"
-					if v, ok := lr.Attributes().Get("alert.kind"); ok {
-						m.Name = v.AsString()
+					if k := runagainattr.AlertKind(lr.Attributes()); k != "" {
+						m.Name = k
 					}
 				case eventDivergence:
 					m.Kind = "divergence"
