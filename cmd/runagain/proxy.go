@@ -209,10 +209,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		}
 		env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 		jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "proxy")
-		if jn != nil {
-			rec.Hold()
-			env = append(env, jn.ResourceEnv())
-		}
+		env = jn.Hold(rec, nil, env)
 		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)
 		_ = broker.Close()
 		mcpRes = broker.Result()

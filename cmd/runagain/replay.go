@@ -133,13 +133,8 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	// An agent that writes its own trace but ignores TRACEPARENT: the replay's root span and its
 	// divergence record go into that trace once the command has ended (one run per execution).
 	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "replay")
-	replayRun := root.TraceID.String()
-	if jn != nil {
-		rp.HoldRecords()
-		env = append(env, jn.ResourceEnv())
-		replayRun = "the agent's own trace, joined when it ends (else " + replayRun + ")"
-	}
-	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, replayRun)
+	env = jn.Hold(nil, rp, env) // replay records no exchange: its root span and records join
+	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, jn.Pending(root.TraceID))
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
 	}
@@ -155,14 +150,8 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	mr := broker.Result()
 	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, nil, 0, nil)
-	if jn != nil {
-		var into pcommon.TraceID
-		if joined := jn.Find(ctx, start, errOut); joined != nil {
-			joined.PlaceRoot(td)
-			into = joined.Trace
-			fmt.Fprintf(errOut, "runagain replay: replay run %s\n", into)
-		}
-		rp.ReleaseRecords(into)
+	if t, ok := jn.Attempt(ctx, nil, rp, td, start, errOut); ok {
+		fmt.Fprintf(errOut, "runagain replay: replay run %s\n", t)
 	}
 	if err := sink.ConsumeTraces(ctx, td); err != nil {
 		fmt.Fprintf(errOut, "runagain replay: the replay run's span could not be sent to %s: %v\n", o.endpoint, err)

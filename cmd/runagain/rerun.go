@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
@@ -158,15 +157,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 	// An agent that writes its own trace but ignores TRACEPARENT: the new run's exchanges join it.
 	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "rerun")
-	newRun := root.TraceID.String()
-	if jn != nil {
-		rp.Hold()
-		rp.HoldRecords()
-		env = append(env, jn.ResourceEnv())
-		newRun = "the agent's own trace, joined when it ends (else " + newRun + ")"
-	}
+	env = jn.Hold(rp, rp, env)
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
-		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), newRun)
+		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), jn.Pending(root.TraceID))
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
 	}
@@ -184,14 +177,9 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	rtd := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain rerun " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
-	newRun = root.TraceID.String()
-	if jn != nil {
-		var into pcommon.TraceID
-		if joined := jn.Join(ctx, rp, start, errOut); joined != nil {
-			joined.PlaceRoot(rtd)
-			newRun, into = joined.Trace.String(), joined.Trace
-		}
-		rp.ReleaseRecords(into) // a refusal's record goes with the new run
+	newRun := root.TraceID // a refusal's record goes with the new run, joined or not
+	if t, ok := jn.Attempt(ctx, rp, rp, rtd, start, errOut); ok {
+		newRun = t
 	}
 	rp.EmitSpans(rtd)
 	closeErr := rp.Close()

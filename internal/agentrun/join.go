@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/proctree"
@@ -21,8 +22,9 @@ import (
 // Joiner makes one run of an execution whose agent writes its own trace but ignores
 // TRACEPARENT: it follows the command's process tree, and after the command ends it waits for
 // the agent's trace in the store and places the exchanges the proxy held in it
-// (internal/proxy join.go: by resource or process, then time, model and body). proxy --record
-// and rerun use it. A nil *Joiner does nothing.
+// (internal/proxy join.go: by resource or process, then time, model and body). proxy --record,
+// rerun, replay and test use it (Hold before the command, then Join or Attempt). A nil *Joiner
+// does nothing.
 type Joiner struct {
 	wait time.Duration
 	root proxy.Root
@@ -32,20 +34,20 @@ type Joiner struct {
 }
 
 // NewJoiner returns a Joiner when wait > 0, root names a run and the command's environment (this
-// process's plus env) configures an OpenTelemetry exporter (ExportsOTLP): without one the agent
+// process's plus env) configures an OpenTelemetry exporter (exportsOTLP): without one the agent
 // sends no trace to join, and the caller would wait for nothing. open opens the store the
 // collector writes to; verb prefixes the lines Join writes ("runagain VERB: ...").
 func NewJoiner(wait time.Duration, root proxy.Root, env []string, open func() (store.Reader, error), verb string) *Joiner {
-	if wait <= 0 || root.TraceID.IsEmpty() || !ExportsOTLP(append(os.Environ(), env...)) {
+	if wait <= 0 || root.TraceID.IsEmpty() || !exportsOTLP(append(os.Environ(), env...)) {
 		return nil
 	}
 	return &Joiner{wait: wait, root: root, open: open, verb: verb}
 }
 
-// ExportsOTLP: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
+// exportsOTLP: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
 // OTEL_TRACES_EXPORTER names an exporter other than none (the OpenTelemetry SDK environment
 // variables of the specification's "Environment Variable Specification").
-func ExportsOTLP(env []string) bool {
+func exportsOTLP(env []string) bool {
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
@@ -79,11 +81,70 @@ func (j *Joiner) Started(pid int) {
 	}
 }
 
-// Holder is the proxy side of a join (proxy.Recorder, and proxy.Replayer in rerun mode): it held
-// the exchanges that carried no traceparent (Hold) and sends them once placed.
+// Holder is the proxy side of a join (proxy.Recorder, and proxy.Replayer in rerun mode): it holds
+// the exchanges that carry no traceparent (Hold) and sends them once placed.
 type Holder interface {
+	Hold()
 	TakeHeld() []ptrace.Traces
 	Emit(td ptrace.Traces)
+}
+
+// RecordHolder is the replay side of an attempt's join (proxy.Replayer): its divergence record is
+// held until the run it belongs to is known.
+type RecordHolder interface {
+	HoldRecords()
+	ReleaseRecords(trace pcommon.TraceID)
+}
+
+// Hold prepares the execution for a join before the command starts: h (nil: none, replay) holds
+// its exchanges, rh (nil: none) its divergence record, and the command's environment env gains
+// ResourceEnv. It returns env; a nil Joiner returns it unchanged.
+func (j *Joiner) Hold(h Holder, rh RecordHolder, env []string) []string {
+	if j == nil {
+		return env
+	}
+	if h != nil {
+		h.Hold()
+	}
+	if rh != nil {
+		rh.HoldRecords()
+	}
+	return append(env, j.ResourceEnv())
+}
+
+// Pending names the run an attempt will be while its command runs: the agent's trace once joined,
+// else trace (the attempt's own).
+func (j *Joiner) Pending(trace pcommon.TraceID) string {
+	if j == nil {
+		return trace.String()
+	}
+	return "the agent's own trace, joined when it ends (else " + trace.String() + ")"
+}
+
+// Attempt ends the join of a rerun, replay or test run after its command ended: it places the
+// exchanges h held (Join; h nil: none were recorded, Find) and the attempt's root span root in the
+// agent's trace, and releases rh's divergence record (nil: none) into it. It returns the agent's
+// trace and true, or false when no join was made (a nil Joiner included): the attempt's run is
+// then its own trace, where the records are released.
+func (j *Joiner) Attempt(ctx context.Context, h Holder, rh RecordHolder, root ptrace.Traces, start time.Time, errOut io.Writer) (pcommon.TraceID, bool) {
+	if j == nil {
+		return pcommon.TraceID{}, false
+	}
+	var jn *proxy.Join
+	if h != nil {
+		jn = j.Join(ctx, h, start, errOut)
+	} else {
+		jn = j.Find(ctx, start, errOut)
+	}
+	var into pcommon.TraceID // empty: the records stay in the attempt's trace
+	if jn != nil {
+		jn.PlaceRoot(root)
+		into = jn.Trace
+	}
+	if rh != nil {
+		rh.ReleaseRecords(into)
+	}
+	return into, jn != nil
 }
 
 // Join waits for the agent's trace, places the held exchanges (in it, or as they were) and sends

@@ -19,12 +19,12 @@ type DivergedRunLister interface {
 	DivergedRuns(ctx context.Context) ([]string, error)
 }
 
-// DivergedRuns implements DivergedRunLister over every tier: the union of their answers. It
-// fails with errors.ErrUnsupported when a tier cannot answer (ClickHouse): the caller then reads
-// the runs themselves.
+// DivergedRuns implements DivergedRunLister over every tier: their answers in tier order (a run
+// two tiers name is listed twice; DivergedSet makes the set). It fails with
+// errors.ErrUnsupported when a tier cannot answer (ClickHouse): the caller then reads the runs
+// themselves.
 func (t *Tiered) DivergedRuns(ctx context.Context) ([]string, error) {
 	var out []string
-	seen := map[string]bool{}
 	for _, r := range t.Readers {
 		dl, ok := r.(DivergedRunLister)
 		if !ok {
@@ -34,12 +34,7 @@ func (t *Tiered) DivergedRuns(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
-			}
-		}
+		out = append(out, ids...)
 	}
 	return out, nil
 }

@@ -23,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/agentrun"
@@ -228,11 +227,7 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	// An agent that writes its own trace but ignores TRACEPARENT: the case's exchanges, root span
 	// and divergence record go into that trace once the command has ended (one run per execution).
 	jn := agentrun.NewJoiner(cfg.JoinWait, root, env, cfg.OpenReader, "test")
-	if jn != nil {
-		rec.Hold()
-		rp.HoldRecords()
-		env = append(env, jn.ResourceEnv())
-	}
+	env = jn.Hold(rec, rp, env)
 	var outBuf syncBuf
 	runStart := time.Now()
 	exit, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, jn.Started)
@@ -258,15 +253,9 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	if rr, ok := proxy.RerunOfView(cv, changes); ok {
 		proxy.MarkRerun(sp, rr)
 	}
-	if jn != nil {
-		var into pcommon.TraceID
-		if joined := jn.Join(ctx, rec, runStart, logW); joined != nil {
-			joined.PlaceRoot(td)
-			into, newTrace = joined.Trace, joined.Trace
-			r.New = newTrace.String()
-			r.DiffCmd = "runagain diff " + c.TraceID + " " + r.New
-		}
-		rp.ReleaseRecords(into)
+	if t, ok := jn.Attempt(ctx, rec, rp, td, runStart, logW); ok {
+		newTrace, r.New = t, t.String()
+		r.DiffCmd = "runagain diff " + c.TraceID + " " + r.New
 	}
 	rec.Emit(td)
 	closeErr := rec.Close()

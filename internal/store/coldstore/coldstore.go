@@ -163,47 +163,67 @@ func (s *Store) Write(ctx context.Context, partials []store.SessionPartial) ([]s
 // Partials reads every partial record in the bucket, in key order. An object whose listing
 // (size, modification time, MD5) is that of a cached read is not read again (objectCache).
 func (s *Store) Partials(ctx context.Context) ([]store.SessionPartial, error) {
-	ps, _, err := s.partials(ctx)
-	return ps, err
+	objs, _, err := s.listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.read(ctx, objs)
 }
 
-// partials is Partials and the listing's fingerprint (every key with its validator).
-func (s *Store) partials(ctx context.Context) ([]store.SessionPartial, string, error) {
-	var out []store.SessionPartial
+// listedObject is an object of a listing with its validator (validatorOf).
+type listedObject struct{ key, validator string }
+
+// listing lists the bucket's objects in key order, and its fingerprint (every key with its
+// validator): equal fingerprints, equal contents.
+func (s *Store) listing(ctx context.Context) ([]listedObject, string, error) {
+	var objs []listedObject
 	fp := sha256.New()
 	err := s.each(ctx, func(obj *blob.ListObject) error {
-		v := validatorOf(obj)
-		fmt.Fprintf(fp, "%s\x00%s\x00", obj.Key, v)
-		if rows, ok := s.cache.get(obj.Key, v); ok {
+		o := listedObject{obj.Key, validatorOf(obj)}
+		fmt.Fprintf(fp, "%s\x00%s\x00", o.key, o.validator)
+		objs = append(objs, o)
+		return nil
+	})
+	return objs, hex.EncodeToString(fp.Sum(nil)), err
+}
+
+// read returns the partials of objs, each object from the cache or read and decoded once.
+func (s *Store) read(ctx context.Context, objs []listedObject) ([]store.SessionPartial, error) {
+	var out []store.SessionPartial
+	for _, o := range objs {
+		if rows, ok := s.cache.get(o.key, o.validator); ok {
 			out = append(out, rows...)
-			return nil
+			continue
 		}
-		data, err := s.bucket.ReadAll(ctx, obj.Key)
+		data, err := s.bucket.ReadAll(ctx, o.key)
 		if err != nil {
-			return fmt.Errorf("cold tier: read %s: %w", obj.Key, err)
+			return nil, fmt.Errorf("cold tier: read %s: %w", o.key, err)
 		}
 		rows, err := parquet.Read[store.SessionPartial](bytes.NewReader(data), int64(len(data)))
 		if err != nil {
-			return fmt.Errorf("cold tier: decode %s: %w", obj.Key, err)
+			return nil, fmt.Errorf("cold tier: decode %s: %w", o.key, err)
 		}
 		s.cache.decoded.Add(1)
-		s.cache.put(obj.Key, v, rows)
+		s.cache.put(o.key, o.validator, rows)
 		out = append(out, rows...)
-		return nil
-	})
-	return out, hex.EncodeToString(fp.Sum(nil)), err
+	}
+	return out, nil
 }
 
 // Sessions merges every partial into one record per session, newest first. The merge of an
 // unchanged listing is kept (objectCache), so that the pages of one listing, and the UI's
-// requests, do not merge the same partials again.
+// requests, neither read nor merge the same partials again.
 func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
-	ps, fp, err := s.partials(ctx)
+	objs, fp, err := s.listing(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if ss, ok := s.cache.merged(fp); ok {
 		return ss, nil
+	}
+	ps, err := s.read(ctx, objs)
+	if err != nil {
+		return nil, err
 	}
 	ss := store.MergePartials(ps)
 	s.cache.keepMerged(fp, ss)
