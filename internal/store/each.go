@@ -13,7 +13,8 @@ const EachRunPage = 500
 
 // EachRun calls fn with every run r lists that matches f, newest first (the order of
 // Reader.Runs), until fn returns false, f.Limit runs were given (0: no limit) or the runs run
-// out. It reads them in pages of EachRunPage through Runs itself (keyset paging: each page asks
+// out. f's index-only fields (MinCostUSD, ErrorsOnly) go to a reader that applies them
+// (RunIndexFilterer) and are checked here for any other. It reads them in pages of EachRunPage through Runs itself (keyset paging: each page asks
 // for the runs that started no later than the last one given, skipping those already given),
 // so memory stays bounded by the page whatever the store holds, and a reader whose listing
 // uses its run index (the SQLite hot and warm tiers, ClickHouse) reads only the index rows the
@@ -32,7 +33,7 @@ func EachRun(ctx context.Context, r Reader, f RunFilter, fn func(RunSummary) boo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sub := f
+		sub := f.forReader(r)
 		sub.Limit = EachRunPage + len(atBoundary)
 		if !boundary.IsZero() {
 			sub.Until = boundary.Add(time.Nanosecond) // started at or before the boundary

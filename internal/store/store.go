@@ -88,10 +88,17 @@ type RunFilter struct {
 	// trace id of a run that names none); '' for all. A cold-tier row is kept when its session is.
 	SessionID string
 	Limit     int // at most Limit runs, newest first; 0 for no limit
+
+	// MinCostUSD keeps the runs whose run-index cost (RunSummary.CostUSD) is above it, in USD
+	// (0: every run); ErrorsOnly the runs with at least one error span (RunSummary.Errors > 0).
+	// Only a reader that says so (RunIndexFilterer) applies them in its index; EachRun and Tiered
+	// clear them for any other reader and apply them to its rows (Keep).
+	MinCostUSD float64
+	ErrorsOnly bool
 }
 
-// Keep reports whether a row that a reader returned matches f's time range and session (Limit
-// aside): what every reader applies, and what Tiered checks again.
+// Keep reports whether a row that a reader returned matches f (Limit aside): what every reader
+// applies to time range and session, and what EachRun and Tiered check again.
 func (f RunFilter) Keep(r RunSummary) bool {
 	if !f.Since.IsZero() && r.Start.Before(f.Since) {
 		return false
@@ -99,7 +106,35 @@ func (f RunFilter) Keep(r RunSummary) bool {
 	if !f.Until.IsZero() && !r.Start.Before(f.Until) {
 		return false
 	}
+	if f.MinCostUSD > 0 && !(r.CostUSD > f.MinCostUSD) {
+		return false
+	}
+	if f.ErrorsOnly && r.Errors == 0 {
+		return false
+	}
 	return f.SessionID == "" || r.SessionID == f.SessionID
+}
+
+// RunIndexFilterer is a reader whose Runs applies RunFilter.MinCostUSD and ErrorsOnly in its
+// run index (the SQLite hot and warm files), so that a filtered listing's pages hold only
+// matching rows and its Limit counts them. A reader without it is given a filter without them.
+type RunIndexFilterer interface {
+	FiltersRunIndex() bool
+}
+
+// filtersIndex reports whether r applies the index-only filter fields itself.
+func filtersIndex(r Reader) bool {
+	fi, ok := r.(RunIndexFilterer)
+	return ok && fi.FiltersRunIndex()
+}
+
+// forReader is f as r is asked for it: without the fields r does not apply (filtersIndex); the
+// caller applies f.Keep to r's rows.
+func (f RunFilter) forReader(r Reader) RunFilter {
+	if !filtersIndex(r) {
+		f.MinCostUSD, f.ErrorsOnly = 0, false
+	}
+	return f
 }
 
 // SortRuns orders rows as Reader.Runs returns them: newest start first, then trace id.

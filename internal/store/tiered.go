@@ -65,7 +65,7 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	var out []RunSummary
 	at := map[string]int{} // trace id -> index in out of a per-run row
 	for _, r := range t.Readers {
-		sub := f
+		sub := f.forReader(r)
 		if listsSessions(r) {
 			if f.Limit > 0 && len(out) >= f.Limit {
 				continue
@@ -117,6 +117,19 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// FiltersRunIndex implements RunIndexFilterer: Tiered applies f's index-only fields when every
+// per-run reader does (a reader of whole sessions is read whole, so filtering its rows after is
+// exact). With one that does not, the newest f.Limit matching runs may not be among its newest
+// f.Limit rows, so Tiered is then given a filter without them.
+func (t *Tiered) FiltersRunIndex() bool {
+	for _, r := range t.Readers {
+		if !listsSessions(r) && !filtersIndex(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Run implements Reader.

@@ -112,27 +112,11 @@ func oneLine(s string) string {
 	return s
 }
 
-// Sort keys of the run list (?sort=KEY, ?order=asc|desc; newest first by default).
-var sortKeys = map[string]func(a, b sessionRow) bool{
-	"start":    func(a, b sessionRow) bool { return a.Start.Before(b.Start) },
-	"duration": func(a, b sessionRow) bool { return a.Duration() < b.Duration() },
-	// cost: the run index's figure (RunSummary.CostUSD), so sorting reads no run.
-	"cost": func(a, b sessionRow) bool { return a.CostUSD < b.CostUSD },
-	"tokens": func(a, b sessionRow) bool {
-		return a.InputTokens+a.OutputTokens < b.InputTokens+b.OutputTokens
-	},
-	"errors": func(a, b sessionRow) bool { return a.Errors < b.Errors },
-}
-
-// sortRows orders rows by key (ascending unless desc), ties newest first.
+// sortRows orders rows by a store.RunOrder key (?sort=KEY, ?order=asc|desc; newest first by
+// default): the order of the run index's ranked listing (store.RankedRuns), ties newest first.
 func sortRows(rows []sessionRow, key string, desc bool) {
-	less := sortKeys[key]
-	sort.SliceStable(rows, func(i, j int) bool {
-		if desc {
-			return less(rows[j], rows[i])
-		}
-		return less(rows[i], rows[j])
-	})
+	o := store.RunOrder{Key: key, Asc: !desc}
+	sort.SliceStable(rows, func(i, j int) bool { return o.Less(rows[i].RunSummary, rows[j].RunSummary) })
 }
 
 // matchesText reports whether a listed run contains q (lower case) in its ids, name, agents,

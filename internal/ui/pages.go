@@ -140,7 +140,7 @@ type SessionsFilter struct {
 	Alerts       bool    // only runs with alerts or replay divergences
 	CostMin      float64 // only runs costing more than this (USD)
 	Query        string  // free text: ids, name, agents, models, input and outcome previews
-	Sort         string  // a sortKeys key; "" newest first
+	Sort         string  // a store.RunOrders key; "" newest first
 	Asc          bool    // ascending (default descending)
 	Page         int     // 1-based
 }
@@ -175,14 +175,14 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	v.F.Page, _ = strconv.Atoi(q.Get("page"))
 	v.F.Query = strings.TrimSpace(q.Get("q"))
 	v.F.Sort, v.F.Asc = q.Get("sort"), q.Get("order") == "asc"
-	if _, ok := sortKeys[v.F.Sort]; v.F.Sort != "" && !ok {
+	if !(store.RunOrder{Key: v.F.Sort}).Valid() {
 		v.Err = fmt.Sprintf("sort %q: want start, duration, cost, tokens or errors", v.F.Sort)
 		w.WriteHeader(http.StatusBadRequest)
 		s.render(w, "sessions.html", v)
 		return
 	}
 	v.SortURL = map[string]string{}
-	for k := range sortKeys {
+	for _, k := range store.RunOrders {
 		qq := url.Values{}
 		for kk, vals := range q {
 			qq[kk] = vals
@@ -268,15 +268,18 @@ const maxSortedRows = 10_000
 // store holds:
 //   - in start order (the default), with any filter, the walk stops once the page is full and
 //     countCap matches are counted ("more than countCap");
-//   - sorted by another key, every run in the time range is read and counted, keeping only the
-//     best page*PageSize rows (at most maxSortedRows).
+//   - sorted by another key, with filters the run index holds (time range, session, cost,
+//     errors), the page's rows come from the index's ranked listing (store.RankedRuns: one
+//     ORDER BY ... LIMIT page*PageSize in each SQLite tier) and the matches are counted as in
+//     start order;
+//   - sorted with any other filter, or on a store that cannot rank, every run in the time range
+//     is read and counted, keeping only the best page*PageSize rows (at most maxSortedRows).
 //
-// The cost filter and the sort by cost read the run index's cost (RunSummary.CostUSD, priced
-// once when each tier wrote the run), so they read no run; nor does the alerts filter, from the
-// index's alert count and the store's runs with a divergence record (store.DivergedRunLister;
-// a store without that list reads each run); filters on agents and text read each candidate
-// run once; the result is kept per run (a bounded cache, maxDetails) until
-// its span count changes.
+// The cost and error filters are applied in the run index (store.RunFilter.MinCostUSD and
+// ErrorsOnly), so they read no run; nor does the alerts filter, from the index's alert count and
+// the store's runs with a divergence record (store.DivergedRunLister; a store without that list
+// reads each run); filters on agents and text read each candidate run once; the result is kept
+// per run (a bounded cache, maxDetails) until its span count changes.
 func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
 	// The alerts filter reads the run index's alert count and the store's list of runs with a
 	// divergence record (store.DivergedRunLister) when the store has one; else each run.
@@ -289,7 +292,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	}
 	alertsFromIndex := diverged != nil
 	needDetail := f.Agent != "" || f.Alerts && !alertsFromIndex || f.Query != ""
-	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session}
+	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session, MinCostUSD: f.CostMin, ErrorsOnly: f.Errors}
 	var inPattern map[string]bool
 	if f.Pattern != "" {
 		var err error
@@ -303,18 +306,29 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	stopAt := max(f.Page*size, countCap) // matches counted before "more"
 	keep := min(f.Page*size, maxSortedRows)
 	var page, best []sessionRow
+	// ranked: the sorted page came from the run index; the walk below only counts.
+	ranked := false
+	if !startOrder && !needDetail && inPattern == nil && f.Model == "" && !f.Alerts {
+		sub := rf
+		sub.Limit = keep
+		rows, err := store.RankedRuns(ctx, s.opts.Reader, sub, store.RunOrder{Key: f.Sort, Asc: f.Asc})
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+		case err != nil:
+			return nil, 0, false, err
+		default:
+			ranked = true
+			for i := from; i < min(from+size, len(rows)); i++ {
+				page = append(page, sessionRow{RunSummary: rows[i]})
+			}
+		}
+	}
 	n, more := 0, false
 	err := store.EachRun(ctx, s.opts.Reader, rf, func(sum store.RunSummary) bool {
-		if f.Errors && sum.Errors == 0 {
-			return true
-		}
 		if inPattern != nil && !inPattern[sum.TraceID] {
 			return true
 		}
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
-			return true
-		}
-		if f.CostMin > 0 && !(sum.CostUSD > f.CostMin) {
 			return true
 		}
 		if alertsFromIndex && sum.Alerts == 0 && !diverged[sum.TraceID] {
@@ -333,12 +347,12 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 				return true
 			}
 		}
-		if startOrder {
+		if startOrder || ranked {
 			if n >= stopAt {
 				more = true
 				return false
 			}
-			if n >= from && n < from+size {
+			if startOrder && n >= from && n < from+size {
 				page = append(page, row)
 			}
 			n++
@@ -354,7 +368,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	if err != nil {
 		return nil, 0, false, err
 	}
-	if !startOrder {
+	if !startOrder && !ranked {
 		sortRows(best, f.Sort, !f.Asc)
 		if from < len(best) {
 			page = best[from:min(from+size, len(best))]

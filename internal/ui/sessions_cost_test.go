@@ -75,8 +75,9 @@ func TestSessionsCostFromRunIndex(t *testing.T) {
 	}
 	require.Greater(t, len(distinctCosts), 3, "the seeded runs differ in cost (and tie: ties list newest first)")
 
+	ranks := &rankCounter{DB: r}
 	for _, desc := range []bool{true, false} {
-		s, err := New(Options{Reader: r, PageSize: 40})
+		s, err := New(Options{Reader: ranks, PageSize: 40})
 		require.NoError(t, err)
 		want := byDetail(desc)
 		var got []string
@@ -93,6 +94,7 @@ func TestSessionsCostFromRunIndex(t *testing.T) {
 		assert.Equal(t, want, got, "sort=cost desc=%v: same runs in the same order as by each run's detail", desc)
 		s.Close()
 	}
+	assert.Equal(t, 16, ranks.calls, "each page ranked by the run index (store.RankedRuns)")
 
 	cut := 0.0 // the cheapest priced run: the filter keeps the dearer ones
 	for _, row := range all {
@@ -116,4 +118,15 @@ func TestSessionsCostFromRunIndex(t *testing.T) {
 	assert.Equal(t, len(want), n)
 	assert.Equal(t, want, ids(page), "cost_min: the runs whose detail costs more, newest first")
 	assert.Equal(t, len(page), s.details.Len(), "only the listed runs' details were read")
+}
+
+// rankCounter is a SQLite hot file that counts its ranked listings (store.RankedRunLister).
+type rankCounter struct {
+	*sqlitestore.DB
+	calls int
+}
+
+func (c *rankCounter) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+	c.calls++
+	return c.DB.RankedRuns(ctx, f, o)
 }

@@ -39,6 +39,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -251,11 +252,33 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// runColumns are the run index columns scanRuns reads, in its order.
+const runColumns = `trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models, input_tokens,
+	  output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts`
+
 // RunsQuery is the SQL the indexed listing issues for f, with its arguments: newest first
-// (start descending, then trace id), on runs_start, or runs_session with f.SessionID.
+// (start descending, then trace id), on runs_start, or runs_session with f.SessionID; the cost
+// and error filters (f.MinCostUSD, f.ErrorsOnly) are applied to the index rows it walks.
 func RunsQuery(f store.RunFilter) (string, []any) {
-	q := `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models, input_tokens,
-	  output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts FROM runs`
+	return RankedRunsQuery(f, store.RunOrder{})
+}
+
+// runOrderSQL is the run index expression of each store.RunOrder key, ordered as
+// store.RunOrder.Less orders them (duration as RunSummary.Duration: 0 when the end is before
+// the start).
+var runOrderSQL = map[string]string{
+	store.OrderStart:    `start_time_unix_nano`,
+	store.OrderDuration: `MAX(end_time_unix_nano - start_time_unix_nano, 0)`,
+	store.OrderCost:     `cost_usd`,
+	store.OrderTokens:   `input_tokens + output_tokens`,
+	store.OrderErrors:   `errors`,
+}
+
+// RankedRunsQuery is RunsQuery ordered by o (store.RunOrder.Less: o's key, then newest first,
+// then trace id) instead of newest first: SQLite walks the runs of f's range and keeps the best
+// f.Limit in its sorter, so memory and rows returned are bounded by f.Limit.
+func RankedRunsQuery(f store.RunFilter, o store.RunOrder) (string, []any) {
+	q := `SELECT ` + runColumns + ` FROM runs`
 	var where []string
 	var args []any
 	if f.SessionID != "" {
@@ -271,19 +294,37 @@ func RunsQuery(f store.RunFilter) (string, []any) {
 		where = append(where, `start_time_unix_nano < ?`)
 		args = append(args, f.Until.UnixNano())
 	}
+	if f.MinCostUSD > 0 {
+		where = append(where, `cost_usd > ?`)
+		args = append(args, f.MinCostUSD)
+	}
+	if f.ErrorsOnly {
+		where = append(where, `errors > 0`)
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY start_time_unix_nano DESC, trace_id`
+	q += ` ORDER BY `
+	if o.Key != "" && !(o.Key == store.OrderStart && !o.Asc) {
+		dir := " DESC"
+		if o.Asc {
+			dir = " ASC"
+		}
+		q += runOrderSQL[o.Key] + dir + `, `
+	}
+	q += `start_time_unix_nano DESC, trace_id`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	return q, args
 }
 
-// indexedRuns lists f from the runs table of db.
-func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, tier string) ([]store.RunSummary, error) {
-	q, args := RunsQuery(f)
+// indexedRuns lists f from the runs table of db, ordered by o (newest first for the zero o).
+func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string) ([]store.RunSummary, error) {
+	if _, ok := runOrderSQL[o.Key]; o.Key != "" && !ok {
+		return nil, fmt.Errorf("sqlite %s tier: order runs by %q: %w", tier, o.Key, errors.ErrUnsupported)
+	}
+	q, args := RankedRunsQuery(f, o)
 	out, err := scanRuns(ctx, db, q, args, tier)
 	if err != nil {
 		return nil, err
@@ -292,17 +333,16 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, tier string
 		return out, nil
 	}
 	// The run of that id, when it names no session, is listed under its trace id.
-	own, err := scanRuns(ctx, db, `SELECT trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models,
-	  input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts FROM runs WHERE trace_id = ? AND session_id = ''`,
+	own, err := scanRuns(ctx, db, `SELECT `+runColumns+` FROM runs WHERE trace_id = ? AND session_id = ''`,
 		[]any{strings.ToLower(f.SessionID)}, tier)
 	if err != nil || len(own) == 0 {
 		return out, err
 	}
-	if (!f.Since.IsZero() && own[0].Start.Before(f.Since)) || (!f.Until.IsZero() && !own[0].Start.Before(f.Until)) {
+	if !f.Keep(own[0]) {
 		return out, nil
 	}
 	out = append(out, own...)
-	store.SortRuns(out)
+	o.Sort(out)
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

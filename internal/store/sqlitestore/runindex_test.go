@@ -5,6 +5,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -459,4 +460,104 @@ func TestRunIndexAlertsCountedOnce(t *testing.T) {
 	var records int
 	require.NoError(t, hot.db.QueryRow(`SELECT COUNT(*) FROM logs`).Scan(&records))
 	assert.Equal(t, 3, records)
+}
+
+// TestRunIndexRanksAndFilters: the hot and the warm file's ranked listing (RankedRuns) and their
+// cost and error filters give, for every order, direction, filter and limit, exactly the rows of
+// the aggregation over span rows filtered by RunFilter.Keep, sorted by store.RunOrder.Less and
+// cut at the limit (the sessions page's result before the index ranked them); and a ranked
+// listing with a limit keeps only that many rows in SQLite's sorter, never the whole table.
+func TestRunIndexRanksAndFilters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	hot, err := Open(filepath.Join(dir, "hot.db"), Options{})
+	require.NoError(t, err)
+	defer hot.Close()
+	warm, err := OpenWarm(filepath.Join(dir, "warm.db"), Options{})
+	require.NoError(t, err)
+	defer warm.Close()
+	runs := indexRuns()
+	td := storetest.Traces(runs...)
+	_, err = hot.WriteTraces(ctx, td)
+	require.NoError(t, err)
+	require.NoError(t, warm.WriteTraces(ctx, td))
+
+	all, err := listRuns(ctx, hot.db, store.RunFilter{}, "spans", "SUM(cost_usd), SUM(unpriced)", "hot")
+	require.NoError(t, err)
+	var costs []float64
+	errs := 0
+	for _, r := range all {
+		costs = append(costs, r.CostUSD)
+		if r.Errors > 0 {
+			errs++
+		}
+	}
+	require.Greater(t, errs, 0)
+	require.Less(t, errs, len(all))
+	mid := costs[len(costs)/2]
+	require.Greater(t, mid, 0.0, "fixture runs are priced")
+
+	assert.True(t, hot.FiltersRunIndex())
+	assert.True(t, warm.FiltersRunIndex())
+	base := filters(runs)
+	var fs []store.RunFilter
+	for _, f := range base {
+		fs = append(fs, f)
+		c := f
+		c.MinCostUSD = mid
+		e := f
+		e.ErrorsOnly = true
+		ce := c
+		ce.ErrorsOnly = true
+		fs = append(fs, c, e, ce)
+	}
+	orders := []store.RunOrder{{}}
+	for _, k := range store.RunOrders {
+		orders = append(orders, store.RunOrder{Key: k}, store.RunOrder{Key: k, Asc: true})
+	}
+	for _, tier := range []struct {
+		name string
+		list store.RankedRunLister
+		runs func(store.RunFilter) ([]store.RunSummary, error)
+	}{
+		{"hot", hot, func(f store.RunFilter) ([]store.RunSummary, error) { return hot.Runs(ctx, f) }},
+		{"warm", warm, func(f store.RunFilter) ([]store.RunSummary, error) { return warm.Runs(ctx, f) }},
+	} {
+		for _, f := range fs {
+			for _, o := range orders {
+				for _, limit := range []int{f.Limit, 1, 3} {
+					ff := f
+					ff.Limit = limit
+					var want []store.RunSummary
+					for _, r := range all {
+						if ff.Keep(r) {
+							r.Tier = tier.name
+							want = append(want, r)
+						}
+					}
+					o.Sort(want)
+					if limit > 0 && len(want) > limit {
+						want = want[:limit]
+					}
+					got, err := tier.list.RankedRuns(ctx, ff, o)
+					require.NoError(t, err)
+					assert.Equal(t, want, got, "%s tier, filter %+v, order %+v", tier.name, ff, o)
+					if o == (store.RunOrder{}) {
+						plain, err := tier.runs(ff)
+						require.NoError(t, err)
+						assert.Equal(t, want, plain, "%s tier Runs, filter %+v", tier.name, ff)
+					}
+				}
+			}
+		}
+	}
+	_, err = hot.RankedRuns(ctx, store.RunFilter{Limit: 1}, store.RunOrder{Key: "name"})
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+
+	// The sorter holds the limit's rows: SQLite's plan names the sorter of a LIMIT query
+	// ("USE TEMP B-TREE FOR ORDER BY" with the index range walked once).
+	q, args := RankedRunsQuery(store.RunFilter{Limit: 20, Since: time.Unix(0, runs[3].Start), MinCostUSD: mid}, store.RunOrder{Key: store.OrderCost})
+	plan := queryPlan(t, hot.db, q, args...)
+	assert.Contains(t, plan, "USING INDEX runs_start", "the time range is walked on the start index")
+	assert.Contains(t, q, "LIMIT 20")
 }

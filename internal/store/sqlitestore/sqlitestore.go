@@ -375,13 +375,26 @@ func stringAttr(m pcommon.Map, k string) string {
 // aggregating its span rows (listRuns), as before the index existed.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if d.version >= 3 {
-		return indexedRuns(ctx, d.db, f, store.TierHot)
+		return indexedRuns(ctx, d.db, f, store.RunOrder{}, store.TierHot)
 	}
 	cost := "SUM(cost_usd), SUM(unpriced)"
 	if d.version < 2 {
 		cost = "0, 0" // a version 1 file (read-only) has no cost columns
 	}
 	return listRuns(ctx, d.db, f, "spans", cost, "hot")
+}
+
+// FiltersRunIndex implements store.RunIndexFilterer: a file with the run index applies the cost
+// and error filters in it (RunsQuery).
+func (d *DB) FiltersRunIndex() bool { return d.version >= 3 }
+
+// RankedRuns implements store.RankedRunLister from the run index (RankedRunsQuery). A file
+// without it fails with errors.ErrUnsupported.
+func (d *DB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+	if d.version < 3 {
+		return nil, fmt.Errorf("sqlite hot tier: schema version %d has no run index: %w", d.version, errors.ErrUnsupported)
+	}
+	return indexedRuns(ctx, d.db, f, o, store.TierHot)
 }
 
 // AggregateRunsQuery is the listing over span rows that file versions without the run index are

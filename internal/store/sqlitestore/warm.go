@@ -589,9 +589,20 @@ func (w *WarmDB) keys() []string { return w.sessionKeys }
 // read-only, by aggregating span_summaries.
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if w.version >= 2 {
-		return indexedRuns(ctx, w.db, f, store.TierWarm)
+		return indexedRuns(ctx, w.db, f, store.RunOrder{}, store.TierWarm)
 	}
 	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
+}
+
+// FiltersRunIndex implements store.RunIndexFilterer (DB.FiltersRunIndex).
+func (w *WarmDB) FiltersRunIndex() bool { return w.version >= 2 }
+
+// RankedRuns implements store.RankedRunLister (DB.RankedRuns) for the warm file.
+func (w *WarmDB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+	if w.version < 2 {
+		return nil, fmt.Errorf("sqlite warm tier: schema version %d has no run index: %w", w.version, errors.ErrUnsupported)
+	}
+	return indexedRuns(ctx, w.db, f, o, store.TierWarm)
 }
 
 // Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
