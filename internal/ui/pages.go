@@ -165,7 +165,22 @@ type sessionsView struct {
 	NextURL    string
 	SortURL    map[string]string // the list sorted by each key (descending; again: ascending)
 	LastURL    string            // set when the page asked for is past the last one
+	Order      string            // how the rows are ordered, in words ("newest first")
 	Err        string
+}
+
+// orderWords says how a listing sorted by key (a store.RunOrders key, "" for start) runs.
+func orderWords(key string, asc bool) string {
+	switch {
+	case key == "" || key == store.OrderStart:
+		if asc {
+			return "oldest first"
+		}
+		return "newest first"
+	case asc:
+		return "by " + key + ", lowest first"
+	}
+	return "by " + key + ", highest first"
 }
 
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
@@ -175,6 +190,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	v.F.Page, _ = strconv.Atoi(q.Get("page"))
 	v.F.Query = strings.TrimSpace(q.Get("q"))
 	v.F.Sort, v.F.Asc = q.Get("sort"), q.Get("order") == "asc"
+	v.Order = orderWords(v.F.Sort, v.F.Asc)
 	if !(store.RunOrder{Key: v.F.Sort}).Valid() {
 		v.Err = fmt.Sprintf("sort %q: want start, duration, cost, tokens or errors", v.F.Sort)
 		w.WriteHeader(http.StatusBadRequest)
