@@ -14,8 +14,9 @@ const EachRunPage = 500
 // EachRun calls fn with every run r lists that matches f, newest first (the order of
 // Reader.Runs), until fn returns false, f.Limit runs were given (0: no limit) or the runs run
 // out. f's index-only fields (MinCostUSD, ErrorsOnly) go to a reader that applies them
-// (RunIndexFilterer) and are checked here for any other. It reads them in pages of EachRunPage through Runs itself (keyset paging: each page asks
-// for the runs that started no later than the last one given, skipping those already given),
+// (RunIndexFilterer) and are checked here for any other. It reads them in pages of EachRunPage
+// through Runs itself (keyset paging: each page asks for the runs that started no later than the
+// last one given, skipping those already given),
 // so memory stays bounded by the page whatever the store holds, and a reader whose listing
 // uses its run index (the SQLite hot and warm tiers, ClickHouse) reads only the index rows the
 // pages need. Errors: the first error of Runs or ctx, as is.

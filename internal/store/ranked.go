@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 )
 
 // The run orders a listing can ask a run index for (RunOrder.Key).
@@ -42,11 +41,9 @@ func (o RunOrder) Valid() bool {
 	return false
 }
 
-// key is a's value of o.Key, as a number (0 for "").
+// key is a's value of o.Key, as a number (0 for "" and for start, which Less compares as times).
 func (o RunOrder) key(a RunSummary) float64 {
 	switch o.Key {
-	case OrderStart:
-		return float64(a.Start.UnixNano())
 	case OrderDuration:
 		return float64(a.Duration())
 	case OrderCost:
@@ -124,10 +121,18 @@ func (t *Tiered) RankedRuns(ctx context.Context, f RunFilter, o RunOrder) ([]Run
 		return nil, fmt.Errorf("ranked runs: limit %d: want a positive limit", f.Limit)
 	}
 	var cand []RunSummary
-	// oldest: the earliest start any per-run tier read so far holds (zero: none holds a run).
-	var oldest time.Time
-	for _, r := range t.Readers {
+	for i, r := range t.Readers {
 		if listsSessions(r) {
+			var perRun []Reader
+			for _, e := range t.Readers[:i] {
+				if !listsSessions(e) {
+					perRun = append(perRun, e)
+				}
+			}
+			oldest, err := oldestStart(ctx, perRun)
+			if err != nil {
+				return nil, err
+			}
 			rows, err := r.Runs(ctx, RunFilter{Since: f.Since, Until: f.Until, SessionID: f.SessionID})
 			if err != nil {
 				return nil, err
@@ -143,7 +148,7 @@ func (t *Tiered) RankedRuns(ctx context.Context, f RunFilter, o RunOrder) ([]Run
 		if !ok {
 			return nil, fmt.Errorf("ranked runs: %T: %w", r, errors.ErrUnsupported)
 		}
-		if f.forReader(r) != f {
+		if f.indexOnly() && !filtersIndex(r) {
 			return nil, fmt.Errorf("ranked runs: %T does not filter its run index: %w", r, errors.ErrUnsupported)
 		}
 		rows, err := rl.RankedRuns(ctx, f, o)
@@ -151,13 +156,6 @@ func (t *Tiered) RankedRuns(ctx context.Context, f RunFilter, o RunOrder) ([]Run
 			return nil, err
 		}
 		cand = append(cand, rows...)
-		first, err := rl.RankedRuns(ctx, RunFilter{Limit: 1}, RunOrder{Key: OrderStart, Asc: true})
-		if err != nil {
-			return nil, err
-		}
-		if len(first) > 0 && (oldest.IsZero() || first[0].Start.Before(oldest)) {
-			oldest = first[0].Start
-		}
 	}
 	o.Sort(cand)
 	seen := map[string]bool{}

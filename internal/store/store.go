@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -128,6 +127,9 @@ func filtersIndex(r Reader) bool {
 	return ok && fi.FiltersRunIndex()
 }
 
+// indexOnly reports whether f sets a field only a RunIndexFilterer applies in its index.
+func (f RunFilter) indexOnly() bool { return f.MinCostUSD > 0 || f.ErrorsOnly }
+
 // forReader is f as r is asked for it: without the fields r does not apply (filtersIndex); the
 // caller applies f.Keep to r's rows.
 func (f RunFilter) forReader(r Reader) RunFilter {
@@ -137,15 +139,9 @@ func (f RunFilter) forReader(r Reader) RunFilter {
 	return f
 }
 
-// SortRuns orders rows as Reader.Runs returns them: newest start first, then trace id.
-func SortRuns(rows []RunSummary) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		if !rows[i].Start.Equal(rows[j].Start) {
-			return rows[i].Start.After(rows[j].Start)
-		}
-		return rows[i].TraceID < rows[j].TraceID
-	})
-}
+// SortRuns orders rows as Reader.Runs returns them: newest start first, then trace id (the
+// zero RunOrder).
+func SortRuns(rows []RunSummary) { RunOrder{}.Sort(rows) }
 
 // Run is one run as stored: its spans (with resource and scope) and the log records that point
 // at it (for example agent_guard alerts), in storage order; callers order spans with Order.

@@ -60,17 +60,33 @@ func listsSessions(r Reader) bool {
 // the cold tier) is read only when the tiers before it hold fewer than f.Limit matching runs: its
 // rows list the runs no earlier tier holds any more, which retention removed from them because
 // they are older than what they keep. Without f.Limit every tier is read whole, as before.
+//
+// A per-run tier that applies f's index-only fields (MinCostUSD, ErrorsOnly) returns only the
+// runs that pass them, so its rows cannot tell which runs of a session row it holds: with such a
+// filter, a session row is listed only when it started before the oldest run those tiers hold
+// (sessionsBefore), as RankedRuns lists them.
 func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
 	at := map[string]int{} // trace id -> index in out of a per-run row
-	for _, r := range t.Readers {
+	for i, r := range t.Readers {
 		sub := f.forReader(r)
+		var before time.Time // a session row must start before it (zero: no bound)
 		if listsSessions(r) {
 			if f.Limit > 0 && len(out) >= f.Limit {
 				continue
 			}
 			sub.Limit = 0 // rows already listed by an earlier tier are dropped below: read them all
+			var filtered []Reader
+			for _, e := range t.Readers[:i] {
+				if f.indexOnly() && !listsSessions(e) && filtersIndex(e) {
+					filtered = append(filtered, e)
+				}
+			}
+			var err error
+			if before, err = oldestStart(ctx, filtered); err != nil {
+				return nil, err
+			}
 		}
 		rows, err := r.Runs(ctx, sub)
 		if err != nil {
@@ -78,7 +94,7 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 		}
 		var add []RunSummary
 		for _, row := range rows {
-			if !f.Keep(row) {
+			if !f.Keep(row) || !before.IsZero() && !row.Start.Before(before) {
 				continue
 			}
 			if i, ok := at[row.TraceID]; ok && len(row.TraceIDs) == 0 && out[i].CostUSD == 0 && out[i].Unpriced == 0 {
@@ -117,6 +133,27 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// oldestStart is the earliest start of a run any of readers holds, each asked through its run
+// index (RankedRunLister, one row); zero when none holds a run. Errors: a reader that cannot
+// rank wraps errors.ErrUnsupported.
+func oldestStart(ctx context.Context, readers []Reader) (time.Time, error) {
+	var oldest time.Time
+	for _, r := range readers {
+		rl, ok := r.(RankedRunLister)
+		if !ok {
+			return time.Time{}, fmt.Errorf("oldest run: %T: %w", r, errors.ErrUnsupported)
+		}
+		first, err := rl.RankedRuns(ctx, RunFilter{Limit: 1}, RunOrder{Key: OrderStart, Asc: true})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(first) > 0 && (oldest.IsZero() || first[0].Start.Before(oldest)) {
+			oldest = first[0].Start
+		}
+	}
+	return oldest, nil
 }
 
 // FiltersRunIndex implements RunIndexFilterer: Tiered applies f's index-only fields when every

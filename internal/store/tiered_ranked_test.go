@@ -20,7 +20,9 @@ import (
 
 // TestTieredRanksLikeTheWalk: over a real hot file (the newest runs), a real warm file (every
 // run) and a cold tier of session rows (one whose runs the warm file still holds, the most
-// expensive row, and one that started before the warm file's oldest run), the tiers' ranked listing gives, for every order, filter and limit, exactly the first
+// expensive row, and one that started before the warm file's oldest run), the walk with the
+// cost and error filters pushed into the SQLite tiers lists what filtering the unfiltered walk
+// lists, and the tiers' ranked listing gives, for every order, filter and limit, exactly the first
 // rows of every run listed once (EachRun through Tiered, the sessions page's walk) sorted by
 // store.RunOrder.Less; and it says it cannot rank when a per-run tier cannot.
 func TestTieredRanksLikeTheWalk(t *testing.T) {
@@ -60,12 +62,16 @@ func TestTieredRanksLikeTheWalk(t *testing.T) {
 		return true
 	}))
 	require.Len(t, walked, 31, "30 runs and the cold session")
-	cheap := 1e9
+	cheap, dearest := 1e9, 0.0 // the cheapest priced run and the dearest run of the per-run tiers
 	for _, r := range walked {
 		if r.CostUSD > 0 && r.CostUSD < cheap {
 			cheap = r.CostUSD
 		}
+		if r.Tier != "cold" {
+			dearest = max(dearest, r.CostUSD)
+		}
 	}
+	require.Less(t, dearest, 5.0, "the session rows cost more than any run")
 
 	var fs []store.RunFilter
 	for _, f := range []store.RunFilter{{}, {Since: at(10)}, {Until: at(25)}, {SessionID: "conv-1"}, {SessionID: "old"}, {SessionID: "conv-3"}} {
@@ -73,7 +79,27 @@ func TestTieredRanksLikeTheWalk(t *testing.T) {
 		c.MinCostUSD, e.ErrorsOnly = cheap, true
 		fs = append(fs, f, c, e)
 	}
+	// Above every run: only the session rows pass, and of those only the one no per-run tier
+	// holds a run of.
+	fs = append(fs, store.RunFilter{MinCostUSD: dearest})
 	for _, f := range fs {
+		// The walk with the filter pushed into the SQLite tiers lists what filtering the
+		// unfiltered walk lists (newest first).
+		var want, got []store.RunSummary
+		for _, r := range walked {
+			if f.Keep(r) {
+				want = append(want, r)
+			}
+		}
+		require.NoError(t, store.EachRun(ctx, tiers, f, func(r store.RunSummary) bool {
+			got = append(got, r)
+			return true
+		}))
+		assert.Equal(t, want, got, "walk with filter %+v", f)
+		if f.MinCostUSD == dearest {
+			require.Len(t, got, 1)
+			assert.Equal(t, "old", got[0].SessionID)
+		}
 		for _, k := range store.RunOrders {
 			for _, o := range []store.RunOrder{{Key: k}, {Key: k, Asc: true}} {
 				for _, limit := range []int{1, 4, 40} {

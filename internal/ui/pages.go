@@ -192,7 +192,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	v.F.Sort, v.F.Asc = q.Get("sort"), q.Get("order") == "asc"
 	v.Order = orderWords(v.F.Sort, v.F.Asc)
 	if !(store.RunOrder{Key: v.F.Sort}).Valid() {
-		v.Err = fmt.Sprintf("sort %q: want start, duration, cost, tokens or errors", v.F.Sort)
+		v.Err = fmt.Sprintf("sort %q: want one of %s", v.F.Sort, strings.Join(store.RunOrders, ", "))
 		w.WriteHeader(http.StatusBadRequest)
 		s.render(w, "sessions.html", v)
 		return

@@ -47,13 +47,8 @@ func refsOf(t *testing.T, d *DB) []string {
 // WAL truncated), while another session is untouched and its references stay live.
 func TestEraseSessionHotAndWarm(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	hot, err := Open(filepath.Join(dir, "hot.db"), Options{})
-	require.NoError(t, err)
-	defer hot.Close()
-	warm, err := OpenWarm(filepath.Join(dir, "warm.db"), Options{})
-	require.NoError(t, err)
-	defer warm.Close()
+	dir, hot, warm := openHotWarm(t)
+	var err error
 
 	td := storetest.Traces(eraseA, eraseB, eraseC)
 	valA, refA := plant(td, eraseA)
