@@ -201,6 +201,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 	start := time.Now()
 	var mcpRes mcp.Result
 	var joined *proxy.Join
+	var end time.Time // when the command ended
 	if len(args) > 0 {
 		// The agent's stdio MCP servers, started as `runagain mcp`, record through this command.
 		broker, berr := agentrun.StartMCPBroker(mcp.ModeRecord, ptrace.NewTraces(), cfg, proxy.ReplayOptions{}, agentrun.MCPAllow{}, true, root.TraceID)
@@ -209,11 +210,13 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		}
 		env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 		jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "proxy")
-		env = jn.Hold(rec, nil, env)
+		held := agentrun.Holders(rec, broker) // HTTP and MCP exchanges join alike
+		env = jn.Hold(held, nil, env)
 		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)
+		end = time.Now()
 		_ = broker.Close()
 		mcpRes = broker.Result()
-		joined = jn.Join(ctx, rec, start, errOut)
+		joined = jn.Join(ctx, held, start, errOut)
 	} else {
 		<-ctx.Done()
 	}
@@ -225,7 +228,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	if len(args) > 0 {
-		td := proxy.Command{Root: root, Args: args, Start: start, End: time.Now(), ExitCode: exit.Code}.RootSpan()
+		td := proxy.Command{Root: root, Args: args, Start: start, End: end, ExitCode: exit.Code}.RootSpan()
 		o.stamp(td) // replay, rerun and test reuse the routes and --mitm
 		if joined != nil {
 			joined.PlaceRoot(td)

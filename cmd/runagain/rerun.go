@@ -157,7 +157,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 	// An agent that writes its own trace but ignores TRACEPARENT: the new run's exchanges join it.
 	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "rerun")
-	env = jn.Hold(rp, rp, env)
+	held := agentrun.Holders(rp, broker) // HTTP and MCP exchanges join alike
+	env = jn.Hold(held, rp, env)
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
 		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), jn.Pending(root.TraceID))
 	if sandboxed {
@@ -178,7 +179,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 		orig, changes, ro.Rerun.FromStep, r.First)
 	o.stamp(rtd)
 	newRun := root.TraceID // a refusal's record goes with the new run, joined or not
-	if t, ok := jn.Attempt(ctx, rp, rp, rtd, start, errOut); ok {
+	if t, ok := jn.Attempt(ctx, held, rp, rtd, start, errOut); ok {
 		newRun = t
 	}
 	rp.EmitSpans(rtd)

@@ -4,6 +4,7 @@ package agentrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,6 +90,53 @@ type Holder interface {
 	Emit(td ptrace.Traces)
 }
 
+// Holders is one Holder over several (the proxy's HTTP exchanges and the MCP broker's): Hold and
+// TakeHeld go to each, and Emit sends a batch through the one that held it. nil entries are
+// skipped; with none left it returns nil.
+func Holders(hs ...Holder) Holder {
+	var m multiHolder
+	for _, h := range hs {
+		if h != nil {
+			m.hs = append(m.hs, h)
+		}
+	}
+	if len(m.hs) == 0 {
+		return nil
+	}
+	return &m
+}
+
+type multiHolder struct {
+	hs    []Holder
+	owner map[ptrace.Traces]Holder
+}
+
+func (m *multiHolder) Hold() {
+	for _, h := range m.hs {
+		h.Hold()
+	}
+}
+
+func (m *multiHolder) TakeHeld() []ptrace.Traces {
+	var out []ptrace.Traces
+	m.owner = map[ptrace.Traces]Holder{}
+	for _, h := range m.hs {
+		for _, td := range h.TakeHeld() {
+			m.owner[td] = h
+			out = append(out, td)
+		}
+	}
+	return out
+}
+
+func (m *multiHolder) Emit(td ptrace.Traces) {
+	if h, ok := m.owner[td]; ok {
+		h.Emit(td)
+		return
+	}
+	m.hs[0].Emit(td)
+}
+
 // RecordHolder is the replay side of an attempt's join (proxy.Replayer): its divergence record is
 // held until the run it belongs to is known.
 type RecordHolder interface {
@@ -124,8 +172,9 @@ func (j *Joiner) Pending(trace pcommon.TraceID) string {
 // Attempt ends the join of a rerun, replay or test run after its command ended: it places the
 // exchanges h held (Join; h nil: none were recorded, Find) and the attempt's root span root in the
 // agent's trace, and releases rh's divergence record (nil: none) into it. It returns the agent's
-// trace and true, or false when no join was made (a nil Joiner included): the attempt's run is
-// then its own trace, where the records are released.
+// trace and true, or false when no join was made (a nil Joiner included, or the agent's spans
+// already in the attempt's trace): the attempt's run is then its own trace, where the records are
+// released.
 func (j *Joiner) Attempt(ctx context.Context, h Holder, rh RecordHolder, root ptrace.Traces, start time.Time, errOut io.Writer) (pcommon.TraceID, bool) {
 	if j == nil {
 		return pcommon.TraceID{}, false
@@ -149,19 +198,16 @@ func (j *Joiner) Attempt(ctx context.Context, h Holder, rh RecordHolder, root pt
 
 // Join waits for the agent's trace, places the held exchanges (in it, or as they were) and sends
 // them through h; it returns the join, nil when none was made, and says what it did on errOut.
-// start is when the command started. With no exchange held it does not wait: the proxy's run
-// then holds nothing the agent's trace needs (see Find).
+// start is when the command started. It waits even when no exchange was held (every request
+// carried a traceparent, or none was made): the caller's root span, with the command and the
+// recording's settings, still belongs in the agent's trace, or the execution would be two runs.
+// It does not wait when the agent's spans are in the execution's own trace (proxy.ErrOwnTrace).
 func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.Writer) *proxy.Join {
 	if j == nil {
 		return nil
 	}
+	jn, own := j.wait4(ctx, start, errOut)
 	held := h.TakeHeld()
-	var jn *proxy.Join
-	if len(held) > 0 {
-		jn = j.wait4(ctx, start, errOut)
-	} else {
-		j.stopTree()
-	}
 	proxy.SortByStart(held)
 	for _, td := range held {
 		if jn != nil {
@@ -170,9 +216,13 @@ func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.
 		h.Emit(td)
 	}
 	switch {
-	case len(held) == 0:
+	case own:
+	case jn == nil && len(held) == 0:
+		fmt.Fprintf(errOut, "runagain %s: no trace of the command's own arrived within --join-wait %s; the run is the proxy's own trace\n", j.verb, j.wait)
 	case jn == nil:
 		fmt.Fprintf(errOut, "runagain %s: no trace of the command's own arrived within --join-wait %s; its %d exchanges without traceparent stay in the proxy's run\n", j.verb, j.wait, len(held))
+	case len(held) == 0:
+		fmt.Fprintf(errOut, "runagain %s: joined the agent's trace %s (by %s): no exchange without traceparent to place\n", j.verb, jn.Trace, jn.Evidence)
 	default:
 		how := "inferred: time, model, body"
 		switch {
@@ -189,15 +239,18 @@ func (j *Joiner) Join(ctx context.Context, h Holder, start time.Time, errOut io.
 
 // Find waits for the agent's trace without exchanges to place (replay: its exchanges are served,
 // not recorded): the caller puts its root span (Join.PlaceRoot) and its records in it. nil when
-// none arrived within the wait; it says what it found on errOut.
+// none arrived within the wait, or the agent's spans are in the attempt's own trace; it says what
+// it found on errOut.
 func (j *Joiner) Find(ctx context.Context, start time.Time, errOut io.Writer) *proxy.Join {
 	if j == nil {
 		return nil
 	}
-	jn := j.wait4(ctx, start, errOut)
-	if jn == nil {
+	jn, own := j.wait4(ctx, start, errOut)
+	switch {
+	case own:
+	case jn == nil:
 		fmt.Fprintf(errOut, "runagain %s: no trace of the command's own arrived within --join-wait %s; the attempt stays a run of its own\n", j.verb, j.wait)
-	} else {
+	default:
 		fmt.Fprintf(errOut, "runagain %s: joined the agent's trace %s (by %s)\n", j.verb, jn.Trace, jn.Evidence)
 	}
 	return jn
@@ -210,19 +263,23 @@ func (j *Joiner) stopTree() map[int]bool {
 	return j.tree.Stop()
 }
 
-// wait4 waits up to the join wait for the agent's trace in the store (proxy.WaitJoin).
-func (j *Joiner) wait4(ctx context.Context, start time.Time, errOut io.Writer) *proxy.Join {
+// wait4 waits up to the join wait for the agent's trace in the store (proxy.WaitJoin); own is
+// true when the agent's spans are in the execution's own trace (proxy.ErrOwnTrace).
+func (j *Joiner) wait4(ctx context.Context, start time.Time, errOut io.Writer) (jn *proxy.Join, own bool) {
 	pids := j.stopTree()
 	r, err := j.open()
 	if err != nil {
 		fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
-		return nil
+		return nil, false
 	}
 	defer r.Close()
 	ex := proxy.Execution{Root: j.root, Pids: pids, Start: start, End: time.Now()}
-	jn, err := proxy.WaitJoin(ctx, r, ex, j.wait)
-	if err != nil {
+	jn, err = proxy.WaitJoin(ctx, r, ex, j.wait)
+	switch {
+	case errors.Is(err, proxy.ErrOwnTrace):
+		return nil, true
+	case err != nil:
 		fmt.Fprintf(errOut, "runagain %s: not joining the agent's trace: %v\n", j.verb, err)
 	}
-	return jn
+	return jn, false
 }

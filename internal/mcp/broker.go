@@ -68,6 +68,10 @@ type Broker struct {
 	requests int
 	res      Result
 	sinkWG   sync.WaitGroup
+	held     struct {
+		on  bool
+		tds []ptrace.Traces
+	}
 }
 
 // recorded are the exchanges of one server in the recording.
@@ -274,6 +278,10 @@ func (b *Broker) spans(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if b.holdSpans(td) {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if err := b.cfg.Sink.ConsumeTraces(r.Context(), td); err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -282,6 +290,65 @@ func (b *Broker) spans(w http.ResponseWriter, r *http.Request) {
 	b.res.Spans += td.SpanCount()
 	b.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// Hold keeps the exchange spans `runagain mcp` relays for the run's own trace (cfg.TraceID)
+// until TakeHeld, instead of sending them: a join (internal/agentrun Joiner) places them in the
+// agent's trace, under the tool calls they belong to. Spans of another trace (an agent that
+// passed its own traceparent to the server) are sent at once. MaxHeld bounds what is kept, as
+// for the proxy's HTTP exchanges.
+func (b *Broker) Hold() {
+	b.mu.Lock()
+	b.held.on = true
+	b.mu.Unlock()
+}
+
+// TakeHeld ends the hold and returns the spans kept, in the order they arrived.
+func (b *Broker) TakeHeld() []ptrace.Traces {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.held.tds
+	b.held.on, b.held.tds = false, nil
+	return out
+}
+
+// Emit sends spans TakeHeld returned (placed or not) to the sink; a failure is logged.
+func (b *Broker) Emit(td ptrace.Traces) {
+	if b.cfg.Sink == nil {
+		return
+	}
+	if err := b.cfg.Sink.ConsumeTraces(context.Background(), td); err != nil {
+		b.cfg.Logger.Printf("runagain mcp: sending %d exchange spans: %v", td.SpanCount(), err)
+	}
+}
+
+// holdSpans keeps td when a hold is on and every span of it is in the run's own trace.
+func (b *Broker) holdSpans(td ptrace.Traces) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.held.on || len(b.held.tds) >= proxy.MaxHeld || b.cfg.TraceID.IsEmpty() {
+		return false
+	}
+	n := 0
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			sps := sss.At(j).Spans()
+			for k := 0; k < sps.Len(); k++ {
+				if sps.At(k).TraceID() != b.cfg.TraceID {
+					return false
+				}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return false
+	}
+	b.held.tds = append(b.held.tds, td)
+	b.res.Spans += n
+	return true
 }
 
 func (b *Broker) call(w http.ResponseWriter, r *http.Request) {

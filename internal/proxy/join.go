@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,8 @@ type Join struct {
 	AgentRoot pcommon.SpanID  // its root span (empty when not received)
 	Evidence  string          // "resource" or "process"
 	root      Root
+	// rootStart and rootEnd are the agent's root span's (PlaceRoot keeps the proxy's root within).
+	rootStart, rootEnd pcommon.Timestamp
 	calls     []*agentCall
 	// Linked and Unlinked count the exchanges placed under an agent span and under the proxy's root;
 	// Edited counts the linked ones matched by time alone (their request changed by a rerun's --set).
@@ -180,11 +183,10 @@ func PlanJoin(ex Execution, runs []AgentRun) (*Join, bool) {
 		}
 	})
 	rs := make([]rule.Span, len(spans))
-	var rootStart pcommon.Timestamp
 	for i, sp := range spans {
 		rs[i] = rule.FromSpan(sp)
-		if sp.ParentSpanID().IsEmpty() && (j.AgentRoot.IsEmpty() || sp.StartTimestamp() < rootStart) {
-			j.AgentRoot, rootStart = sp.SpanID(), sp.StartTimestamp()
+		if sp.ParentSpanID().IsEmpty() && (j.AgentRoot.IsEmpty() || sp.StartTimestamp() < j.rootStart) {
+			j.AgentRoot, j.rootStart, j.rootEnd = sp.SpanID(), sp.StartTimestamp(), max(sp.EndTimestamp(), sp.StartTimestamp())
 		}
 	}
 	for i, v := range rule.Apply(rs) {
@@ -248,12 +250,26 @@ func (j *Join) Place(td ptrace.Traces) {
 }
 
 // PlaceRoot writes the proxy's root span (td) into the agent's trace, under the agent's root,
-// and marks it joined.
+// and marks it joined. The command starts before the agent's root span (the runtime starts up)
+// and ends after it (the SDK flushes), so a child as it was would sit outside its parent in every
+// view: its interval is cut to the agent root's, and the process's own times are kept in
+// process.creation.time and process.exit.time (OpenTelemetry process semantic conventions,
+// RFC 3339 with nanoseconds).
 func (j *Join) PlaceRoot(td ptrace.Traces) {
 	eachSpan(td, func(sp ptrace.Span) {
 		sp.SetTraceID(j.Trace)
 		sp.SetParentSpanID(j.AgentRoot)
 		sp.Attributes().PutStr(runagainattr.Joined, runagainattr.LinkInferred)
+		if j.AgentRoot.IsEmpty() || j.rootStart == 0 {
+			return
+		}
+		start, end := sp.StartTimestamp(), sp.EndTimestamp()
+		a := sp.Attributes()
+		a.PutStr("process.creation.time", start.AsTime().UTC().Format(time.RFC3339Nano))
+		a.PutStr("process.exit.time", end.AsTime().UTC().Format(time.RFC3339Nano))
+		start = min(max(start, j.rootStart), j.rootEnd)
+		sp.SetStartTimestamp(start)
+		sp.SetEndTimestamp(max(min(end, j.rootEnd), start))
 	})
 }
 
@@ -350,25 +366,36 @@ func eachSpan(td ptrace.Traces, f func(ptrace.Span)) {
 // JoinPoll is how often WaitJoin reads the store.
 const JoinPoll = 250 * time.Millisecond
 
+// ErrOwnTrace is WaitJoin's answer when the agent's spans are in the execution's own trace: its
+// SDK read TRACEPARENT, so the run is already one and there is nothing to join.
+var ErrOwnTrace = errors.New("the agent's spans are in the execution's own trace (its SDK read TRACEPARENT)")
+
 // WaitJoin reads the runs that overlap ex from r until the agent's trace is found with its root
 // span and two reads in a row give it the same number of spans (its last batches stored), or
 // until wait has passed (then it joins what it found, if anything). nil, nil: no run belongs to
-// ex. A store error is returned only when nothing was found.
+// ex. nil, ErrOwnTrace as soon as the execution's own trace holds a span of the agent's (by the
+// resource attribute, Execution.owns): no other trace is waited for. A store error is returned
+// only when nothing was found.
 func WaitJoin(ctx context.Context, r store.Reader, ex Execution, wait time.Duration) (*Join, error) {
 	deadline := time.Now().Add(wait)
 	var last *Join
 	lastSpans := -1
 	var lastErr error
 	for {
-		runs, err := overlapping(ctx, r, ex)
-		if err != nil {
+		runs, own, err := overlapping(ctx, r, ex)
+		switch {
+		case err != nil:
 			lastErr = err
-		} else if j, ok := PlanJoin(ex, runs); ok {
-			n := spanCount(runs, j.Trace)
-			if last != nil && last.Trace == j.Trace && n == lastSpans && !j.AgentRoot.IsEmpty() {
-				return j, nil
+		case own && last == nil:
+			return nil, ErrOwnTrace
+		default:
+			if j, ok := PlanJoin(ex, runs); ok {
+				n := spanCount(runs, j.Trace)
+				if last != nil && last.Trace == j.Trace && n == lastSpans && !j.AgentRoot.IsEmpty() {
+					return j, nil
+				}
+				last, lastSpans = j, n
 			}
-			last, lastSpans = j, n
 		}
 		if !time.Now().Before(deadline) {
 			if last != nil {
@@ -384,24 +411,51 @@ func WaitJoin(ctx context.Context, r store.Reader, ex Execution, wait time.Durat
 	}
 }
 
-// overlapping reads the runs that started from a second before ex until now.
-func overlapping(ctx context.Context, r store.Reader, ex Execution) ([]AgentRun, error) {
+// overlapping reads the runs other than the execution's own that started from a second before ex
+// until now; own says whether the execution's own trace holds a span whose resource carries its
+// runagainattr.ExecutionTraceID (the agent's, not the proxy's or runagain mcp's).
+func overlapping(ctx context.Context, r store.Reader, ex Execution) (runs []AgentRun, own bool, err error) {
 	rows, err := r.Runs(ctx, store.RunFilter{Since: ex.Start.Add(-time.Second)})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var out []AgentRun
 	for _, row := range rows {
-		if row.TraceID == ex.Root.TraceID.String() || row.Start.After(ex.End.Add(time.Second)) {
+		if row.Start.After(ex.End.Add(time.Second)) {
 			continue
 		}
 		run, err := r.Run(ctx, row.TraceID)
 		if err != nil {
 			continue // gone, or a tier that cannot read it: not this execution's
 		}
-		out = append(out, AgentRun{Traces: run.Traces, Logs: run.Logs})
+		if row.TraceID == ex.Root.TraceID.String() {
+			own = own || hasOwnedResource(run.Traces, ex)
+			continue
+		}
+		runs = append(runs, AgentRun{Traces: run.Traces, Logs: run.Logs})
 	}
-	return out, nil
+	return runs, own, nil
+}
+
+// hasOwnedResource: td has a span in ex's trace whose resource carries ex's
+// runagainattr.ExecutionTraceID.
+func hasOwnedResource(td ptrace.Traces, ex Execution) bool {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		if v, ok := rs.Resource().Attributes().Get(runagainattr.ExecutionTraceID); !ok || v.AsString() != ex.Root.TraceID.String() {
+			continue
+		}
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			sps := sss.At(j).Spans()
+			for k := 0; k < sps.Len(); k++ {
+				if sps.At(k).TraceID() == ex.Root.TraceID {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func spanCount(runs []AgentRun, trace pcommon.TraceID) int {

@@ -138,9 +138,17 @@ func TestJoinPlacesExchangesUnderTheirCalls(t *testing.T) {
 			rsp := rootTD.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 			rsp.SetTraceID(root.TraceID)
 			rsp.SetSpanID(root.SpanID)
+			rsp.SetStartTimestamp(at(-500)) // the runtime starting up
+			rsp.SetEndTimestamp(at(1700))   // the SDK flushing
 			j.PlaceRoot(rootTD)
 			assert.Equal(t, trace, rsp.TraceID())
 			assert.Equal(t, pcommon.SpanID{1}, rsp.ParentSpanID())
+			assert.Equal(t, at(0), rsp.StartTimestamp(), "within the agent's root")
+			assert.Equal(t, at(1000), rsp.EndTimestamp(), "within the agent's root")
+			created, _ := rsp.Attributes().Get("process.creation.time")
+			exited, _ := rsp.Attributes().Get("process.exit.time")
+			assert.Equal(t, "2026-01-02T03:04:04.5Z", created.Str())
+			assert.Equal(t, "2026-01-02T03:04:06.7Z", exited.Str())
 			var spans []rule.Span
 			for _, td := range append([]ptrace.Traces{agent, rootTD}, held...) {
 				eachSpan(td, func(sp ptrace.Span) { spans = append(spans, rule.FromSpan(sp)) })

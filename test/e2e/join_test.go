@@ -261,3 +261,68 @@ func assertRootUnderAgent(t *testing.T, run *store.Run, name, orig string) {
 	}
 	assert.True(t, found, "no span %s* in the run", name)
 }
+
+// TestJoinsAnAgentWhoseRequestsCarryTraceparent: the same instrumented agent, but each request
+// carries its span's traceparent (AGENT_PROPAGATE=1, as an HTTP client instrumentation sends
+// it) while its SDK still ignores TRACEPARENT. The proxy then holds no exchange: each goes into
+// the agent's trace by its traceparent. The execution is still one run: the proxy's root span
+// (the command, its exit code and the recording's settings) waits for the agent's trace and goes
+// under its root, for `proxy --record` and for `rerun` alike.
+func TestJoinsAnAgentWhoseRequestsCarryTraceparent(t *testing.T) {
+	node, modules := nodeModules(t)
+	col := collectortest.Start(t, collectortest.Options{})
+	agent := filepath.Join(collectortest.RepoRoot(t), "test", "clients", "openai-node", "agent.js")
+	env := []string{"NODE_PATH=" + modules, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + col.HTTP, "OTEL_METRICS_EXPORTER=none",
+		"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true", "AGENT_PROPAGATE=1"}
+	upstream := &scriptedOpenAI{}
+	srv := httptest.NewServer(upstream)
+	defer srv.Close()
+
+	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("proxy --record stderr:\n%s", errOut)
+	orig := strings.TrimSpace(out)
+	require.Len(t, orig, 32, "the agent prints its trace id")
+	assert.Contains(t, errOut, "runagain proxy: joined the agent's trace "+orig+" (by resource): no exchange without traceparent to place")
+	assert.Contains(t, errOut, "run trace "+orig)
+	run := waitRunSpans(t, col.DataDir, orig, 9)
+	var proxyRoot ptrace.Span
+	for _, sp := range spansOf(run.Traces) {
+		if strings.HasPrefix(sp.Name(), "runagain record") {
+			proxyRoot = sp
+		}
+	}
+	require.NotEqual(t, ptrace.Span{}, proxyRoot, "the proxy's root span is in the agent's run")
+	assert.False(t, proxyRoot.ParentSpanID().IsEmpty(), "under the agent's root")
+
+	type row struct {
+		TraceID     string `json:"trace_id"`
+		InputTokens int64  `json:"input_tokens"`
+	}
+	sessions := func() map[string]row {
+		var rows []row
+		require.NoError(t, json.Unmarshal([]byte(cli(t, col, "sessions", "--json")), &rows))
+		got := map[string]row{}
+		for _, r := range rows {
+			got[r.TraceID] = r
+		}
+		return got
+	}
+	got := sessions()
+	require.Len(t, got, 1, "one execution, one run: %+v", got)
+	assert.Positive(t, got[orig].InputTokens)
+
+	upstream.mu.Lock() // the rerun goes live to the same upstream, its script started afresh
+	upstream.requests, upstream.bodies = nil, nil
+	upstream.mu.Unlock()
+	out, errOut, err = rerunCLI(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("rerun stderr:\n%s", errOut)
+	rerun := strings.TrimSpace(out)
+	require.Len(t, rerun, 32)
+	assert.Contains(t, errOut, "runagain rerun: joined the agent's trace "+rerun+" (by resource): no exchange without traceparent to place")
+	assertRootUnderAgent(t, waitRunSpans(t, col.DataDir, rerun, 9), "runagain rerun", orig)
+	got = sessions()
+	require.Len(t, got, 2, "record and rerun, two runs: %+v", got)
+	assert.Equal(t, got[orig].InputTokens, got[rerun].InputTokens, "each call counted once")
+}

@@ -70,6 +70,25 @@ func notesModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
+// notesServer copies the notes MCP server (test/clients/mcp-node/server.js) into a directory of
+// its own (its script can then be removed), finding its packages through a node_modules link
+// beside it: the MCP client starts it with a reduced environment (no NODE_PATH). notes is its
+// notes file, holding "start".
+func notesServer(t *testing.T, modules string) (script, notes string) {
+	t.Helper()
+	dir := t.TempDir()
+	srvDir := filepath.Join(dir, "server")
+	require.NoError(t, os.MkdirAll(srvDir, 0o755))
+	require.NoError(t, os.Symlink(modules, filepath.Join(srvDir, "node_modules")))
+	script = filepath.Join(srvDir, "server.js")
+	src, err := os.ReadFile(filepath.Join(collectortest.RepoRoot(t), "test", "clients", "mcp-node", "server.js"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(script, src, 0o644))
+	notes = filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("start\n"), 0o644))
+	return script, notes
+}
+
 // TestMCPStdioRecordReplay records an agent built with the official openai and MCP TypeScript
 // clients whose notes server (the official MCP SDK over stdio) is started as `runagain mcp`, then
 // replays it with the server's script gone, changes a tool argument, reruns with another model,
@@ -88,19 +107,9 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	repo := collectortest.RepoRoot(t)
 	bin := filepath.Join(collectortest.BinDir(t), "runagain")
 
-	// The server lives in a directory of its own (its script can then be removed), finding its
-	// packages through a node_modules link beside it: the MCP client starts it with a reduced
-	// environment (no NODE_PATH).
-	dir := t.TempDir()
-	srvDir := filepath.Join(dir, "server")
-	require.NoError(t, os.MkdirAll(srvDir, 0o755))
-	require.NoError(t, os.Symlink(modules, filepath.Join(srvDir, "node_modules")))
-	script := filepath.Join(srvDir, "server.js")
-	src, err := os.ReadFile(filepath.Join(repo, "test", "clients", "mcp-node", "server.js"))
+	script, notes := notesServer(t, modules)
+	src, err := os.ReadFile(script)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(script, src, 0o644))
-	notes := filepath.Join(dir, "notes.txt")
-	require.NoError(t, os.WriteFile(notes, []byte("start\n"), 0o644))
 
 	agent := []string{"--", node, filepath.Join(repo, "test", "clients", "mcp-node", "agent.js")}
 	env := []string{"NODE_PATH=" + modules, "RUNAGAIN_BIN=" + bin, "MCP_SERVER_SCRIPT=" + script, "NOTES_FILE=" + notes}
@@ -212,7 +221,7 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 	// A dataset of the run: the test passes, then fails when the agent's tool arguments change.
 	out, errOut, code = run(nil, "dataset", "add", "notes", trace, "--expect", "tools=recorded")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
-	exp := filepath.Join(dir, "export")
+	exp := filepath.Join(t.TempDir(), "export")
 	out, errOut, code = run(nil, "dataset", "export", "notes", exp)
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	mcpFiles, _ := filepath.Glob(filepath.Join(exp, "cases", trace, "bodies", "*.mcp-request.json"))
@@ -277,7 +286,7 @@ func TestMCPStdioRecordReplay(t *testing.T) {
 		before[r.TraceID] = true
 	}
 	direct := exec.Command(node, agent[2])
-	direct.Env = append(append(os.Environ(), env...), "OPENAI_BASE_URL="+model.URL+"/v1", "RUNAGAIN_ENDPOINT="+col.GRPC, "NOTES_FILE="+filepath.Join(dir, "direct.txt"))
+	direct.Env = append(append(os.Environ(), env...), "OPENAI_BASE_URL="+model.URL+"/v1", "RUNAGAIN_ENDPOINT="+col.GRPC, "NOTES_FILE="+filepath.Join(filepath.Dir(notes), "direct.txt"))
 	dout, err := direct.CombinedOutput()
 	require.NoError(t, err, "%s", dout)
 	var own string

@@ -227,7 +227,8 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	// An agent that writes its own trace but ignores TRACEPARENT: the case's exchanges, root span
 	// and divergence record go into that trace once the command has ended (one run per execution).
 	jn := agentrun.NewJoiner(cfg.JoinWait, root, env, cfg.OpenReader, "test")
-	env = jn.Hold(rec, rp, env)
+	held := agentrun.Holders(rec, broker) // HTTP and MCP exchanges join alike
+	env = jn.Hold(held, rp, env)
 	var outBuf syncBuf
 	runStart := time.Now()
 	exit, runErr := agentrun.Run(ctx, cfg.Sandboxed, rec, logger, cfg.Command, env, &outBuf, &outBuf, jn.Started)
@@ -253,7 +254,7 @@ func runCase(ctx context.Context, cfg *Config, c *dataset.Case) *dataset.CaseRes
 	if rr, ok := proxy.RerunOfView(cv, changes); ok {
 		proxy.MarkRerun(sp, rr)
 	}
-	if t, ok := jn.Attempt(ctx, rec, rp, td, runStart, logW); ok {
+	if t, ok := jn.Attempt(ctx, held, rp, td, runStart, logW); ok {
 		newTrace, r.New = t, t.String()
 		r.DiffCmd = "runagain diff " + c.TraceID + " " + r.New
 	}

@@ -9,9 +9,45 @@
 // the final answer. NOTE_OVERRIDE replaces the text the model asked append_note to write (the
 // agent's tool arguments change); EXTRA_POST_URL makes it POST to that URL through HTTP_PROXY
 // first (an unrecorded side effect).
+//
+// With OTEL_EXPORTER_OTLP_ENDPOINT set it is an instrumented agent too: @opentelemetry/sdk-node
+// with the openai instrumentation (resolved through NODE_PATH from test/clients/openai-node's
+// packages), an invoke_agent span over the run and an execute_tool span around each MCP tool
+// call, as an agent framework writes them; its SDK ignores TRACEPARENT, so runagain joins the
+// proxy's HTTP and MCP exchanges into this trace. It then prints "trace ID" last.
 'use strict';
 
 const http = require('node:http');
+
+let sdk;
+if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+  const { NodeSDK } = require('@opentelemetry/sdk-node');
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
+  const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai');
+  sdk = new NodeSDK({
+    serviceName: 'notes-agent', traceExporter: new OTLPTraceExporter(),
+    instrumentations: [new OpenAIInstrumentation({ captureMessageContent: true })],
+  });
+  sdk.start();
+}
+const api = sdk ? require('@opentelemetry/api') : null;
+
+// span runs fn inside a span named name (when traced), ending it with fn's outcome.
+async function span(name, attributes, fn) {
+  if (!api) return fn(null);
+  return api.trace.getTracer('notes-agent').startActiveSpan(name, { attributes }, async (s) => {
+    try {
+      return await fn(s);
+    } catch (err) {
+      s.setStatus({ code: api.SpanStatusCode.ERROR, message: String(err && err.message) });
+      throw err;
+    } finally {
+      s.end();
+    }
+  });
+}
+
+// Loaded after sdk.start() so the instrumentation wraps it.
 const { OpenAI } = require('openai');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
@@ -31,6 +67,18 @@ function post(url) {
 }
 
 async function main() {
+  let traceId;
+  await span('invoke_agent notes', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'notes' }, async (root) => {
+    if (root) traceId = root.spanContext().traceId;
+    await run();
+  });
+  if (sdk) {
+    await sdk.shutdown();
+    console.log('trace ' + traceId);
+  }
+}
+
+async function run() {
   if (process.env.EXTRA_POST_URL) {
     const r = await post(process.env.EXTRA_POST_URL);
     console.log(`POST ${process.env.EXTRA_POST_URL}: ${r.status} ${r.body}`);
@@ -62,7 +110,9 @@ async function main() {
     for (const tc of msg.tool_calls) {
       const args = JSON.parse(tc.function.arguments || '{}');
       if (tc.function.name === 'append_note' && process.env.NOTE_OVERRIDE) args.text = process.env.NOTE_OVERRIDE;
-      const res = await mcp.callTool({ name: tc.function.name, arguments: args });
+      const res = await span('execute_tool ' + tc.function.name, {
+        'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tc.function.name, 'gen_ai.tool.call.id': tc.id,
+      }, () => mcp.callTool({ name: tc.function.name, arguments: args }));
       const text = res.content.map((p) => p.text).join('');
       console.log(`tool ${tc.function.name}: ${res.isError ? 'ERROR ' : ''}${JSON.stringify(text)}`);
       messages.push({ role: 'tool', tool_call_id: tc.id, content: text });

@@ -6,6 +6,8 @@
 //   1. chat completion (non-streaming) that asks for the get_weather tool,
 //   2. chat completion streamed over SSE with the tool result, usage included,
 //   3. a Responses API call with instructions.
+// With AGENT_PROPAGATE=1 each request carries the W3C traceparent of the agent's span, as an HTTP
+// client instrumentation would send it (the SDK itself still ignores TRACEPARENT).
 // Prints the run's trace id on stdout. Run by test/e2e/node_client_test.go with NODE_PATH set to
 // the packages installed by .ci/run (package.json beside this file).
 'use strict';
@@ -37,6 +39,15 @@ const tools = [{
   },
 }];
 
+// callOptions are the request options of one API call: the active span's traceparent header
+// under AGENT_PROPAGATE=1, else none.
+function callOptions() {
+  if (!process.env.AGENT_PROPAGATE) return undefined;
+  const headers = {};
+  api.propagation.inject(api.context.active(), headers);
+  return { headers };
+}
+
 function getWeather(args) {
   const { location } = JSON.parse(args);
   return location === 'Paris' ? 'rainy, 57°F' : 'unknown';
@@ -55,7 +66,7 @@ async function main() {
         { role: 'system', content: 'You are a weather bot.' },
         { role: 'user', content: 'Weather in Paris?' },
       ];
-      const first = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools });
+      const first = await client.chat.completions.create({ model: 'gpt-4o-mini', messages, tools }, callOptions());
       const msg = first.choices[0].message;
       messages.push(msg);
       for (const call of msg.tool_calls || []) {
@@ -74,14 +85,14 @@ async function main() {
       }
       const stream = await client.chat.completions.create({
         model: 'gpt-4o-mini', messages, tools, stream: true, stream_options: { include_usage: true },
-      });
+      }, callOptions());
       let answer = '';
       for await (const chunk of stream) {
         answer += (chunk.choices[0] && chunk.choices[0].delta && chunk.choices[0].delta.content) || '';
       }
       const summary = await client.responses.create({
         model: 'gpt-4o-mini', instructions: 'Answer in one word.', input: `Summarise: ${answer}`,
-      });
+      }, callOptions());
       process.stderr.write(`answer: ${answer}\nsummary: ${summary.output_text}\n`);
     } finally {
       root.end();
