@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,32 @@ func TestIndexInsertMultiRow(t *testing.T) {
 	var last int64
 	if err := x.db.QueryRowContext(ctx, `SELECT last_ref FROM objects WHERE digest = ?`, added[0].Sum[:]).Scan(&last); err != nil || last != at.Add(time.Hour).UnixNano() {
 		t.Fatalf("last_ref after a second insert: %d %v", last, err)
+	}
+}
+
+// TestIndexOpenedConcurrently: the collector's processor, the storage extension's sweep and the
+// CLI may open a new index at the same moment; every opener of the same bucket succeeds (the
+// first one records the bucket) and one of another bucket is refused by a CollectOnly opener.
+func TestIndexOpenedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), IndexFile)
+	const openers = 8
+	errs := make(chan error, openers)
+	for range openers {
+		go func() {
+			x, err := Open(ctx, path, "file:///bucket", true)
+			if err == nil {
+				err = x.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range openers {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent open: %v", err)
+		}
+	}
+	if _, err := Open(ctx, path, "file:///other", true); err == nil || !strings.Contains(err.Error(), "indexes bucket file:///bucket") {
+		t.Fatalf("opening the index of file:///bucket for file:///other: %v, want a refusal naming both", err)
 	}
 }

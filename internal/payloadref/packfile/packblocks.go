@@ -404,3 +404,13 @@ func Repack(old []byte, skip map[ref.Object]bool, enc *zstd.Encoder, dec *zstd.D
 		})
 	})
 }
+
+// BlockWindow is the zstd window for blocks of n bytes: the power of two at least 2n (at least
+// 64 KiB, at most 8 MiB).
+func BlockWindow(n int) int {
+	w := 64 << 10
+	for w < 2*n && w < 8<<20 {
+		w <<= 1
+	}
+	return w
+}

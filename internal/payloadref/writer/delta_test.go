@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/runagain/runagain/internal/payloadref/collect"
-	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 // TestDeltaManifestChain: a 40-call resent conversation stored through PutStream writes root
@@ -84,24 +83,6 @@ func TestDeltaManifestChain(t *testing.T) {
 	}
 	if raw := decodedBucket(t, url); bytes.Contains(raw, []byte("DELTA-CONV")) {
 		t.Fatal("the erased conversation's bytes remain")
-	}
-}
-
-// TestPrefixPartNeedsVersion2: a prefix part in a version 1 manifest (which a reader before
-// prefix parts would misread as a whole object) is refused, as is a prefix part without a ref.
-func TestPrefixPartNeedsVersion2(t *testing.T) {
-	sum := strings.Repeat("ab", 32)
-	for _, doc := range []string{
-		`{"v":1,"size":3,"parts":[{"ref":"` + sum + `","n":3,"m":true,"pre":true}]}`,
-		`{"v":2,"size":0,"parts":[{"pre":true}]}`,
-		`{"v":3,"size":0,"parts":[]}`,
-	} {
-		if _, err := ref.DecodeManifest([]byte(doc)); err == nil {
-			t.Fatalf("accepted %s", doc)
-		}
-	}
-	if _, err := ref.DecodeManifest([]byte(`{"v":2,"size":3,"parts":[{"ref":"` + sum + `","n":3,"m":true,"pre":true}]}`)); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/runagain/runagain/internal/payloadref"
 	"github.com/runagain/runagain/internal/payloadref/collect"
-	"github.com/runagain/runagain/internal/payloadref/digestindex"
 	"github.com/runagain/runagain/internal/payloadref/packfile"
 	"github.com/runagain/runagain/internal/payloadref/ref"
 )
@@ -588,33 +587,6 @@ func TestPackConcurrentBatches(t *testing.T) {
 		if got, err := newResolver(t).Fetch(ctx, x.uri); err != nil || !bytes.Equal(got, x.v) {
 			t.Fatalf("fetch %s after upload: %v", x.uri, err)
 		}
-	}
-}
-
-// TestIndexOpenedConcurrently: the collector's processor, the storage extension's sweep and the
-// CLI may open a new index at the same moment; every opener of the same bucket succeeds (the
-// first one records the bucket) and one of another bucket is refused by a CollectOnly opener.
-func TestIndexOpenedConcurrently(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), digestindex.IndexFile)
-	const openers = 8
-	errs := make(chan error, openers)
-	for range openers {
-		go func() {
-			x, err := digestindex.Open(ctx, path, "file:///bucket", true)
-			if err == nil {
-				err = x.Close()
-			}
-			errs <- err
-		}()
-	}
-	for range openers {
-		if err := <-errs; err != nil {
-			t.Fatalf("concurrent open: %v", err)
-		}
-	}
-	if _, err := digestindex.Open(ctx, path, "file:///other", true); err == nil || !strings.Contains(err.Error(), "indexes bucket file:///bucket") {
-		t.Fatalf("opening the index of file:///bucket for file:///other: %v, want a refusal naming both", err)
 	}
 }
 

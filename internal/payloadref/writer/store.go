@@ -180,7 +180,7 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 	// Blocks are compressed one at a time (under the append lock): one encoder, its window just
 	// covering a block (a larger window only allocates more history per encoder).
 	benc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(opts.PackLevel), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(blockWindow(opts.PackBlockSize)))
+		zstd.WithWindowSize(packfile.BlockWindow(opts.PackBlockSize)))
 	if err != nil {
 		return nil, err
 	}
@@ -241,16 +241,6 @@ func NewStore(ctx context.Context, bucketURL string, opts StoreOptions) (*Store,
 }
 
 func (s *Store) now() time.Time { return s.opts.Now() }
-
-// blockWindow is the zstd window for blocks of n bytes: the power of two at least 2n (at least
-// 64 KiB, at most 8 MiB).
-func blockWindow(n int) int {
-	w := 64 << 10
-	for w < 2*n && w < 8<<20 {
-		w <<= 1
-	}
-	return w
-}
 
 func (s *Store) logger(format string, args ...any) {
 	if s.opts.Logger != nil {
