@@ -13,12 +13,13 @@ import (
 )
 
 // Packs sweeps a payload bucket in payloadref's pack layout (and the single objects written
-// before it) through payloadref.(*Store).Collect, with the digest index of the data directory
-// Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
-// rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
-// the index CollectOnly, so it runs beside the collector that writes the packs; packs the
-// collector has not uploaded yet are not swept: an erasure first asks the collector to seal and
-// upload its open pack now and waits for the upload (writer.SealStaged, at most sealWait).
+// before it) through writer.(*Store).Collect (internal/payloadref/collect), with the digest
+// index of the data directory Dir (runagain_storage payloads::dir): packs holding nothing live
+// are deleted, mostly dead ones rewritten, and with SweepOptions.Erase every pack holding a dead
+// object is rewritten. It opens the index CollectOnly, so it runs beside the collector that
+// writes the packs; packs the collector has not uploaded yet are not swept: an erasure first asks
+// the collector to seal and upload its open pack now and waits for the upload
+// (writer.SealStaged, at most sealWait).
 //
 // Without Dir (a bucket in the single-object layout, sha256/<hex>.zst and .manifest.zst) there
 // is no index and no staging area: Collect then sweeps the single objects only, by their

@@ -48,7 +48,7 @@ func filterKey(k ref.Object) (b [33]byte) {
 	return b
 }
 
-// mayHave tells whether the index may list k (true without a filter).
+// MayHave tells whether the index may list k (true without a filter).
 func (f *filter) MayHave(k ref.Object) bool {
 	b := filterKey(k)
 	f.fmu.RLock()
@@ -56,7 +56,7 @@ func (f *filter) MayHave(k ref.Object) bool {
 	return f.bf == nil || f.bf.Test(b[:])
 }
 
-// addFiltered adds keys to the filter and tells whether it is now past its capacity.
+// AddFiltered adds keys to the filter and tells whether it is now past its capacity.
 func (f *filter) AddFiltered(keys []packfile.EntryAt) (full bool) {
 	f.fmu.Lock()
 	defer f.fmu.Unlock()
@@ -71,7 +71,7 @@ func (f *filter) AddFiltered(keys []packfile.EntryAt) (full bool) {
 	return f.added > f.capN
 }
 
-// filterStats returns the entries the filter is sized for and its size in bytes (0, 0 without).
+// FilterStats returns the entries the filter is sized for and its size in bytes (0, 0 without).
 func (f *filter) FilterStats() (capacity uint, bytes int64) {
 	f.fmu.RLock()
 	defer f.fmu.RUnlock()
@@ -81,7 +81,7 @@ func (f *filter) FilterStats() (capacity uint, bytes int64) {
 	return f.capN, int64(f.bf.Cap() / 8)
 }
 
-// buildFilter (re)builds the filter from every object the index lists, sized for filterHeadroom
+// BuildFilter (re)builds the filter from every object the index lists, sized for filterHeadroom
 // times their count (at least FilterMinEntries). Callers make sure no row is inserted meanwhile
 // (at open, before the indexer starts; later, from the indexer itself).
 func (x *Index) BuildFilter(ctx context.Context) error {

@@ -33,7 +33,7 @@ import (
 // IndexFile is the name of the digest index in a Store's data directory.
 const IndexFile = "payload-index.db"
 
-// index is the persistent digest index: one row per object written to a pack (digest and kind ->
+// Index is the persistent digest index: one row per object written to a pack (digest and kind ->
 // pack number, last time a value referenced it), and one row per pack (its id, staged or
 // uploaded, size). It is a SQLite file in WAL mode, so the collector (writing) and the CLI
 // (collecting or erasing) use it at once; busy_timeout serialises their writes, and every
@@ -164,6 +164,7 @@ func openIndexOnce(ctx context.Context, path, bucketURL string, keep bool) (*Ind
 	return x, nil
 }
 
+// Close closes the index's statements and database.
 func (x *Index) Close() error {
 	_ = x.genStmt.Close()
 	_ = x.lookupStmt.Close()
@@ -205,7 +206,7 @@ func migrateIndex(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// lookup returns the pack holding k, or "" when the index has no row for it.
+// Lookup returns the pack holding k, or "" when the index has no row for it.
 func (x *Index) Lookup(ctx context.Context, k ref.Object) (string, error) {
 	var pack string
 	err := x.lookupStmt.QueryRowContext(ctx, k.Sum[:], k.Manifest).Scan(&pack)
@@ -239,7 +240,7 @@ func readGeneration(ctx context.Context, q *sql.Stmt) (gen, markStart int64, err
 	return gen, markStart, rows.Err()
 }
 
-// beginCollect moves the collect generation on and returns the mark start, read from now inside
+// BeginCollect moves the collect generation on and returns the mark start, read from now inside
 // the transaction (under the write lock), recorded as gen_time (the latest mark start of the
 // Collects that began). The mark begins when this transaction commits (see Batch).
 func (x *Index) BeginCollect(ctx context.Context, now func() time.Time) (time.Time, error) {
@@ -261,7 +262,7 @@ func (x *Index) BeginCollect(ctx context.Context, now func() time.Time) (time.Ti
 	return markStart, tx.Commit()
 }
 
-// insert records objects appended to packs (already durable in their staged pack), in one
+// Insert records objects appended to packs (already durable in their staged pack), in one
 // transaction, with last_ref = ts = max(now, gen_time) read in it; gen is the collect generation
 // read in it. A pack gets its packs row (as staged) with its first object.
 func (x *Index) Insert(ctx context.Context, added []packfile.EntryAt, now func() time.Time) (gen, ts int64, err error) {
@@ -346,7 +347,7 @@ func insertObjectsSQL(n int) string {
 	return b.String()
 }
 
-// touchDue runs one writer Commit's index step: it reads the collect generation and the latest
+// TouchDue runs one writer Commit's index step: it reads the collect generation and the latest
 // mark start (one read, no lock), asks due which references to touch at that generation, and
 // sets their last_ref to ts = max(now, mark start) in one transaction. It returns the due
 // references whose row is gone or names another pack (collected meanwhile), the generation and
@@ -384,14 +385,14 @@ func (x *Index) TouchDue(ctx context.Context, due func(gen int64) []ref.Location
 	return stale, gen, ts, tx.Commit()
 }
 
-// setPack records a pack's state (staged or uploaded) and size.
+// SetPack records a pack's state (staged or uploaded) and size.
 func (x *Index) SetPack(ctx context.Context, id string, uploaded bool, size int64, created time.Time) error {
 	_, err := x.db.ExecContext(ctx, `INSERT INTO packs (id, uploaded, size, created) VALUES (?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET uploaded = excluded.uploaded, size = excluded.size`, id, uploaded, size, created.UnixNano())
 	return err
 }
 
-// objectCount is the number of objects indexed.
+// ObjectCount is the number of objects indexed.
 func (x *Index) ObjectCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM objects`).Scan(&n)
@@ -456,7 +457,7 @@ func DeleteRows(ctx context.Context, tx *sql.Tx, n int64, keys []ref.Object) err
 	return nil
 }
 
-// moved records a pack's new size after it was rewritten, or drops the pack's rows (its objects
+// Moved records a pack's new size after it was rewritten, or drops the pack's rows (its objects
 // listed in entries, and its own) when it was deleted.
 func (x *Index) Moved(ctx context.Context, pack string, entries []packfile.Entry, deleted bool, size int64) error {
 	if !deleted {

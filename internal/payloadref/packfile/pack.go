@@ -91,7 +91,7 @@ type Entry struct {
 	RawRec bool   // v1 staging record stored raw (not compressed)
 }
 
-// size is what the object weighs in its pack for the dead fraction of Collect: its stored bytes
+// Size is what the object weighs in its pack for the dead fraction of Collect: its stored bytes
 // in a v1 pack, its original bytes in a v2 pack (its share of a block is not known).
 func (e Entry) Size() int64 {
 	if e.InOff >= 0 {

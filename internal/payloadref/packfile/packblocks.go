@@ -68,6 +68,8 @@ const blockSlack = 64
 // pressure: about 1 MiB of original bytes at the default block size).
 const asyncBlockQueue = 8
 
+// NewBlockPacker returns a BlockPacker writing the pack to w, compressing each block with enc
+// as it fills (blocks of blockSize original bytes; DefaultBlockSize when not positive).
 func NewBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *BlockPacker {
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
@@ -76,7 +78,7 @@ func NewBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *BlockPacker 
 }
 
 // NewAsyncBlockPacker is a BlockPacker whose blocks are compressed and written on its own
-// goroutine (see BlockPacker); finish must be called to end it.
+// goroutine (see BlockPacker); Finish must be called to end it.
 func NewAsyncBlockPacker(enc *zstd.Encoder, blockSize int, w io.Writer) *BlockPacker {
 	p := NewBlockPacker(enc, blockSize, w)
 	p.bg, p.bgDone = make(chan pendingBlock, asyncBlockQueue), make(chan struct{})
@@ -125,7 +127,7 @@ func (p *BlockPacker) writeLocked(z []byte) {
 	p.written += int64(len(z))
 }
 
-// add appends object k's original bytes.
+// Add appends object k's original bytes.
 func (p *BlockPacker) Add(k ref.Object, raw []byte) {
 	if len(p.cur) > 0 && len(p.cur)+len(raw) > p.blockSize {
 		p.flushBlock()
@@ -176,7 +178,7 @@ func (p *BlockPacker) flushBlock() {
 	p.cur = p.cur[:0]
 }
 
-// size bounds the pack's size if it were finished now with n more original bytes in m more objects.
+// Size bounds the pack's size if it were finished now with n more original bytes in m more objects.
 func (p *BlockPacker) Size(n, m int) int64 {
 	open := len(p.cur) + n
 	blocks := 1 + open/p.blockSize
@@ -186,7 +188,7 @@ func (p *BlockPacker) Size(n, m int) int64 {
 	return done + int64(open+blocks*blockSlack) + int64(len(p.Entries)+m)*entrySizeV2 + fanoutSize + FooterSize
 }
 
-// finish writes the open block and the trailer and returns the entries (in block order). An
+// Finish writes the open block and the trailer and returns the entries (in block order). An
 // async packer's goroutine ends here.
 func (p *BlockPacker) Finish() ([]Entry, error) {
 	p.flushBlock()

@@ -55,6 +55,7 @@ type Scope struct {
 	checked map[string]bool
 }
 
+// NewScope starts a Scope: one Fetch, or one mark of Collect.
 func NewScope() *Scope { return &Scope{checked: map[string]bool{}} }
 
 func (s *Scope) is(ck string) bool {
@@ -81,6 +82,8 @@ type Reader struct {
 	staged  *lru.Cache[string, *stagedFile]
 }
 
+// NewReader returns a Reader of packs in buckets and in the staging areas staging, decoding
+// with dec.
 func NewReader(staging []string, dec *zstd.Decoder) *Reader {
 	h, _ := lru.New[string, *packHead](packCacheSize)
 	pg, _ := lru.New[string, []Entry](pageCacheSize)
@@ -92,7 +95,7 @@ func NewReader(staging []string, dec *zstd.Decoder) *Reader {
 // ErrNotInPack: the pack does not list the object.
 var ErrNotInPack = errors.New("object not in pack")
 
-// read returns the original bytes of object k of pack id (key prefix+packs/id.pack) in bucket b
+// Read returns the original bytes of object k of pack id (key prefix+packs/id.pack) in bucket b
 // (cacheKey names the bucket), after verify accepted them. A cached head is checked against the
 // pack's attributes once per scope; a read that fails on cached state is tried once more from the
 // bucket.

@@ -23,7 +23,7 @@ type Object struct {
 	Manifest bool
 }
 
-// name is the object's name inside a pack and in a reference's fragment: sha256/<hex>.zst or
+// Name is the object's name inside a pack and in a reference's fragment: sha256/<hex>.zst or
 // sha256/<hex>.manifest.zst (the key the object would have had as a single object).
 func (k Object) Name() string {
 	if k.Manifest {
@@ -76,7 +76,7 @@ func HexSum(s string) (sum [32]byte, err error) {
 	return sum, err
 }
 
-// location is an object in a pack (the unit the index records).
+// Location is an object in a pack (the unit the index records).
 type Location struct {
 	Object
 	Pack string

@@ -165,6 +165,7 @@ type ObjectURIs struct {
 	path string  // u's path, then "/" and the key prefix
 }
 
+// NewObjectURIs parses and normalizes bucketURL once for Of.
 func NewObjectURIs(bucketURL string) (ObjectURIs, error) {
 	u, err := NormalizeBucketURL(bucketURL)
 	if err != nil {
@@ -181,7 +182,7 @@ func NewObjectURIs(bucketURL string) (ObjectURIs, error) {
 	return ObjectURIs{u: *u, path: strings.TrimSuffix(u.Path, "/") + "/" + prefix}, nil
 }
 
-// of returns the URI of the object key (the key prefix excluded).
+// Of returns the URI of the object key (the key prefix excluded).
 func (o ObjectURIs) Of(key string) string {
 	u := o.u
 	u.Path = o.path + key
