@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/packfile"
 )
 
 // payloadStagingDir is the staging area of the payload store this CLI reads: packs the collector
@@ -28,7 +29,7 @@ func payloadStagingDir() string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, payloadref.StagingDir)
+	return filepath.Join(dir, packfile.StagingDir)
 }
 
 // newPayloadResolver returns a Resolver that reads payload references, including packs still in

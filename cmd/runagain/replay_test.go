@@ -30,6 +30,7 @@ import (
 	fx "github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/packfile"
 	"github.com/runagain/runagain/internal/proxy"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -263,7 +264,7 @@ func TestRecordReplayOpenAI(t *testing.T) {
 	}
 	// The bodies may still be in the collector's open pack (staged, not uploaded yet): read it
 	// as the CLI on this machine does (payloads::dir of config/default.yaml).
-	res := payloadref.NewResolver(payloadref.WithStagingDir(filepath.Join(col.DataDir, "payloads", payloadref.StagingDir)))
+	res := payloadref.NewResolver(payloadref.WithStagingDir(filepath.Join(col.DataDir, "payloads", packfile.StagingDir)))
 	if err := res.RehydrateTraces(context.Background(), run.Traces); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/dataset"
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 )
@@ -59,7 +59,7 @@ func TestDatasetPinsSurviveRetention(t *testing.T) {
 		for j := 0; j < rss.At(i).ScopeSpans().Len(); j++ {
 			spans := rss.At(i).ScopeSpans().At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				spans.At(k).Attributes().RemoveIf(func(k string, _ pcommon.Value) bool { return payloadref.IsRefKey(k) })
+				spans.At(k).Attributes().RemoveIf(func(k string, _ pcommon.Value) bool { return ref.IsRefKey(k) })
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/runview/rule"
@@ -60,7 +60,7 @@ type openOptions struct {
 	every  time.Duration
 	pins   func() pins.Source
 	// payloads is the payload store the hot tier's retention sweeps (nil for none).
-	payloads *payloadref.Store
+	payloads *writer.Store
 }
 
 // hot tier on SQLite: full spans and logs.

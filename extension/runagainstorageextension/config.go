@@ -140,7 +140,7 @@ type PayloadsConfig struct {
 	// present. Default (and 0) 100000.
 	DedupCacheSize int `mapstructure:"dedup_cache_size"`
 	// CompressionLevel is the zstd level: fastest, default, better or best. "default" is zstd's
-	// default for single objects and payloadref.DefaultPackLevel (fastest, over 256 KiB blocks)
+	// default for single objects and packfile.DefaultLevel (fastest, over 256 KiB blocks)
 	// for pack blocks. Empty is "default".
 	CompressionLevel string `mapstructure:"compression_level"`
 }

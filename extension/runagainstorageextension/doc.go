@@ -7,7 +7,7 @@
 //
 //   - the storage backends of the three tiers (docs/architecture.md "Storage tiers"): SQLite
 //     files, ClickHouse connections, the cold tier's Parquet bucket;
-//   - the payload store: the payload bucket opened once at Start (payloadref.Store, with its
+//   - the payload store: the payload bucket opened once at Start (writer.Store, with its
 //     pack staging area and digest index), which every payload_offload instance writes through
 //     and the payload janitor collects through;
 //   - their retention janitors, which skip runs pinned by datasets (a pins.Source: SetPins);

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension/internal/metadata"
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
@@ -43,7 +43,7 @@ type Storage interface {
 	// staging area and digest index (payloads::dir): payload_offload writes through it and the
 	// retention janitor collects through it. It fails, naming the field, when payloads is not
 	// configured or the extension is not started. Callers never close it.
-	PayloadStore() (*payloadref.Store, error)
+	PayloadStore() (*writer.Store, error)
 }
 
 // Extension is a runagain_storage extension instance: it opens the configured backends and
@@ -57,7 +57,7 @@ type Extension struct {
 
 	mu       sync.Mutex
 	tiers    map[string]*opened // by tier name, set between Start and Shutdown
-	payloads *payloadref.Store  // set between Start and Shutdown when payloads is configured
+	payloads *writer.Store      // set between Start and Shutdown when payloads is configured
 	locks    []*dirLock         // held between Start and Shutdown
 	// chDead is the dead-letter table of a hot tier on ClickHouse (its handle closed with the
 	// tiers, as tierQuarantine); set between Start and Shutdown.
@@ -270,7 +270,7 @@ func (s *Extension) pinSource() pins.Source {
 }
 
 // PayloadStore implements Storage.
-func (s *Extension) PayloadStore() (*payloadref.Store, error) {
+func (s *Extension) PayloadStore() (*writer.Store, error) {
 	if !s.cfg.Payloads.HasValue() {
 		return nil, errors.New("runagain_storage: no payload bucket: set `payloads::url` " +
 			"(e.g. file:///var/lib/runagain/blobs?create_dir=true, s3://bucket)")

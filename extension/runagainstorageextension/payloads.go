@@ -11,7 +11,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/collect"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/clickhousestore"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -20,7 +21,7 @@ import (
 // openPayloads opens the payload store of payloads (the bucket, and with Dir the pack staging
 // area and digest index): one per extension, shared by every payload_offload instance and the
 // payload janitor.
-func openPayloads(ctx context.Context, p *PayloadsConfig, logger *zap.Logger, now func() time.Time) (*payloadref.Store, error) {
+func openPayloads(ctx context.Context, p *PayloadsConfig, logger *zap.Logger, now func() time.Time) (*writer.Store, error) {
 	cache := p.DedupCacheSize
 	if cache == 0 {
 		cache = DefaultDedupCacheSize
@@ -28,9 +29,9 @@ func openPayloads(ctx context.Context, p *PayloadsConfig, logger *zap.Logger, no
 	_, level := zstd.EncoderLevelFromString(p.CompressionLevel)
 	packLevel := level
 	if p.CompressionLevel == "" || p.CompressionLevel == "default" {
-		packLevel = 0 // the store's default for pack blocks (payloadref.DefaultPackLevel)
+		packLevel = 0 // the store's default for pack blocks (packfile.DefaultLevel)
 	}
-	s, err := payloadref.NewStore(ctx, p.URL, payloadref.StoreOptions{
+	s, err := writer.NewStore(ctx, p.URL, writer.StoreOptions{
 		KnownObjects: cache, Level: level, PackLevel: packLevel, Now: now,
 		Dir: p.Dir, PackMaxSize: p.Pack.MaxSize, PackMaxAge: p.Pack.MaxAge, Logger: logger,
 	})
@@ -51,7 +52,7 @@ func openPayloads(ctx context.Context, p *PayloadsConfig, logger *zap.Logger, no
 }
 
 // closePayloads reports the digest index's size (issue 17: "its size reported") and closes s.
-func closePayloads(s *payloadref.Store, logger *zap.Logger) error {
+func closePayloads(s *writer.Store, logger *zap.Logger) error {
 	if st, err := s.Stats(context.Background()); err == nil {
 		logger.Info("runagain_storage: closing the payload store",
 			zap.Int("index_cache_entries", st.CachedLocations),
@@ -77,9 +78,9 @@ func closePayloads(s *payloadref.Store, logger *zap.Logger) error {
 // (Erase), not only mostly dead ones, so no byte of an expired run remains.
 
 // sweepPayloads collects o.payloads with refs as the live set.
-func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, refs store.RefLister) (payloadref.CollectStats, error) {
-	st, err := o.payloads.Collect(ctx, payloadref.LiveRefs(store.LiveRefsOf(ctx, refs)),
-		payloadref.CollectOptions{Erase: true, Grace: retention})
+func sweepPayloads(ctx context.Context, o openOptions, retention time.Duration, refs store.RefLister) (collect.Stats, error) {
+	st, err := o.payloads.Collect(ctx, collect.LiveRefs(store.LiveRefsOf(ctx, refs)),
+		collect.Options{Erase: true, Grace: retention})
 	if err != nil {
 		return st, fmt.Errorf("payloads %s: %w", o.payloads.URI(""), err)
 	}

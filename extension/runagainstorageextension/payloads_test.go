@@ -22,6 +22,7 @@ import (
 
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 )
@@ -145,7 +146,7 @@ func testRetentionSweepsPayloads(t *testing.T, packs bool) {
 	require.NoError(t, hot.WriteTraces(ctx, td))
 	require.NoError(t, ps.Flush(ctx)) // packs: the sweep reaches uploaded packs
 	if packs {
-		p, _ := filepath.Glob(filepath.Join(dir, "blobs", payloadref.PackDir, "*"+payloadref.PackSuffix))
+		p, _ := filepath.Glob(filepath.Join(dir, "blobs", ref.PackDir, "*"+ref.PackSuffix))
 		require.Len(t, p, 1, "the three conversations share one pack")
 	}
 

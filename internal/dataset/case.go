@@ -20,7 +20,7 @@ import (
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/mcp"
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 type fixtureSide struct{ key, name string }
@@ -95,7 +95,7 @@ func Freeze(id string, traceID string, td ptrace.Traces, ld plog.Logs, ex *CaseE
 	eachSpan(td2, func(sp ptrace.Span) bool {
 		a := sp.Attributes()
 		a.Range(func(k string, v pcommon.Value) bool {
-			if payloadref.IsRefKey(k) {
+			if ref.IsRefKey(k) {
 				ferr = fmt.Errorf("case %s: span %s: %s is still offloaded (%s): its payload could not be read, so the run cannot be frozen", id, sp.SpanID(), strings.TrimSuffix(k, "_ref"), v.AsString())
 				return false
 			}

@@ -48,7 +48,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 	"github.com/runagain/runagain/internal/pins"
 )
 
@@ -152,7 +152,7 @@ func DefaultURL(dataDir string) string {
 // Open opens the dataset store at a gocloud.dev/blob URL (file://, s3://, gs://, azblob://,
 // mem://; relative file:// paths are made absolute as in internal/payloadref).
 func Open(ctx context.Context, url string) (*Store, error) {
-	b, closeFn, err := payloadref.OpenBucket(ctx, url)
+	b, closeFn, err := ref.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("dataset store %s: %w", url, err)
 	}

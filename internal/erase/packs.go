@@ -7,17 +7,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/collect"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/store"
 )
 
 // Packs sweeps a payload bucket in payloadref's pack layout (and the single objects written
-// before it) through payloadref.(*Store).Collect, with the digest index of the data directory
-// Dir (runagain_storage payloads::dir): packs holding nothing live are deleted, mostly dead ones
-// rewritten, and with SweepOptions.Erase every pack holding a dead object is rewritten. It opens
-// the index CollectOnly, so it runs beside the collector that writes the packs; packs the
-// collector has not uploaded yet are not swept: an erasure first asks the collector to seal and
-// upload its open pack now and waits for the upload (payloadref.SealStaged, at most sealWait).
+// before it) through writer.(*Store).Collect (internal/payloadref/collect), with the digest
+// index of the data directory Dir (runagain_storage payloads::dir): packs holding nothing live
+// are deleted, mostly dead ones rewritten, and with SweepOptions.Erase every pack holding a dead
+// object is rewritten. It opens the index CollectOnly, so it runs beside the collector that
+// writes the packs; packs the collector has not uploaded yet are not swept: an erasure first asks
+// the collector to seal and upload its open pack now and waits for the upload
+// (writer.SealStaged, at most sealWait).
 //
 // Without Dir (a bucket in the single-object layout, sha256/<hex>.zst and .manifest.zst) there
 // is no index and no staging area: Collect then sweeps the single objects only, by their
@@ -41,7 +43,7 @@ func (p *Packs) Where() string { return p.URL }
 // Sweep implements PayloadSweeper.
 func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) (PayloadStats, error) {
 	var left int
-	s, err := payloadref.NewStore(ctx, p.URL, payloadref.StoreOptions{Dir: p.Dir, CollectOnly: true, Now: p.Now})
+	s, err := writer.NewStore(ctx, p.URL, writer.StoreOptions{Dir: p.Dir, CollectOnly: true, Now: p.Now})
 	if err != nil {
 		return PayloadStats{}, err
 	}
@@ -50,7 +52,7 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 		// The collector's open pack may hold erased objects: have it sealed and uploaded now
 		// (bounded: with the bucket down they stay staged, and a later pass removes them).
 		sctx, cancel := context.WithTimeout(ctx, sealWait)
-		left, err = payloadref.SealStaged(sctx, p.Dir)
+		left, err = writer.SealStaged(sctx, p.Dir)
 		cancel()
 		if err != nil && left == 0 {
 			return PayloadStats{}, fmt.Errorf("sealing the collector's staged packs: %w", err)
@@ -68,7 +70,7 @@ func (p *Packs) Sweep(ctx context.Context, live store.LiveRefs, o SweepOptions) 
 	// object is rewritten (not only mostly dead ones), so no byte of an expired run remains.
 	// Objects die in batches (runs expire in ingestion order), so most such packs are wholly
 	// dead and deleted rather than rewritten.
-	st, err := s.Collect(ctx, payloadref.LiveRefs(live), payloadref.CollectOptions{Erase: true, Grace: p.Grace, Erased: erased})
+	st, err := s.Collect(ctx, collect.LiveRefs(live), collect.Options{Erase: true, Grace: p.Grace, Erased: erased})
 	return PayloadStats{
 		ObjectsDeleted: st.ObjectsDeleted,
 		BytesFreed:     st.BytesFreed,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 // TestSingleObjectsUnreadableLiveManifest: in a bucket of single objects swept without a digest
@@ -18,19 +18,19 @@ import (
 func TestSingleObjectsUnreadableLiveManifest(t *testing.T) {
 	ctx := context.Background()
 	bucketURL := "file://" + t.TempDir() + "?create_dir=true&metadata=skip"
-	b, closeFn, err := payloadref.OpenBucket(ctx, bucketURL)
+	b, closeFn, err := ref.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeFn() //nolint:errcheck
-	manifestKey := payloadref.ManifestKey(sha256.Sum256([]byte("manifest")))
-	orphanKey := payloadref.ValueKey(sha256.Sum256([]byte("child")))
+	manifestKey := ref.ManifestKey(sha256.Sum256([]byte("manifest")))
+	orphanKey := ref.ValueKey(sha256.Sum256([]byte("child")))
 	for _, k := range []string{manifestKey, orphanKey} {
 		if err := b.WriteAll(ctx, k, []byte("not a zstd frame"), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	uri, err := payloadref.ObjectURI(bucketURL, manifestKey)
+	uri, err := ref.ObjectURI(bucketURL, manifestKey)
 	if err != nil {
 		t.Fatal(err)
 	}

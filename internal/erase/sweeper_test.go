@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 )
 
 // objectKeys lists the files under the bucket directory, relative to it.
@@ -42,7 +43,7 @@ func TestSweeperWithoutDirSweepsSingleObjects(t *testing.T) {
 	t.Chdir(t.TempDir())
 	blobs := filepath.Join(t.TempDir(), "blobs")
 	bucketURL := "file://" + blobs + "?create_dir=true&metadata=skip"
-	ps, err := payloadref.NewStore(ctx, bucketURL, payloadref.StoreOptions{})
+	ps, err := writer.NewStore(ctx, bucketURL, writer.StoreOptions{})
 	require.NoError(t, err)
 	put := func(v string, split bool) string {
 		res, err := ps.Put(ctx, []byte(v), split)
@@ -72,7 +73,7 @@ func TestSweeperWithoutDirSweepsSingleObjects(t *testing.T) {
 	assert.Equal(t, 1, st.KeptRecent, "the unreferenced value within the grace period")
 	after := objectKeys(t, blobs)
 	assert.Len(t, after, len(before)-1)
-	_, erasedKey, err := payloadref.SplitURI(erased)
+	_, erasedKey, err := ref.SplitURI(erased)
 	require.NoError(t, err)
 	require.Contains(t, before, erasedKey)
 	assert.NotContains(t, after, erasedKey)
@@ -81,7 +82,7 @@ func TestSweeperWithoutDirSweepsSingleObjects(t *testing.T) {
 	st, err = NewSweeper(bucketURL, "", time.Hour, later).Sweep(ctx, liveRefs, SweepOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.ObjectsDeleted, "the unreferenced value, past the grace period")
-	_, deadKey, err := payloadref.SplitURI(dead)
+	_, deadKey, err := ref.SplitURI(dead)
 	require.NoError(t, err)
 	require.Contains(t, before, deadKey)
 	assert.NotContains(t, objectKeys(t, blobs), deadKey)

@@ -19,6 +19,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/runagain/runagain/internal/payloadref/packfile"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 // maxDepth bounds manifest nesting (a manifest of n parts at fanout 64 needs about log64(n)
@@ -40,7 +43,7 @@ type Resolver struct {
 	dec     *zstd.Decoder
 	maxSize int64
 	staging []string
-	packs   *packReader
+	packs   *packfile.Reader
 }
 
 type openBucket struct {
@@ -56,7 +59,7 @@ func NewResolver(opts ...Option) *Resolver {
 	}
 	// A nil reader never fails with these options.
 	r.dec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(r.maxSize)), zstd.WithDecoderConcurrency(0))
-	r.packs = newPackReader(r.staging, r.dec)
+	r.packs = packfile.NewReader(r.staging, r.dec)
 	return r
 }
 
@@ -79,7 +82,7 @@ func (r *Resolver) bucket(ctx context.Context, bucketURL string) (*blob.Bucket, 
 	if b, ok := r.buckets[bucketURL]; ok {
 		return b.b, nil
 	}
-	b, closeFn, err := OpenBucket(ctx, bucketURL)
+	b, closeFn, err := ref.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +96,7 @@ func (r *Resolver) bucket(ctx context.Context, bucketURL string) (*blob.Bucket, 
 // its key. Objects in any other layout (written by an SDK upload hook) are returned as stored,
 // unverified. A missing object gives an error for which gcerrors.Code is gcerrors.NotFound.
 func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
-	bucketURL, key, err := SplitURI(uri)
+	bucketURL, key, err := ref.SplitURI(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -102,28 +105,28 @@ func (r *Resolver) Fetch(ctx context.Context, uri string) ([]byte, error) {
 		return nil, err
 	}
 	if u, _ := url.Parse(uri); u != nil && u.Fragment != "" {
-		prefix, id, k, ok, err := parsePackRef(key, u.Fragment)
+		prefix, id, k, ok, err := ref.ParsePackRef(key, u.Fragment)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: prefix, seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: newReadScope()}
-			data, err := f.object(ctx, id, k.sum, k.manifest, -1, 0)
+			f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: prefix, seen: map[ref.Location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: packfile.NewScope()}
+			data, err := f.object(ctx, id, k.Sum, k.Manifest, -1, 0)
 			if err != nil {
 				return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
 			}
 			return data, nil
 		}
 	}
-	sum, manifest, err := ParseKey(key)
-	if errors.Is(err, ErrNotOurs) {
+	sum, manifest, err := ref.ParseKey(key)
+	if errors.Is(err, ref.ErrNotOurs) {
 		data, err := b.ReadAll(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("payloadref: read %s: %w", uri, err)
 		}
 		return data, nil
 	}
-	f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: keyPrefixOf(key), seen: map[location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: newReadScope()}
+	f := &fetch{r: r, b: b, bucketURL: bucketURL, prefix: ref.KeyPrefixOf(key), seen: map[ref.Location][]byte{}, sem: make(chan struct{}, fetchConcurrency), scope: packfile.NewScope()}
 	data, err := f.object(ctx, "", sum, manifest, -1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("payloadref: fetch %s: %w", uri, err)
@@ -142,9 +145,9 @@ type fetch struct {
 	bucketURL string
 	prefix    string
 	sem       chan struct{}
-	scope     *readScope
+	scope     *packfile.Scope
 	mu        sync.Mutex
-	seen      map[location][]byte
+	seen      map[ref.Location][]byte
 }
 
 // object returns the bytes object (sum, manifest) stands for, read from pack (or, when pack is
@@ -153,13 +156,13 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 	if depth > maxDepth {
 		return nil, fmt.Errorf("manifests nested deeper than %d", maxDepth)
 	}
-	k := objKey{sum, manifest}
-	key := f.prefix + k.name()
+	k := ref.Object{Sum: sum, Manifest: manifest}
+	key := f.prefix + k.Name()
 	if pack != "" {
-		key = f.prefix + packKey(pack) + "#" + k.name()
+		key = f.prefix + ref.PackKey(pack) + "#" + k.Name()
 	}
 	f.mu.Lock()
-	d, ok := f.seen[location{k, pack}]
+	d, ok := f.seen[ref.Location{Object: k, Pack: pack}]
 	f.mu.Unlock()
 	if ok {
 		return d, nil
@@ -174,13 +177,13 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 	verify := func(raw []byte) error {
 		if !manifest {
 			if got := sha256.Sum256(raw); got != sum {
-				return fmt.Errorf("%w: %q holds %d bytes hashing to %x", ErrHashMismatch, key, len(raw), got)
+				return fmt.Errorf("%w: %q holds %d bytes hashing to %x", ref.ErrHashMismatch, key, len(raw), got)
 			}
 		}
 		return nil
 	}
 	if pack != "" {
-		raw, err = f.r.packs.read(ctx, f.b, f.bucketURL, f.prefix, pack, k, f.scope, verify)
+		raw, err = f.r.packs.Read(ctx, f.b, f.bucketURL, f.prefix, pack, k, f.scope, verify)
 	} else {
 		var z []byte
 		z, err = f.b.ReadAll(ctx, key)
@@ -198,7 +201,7 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 	}
 	data := raw
 	if manifest {
-		m, err := decodeManifest(raw)
+		m, err := ref.DecodeManifest(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", key, err)
 		}
@@ -241,30 +244,27 @@ func (f *fetch) object(ctx context.Context, pack string, sum [32]byte, manifest 
 		}
 	}
 	if got := sha256.Sum256(data); got != sum {
-		return nil, fmt.Errorf("%w: %q holds %d bytes hashing to %x", ErrHashMismatch, key, len(data), got)
+		return nil, fmt.Errorf("%w: %q holds %d bytes hashing to %x", ref.ErrHashMismatch, key, len(data), got)
 	}
 	if wantSize >= 0 && int64(len(data)) != wantSize {
 		return nil, fmt.Errorf("%q holds %d bytes, its manifest says %d", key, len(data), wantSize)
 	}
 	f.mu.Lock()
-	f.seen[location{k, pack}] = data
+	f.seen[ref.Location{Object: k, Pack: pack}] = data
 	f.mu.Unlock()
 	return data, nil
 }
-
-// IsRefKey tells whether an attribute key is a payload reference (ends in RefSuffix).
-func IsRefKey(k string) bool { return len(k) > len(RefSuffix) && strings.HasSuffix(k, RefSuffix) }
 
 // RehydrateMap replaces, in place, every string attribute K_ref whose value is a URI by K holding
 // the referenced bytes (as a string value). References that cannot be read stay as they are; the
 // returned error joins one error per such key. LogBodyRefKey, if present, is rehydrated like any
 // other (to "log.body"); use RehydrateLogRecord to restore a log body.
 func (r *Resolver) RehydrateMap(ctx context.Context, m pcommon.Map) error {
-	type ref struct{ key, uri string }
-	var refs []ref
+	type attrRef struct{ key, uri string }
+	var refs []attrRef
 	m.Range(func(k string, v pcommon.Value) bool {
-		if IsRefKey(k) && v.Type() == pcommon.ValueTypeStr && strings.Contains(v.Str(), "://") {
-			refs = append(refs, ref{k, v.Str()})
+		if ref.IsRefKey(k) && v.Type() == pcommon.ValueTypeStr && strings.Contains(v.Str(), "://") {
+			refs = append(refs, attrRef{k, v.Str()})
 		}
 		return true
 	})
@@ -276,7 +276,7 @@ func (r *Resolver) RehydrateMap(ctx context.Context, m pcommon.Map) error {
 			errs = append(errs, fmt.Errorf("attribute %s: %w", rf.key, err))
 			continue
 		}
-		m.PutStr(strings.TrimSuffix(rf.key, RefSuffix), string(data))
+		m.PutStr(strings.TrimSuffix(rf.key, ref.RefSuffix), string(data))
 		m.Remove(rf.key)
 	}
 	return errors.Join(errs...)
@@ -303,13 +303,13 @@ func (r *Resolver) RehydrateSpan(ctx context.Context, s ptrace.Span) error {
 // RehydrateLogRecord restores an offloaded body (LogBodyRefKey) and rehydrates the attributes, in place.
 func (r *Resolver) RehydrateLogRecord(ctx context.Context, lr plog.LogRecord) error {
 	var errs []error
-	if v, ok := lr.Attributes().Get(LogBodyRefKey); ok && v.Type() == pcommon.ValueTypeStr {
+	if v, ok := lr.Attributes().Get(ref.LogBodyRefKey); ok && v.Type() == pcommon.ValueTypeStr {
 		data, err := r.Fetch(ctx, v.Str())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("body: %w", err))
 		} else {
 			lr.Body().SetStr(string(data))
-			lr.Attributes().Remove(LogBodyRefKey)
+			lr.Attributes().Remove(ref.LogBodyRefKey)
 		}
 	}
 	errs = append(errs, r.RehydrateMap(ctx, lr.Attributes()))
@@ -376,4 +376,17 @@ func (r *Resolver) RehydrateLogs(ctx context.Context, ld plog.Logs) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WithStagingDir makes the Resolver read packs not yet uploaded from dir, a Store's
+// Dir/StagingDir (repeatable): packs that are durable on this machine but whose upload to the
+// bucket has not happened yet (at most about PackMaxAge after they were written, while the
+// bucket is up). A Resolver without it sees such objects once their pack is uploaded. An empty
+// dir adds nothing.
+func WithStagingDir(dir string) Option {
+	return func(r *Resolver) {
+		if dir != "" {
+			r.staging = append(r.staging, dir)
+		}
+	}
 }

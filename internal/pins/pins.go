@@ -20,7 +20,7 @@ import (
 
 	"gocloud.dev/blob"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 // Source says which runs are pinned: trace ids, 32 lowercase hex. An error means "unknown":
@@ -40,7 +40,7 @@ func (f Func) Pinned(ctx context.Context) (map[string]bool, error) { return f(ct
 // process (runagain dataset add) count at the next call.
 func Bucket(url string) Source {
 	return Func(func(ctx context.Context) (map[string]bool, error) {
-		b, closeFn, err := payloadref.OpenBucket(ctx, url)
+		b, closeFn, err := ref.OpenBucket(ctx, url)
 		if err != nil {
 			return nil, fmt.Errorf("dataset store %s: %w", url, err)
 		}

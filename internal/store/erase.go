@@ -92,7 +92,7 @@ type Eraser interface {
 // LiveRefs enumerates the payload reference URIs still referenced by stored rows (the hot
 // tier's spans and log records, which include every pinned run: janitors never delete those),
 // calling yield for each (a URI may come more than once) until it returns false. It is the shape
-// payloadref's Collect takes (COORDINATION.md interface 1).
+// payloadref's Collect (writer.Store.Collect) takes (COORDINATION.md interface 1).
 type LiveRefs func(yield func(uri string) bool) error
 
 // RefLister is a hot tier that can enumerate its live payload references.

@@ -18,7 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runagain/runagain/internal/corpus"
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 // corpusDoc is one corpus file: its raw bytes, every string found in it (cassette bodies -
@@ -259,8 +259,8 @@ func TestCorpusTraceAttributes(t *testing.T) {
 	spansOut := out.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 	for i := 0; i < spansOut.Len(); i++ {
 		spansOut.At(i).Attributes().Range(func(k string, _ pcommon.Value) bool {
-			if payloadref.IsRefKey(k) {
-				refKeys[strings.TrimSuffix(k, payloadref.RefSuffix)]++
+			if ref.IsRefKey(k) {
+				refKeys[strings.TrimSuffix(k, ref.RefSuffix)]++
 			}
 			return true
 		})

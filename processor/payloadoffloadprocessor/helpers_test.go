@@ -19,6 +19,7 @@ import (
 	"github.com/runagain/runagain/extension/runagainstorageextension"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/packfile"
 	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadatatest"
 )
 
@@ -75,7 +76,7 @@ func newHarness(tb testing.TB, cfg *testCfg) *harness {
 	host, ext := startPayloads(tb, cfg)
 	var staging []payloadref.Option
 	if cfg.payloads.Dir != "" {
-		staging = append(staging, payloadref.WithStagingDir(filepath.Join(cfg.payloads.Dir, payloadref.StagingDir)))
+		staging = append(staging, payloadref.WithStagingDir(filepath.Join(cfg.payloads.Dir, packfile.StagingDir)))
 	}
 	h := &harness{tb: tb, ext: ext, tt: componenttest.NewTelemetry(), tsink: new(consumertest.TracesSink), lsink: new(consumertest.LogsSink),
 		res: payloadref.NewResolver(staging...)}

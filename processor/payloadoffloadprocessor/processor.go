@@ -24,7 +24,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
+	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/processor/payloadoffloadprocessor/internal/metadata"
 )
 
@@ -47,7 +48,7 @@ type offloader struct {
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	mu    sync.Mutex
-	store *payloadref.Store // the runagain_storage extension's, between start and shutdown
+	store *writer.Store // the runagain_storage extension's, between start and shutdown
 }
 
 var (
@@ -162,7 +163,7 @@ type job struct {
 	jobKey
 	stream string // the value's stream (see streamOf), of its first candidate
 	n      int    // candidates sharing it
-	res    payloadref.PutResult
+	res    writer.PutResult
 	err    error
 }
 
@@ -196,7 +197,7 @@ var streamKeys = [...]string{"gen_ai.conversation.id", "session.id"}
 // streamOf names the stream of the values of a span or log record (attrs): its conversation, or
 // without one its trace. A chat call resends its conversation's history, so the value of an
 // attribute usually extends the one of the conversation's previous call, which
-// payloadref.Batch.PutStream then does not hash and parse again. Only a hint: a value that does
+// writer.Batch.PutStream then does not hash and parse again. Only a hint: a value that does
 // not extend its stream's previous one is stored the same way.
 func streamOf(attrs pcommon.Map, trace pcommon.TraceID) string {
 	for _, k := range streamKeys {
@@ -217,10 +218,10 @@ func streamOf(attrs pcommon.Map, trace pcommon.TraceID) string {
 func (b *batch) scanAttrs(attrs, mark pcommon.Map, trace pcommon.TraceID) {
 	stream, named := "", false
 	attrs.Range(func(k string, v pcommon.Value) bool {
-		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) || !b.o.keys.Match(k) {
+		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) < b.o.cfg.MinSize || ref.IsRefKey(k) || !b.o.keys.Match(k) {
 			return true
 		}
-		if _, exists := attrs.Get(k + payloadref.RefSuffix); exists {
+		if _, exists := attrs.Get(k + ref.RefSuffix); exists {
 			return true // an SDK upload hook (or we) already stored it: leave both untouched
 		}
 		if !named {
@@ -244,10 +245,10 @@ func (b *batch) scanBodyMap(m, mark pcommon.Map, depth int) {
 	m.Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
 		case pcommon.ValueTypeStr:
-			if len(v.Str()) < b.o.cfg.MinSize || payloadref.IsRefKey(k) {
+			if len(v.Str()) < b.o.cfg.MinSize || ref.IsRefKey(k) {
 				return true
 			}
-			if _, exists := m.Get(k + payloadref.RefSuffix); exists {
+			if _, exists := m.Get(k + ref.RefSuffix); exists {
 				return true
 			}
 			b.add(m, k, v.Str(), pcommon.Value{}, mark, false, "")
@@ -306,7 +307,7 @@ func (o *offloader) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, e
 				if !o.cfg.LogBody || body.Type() != pcommon.ValueTypeStr || len(body.Str()) < o.cfg.MinSize {
 					continue
 				}
-				if _, exists := lr.Attributes().Get(payloadref.LogBodyRefKey); exists {
+				if _, exists := lr.Attributes().Get(ref.LogBodyRefKey); exists {
 					continue
 				}
 				b.add(lr.Attributes(), "", body.Str(), body, lr.Attributes(), true, "")
@@ -381,10 +382,10 @@ func (b *batch) run(ctx context.Context) error {
 		}
 		if c.key == "" {
 			pcommon.NewValueEmpty().CopyTo(c.body)
-			c.attrs.PutStr(payloadref.LogBodyRefKey, c.job.res.URI)
+			c.attrs.PutStr(ref.LogBodyRefKey, c.job.res.URI)
 		} else {
 			c.attrs.Remove(c.key)
-			c.attrs.PutStr(c.key+payloadref.RefSuffix, c.job.res.URI)
+			c.attrs.PutStr(c.key+ref.RefSuffix, c.job.res.URI)
 		}
 		offloaded++
 		bytes += int64(len(c.job.value))
@@ -396,7 +397,7 @@ func (b *batch) run(ctx context.Context) error {
 
 // chains groups jobs for storing: with packed, the jobs of one stream (job.stream) form one
 // chain, stored one after the other, so that each value finds its predecessor's plan memo
-// (payloadref.Batch.PutStream: a resent conversation's next value hashes and parses only its new
+// (writer.Batch.PutStream: a resent conversation's next value hashes and parses only its new
 // messages; when they were stored at once, most did everything again). A chain is ordered by
 // value length, shortest first (stable: batch order among equal lengths; see orderChain).
 // Other jobs, and every job without packed (each Put waits on the bucket), are chains of one.
@@ -456,17 +457,17 @@ func batchOutcome(ctx context.Context, jobs []*job) error {
 	}
 }
 
-// store stores every job (at most cfg.Concurrency at once) in one payloadref.Batch and commits
+// store stores every job (at most cfg.Concurrency at once) in one writer.Batch and commits
 // it: with the pack layout the commit is the one fsync (and index transaction) of the call, so
 // nothing is acknowledged before its bytes are durable. A commit that finds an object collected
-// meanwhile (payloadref.ErrStale) stores the batch again; a commit that fails fails every job.
+// meanwhile (writer.ErrStale) stores the batch again; a commit that fails fails every job.
 //
 // The first value that fails after its whole retry ends the batch's wait for storage: values not
 // started yet fail at once (values in flight finish their own retry), so a failing store holds a
 // batch for about two values' retries (retry_on_failure::max_elapsed_time plus one attempt
 // each), not for one retry per wave of cfg.Concurrency values (with 20 values and a full disk
 // that was 25 s, past the client's deadline: test/faults TestDiskFull).
-func (b *batch) store(ctx context.Context, store *payloadref.Store) {
+func (b *batch) store(ctx context.Context, store *writer.Store) {
 	cs := chains(b.order, store.Packed()) // grouped and ordered once: every attempt stores the same jobs
 	for attempt := 0; ; attempt++ {
 		pb := store.NewBatch()
@@ -478,7 +479,7 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 			if e := gaveUp.Load(); e != nil {
 				<-sem
 				for _, j := range chain {
-					j.res, j.err = payloadref.PutResult{}, *e
+					j.res, j.err = writer.PutResult{}, *e
 				}
 				continue
 			}
@@ -487,7 +488,7 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 				defer func() { <-sem; wg.Done() }()
 				for i, j := range chain {
 					if e := gaveUp.Load(); e != nil && i > 0 {
-						j.res, j.err = payloadref.PutResult{}, *e
+						j.res, j.err = writer.PutResult{}, *e
 						continue
 					}
 					start := time.Now()
@@ -502,7 +503,7 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 		}
 		wg.Wait()
 		err := pb.Commit(ctx)
-		if errors.Is(err, payloadref.ErrStale) && attempt < 2 {
+		if errors.Is(err, writer.ErrStale) && attempt < 2 {
 			continue
 		}
 		if err != nil {
@@ -517,10 +518,10 @@ func (b *batch) store(ctx context.Context, store *payloadref.Store) {
 }
 
 // put stores one value with the configured timeout per attempt and bounded retry.
-func (o *offloader) put(ctx context.Context, store *payloadref.Batch, j *job) (payloadref.PutResult, error) {
+func (o *offloader) put(ctx context.Context, store *writer.Batch, j *job) (writer.PutResult, error) {
 	// Zero-copy view of the string: Put only reads it.
 	data := unsafe.Slice(unsafe.StringData(j.value), len(j.value))
-	attempt := func() (payloadref.PutResult, error) {
+	attempt := func() (writer.PutResult, error) {
 		actx, cancel := context.WithTimeout(ctx, o.cfg.Storage.Timeout)
 		defer cancel()
 		res, err := store.PutStream(actx, data, j.split, j.stream)

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 )
 
 func bigMessages(n, size int) string {
@@ -100,10 +100,10 @@ func TestTracesSelection(t *testing.T) {
 	if evRef == "" || evRef != spanRef {
 		t.Errorf("event ref %q, span ref %q: same bytes must give the same object", evRef, spanRef)
 	}
-	if !strings.HasSuffix(spanRef, payloadref.ManifestSuffix) {
+	if !strings.HasSuffix(spanRef, ref.ManifestSuffix) {
 		t.Errorf("message list stored as %s, want a manifest", spanRef)
 	}
-	if r, _ := str(oa, "gen_ai.tool.call.result_ref"); !strings.HasSuffix(r, ".zst") || strings.HasSuffix(r, payloadref.ManifestSuffix) {
+	if r, _ := str(oa, "gen_ai.tool.call.result_ref"); !strings.HasSuffix(r, ".zst") || strings.HasSuffix(r, ref.ManifestSuffix) {
 		t.Errorf("tool result stored as %s, want a single object", r)
 	}
 
@@ -172,7 +172,7 @@ func TestLogs(t *testing.T) {
 	if out.At(0).Body().Type() != pcommon.ValueTypeEmpty {
 		t.Errorf("offloaded body is %v, want empty", out.At(0).Body().Type())
 	}
-	if _, ok := str(out.At(0).Attributes(), payloadref.LogBodyRefKey); !ok {
+	if _, ok := str(out.At(0).Attributes(), ref.LogBodyRefKey); !ok {
 		t.Error("no log.body_ref")
 	}
 	if _, ok := str(out.At(0).Attributes(), "gen_ai.output.messages_ref"); !ok {

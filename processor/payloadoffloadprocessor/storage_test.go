@@ -14,7 +14,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/payloadref"
+	"github.com/runagain/runagain/internal/payloadref/packfile"
 )
 
 // conversation generates an agent conversation of turns LLM calls: every call resends the system
@@ -114,7 +114,7 @@ func runConversation(t *testing.T, splitKeys []string) (inline int64, stored []i
 	// The pack layout: objects are appended to a staged pack; what is stored is the bucket plus
 	// the staging area (the digest index, metadata like a file system's, is not counted).
 	cfg.payloads.Dir = filepath.Join(t.TempDir(), "payloads")
-	staging := filepath.Join(cfg.payloads.Dir, payloadref.StagingDir)
+	staging := filepath.Join(cfg.payloads.Dir, packfile.StagingDir)
 	h := newHarness(t, cfg)
 	conv := newConversation(42)
 	sys := []any{map[string]any{"type": "text", "content": conv.text(4500, 6000)}}
