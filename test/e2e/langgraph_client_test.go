@@ -12,6 +12,18 @@ import (
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
+// langGraphResponses are the scripted upstream's answers to the LangGraph agent: a get_weather
+// tool call, then the answer.
+var langGraphResponses = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion","created":1764500000,"model":"gpt-4o-mini-2024-07-18",
+"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Paris\"}"}}]}}],
+"usage":{"prompt_tokens":61,"completion_tokens":15,"total_tokens":76}}`,
+	`{"id":"chatcmpl-2","object":"chat.completion","created":1764500001,"model":"gpt-4o-mini-2024-07-18",
+"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is rainy in Paris, 57°F."}}],
+"usage":{"prompt_tokens":1300,"completion_tokens":11,"total_tokens":1311}}`,
+}
+
 // TestRealLangGraphClient runs a weather agent on LangGraph JS (@langchain/langgraph 1.7, a
 // StateGraph with a ChatOpenAI node, a ToolNode and toolsCondition) traced by OpenInference's
 // LangChain instrumentation, exporting OTLP/HTTP to the real collector, against a scripted local
@@ -23,15 +35,7 @@ import (
 func TestRealLangGraphClient(t *testing.T) {
 	node, modules := npmClientModules(t, "RUNAGAIN_LANGGRAPH_MODULES", "runagain-langgraph",
 		"@langchain/langgraph", "@langchain/openai", "@arizeai/openinference-instrumentation-langchain")
-	upstream := &loggingOpenAI{responses: []string{
-		`{"id":"chatcmpl-1","object":"chat.completion","created":1764500000,"model":"gpt-4o-mini-2024-07-18",
-"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
-"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Paris\"}"}}]}}],
-"usage":{"prompt_tokens":61,"completion_tokens":15,"total_tokens":76}}`,
-		`{"id":"chatcmpl-2","object":"chat.completion","created":1764500001,"model":"gpt-4o-mini-2024-07-18",
-"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is rainy in Paris, 57°F."}}],
-"usage":{"prompt_tokens":1300,"completion_tokens":11,"total_tokens":1311}}`,
-	}}
+	upstream := &loggingOpenAI{responses: langGraphResponses}
 	srv := httptest.NewServer(upstream)
 	defer srv.Close()
 	c := collectortest.Start(t, collectortest.Options{})

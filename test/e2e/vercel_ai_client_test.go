@@ -149,6 +149,18 @@ func openAILines(msgs []any) []string {
 	return out
 }
 
+// vercelAIResponses are the scripted upstream's answers to the Vercel AI agent: a get_weather
+// tool call, then the answer.
+var vercelAIResponses = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion","created":1764500000,"model":"gpt-4o-mini-2024-07-18",
+"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Paris\"}"}}]}}],
+"usage":{"prompt_tokens":52,"completion_tokens":17,"total_tokens":69}}`,
+	`{"id":"chatcmpl-2","object":"chat.completion","created":1764500001,"model":"gpt-4o-mini-2024-07-18",
+"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is rainy in Paris, 57°F."}}],
+"usage":{"prompt_tokens":1100,"completion_tokens":12,"total_tokens":1112}}`,
+}
+
 // TestRealVercelAIClient runs a weather agent on the Vercel AI SDK (ai 5, @ai-sdk/openai) with
 // its OpenTelemetry telemetry, exporting OTLP/HTTP to the real collector, against a scripted
 // local upstream. The run has 2 LLM calls (the ai.generateText.doGenerate spans; the outer
@@ -158,15 +170,7 @@ func openAILines(msgs []any) []string {
 // `show --step N` holds exactly the messages the upstream logged receiving and returning.
 func TestRealVercelAIClient(t *testing.T) {
 	node, modules := vercelAIModules(t)
-	upstream := &loggingOpenAI{responses: []string{
-		`{"id":"chatcmpl-1","object":"chat.completion","created":1764500000,"model":"gpt-4o-mini-2024-07-18",
-"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
-"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Paris\"}"}}]}}],
-"usage":{"prompt_tokens":52,"completion_tokens":17,"total_tokens":69}}`,
-		`{"id":"chatcmpl-2","object":"chat.completion","created":1764500001,"model":"gpt-4o-mini-2024-07-18",
-"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"It is rainy in Paris, 57°F."}}],
-"usage":{"prompt_tokens":1100,"completion_tokens":12,"total_tokens":1112}}`,
-	}}
+	upstream := &loggingOpenAI{responses: vercelAIResponses}
 	srv := httptest.NewServer(upstream)
 	defer srv.Close()
 	c := collectortest.Start(t, collectortest.Options{})
