@@ -106,7 +106,7 @@ type Join struct {
 	root      Root
 	// rootStart and rootEnd are the agent's root span's (PlaceRoot keeps the proxy's root within).
 	rootStart, rootEnd pcommon.Timestamp
-	calls     []*agentCall
+	calls              []*agentCall
 	// Linked and Unlinked count the exchanges placed under an agent span and under the proxy's root;
 	// Edited counts the linked ones matched by time alone (their request changed by a rerun's --set).
 	Linked, Unlinked, Edited int
