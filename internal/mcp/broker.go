@@ -68,10 +68,7 @@ type Broker struct {
 	requests int
 	res      Result
 	sinkWG   sync.WaitGroup
-	held     struct {
-		on  bool
-		tds []ptrace.Traces
-	}
+	held     proxy.Held
 }
 
 // recorded are the exchanges of one server in the recording.
@@ -297,20 +294,10 @@ func (b *Broker) spans(w http.ResponseWriter, r *http.Request) {
 // agent's trace, under the tool calls they belong to. Spans of another trace (an agent that
 // passed its own traceparent to the server) are sent at once. MaxHeld bounds what is kept, as
 // for the proxy's HTTP exchanges.
-func (b *Broker) Hold() {
-	b.mu.Lock()
-	b.held.on = true
-	b.mu.Unlock()
-}
+func (b *Broker) Hold() { b.held.Start() }
 
 // TakeHeld ends the hold and returns the spans kept, in the order they arrived.
-func (b *Broker) TakeHeld() []ptrace.Traces {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := b.held.tds
-	b.held.on, b.held.tds = false, nil
-	return out
-}
+func (b *Broker) TakeHeld() []ptrace.Traces { return b.held.Take() }
 
 // Emit sends spans TakeHeld returned (placed or not) to the sink; a failure is logged.
 func (b *Broker) Emit(td ptrace.Traces) {
@@ -324,9 +311,7 @@ func (b *Broker) Emit(td ptrace.Traces) {
 
 // holdSpans keeps td when a hold is on and every span of it is in the run's own trace.
 func (b *Broker) holdSpans(td ptrace.Traces) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.held.on || len(b.held.tds) >= proxy.MaxHeld || b.cfg.TraceID.IsEmpty() {
+	if b.cfg.TraceID.IsEmpty() {
 		return false
 	}
 	n := 0
@@ -343,11 +328,12 @@ func (b *Broker) holdSpans(td ptrace.Traces) bool {
 			}
 		}
 	}
-	if n == 0 {
+	if n == 0 || !b.held.Keep(td) {
 		return false
 	}
-	b.held.tds = append(b.held.tds, td)
+	b.mu.Lock()
 	b.res.Spans += n
+	b.mu.Unlock()
 	return true
 }
 

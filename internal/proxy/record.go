@@ -31,11 +31,7 @@ type Recorder struct {
 	index atomic.Int64
 	out   chan ptrace.Traces
 	wg    sync.WaitGroup
-	held  struct {
-		sync.Mutex
-		on  bool
-		tds []ptrace.Traces
-	}
+	held  Held
 	stats struct {
 		sync.Mutex
 		exchanges, sendErrors int
@@ -232,39 +228,60 @@ func (r *Recorder) finish(p *pending) {
 	r.stats.Unlock()
 }
 
-// MaxHeld bounds the exchanges Hold keeps in memory; later ones are sent at once, unjoined.
+// MaxHeld bounds the exchange batches a Held keeps in memory; later ones are sent at once,
+// unjoined.
 const MaxHeld = 4096
+
+// Held keeps exchange batches while a join is pending (Start .. Take): what would go under the
+// proxy's root is placed in the agent's own trace once the command has ended (internal/agentrun
+// Joiner). At most MaxHeld are kept. The zero value holds nothing; safe for concurrent use.
+type Held struct {
+	mu  sync.Mutex
+	on  bool
+	tds []ptrace.Traces
+}
+
+// Start begins holding.
+func (h *Held) Start() {
+	h.mu.Lock()
+	h.on = true
+	h.mu.Unlock()
+}
+
+// Take ends the hold and returns the batches kept, in the order they were kept.
+func (h *Held) Take() []ptrace.Traces {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.tds
+	h.on, h.tds = false, nil
+	return out
+}
+
+// Keep keeps td when a hold is on and fewer than MaxHeld are kept; false: send it now.
+func (h *Held) Keep(td ptrace.Traces) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.on || len(h.tds) >= MaxHeld {
+		return false
+	}
+	h.tds = append(h.tds, td)
+	return true
+}
 
 // Hold keeps, from now on, the exchanges that would go under the proxy's root (no traceparent)
 // instead of sending them, so that they can be placed in the agent's own trace once it has ended
 // (Join); TakeHeld hands them over and ends the hold. At most MaxHeld are kept.
-func (r *Recorder) Hold() {
-	r.held.Lock()
-	r.held.on = true
-	r.held.Unlock()
-}
+func (r *Recorder) Hold() { r.held.Start() }
 
 // TakeHeld ends the hold and returns the exchanges kept, in the order they finished. The caller
 // sends them (Emit), placed or as they are.
-func (r *Recorder) TakeHeld() []ptrace.Traces {
-	r.held.Lock()
-	defer r.held.Unlock()
-	out := r.held.tds
-	r.held.on, r.held.tds = false, nil
-	return out
-}
+func (r *Recorder) TakeHeld() []ptrace.Traces { return r.held.Take() }
 
 func (r *Recorder) holdExchange(p *pending, td ptrace.Traces) bool {
 	if p.caller || r.root.TraceID.IsEmpty() || p.traceID != r.root.TraceID {
 		return false
 	}
-	r.held.Lock()
-	defer r.held.Unlock()
-	if !r.held.on || len(r.held.tds) >= MaxHeld {
-		return false
-	}
-	r.held.tds = append(r.held.tds, td)
-	return true
+	return r.held.Keep(td)
 }
 
 func protoVersion(p string) string {
