@@ -61,11 +61,13 @@ func patternHarness(t *testing.T, cfg *Config, idx *fakeIndex, after time.Durati
 }
 
 // pass advances the clock by d and runs one watcher pass and one flush, as the tickers do; it
-// returns what they produced.
+// returns what they produced. What is produced is counted from before the clock moves: Advance
+// also fires the guard's own tickers, whose flush may run before this one and leave it nothing
+// new to send.
 func (h *harness) pass(d time.Duration) (pmetric.Metrics, plog.Logs) {
 	h.t.Helper()
-	h.clock.Advance(d)
 	nm, nl := len(h.ms.AllMetrics()), len(h.ls.AllLogs())
+	h.clock.Advance(d)
 	h.g.readPatterns(context.Background())
 	h.g.flush(context.Background())
 	md, ld := pmetric.NewMetrics(), plog.NewLogs()
