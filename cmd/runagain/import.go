@@ -104,8 +104,8 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, sen
 			failed = append(failed, fmt.Errorf("%s: sent %d of %d spans: %w", file, st.Spans, spans, err))
 			continue
 		}
-		fmt.Fprintf(out, "%s: %s, %d spans, %d traces sent to %s (%d requests, %d bytes)\n",
-			file, res.Format, spans, traces, o.endpoint, st.Requests, st.Bytes)
+		fmt.Fprintf(out, "%s: %s, %s, %s sent to %s (%s, %d bytes)\n",
+			file, res.Format, counted(spans, "span"), counted(traces, "trace"), o.endpoint, counted(st.Requests, "request"), st.Bytes)
 		if quarantined {
 			// Invalid OTLP (an all-zero id): kept whole in the dead-letter table, not as a run.
 			fmt.Fprintf(out, "  %d spans kept in the collector's quarantine, not as runs: %s (runagain quarantine lists them)\n",
@@ -119,7 +119,7 @@ func runImport(ctx context.Context, out, errOut io.Writer, o *importOptions, sen
 				fmt.Fprintf(out, "  ... and %d more runs (runagain sessions lists them)\n", len(runs)-listed)
 				break
 			}
-			fmt.Fprintf(out, "  run %s (%d spans)\n", r.traceID, r.spans)
+			fmt.Fprintf(out, "  run %s (%s)\n", r.traceID, counted(r.spans, "span"))
 		}
 		sent = append(sent, runs...)
 	}
@@ -159,4 +159,12 @@ func quarantinedAll(rej *otlpclient.RejectedError) bool {
 		}
 	}
 	return true
+}
+
+// counted is n and the noun, plural unless n is 1 ("1 span", "3 spans").
+func counted[N ~int | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
