@@ -102,7 +102,9 @@ func TestMCPJoinsAnInstrumentedAgent(t *testing.T) {
 	rows := sessions()
 	require.Len(t, rows, 1, "one execution, one run: %+v", rows)
 	assert.Equal(t, row{TraceID: agentTrace, InputTokens: 150, OutputTokens: 29}, rows[0])
-	assert.Contains(t, cli(t, col, "show", agentTrace), "exchanges: 3 HTTP, 5 MCP (servers: notes): 8 recorded, 0 served")
+	shown := cli(t, col, "show", agentTrace)
+	t.Logf("show:\n%s", shown)
+	assert.Contains(t, shown, "exchanges: 3 HTTP, 5 MCP (servers: notes): 8 recorded, 0 served")
 
 	// Replay with the server's script gone: served from the joined run, one run again.
 	require.NoError(t, os.Remove(script))
