@@ -124,7 +124,8 @@ func TestJSONFoldsPerKey(t *testing.T) {
 }
 
 // TestSSEDataFoldsPerKey: the JSON data of a streamed response's events folds key by key, as
-// a body does: clicking "delta" in the first event folds its value alone, showing how many keys
+// a body does: clicking the key "delta" (its text, not only the toggle) in the first event
+// folds its value alone, showing how many keys
 // it hides; clicking again restores the text as it was.
 func TestSSEDataFoldsPerKey(t *testing.T) {
 	ctx, dlg := tab(t)
@@ -146,6 +147,7 @@ func TestSSEDataFoldsPerKey(t *testing.T) {
 
 	do(t, ctx, chromedp.Click(chromedp.CSS(ev+` .jnode[data-key="delta"] > .jtog`)))
 	assert.True(t, hidden("delta"))
+	assert.Equal(t, "false", eval[string](t, ctx, pre+`.querySelector('.jnode[data-key="delta"] > .jtog').getAttribute('aria-expanded')`))
 	assert.False(t, hidden("choices"), "only the key clicked folds")
 	assert.Equal(t, "… 2 keys", eval[string](t, ctx, `getComputedStyle(`+pre+`.querySelector('.jnode[data-key="delta"] > .jsum'), '::before').content.replace(/^"|"$/g, '')`))
 	assert.NotContains(t, eval[string](t, ctx, pre+`.innerText`), "assistant", "the folded value is off screen")
