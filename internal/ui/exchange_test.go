@@ -3,14 +3,21 @@
 package ui
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/runview"
+	"github.com/runagain/runagain/internal/store"
 )
 
 // eventsOf splits a text/event-stream body as a recording without chunk events is (runview:
@@ -99,4 +106,28 @@ func TestSSELongStreamsListAFewHundred(t *testing.T) {
 	assert.NotEmpty(t, vs[ssePrettyLimit-1].Pretty)
 	assert.Empty(t, vs[ssePrettyLimit].Pretty, "past the limit data shows as recorded")
 	assert.Equal(t, `{"a":1}`, vs[ssePrettyLimit].DataText)
+}
+
+// TestBinaryBodyDownloadsAsItsBytes: a body that is not UTF-8 is recorded as a bytes attribute;
+// download answers those bytes, not their base64.
+func TestBinaryBodyDownloadsAsItsBytes(t *testing.T) {
+	trace := pcommon.TraceID{0xb1, 15: 9}
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	body := []byte{0xff, 0x00, 'P', 'N', 'G', 0x89}
+	fixture.ToSpan(&fixture.Exchange{Method: http.MethodGet, URL: "https://x.example/img", Status: 200,
+		ResponseHeader: http.Header{"Content-Type": {"image/png"}}, ResponseBody: body, Source: "proxy",
+		Start: time.Unix(100, 0), End: time.Unix(101, 0)}, sp)
+	sp.SetTraceID(trace)
+	sp.SetSpanID(pcommon.SpanID{9, 1})
+	r := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: td, Logs: plog.NewLogs()}
+	_, ts := newTestServer(t, r)
+	resp, err := http.Get(ts.URL + "/runs/" + r.TraceID + "/spans/" + sp.SpanID().String() + "/attr?key=" + fixture.AttrResponseBody + "&download=1")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, body, got)
+	assert.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
 }
