@@ -24,6 +24,8 @@ type exchangeView struct {
 	Request    bodyView
 	Response   bodyView
 	Events     []sseView
+	MoreEvents int // events past sseEventLimit, not listed
+	Uncovered  int // response bytes in no listed-or-not event (a chunk list that does not cover the body)
 	Row        int // the exchange's row on the timeline
 }
 
@@ -36,11 +38,108 @@ type bodyView struct {
 	Truncated bool
 }
 
+// sseView is one server-sent event: Text is its recorded bytes (cut at inlineLimit), Fields
+// what they say (event:, data:, id:, retry:, comments) and Pretty its data indented when JSON.
 type sseView struct {
 	runview.SSEEvent
 	AtMS      float64
 	Text      string
 	Truncated bool
+	Fields    sseFields
+	Pretty    string
+	DataText  string // Fields.Data cut at inlineLimit
+}
+
+// sseEventLimit is how many events a panel lists (a long stream has thousands); the rest are in
+// the body, which copy and download give whole. ssePrettyLimit is how many have their JSON data
+// indented (and so foldable): past it, data shows as recorded.
+const (
+	sseEventLimit  = 500
+	ssePrettyLimit = 200
+)
+
+// sseFields is what one event's lines say, read as the WHATWG HTML "event stream" format:
+// lines end in CRLF, LF or CR; "name: value" (one space after the colon dropped), a line with
+// no colon is a name with an empty value, a line starting with a colon is a comment; data lines
+// join with "\n". Raw: no line is an SSE field or comment (a body that is not SSE), shown as
+// recorded.
+type sseFields struct {
+	Event, ID, Retry string
+	Data             string
+	HasData          bool
+	Comments         []string
+	Raw              bool
+}
+
+// parseSSE reads the fields of one event's bytes. Unknown field names are ignored, as a
+// browser's EventSource does; an event made only of them is Raw.
+func parseSSE(b string) sseFields {
+	var f sseFields
+	var data []string
+	known := false
+	for _, line := range sseLines(b) {
+		if line == "" {
+			continue // the blank line ending the event
+		}
+		if line[0] == ':' {
+			f.Comments = append(f.Comments, strings.TrimPrefix(line[1:], " "))
+			known = true
+			continue
+		}
+		name, value := line, ""
+		if k := strings.IndexByte(line, ':'); k >= 0 {
+			name, value = line[:k], strings.TrimPrefix(line[k+1:], " ")
+		}
+		switch name {
+		case "event":
+			f.Event = value
+		case "data":
+			data = append(data, value)
+		case "id":
+			f.ID = value
+		case "retry":
+			f.Retry = value
+		default:
+			continue
+		}
+		known = true
+	}
+	f.Data, f.HasData, f.Raw = strings.Join(data, "\n"), data != nil, !known
+	return f
+}
+
+// sseLines splits at CRLF, LF or CR; a last line without an end is a line too.
+func sseLines(b string) []string {
+	var out []string
+	for len(b) > 0 {
+		k := strings.IndexAny(b, "\r\n")
+		if k < 0 {
+			return append(out, b)
+		}
+		out = append(out, b[:k])
+		if b[k] == '\r' && k+1 < len(b) && b[k+1] == '\n' {
+			k++
+		}
+		b = b[k+1:]
+	}
+	return out
+}
+
+// sseViews lays out a response's events (the first sseEventLimit of them).
+func sseViews(events []runview.SSEEvent) []sseView {
+	out := make([]sseView, 0, min(len(events), sseEventLimit))
+	for k, e := range events {
+		if k == sseEventLimit {
+			break
+		}
+		v := sseView{SSEEvent: e, AtMS: ms(e.At), Text: cut(strings.TrimRight(e.Data, "\r\n")), Truncated: len(e.Data) > inlineLimit, Fields: parseSSE(e.Data)}
+		v.DataText = cut(v.Fields.Data)
+		if k < ssePrettyLimit && len(v.Fields.Data) <= inlineLimit {
+			v.Pretty, _ = prettyJSON(v.Fields.Data)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func bodyOf(key, b string) bodyView {
@@ -67,8 +166,12 @@ func (s *Server) exchanges(ctx context.Context, c *cachedRun, i int) []exchangeV
 	for _, ex := range exs {
 		v := exchangeView{HTTPExchange: ex, Own: ex.Node == i, StatusText: http.StatusText(ex.Status), Row: ex.Node,
 			Request: bodyOf(fixture.AttrRequestBody, ex.RequestBody), Response: bodyOf(fixture.AttrResponseBody, ex.ResponseBody)}
+		v.Events, v.MoreEvents = sseViews(ex.Events), max(0, len(ex.Events)-sseEventLimit)
 		for _, e := range ex.Events {
-			v.Events = append(v.Events, sseView{SSEEvent: e, AtMS: ms(e.At), Text: cut(strings.TrimRight(e.Data, "\r\n")), Truncated: len(e.Data) > inlineLimit})
+			v.Uncovered -= e.Size
+		}
+		if len(ex.Events) > 0 {
+			v.Uncovered += len(ex.ResponseBody)
 		}
 		out = append(out, v)
 	}

@@ -880,6 +880,7 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 		m = sp.Events().At(n).Attributes()
 	}
 	var val string
+	ctype := "text/plain; charset=utf-8"
 	if q.Get("part") != "" {
 		// part=in.M.P / out.M.P / sys.P: a message part's text.
 		cm, err := llmCallMessages(c.nodes[i].Effective, nil)
@@ -914,8 +915,13 @@ func (s *Server) attrValue(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		val = v.AsString()
+		if v.Type() == pcommon.ValueTypeBytes {
+			// A body that is not UTF-8 is recorded as bytes: answer those, not their base64.
+			val, ctype = string(v.Bytes().AsRaw()), "application/octet-stream"
+		}
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if q.Get("download") != "" {
 		// The exact recorded bytes, as a file named after the span and key.
 		w.Header().Set("Content-Disposition", `attachment; filename="`+c.rows[i].SpanID+"-"+safeName(q.Get("key"))+`.txt"`)

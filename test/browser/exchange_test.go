@@ -41,11 +41,27 @@ func TestExchangeUnderItsCall(t *testing.T) {
 	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=request]').textContent`), `"stream": true`, "the request body, indented")
 	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=request] table.headers').textContent`), "[REDACTED]")
 	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-side=response] table.headers').textContent`), "text/event-stream")
-	events := eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-sse-event] pre')].map(p => p.textContent)`)
+	events := eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-sse-event] pre[data-sse-raw]')].map(p => p.textContent)`)
 	require.Len(t, events, len(runtest.SSEEvents), "one entry per SSE event")
 	for k, e := range runtest.SSEEvents {
-		assert.Equal(t, strings.TrimRight(e, "\n"), events[k], "event %d", k)
+		assert.Equal(t, strings.TrimRight(e, "\n"), events[k], "event %d as recorded", k)
 	}
+	// Each event's data: field, its JSON indented (keys in recorded order); [DONE] as sent.
+	data := eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-sse-event] [data-sse-field=data] pre[data-sse-data]')].map(p => p.textContent)`)
+	require.Len(t, data, 3)
+	assert.True(t, strings.HasPrefix(data[0], "{\n  \"id\": \"c1\",\n  \"object\": \"chat.completion.chunk\","), data[0])
+	assert.Contains(t, data[0], "\"delta\": {\n        \"role\": \"assistant\",\n        \"content\": \"It is \"")
+	assert.Contains(t, data[1], "\"finish_reason\": \"stop\"")
+	assert.Equal(t, "[DONE]", data[2])
+	assert.Equal(t, []string{"data:", "data:", "data:"}, eval[[]string](t, ctx, `[...`+sec+`.querySelectorAll('[data-sse-field=data] .fname')].map(n => n.textContent)`))
+	assert.False(t, eval[bool](t, ctx, sec+`.querySelector('[data-sse-raw]').closest('details').open`), "the recorded bytes fold away under 'as recorded'")
+	// The whole streamed body downloads as the recorded bytes.
+	href := eval[string](t, ctx, sec+`.querySelector('[data-sse-body] a.download').href`)
+	resp, err := http.Get(href)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.Equal(t, strings.Join(runtest.SSEEvents, ""), string(b))
 	assert.Contains(t, eval[string](t, ctx, sec+`.querySelector('[data-sse-event="2"] .dim').textContent`), "+850ms")
 
 	// The timeline: the exchange's row is the call's child, named by what it asked and got.
@@ -103,6 +119,43 @@ func TestJSONFoldsPerKey(t *testing.T) {
 	assert.False(t, hidden("now"))
 	do(t, ctx, chromedp.KeyEvent(kb.ArrowLeft))
 	assert.True(t, hidden("now"))
+	assert.Equal(t, before, eval[string](t, ctx, pre+`.textContent`), "folding never changes the text")
+	assert.Empty(t, dlg.opened())
+}
+
+// TestSSEDataFoldsPerKey: the JSON data of a streamed response's events folds key by key, as
+// a body does: clicking the key "delta" (its text, not only the toggle) in the first event
+// folds its value alone, showing how many keys
+// it hides; clicking again restores the text as it was.
+func TestSSEDataFoldsPerKey(t *testing.T) {
+	ctx, dlg := tab(t)
+	trace := pcommon.TraceID{0x5e, 0xe1, 15: 6}
+	run := &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: runtest.StreamedRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)), Logs: plog.NewLogs()}
+	ts := serveRun(t, run)
+	llm := pcommon.SpanID{6, runtest.LLMSpan}.String()
+
+	ev := `#panel [data-sse-event="0"] pre[data-sse-data]`
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+run.TraceID+"?span="+llm), chromedp.WaitVisible(chromedp.CSS(ev+`[data-foldable]`)))
+	pre := `document.querySelector('` + ev + `')`
+	before := eval[string](t, ctx, pre+`.textContent`)
+	keys := eval[[]string](t, ctx, `[...`+pre+`.querySelectorAll('.jnode')].map(n => n.getAttribute('data-key') || '')`)
+	assert.Equal(t, []string{"", "choices", "", "delta"}, keys, "the value, choices, its item, delta")
+	hidden := func(key string) bool {
+		return eval[bool](t, ctx, `getComputedStyle(`+pre+`.querySelector('.jnode[data-key="`+key+`"] > .jbody')).display === 'none'`)
+	}
+	assert.False(t, hidden("delta"))
+
+	do(t, ctx, chromedp.Click(chromedp.CSS(ev+` .jnode[data-key="delta"] > .jtog`)))
+	assert.True(t, hidden("delta"))
+	assert.Equal(t, "false", eval[string](t, ctx, pre+`.querySelector('.jnode[data-key="delta"] > .jtog').getAttribute('aria-expanded')`))
+	assert.False(t, hidden("choices"), "only the key clicked folds")
+	assert.Equal(t, "… 2 keys", eval[string](t, ctx, `getComputedStyle(`+pre+`.querySelector('.jnode[data-key="delta"] > .jsum'), '::before').content.replace(/^"|"$/g, '')`))
+	assert.NotContains(t, eval[string](t, ctx, pre+`.innerText`), "assistant", "the folded value is off screen")
+	shot(t, ctx, "sse-data-fold-key")
+
+	do(t, ctx, chromedp.Click(chromedp.CSS(ev+` .jnode[data-key="delta"] > .jtog`)))
+	assert.False(t, hidden("delta"))
+	assert.Contains(t, eval[string](t, ctx, pre+`.innerText`), "assistant")
 	assert.Equal(t, before, eval[string](t, ctx, pre+`.textContent`), "folding never changes the text")
 	assert.Empty(t, dlg.opened())
 }

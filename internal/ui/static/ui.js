@@ -321,7 +321,7 @@
 
   // JSON folding: every object and array of an indented JSON value (pre[data-pretty], laid out
   // by the server with two-space indentation, keys in recorded order) gets a toggle button before
-  // it. The text is kept as it is (the toggles and "… N keys" are drawn by CSS, so copying and
+  // it (a click on the key itself toggles too). The text is kept as it is (the toggles and "… N keys" are drawn by CSS, so copying and
   // textContent give the value unchanged); nothing is remembered, on the server or elsewhere.
   // Keys: Tab reaches each toggle; Enter or Space toggles it, ArrowLeft folds, ArrowRight
   // unfolds; Shift (click or key) does the same to everything inside.
@@ -352,7 +352,9 @@
         if (key !== undefined) node.setAttribute("data-key", key);
         top.body.appendChild(text(indent));
         node.appendChild(btn);
-        node.appendChild(text(t));
+        var head = el("span", "jkey"); // the key and its opening bracket: a click folds too
+        head.appendChild(text(t));
+        node.appendChild(head);
         node.appendChild(sum);
         body.appendChild(text("\n"));
         node.appendChild(body);
@@ -377,8 +379,10 @@
   }
   function foldAll(root) { root.querySelectorAll("pre[data-pretty]").forEach(foldJSON); }
   document.addEventListener("click", function (ev) {
-    var b = ev.target.closest && ev.target.closest("button.jtog");
+    var b = ev.target.closest && ev.target.closest("button.jtog, pre[data-foldable] .jkey");
     if (!b) return;
+    var sel = window.getSelection && window.getSelection();
+    if (b.classList.contains("jkey") && sel && !sel.isCollapsed) return; // selecting text, not folding
     ev.preventDefault();
     var n = b.parentNode;
     setFold(n, !n.classList.contains("folded"), ev.shiftKey);
