@@ -42,9 +42,9 @@ type step struct {
 // only when it is compared with a different text), or a value built from a recorded exchange.
 type jsonField struct {
 	set   bool   // the step has the field
-	text  bool   // raw holds the recorded text; v is unused
-	raw   string //
-	value any    // a JSON value (a string when not JSON)
+	text  bool   // raw holds the recorded text; value is unused
+	raw   string // the recorded text (a tool span's gen_ai.tool.call.arguments or result)
+	value any    // a JSON value built from an exchange (a string where not JSON)
 }
 
 func textField(s string) jsonField { return jsonField{set: true, text: true, raw: s} }
