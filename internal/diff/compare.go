@@ -10,6 +10,13 @@ import (
 )
 
 // comparePair compares two aligned steps. full lists every message (Options.Step).
+//
+// Two LLM steps that share one reading of their messages (readAll: recorded with the same
+// content) have the same messages, system instructions, tool definitions, tool calls and
+// output, so unless every message is to be listed those are not compared again (the slow path
+// would find every message "same" and keep none of them). Two tool steps whose arguments (or
+// results) are the same recorded text have the same arguments (results). Everything else
+// (request, finish reasons, error, model) is compared on every pair.
 func comparePair(x, y *step, full bool) Pair {
 	a, b := x.Step, y.Step
 	p := Pair{A: &a, B: &b, Metrics: &Metrics{
@@ -19,7 +26,9 @@ func comparePair(x, y *step, full bool) Pair {
 	}}
 	var diffs []Difference
 	add := func(d Difference) { diffs = append(diffs, d) }
-	if x.Kind == KindLLM && y.Kind == KindLLM && x.calls != nil && y.calls != nil {
+	if x.Kind == KindLLM && y.Kind == KindLLM && x.calls != nil && x.calls == y.calls && !full && fastPaths {
+		compareRequests(a.Request, b.Request, a.Model, b.Model, add)
+	} else if x.Kind == KindLLM && y.Kind == KindLLM && x.calls != nil && y.calls != nil {
 		ca, cb := x.calls, y.calls
 		p.Input = diffMessages(ca.Input, cb.Input, full)
 		if changed(p.Input) {
@@ -54,14 +63,14 @@ func comparePair(x, y *step, full bool) Pair {
 			p.Output = nil
 		}
 	} else {
-		if x.hasArgs || y.hasArgs {
-			jsonDiff("", x.args, y.args, &p.Arguments)
+		if (x.args.set || y.args.set) && !sameText(x.args, y.args) {
+			jsonDiff("", x.args.get(), y.args.get(), &p.Arguments)
 			if len(p.Arguments) > 0 {
 				add(Difference{Field: FieldToolArguments, Summary: "tool arguments differ at " + paths(p.Arguments)})
 			}
 		}
-		if x.hasResult || y.hasResult {
-			jsonDiff("", x.result, y.result, &p.Result)
+		if (x.result.set || y.result.set) && !sameText(x.result, y.result) {
+			jsonDiff("", x.result.get(), y.result.get(), &p.Result)
 			if len(p.Result) > 0 {
 				add(Difference{Field: FieldToolResult, Summary: "tool result differs at " + paths(p.Result)})
 			}

@@ -231,21 +231,29 @@ func Runs(a, b *runview.View, opts Options) (*Result, error) {
 	if msgs == nil {
 		msgs = callMessages
 	}
-	// The two runs' steps are read side by side: reading a step's messages (JSON decoding) is
-	// most of a large diff's time (BENCHMARKS.md, uibench). runSteps only reads its View and its
-	// spans, so a run diffed with itself is read by both at once too.
+	// The two runs' step lists are built side by side (runSteps only reads its View and its
+	// spans); a run diffed with itself (the same View) is listed once and both sides share its
+	// steps. The messages are read after the alignment (readAll).
 	var (
 		sb    []*step
 		tb    runStats
 		errB  error
 		doneB = make(chan struct{})
 	)
-	go func() {
-		defer close(doneB)
-		sb, tb, errB = runSteps(b, msgs)
-	}()
-	sa, ta, err := runSteps(a, msgs)
+	same := a == b && fastPaths
+	if same {
+		close(doneB)
+	} else {
+		go func() {
+			defer close(doneB)
+			sb, tb, errB = runSteps(b)
+		}()
+	}
+	sa, ta, err := runSteps(a)
 	<-doneB
+	if same {
+		sb, tb, errB = sa, ta, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", a.TraceID, err)
 	}
@@ -283,11 +291,18 @@ func Runs(a, b *runview.View, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Every message is listed: both are read (nothing is skipped for a pair read once).
+		readCalls(x, msgs)
+		if y != x {
+			readCalls(y, msgs)
+		}
 		r.Pairs = append(r.Pairs, comparePair(x, y, true))
 	} else {
 		ka, wa := keys(sa)
 		kb, wb := keys(sb)
-		for _, o := range align(ka, kb, wa, wb) {
+		pairs := align(ka, kb, wa, wb)
+		readAll(sa, sb, pairs, msgs)
+		for _, o := range pairs {
 			switch {
 			case o.a >= 0 && o.b >= 0:
 				r.Pairs = append(r.Pairs, comparePair(sa[o.a], sb[o.b], false))

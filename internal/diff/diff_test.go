@@ -316,7 +316,7 @@ func TestRunsCorpusFrameworks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps, _, err := runSteps(v, callMessages)
+		steps, _, err := runSteps(v)
 		if err != nil {
 			t.Fatal(err)
 		}

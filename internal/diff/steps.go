@@ -27,17 +27,48 @@ const (
 type step struct {
 	Step
 	strong, weak string
-	calls        *CallMessages // KindLLM
-	args, result any           // KindTool, KindHTTP: JSON values (a string when not JSON)
-	hasArgs      bool
-	hasResult    bool
+	// KindLLM: the node the messages are read from (readCalls), the request bodies of the
+	// recorded exchanges that carried the call (merged over the span's request, in order), and
+	// once read the messages and the request the span alone gives.
+	node    *runview.Node
+	wire    []map[string]string
+	calls   *CallMessages
+	request map[string]string
+	// KindTool, KindHTTP: arguments and result, compared as JSON.
+	args, result jsonField
 }
+
+// jsonField is a step's arguments or result: the text recorded on a tool span (decoded as JSON
+// only when it is compared with a different text), or a value built from a recorded exchange.
+type jsonField struct {
+	set   bool   // the step has the field
+	text  bool   // raw holds the recorded text; value is unused
+	raw   string // the recorded text (a tool span's gen_ai.tool.call.arguments or result)
+	value any    // a JSON value built from an exchange (a string where not JSON)
+}
+
+func textField(s string) jsonField { return jsonField{set: true, text: true, raw: s} }
+func valueField(v any) jsonField   { return jsonField{set: true, value: v} }
+
+// get is the field as a JSON value (nil when absent).
+func (f jsonField) get() any {
+	if f.text {
+		return jsonValue(f.raw)
+	}
+	return f.value
+}
+
+// sameText reports whether both fields are recorded texts with the same bytes: equal texts
+// decode to equal values, so there is no difference to look for.
+func sameText(a, b jsonField) bool { return fastPaths && a.text && b.text && a.raw == b.raw }
 
 // runSteps lists the steps of the run's View in run order, as the read model counted them
 // (internal/runview: LLM calls, tool calls, and recorded HTTP exchanges that are not the
 // transport of a step nor covered by an instrumented call), with what the comparison needs.
-// The totals are the View's.
-func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
+// The totals are the View's. The messages of LLM steps are not read here: readCalls reads them
+// once the steps are aligned, so that a step recorded exactly as its counterpart is read once
+// (Runs). Tool arguments and results are kept as recorded and decoded only when they differ.
+func runSteps(v *runview.View) ([]*step, runStats, error) {
 	t := v.Totals
 	st := runStats{steps: t.Steps, llm: t.LLMCalls, tools: t.ToolCalls + t.HTTPCalls, errors: t.Errors, alerts: t.Alerts,
 		unpriced: t.Unpriced, inputTokens: t.InputTokens, outputTokens: t.OutputTokens, cost: round(t.CostUSD),
@@ -51,35 +82,19 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 		switch vs.Kind {
 		case rule.StepLLM:
 			s.Kind = KindLLM
-			cm, err := msgs(n.Effective, n.Logs)
-			if err != nil {
-				s.MessagesError = err.Error()
-			}
-			rawFallback(&cm, a)
-			s.calls = &cm
-			s.Derived = cm.Derived || n.Derived
-			s.FinishReasons = genai.FinishReasons(a)
-			s.MessagesSource = string(cm.InputSource)
-			s.Request = requestOf(a, &cm)
+			s.node = n
 			if n.Exchange != nil {
-				s.Request = mergeRequest(s.Request, wireRequest(n.Span))
+				s.wire = append(s.wire, wireRequest(n.Span))
 			}
 			byNode[vs.Node] = s
-			if len(s.FinishReasons) == 0 {
-				for _, m := range cm.Output {
-					if m.FinishReason != "" {
-						s.FinishReasons = append(s.FinishReasons, m.FinishReason)
-					}
-				}
-			}
 		case rule.StepTool:
 			s.Kind = KindTool
 			if p := genai.ToolArguments(a); p.Value != "" {
-				s.args, s.hasArgs = jsonValue(p.Value), true
+				s.args = textField(p.Value)
 			}
 			for _, k := range genai.ToolResultKeys {
 				if val, ok := a.Get(k); ok {
-					s.result, s.hasResult = jsonValue(val.AsString()), true
+					s.result = textField(val.AsString())
 					break
 				}
 			}
@@ -115,12 +130,12 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 			if len(ex.RequestBody) > 0 {
 				args["body"] = jsonValue(string(ex.RequestBody))
 			}
-			s.args, s.hasArgs = args, true
+			s.args = valueField(args)
 			res := map[string]any{"status": ex.Status}
 			if len(ex.ResponseBody) > 0 {
 				res["body"] = jsonValue(string(ex.ResponseBody))
 			}
-			s.result, s.hasResult = res, true
+			s.result = valueField(res)
 		}
 		s.strong = strings.Join([]string{s.Kind, s.Operation, s.Name, s.Model}, "\x00")
 		s.weak = strings.Join([]string{s.Kind, s.Name}, "\x00")
@@ -137,7 +152,7 @@ func runSteps(v *runview.View, msgs MessagesFunc) ([]*step, runStats, error) {
 			at = n.Parent
 		}
 		if ps := byNode[at]; ps != nil {
-			ps.Request = mergeRequest(ps.Request, wireRequest(n.Span))
+			ps.wire = append(ps.wire, wireRequest(n.Span))
 		}
 	}
 	return out, st, nil
