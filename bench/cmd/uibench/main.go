@@ -36,7 +36,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/codes"
 
 	"github.com/runagain/runagain/internal/loadgen"
 	"github.com/runagain/runagain/internal/store"
@@ -69,45 +68,6 @@ func traceID(kind byte, i int) pcommon.TraceID {
 	return id
 }
 
-func spanID(i int) pcommon.SpanID {
-	var id pcommon.SpanID
-	id[0] = 0x5a
-	for b := 0; b < 7; b++ {
-		id[7-b] = byte(uint64(i) >> (8 * b))
-	}
-	return id
-}
-
-// appendSpec appends spec as span k of trace under parent (an empty parent for a root).
-func appendSpec(spans ptrace.SpanSlice, trace pcommon.TraceID, k int, parent pcommon.SpanID, sp *loadgen.SpanSpec) ptrace.Span {
-	s := spans.AppendEmpty()
-	s.SetTraceID(trace)
-	s.SetSpanID(spanID(k))
-	if !parent.IsEmpty() {
-		s.SetParentSpanID(parent)
-	}
-	s.SetName(sp.Name)
-	s.SetKind(ptrace.SpanKind(sp.Kind)) // the OTel API's and OTLP's kinds share their numbers
-	s.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.Start))
-	s.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.End))
-	loadgen.PutAttrs(s.Attributes(), sp.Attrs)
-	switch sp.Status {
-	case codes.Error:
-		s.Status().SetCode(ptrace.StatusCodeError)
-		s.Status().SetMessage(sp.StatusMessage)
-	case codes.Ok:
-		s.Status().SetCode(ptrace.StatusCodeOk)
-	}
-	if sp.ExceptionType != "" {
-		ev := s.Events().AppendEmpty()
-		ev.SetName("exception")
-		ev.SetTimestamp(pcommon.NewTimestampFromTime(sp.End))
-		ev.Attributes().PutStr("exception.type", sp.ExceptionType)
-		ev.Attributes().PutStr("exception.message", sp.ExceptionMessage)
-	}
-	return s
-}
-
 func newTraces() (ptrace.Traces, ptrace.SpanSlice) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -137,9 +97,9 @@ func writeRuns(ctx context.Context, db *sqlitestore.DB, n int) (int, error) {
 		for k := range specs {
 			var parent pcommon.SpanID
 			if specs[k].Parent >= 0 {
-				parent = spanID(specs[k].Parent)
+				parent = loadgen.SpanID(specs[k].Parent)
 			}
-			appendSpec(spans, tid, k, parent, &specs[k])
+			loadgen.AppendSpan(spans, tid, k, parent, &specs[k])
 		}
 		i++
 		if i%500 == 0 {
@@ -149,66 +109,6 @@ func writeRuns(ctx context.Context, db *sqlitestore.DB, n int) (int, error) {
 		}
 	}
 	return total, flush()
-}
-
-// longRun is one trace of n spans: an agent span over the turns of long loadgen sessions (their
-// root spans under it), shifted to follow each other. msgBytes sets the messages' size. It
-// returns the traces and the attribute bytes they hold.
-func longRun(trace pcommon.TraceID, n, msgBytes int) (ptrace.Traces, int64) {
-	cfg := loadgen.DefaultConfig()
-	cfg.MessageBytes = msgBytes
-	cfg.ResendHistory = false
-	cfg.Turns = 50
-	cfg.LoopRate, cfg.LengthRate = 0, 0
-	td, spans := newTraces()
-	root := spans.AppendEmpty()
-	root.SetTraceID(trace)
-	root.SetSpanID(spanID(0))
-	root.SetName("invoke_agent long")
-	root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
-	root.Attributes().PutStr("gen_ai.agent.name", "long")
-	k := 1
-	at := t0
-	for specs := range loadgen.Turns(cfg, n/(cfg.Turns*cfg.SpansPerTurn())+1, t0) {
-		if k+len(specs) > n {
-			break
-		}
-		shift := at.Sub(specs[0].Start)
-		base := k
-		for j := range specs {
-			sp := specs[j]
-			sp.Start, sp.End = sp.Start.Add(shift), sp.End.Add(shift)
-			parent := root.SpanID()
-			if sp.Parent >= 0 {
-				parent = spanID(base + sp.Parent)
-			}
-			appendSpec(spans, trace, k, parent, &sp)
-			k++
-		}
-		at = at.Add(specs[0].End.Sub(specs[0].Start) + time.Millisecond)
-	}
-	for ; k < n; k++ { // fill up to n with short tool calls
-		s := spans.AppendEmpty()
-		s.SetTraceID(trace)
-		s.SetSpanID(spanID(k))
-		s.SetParentSpanID(root.SpanID())
-		s.SetName("execute_tool noop")
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Millisecond)))
-		s.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
-		s.Attributes().PutStr("gen_ai.tool.name", "noop")
-		at = at.Add(time.Millisecond)
-	}
-	root.SetStartTimestamp(pcommon.NewTimestampFromTime(t0))
-	root.SetEndTimestamp(pcommon.NewTimestampFromTime(at))
-	var bytes int64
-	store.EachSpan(td, func(s ptrace.Span) {
-		s.Attributes().Range(func(_ string, v pcommon.Value) bool {
-			bytes += int64(len(v.AsString()))
-			return true
-		})
-	})
-	return td, bytes
 }
 
 // toolSpan returns the n-th span of td that is a tool call.
@@ -274,10 +174,10 @@ func run(dir string, nRuns, nSpans, payloadKiB, reps int, chromium, cpuprofile s
 	fmt.Printf("wrote %d runs (%d spans) in %s\n", nRuns, listed, time.Since(begin).Round(time.Millisecond))
 	small := traceID(1, nRuns-1).String() // a loadgen turn: the baseline
 	a, b, heavy := traceID(2, 1), traceID(2, 2), traceID(2, 3)
-	tdA, _ := longRun(a, nSpans, 512)
-	tdB, _ := longRun(b, nSpans, 512)
+	tdA, _ := loadgen.LongRun(a, nSpans, 512, t0)
+	tdB, _ := loadgen.LongRun(b, nSpans, 512, t0)
 	toolSpan(tdB, nSpans/4).Attributes().PutStr("gen_ai.tool.call.result", `{"temperature":18,"sky":"rain"}`)
-	tdH, payload := longRun(heavy, nSpans, payloadKiB<<10)
+	tdH, payload := loadgen.LongRun(heavy, nSpans, payloadKiB<<10, t0)
 	toolSpan(tdH, nSpans/3).Attributes().PutStr("gen_ai.tool.call.result", `{"note":"needle-in-the-payloads"}`)
 	for _, td := range []ptrace.Traces{tdA, tdB, tdH} {
 		if _, err := db.WriteTraces(ctx, td); err != nil {
