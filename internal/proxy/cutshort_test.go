@@ -77,7 +77,8 @@ func TestRecordStreamClosedEarly(t *testing.T) {
 // TestRecordStreamCutByUpstream: an upstream that dies in the middle of a server-sent-event
 // stream (its connection closed after one event, no terminating chunk) makes the agent's HTTP
 // client fail as it would without the proxy, and the exchange is recorded with status Error,
-// "cut short by upstream" and the event received, never as a complete response.
+// "cut short by upstream" and the event received, never as a complete response. Replayed, the
+// response breaks off the same way.
 func TestRecordStreamCutByUpstream(t *testing.T) {
 	up := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -115,4 +116,18 @@ func TestRecordStreamCutByUpstream(t *testing.T) {
 	assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
 	assert.Contains(t, s.Status().Message(), "cut short by upstream")
 	assert.Equal(t, "data: {\"i\":0}\n\n", string(ex.ResponseBody))
+
+	// Replayed, the agent meets the same break: the recorded event, then the connection fails.
+	td := ptrace.NewTraces()
+	s.CopyTo(td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+	rp, err := NewReplayer(Config{Redactor: newRedactor(t), Logger: quietLogger()}, td, s.TraceID(), ReplayOptions{})
+	require.NoError(t, err)
+	resp, err = proxyClient(serve(t, rp, nil), nil).Get(up + "/stream")
+	require.NoError(t, err)
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err, "a replay must break off where the recording did, not end cleanly")
+	assert.Equal(t, "data: {\"i\":0}\n\n", string(body))
+	assert.Equal(t, 1, rp.Result().Served)
+	assert.Nil(t, rp.Result().Divergence)
 }

@@ -201,7 +201,18 @@ func NewReplayer(cfg Config, td ptrace.Traces, traceID pcommon.TraceID, o Replay
 func (r *Replayer) Exchanges() int { return len(r.entries) }
 
 // ServeHTTP implements http.Handler.
-func (r *Replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.gp.ServeHTTP(w, req) }
+//
+// A response the upstream broke off when it was recorded (fixture.Exchange.CutByUpstream) is
+// served as it was received and then the connection is aborted (http.ErrAbortHandler: no
+// terminating chunk), so the agent meets the same failure it met in the recording, not a clean,
+// shortened response that would send it down another path.
+func (r *Replayer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	cut := &upstreamCut{}
+	r.gp.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), upstreamCutKey{}, cut)))
+	if cut.Load() {
+		panic(http.ErrAbortHandler)
+	}
+}
 
 func (r *Replayer) allowed(hostport string) bool {
 	h := strings.ToLower(hostport)
@@ -440,8 +451,53 @@ func (r *Replayer) response(req *http.Request, ex *fixture.Exchange) *http.Respo
 		resp.Header.Set("Content-Length", strconv.Itoa(len(ex.ResponseBody)))
 		resp.Body = io.NopCloser(bytes.NewReader(ex.ResponseBody))
 	}
+	if ex.CutByUpstream() {
+		// What arrived, then the recorded break (ServeHTTP aborts the connection).
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		cut, _ := req.Context().Value(upstreamCutKey{}).(*upstreamCut)
+		resp.Body = &cutBody{rc: resp.Body, cut: cut, err: fmt.Errorf("runagain replay: the upstream broke off this response when it was recorded (%s)", ex.Error)}
+	}
 	return resp
 }
+
+// cutBody is a recorded response body that ends in the upstream's break: after the bytes it
+// returns err instead of io.EOF, and marks cut (nil: a request that did not come through
+// Replayer.ServeHTTP, whose connection then ends cleanly).
+type cutBody struct {
+	rc  io.ReadCloser
+	cut *upstreamCut
+	err error
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if errors.Is(err, io.EOF) {
+		if c.cut != nil {
+			c.cut.Store(true)
+		}
+		err = c.err
+	}
+	return n, err
+}
+
+// WriteTo keeps the chunk-per-write of a chunkReader (one flush per recorded chunk).
+func (c *cutBody) WriteTo(w io.Writer) (int64, error) {
+	wt, ok := c.rc.(io.WriterTo)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{c})
+	}
+	n, err := wt.WriteTo(w)
+	if err == nil {
+		if c.cut != nil {
+			c.cut.Store(true)
+		}
+		err = c.err
+	}
+	return n, err
+}
+
+func (c *cutBody) Close() error { return c.rc.Close() }
 
 // chunkReader returns one recorded chunk per Read (goproxy writes and flushes each read of an
 // event stream), pacing them by their recorded times when realtime.
