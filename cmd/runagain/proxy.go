@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"os"
@@ -157,9 +158,23 @@ func commandFound(verb, name string) error {
 	return nil
 }
 
-// joinFlag registers --join-wait (proxy --record, rerun).
+// joinFlag registers --join-wait (proxy --record, replay, rerun, test), refused when negative
+// before anything starts.
 func (o *proxyOptions) joinFlag(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.joinWait, "join-wait", 10*time.Second, "with -- COMMAND whose environment configures an OTLP exporter (OTEL_EXPORTER_OTLP_*ENDPOINT, OTEL_TRACES_EXPORTER): wait up to this long after it ends for its own trace in the store, and place the exchanges that carried no traceparent in it, under the calls they belong to (inferred by resource or process, time, model and body); 0 turns the join off")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		_, err := agentrun.CheckJoinWait(cmd.Name(), o.joinWait, nil)
+		return err
+	}
+}
+
+// newJoiner is agentrun.NewJoiner for the command's environment env, saying first when
+// --join-wait 0 leaves an instrumented agent's trace unjoined (agentrun.CheckJoinWait).
+func (o *proxyOptions) newJoiner(verb string, root proxy.Root, env []string, errOut io.Writer) *agentrun.Joiner {
+	if w, _ := agentrun.CheckJoinWait(verb, o.joinWait, env); w != "" {
+		fmt.Fprintln(errOut, w)
+	}
+	return agentrun.NewJoiner(o.joinWait, root, env, openReader, verb)
 }
 
 func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
@@ -209,7 +224,7 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 			return berr
 		}
 		env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
-		jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "proxy")
+		jn := o.newJoiner("proxy", root, env, errOut)
 		held := agentrun.Holders(rec, broker) // HTTP and MCP exchanges join alike
 		env = jn.Hold(held, nil, env)
 		exit, err = agentrun.Run(ctx, sandboxed, rec, logger, args, env, cmd.OutOrStdout(), errOut, jn.Started)

@@ -132,7 +132,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 	// An agent that writes its own trace but ignores TRACEPARENT: the replay's root span and its
 	// divergence record go into that trace once the command has ended (one run per execution).
-	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "replay")
+	jn := o.newJoiner("replay", root, env, errOut)
 	env = jn.Hold(nil, rp, env) // replay records no exchange: its root span and records join
 	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, jn.Pending(root.TraceID))
 	if sandboxed {

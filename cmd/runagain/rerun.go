@@ -156,7 +156,7 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	addr := l.Addr().String()
 	env := append(agentrun.Env(addr, caPath, root), broker.Env()...)
 	// An agent that writes its own trace but ignores TRACEPARENT: the new run's exchanges join it.
-	jn := agentrun.NewJoiner(o.joinWait, root, env, openReader, "rerun")
+	jn := o.newJoiner("rerun", root, env, errOut)
 	held := agentrun.Holders(rp, broker) // HTTP and MCP exchanges join alike
 	env = jn.Hold(held, rp, env)
 	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",

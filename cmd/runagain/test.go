@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/dataset/runner"
 	"github.com/runagain/runagain/internal/proxy"
@@ -107,6 +108,9 @@ func runTest(cmd *cobra.Command, o *testOptions, ref string, args []string) erro
 	sandboxed, err := o.proxy.sb.enabled("test", cmd.ErrOrStderr())
 	if err != nil {
 		return err
+	}
+	if w, _ := agentrun.CheckJoinWait("test", o.proxy.joinWait, nil); w != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), w)
 	}
 	st, err := openDatasets(ctx)
 	if err != nil {

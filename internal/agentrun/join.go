@@ -45,6 +45,20 @@ func NewJoiner(wait time.Duration, root proxy.Root, env []string, open func() (s
 	return &Joiner{wait: wait, root: root, open: open, verb: verb}
 }
 
+// CheckJoinWait checks --join-wait for a command run with env: a negative wait is an error; a
+// wait of 0 while the command's environment configures an OTLP exporter returns a warning to
+// print (verb prefixes it): an agent whose SDK ignores TRACEPARENT then makes a run of its own
+// beside the proxy's, each counting the same calls. "" when there is nothing to say.
+func CheckJoinWait(verb string, wait time.Duration, env []string) (warning string, err error) {
+	switch {
+	case wait < 0:
+		return "", fmt.Errorf("--join-wait %s: want 0 (no join) or a positive duration such as 10s", wait)
+	case wait == 0 && exportsOTLP(append(os.Environ(), env...)):
+		return fmt.Sprintf("runagain %s: --join-wait 0: the command's own trace is not joined; an agent whose SDK ignores TRACEPARENT gives a second run beside this one, counting the same calls", verb), nil
+	}
+	return "", nil
+}
+
 // exportsOTLP: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
 // OTEL_TRACES_EXPORTER names an exporter other than none (the OpenTelemetry SDK environment
 // variables of the specification's "Environment Variable Specification").
@@ -274,7 +288,19 @@ func (j *Joiner) wait4(ctx context.Context, start time.Time, errOut io.Writer) (
 	}
 	defer r.Close()
 	ex := proxy.Execution{Root: j.root, Pids: pids, Start: start, End: time.Now()}
+	// Say what the pause is when it lasts (the agent's last batches take a moment to arrive).
+	stop, said := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(said)
+		select {
+		case <-time.After(time.Second):
+			fmt.Fprintf(errOut, "runagain %s: waiting up to %s for the command's own trace to reach the store (--join-wait)\n", j.verb, j.wait)
+		case <-stop:
+		}
+	}()
 	jn, err = proxy.WaitJoin(ctx, r, ex, j.wait)
+	close(stop)
+	<-said // errOut is written by one goroutine at a time
 	switch {
 	case errors.Is(err, proxy.ErrOwnTrace):
 		return nil, true

@@ -131,14 +131,16 @@ func TestJoinDoesNotWaitWhenTheAgentReadTraceparent(t *testing.T) {
 	jn := j.Join(context.Background(), h, start, &errOut)
 	assert.Nil(t, jn)
 	assert.Less(t, time.Since(began), 30*time.Second, "waited out --join-wait for a trace that is not coming")
-	assert.Empty(t, errOut.String())
+	assert.NotContains(t, errOut.String(), "joined")
+	assert.NotContains(t, errOut.String(), "no trace")
 	require.Equal(t, 1, h.spans(), "the held exchange is sent")
 	assert.Equal(t, root.TraceID, sp.TraceID())
 	assert.Equal(t, root.SpanID, sp.ParentSpanID())
 
 	jn = j.Find(context.Background(), start, &errOut)
 	assert.Nil(t, jn)
-	assert.Empty(t, errOut.String(), "replay's Find is as quiet")
+	assert.NotContains(t, errOut.String(), "joined", "replay's Find is as quiet")
+	assert.NotContains(t, errOut.String(), "no trace", "replay's Find is as quiet")
 }
 
 // No trace of the command's own: after the wait, Join says the run is the proxy's own, whether
@@ -151,4 +153,25 @@ func TestJoinSaysWhenNoTraceArrived(t *testing.T) {
 	var errOut bytes.Buffer
 	assert.Nil(t, j.Join(context.Background(), &holder{}, start, &errOut))
 	assert.Contains(t, errOut.String(), "no trace of the command's own arrived within --join-wait 600ms; the run is the proxy's own trace")
+}
+
+// --join-wait: negative is refused; 0 with an OTLP exporter configured warns that an agent's own
+// trace would make a second run; 0 without one, or a positive wait, says nothing.
+func TestCheckJoinWait(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_TRACES_EXPORTER", "")
+	_, err := CheckJoinWait("proxy", -time.Second, nil)
+	require.ErrorContains(t, err, "--join-wait -1s: want 0 (no join) or a positive duration")
+	w, err := CheckJoinWait("rerun", 0, otlpEnv)
+	require.NoError(t, err)
+	assert.Equal(t, "runagain rerun: --join-wait 0: the command's own trace is not joined; an agent whose SDK ignores TRACEPARENT gives a second run beside this one, counting the same calls", w)
+	for _, c := range []struct {
+		wait time.Duration
+		env  []string
+	}{{0, nil}, {10 * time.Second, otlpEnv}, {0, []string{"OTEL_TRACES_EXPORTER=none"}}} {
+		w, err := CheckJoinWait("proxy", c.wait, c.env)
+		assert.NoError(t, err)
+		assert.Empty(t, w, "%+v", c)
+	}
 }
