@@ -174,13 +174,13 @@ func (j *Joiner) Hold(h Holder, rh RecordHolder, env []string) []string {
 	return append(env, j.ResourceEnv())
 }
 
-// Pending names the run an attempt will be while its command runs: the agent's trace once joined,
-// else trace (the attempt's own).
+// Pending names the run an attempt will be while its command runs: trace (the attempt's own), or
+// the agent's trace once joined.
 func (j *Joiner) Pending(trace pcommon.TraceID) string {
 	if j == nil {
 		return trace.String()
 	}
-	return "the agent's own trace, joined when it ends (else " + trace.String() + ")"
+	return trace.String() + ", or the agent's own trace if it sends one (joined when the command ends)"
 }
 
 // Attempt ends the join of a rerun, replay or test run after its command ended: it places the

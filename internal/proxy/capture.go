@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/runagain/runagain/internal/fixture"
@@ -117,8 +118,10 @@ func (c *captureBody) done() {
 	})
 }
 
-// errorType is an exchange's error.type: "timeout" for a network timeout, else the Go type of
-// the cause (the error a wrapper wraps, e.g. *net.OpError).
+// errorType is an exchange's error.type: "timeout" for a network timeout; io.ErrUnexpectedEOF,
+// ECONNRESET or EPIPE by name; else the Go type of the cause (the error a wrapper wraps, e.g.
+// *net.OpError), or "_OTHER" (the semantic conventions' fallback) when that type is a plain
+// error string that names nothing.
 func errorType(err error) string {
 	if err == nil {
 		return ""
@@ -127,8 +130,19 @@ func errorType(err error) string {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "timeout"
 	}
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "io.ErrUnexpectedEOF" // the connection closed mid-body
+	case errors.Is(err, syscall.ECONNRESET):
+		return "ECONNRESET"
+	case errors.Is(err, syscall.EPIPE):
+		return "EPIPE"
+	}
 	if inner := errors.Unwrap(err); inner != nil {
 		err = inner // the cause's type (*net.OpError...) rather than a wrapper's
 	}
-	return fmt.Sprintf("%T", err)
+	if t := fmt.Sprintf("%T", err); t != "*errors.errorString" && t != "*fmt.wrapError" {
+		return t
+	}
+	return "_OTHER" // semantic conventions' error.type when no type names the error
 }

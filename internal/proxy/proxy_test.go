@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -552,7 +554,10 @@ func TestErrorType(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{io.ErrUnexpectedEOF, "*errors.errorString"}, // wraps nothing: its own type, not "<nil>"
+		{io.ErrUnexpectedEOF, "io.ErrUnexpectedEOF"}, // a sentinel: named, not "*errors.errorString"
+		{fmt.Errorf("body: %w", io.ErrUnexpectedEOF), "io.ErrUnexpectedEOF"},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, "ECONNRESET"},
+		{errors.New("something broke"), "_OTHER"}, // no type names it
 		{fmt.Errorf("reading: %w", opErr), "*net.OpError"},
 		{fmt.Errorf("reading: %w", timeout), "timeout"},
 	} {
