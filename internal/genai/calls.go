@@ -14,8 +14,12 @@ const RefSuffix = "_ref"
 
 // Attribute keys read by the helpers below that are not in genai.go.
 const (
-	AttrErrorType               = "error.type"
-	AttrOpenInferenceToolName   = "tool.name"
+	AttrErrorType             = "error.type"
+	AttrOpenInferenceToolName = "tool.name"
+	// Vercel AI SDK telemetry (ai.toolCall spans): the tool's name, arguments and result.
+	AttrVercelToolName          = "ai.toolCall.name"
+	AttrVercelToolArgs          = "ai.toolCall.args"
+	AttrVercelToolResult        = "ai.toolCall.result"
 	AttrOpenInferenceInputValue = "input.value"
 	// any-agent (mozilla-ai/any-agent, corpus any-agent/): a tool span's arguments, and any
 	// span's output with its format (AttrAnyAgentOutputType: "text" or "json").
@@ -26,11 +30,11 @@ const (
 
 // ToolArgumentKeys and ToolResultKeys are the attributes a tool span's arguments and result are
 // recorded in, first present wins: semconv gen_ai.tool.call.arguments / .result, OpenInference
-// input.value / output.value, any-agent gen_ai.tool.args / gen_ai.output. Every view reads them
-// in this order.
+// input.value / output.value, any-agent gen_ai.tool.args / gen_ai.output, Vercel AI SDK
+// ai.toolCall.args / .result. Every view reads them in this order.
 var (
-	ToolArgumentKeys = []string{AttrToolCallArguments, AttrOpenInferenceInputValue, AttrAnyAgentToolArgs}
-	ToolResultKeys   = []string{AttrToolCallResult, AttrOpenInferenceOutputValue, AttrAnyAgentOutput}
+	ToolArgumentKeys = []string{AttrToolCallArguments, AttrOpenInferenceInputValue, AttrAnyAgentToolArgs, AttrVercelToolArgs}
+	ToolResultKeys   = []string{AttrToolCallResult, AttrOpenInferenceOutputValue, AttrAnyAgentOutput, AttrVercelToolResult}
 )
 
 // Payload is an attribute value that may have been offloaded: Value holds the inline string,
@@ -68,7 +72,7 @@ func payload(attrs pcommon.Map, key, refKey string) Payload {
 
 // ToolName returns gen_ai.tool.name, falling back to OpenInference tool.name; "" if none.
 func ToolName(attrs pcommon.Map) string {
-	for _, k := range []string{AttrToolName, AttrOpenInferenceToolName} {
+	for _, k := range []string{AttrToolName, AttrOpenInferenceToolName, AttrVercelToolName} {
 		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
 			return v.AsString()
 		}

@@ -45,3 +45,26 @@ func TestToolArgumentsAndFinishReasons(t *testing.T) {
 		t.Fatalf("FinishReasons(string) = %v", got)
 	}
 }
+
+// A Vercel AI SDK tool span (ai.toolCall) names its tool and records its arguments and result in
+// ai.toolCall.*: every view shows get_weather, not the span name ai.toolCall.
+func TestVercelToolCall(t *testing.T) {
+	m := pcommon.NewMap()
+	m.PutStr("ai.operationId", "ai.toolCall")
+	m.PutStr(AttrVercelToolName, "get_weather")
+	m.PutStr(AttrVercelToolArgs, `{"location":"Paris"}`)
+	m.PutStr(AttrVercelToolResult, `"rainy, 57°F"`)
+	if k := Classify(m); k != KindTool {
+		t.Fatalf("Classify = %v", k)
+	}
+	if got := ToolName(m); got != "get_weather" {
+		t.Errorf("ToolName = %q", got)
+	}
+	if got := ToolArguments(m).Value; got != `{"location":"Paris"}` {
+		t.Errorf("ToolArguments = %q", got)
+	}
+	m.PutStr(AttrToolName, "semconv_name")
+	if got := ToolName(m); got != "semconv_name" {
+		t.Errorf("gen_ai.tool.name must win: %q", got)
+	}
+}
