@@ -192,9 +192,12 @@ type FloatDelta struct {
 // span end; errors count spans with status ERROR; alerts count agent_guard alert records
 // (event runagain.alert) stored with the run.
 type Totals struct {
-	Steps        IntDelta   `json:"steps"`
-	LLMCalls     IntDelta   `json:"llm_calls"`
-	ToolCalls    IntDelta   `json:"tool_calls"` // tool spans and other HTTP exchanges
+	Steps     IntDelta `json:"steps"`
+	LLMCalls  IntDelta `json:"llm_calls"`
+	ToolCalls IntDelta `json:"tool_calls"` // tool calls (spans, and MCP tools/call exchanges not covered)
+	// HTTPCalls are the other HTTP and MCP exchanges that are steps (a tool API, an MCP
+	// handshake), as the read model counts them (runview.Totals.HTTPCalls).
+	HTTPCalls    IntDelta   `json:"http_calls"`
 	InputTokens  IntDelta   `json:"input_tokens"`
 	OutputTokens IntDelta   `json:"output_tokens"`
 	CostUSD      FloatDelta `json:"cost_usd"`
@@ -271,7 +274,7 @@ func Runs(a, b *runview.View, opts Options) (*Result, error) {
 		r.Changes = r.A.Rerun.Changes
 	}
 	r.Totals = Totals{
-		Steps: idelta(ta.steps, tb.steps), LLMCalls: idelta(ta.llm, tb.llm), ToolCalls: idelta(ta.tools, tb.tools),
+		Steps: idelta(ta.steps, tb.steps), LLMCalls: idelta(ta.llm, tb.llm), ToolCalls: idelta(ta.tools, tb.tools), HTTPCalls: idelta(ta.http, tb.http),
 		InputTokens: idelta(ta.inputTokens, tb.inputTokens), OutputTokens: idelta(ta.outputTokens, tb.outputTokens),
 		CostUSD: fdelta(ta.cost, tb.cost), Unpriced: idelta(ta.unpriced, tb.unpriced), DurationMS: fdelta(ta.durationMS, tb.durationMS),
 		Errors: idelta(ta.errors, tb.errors), Alerts: idelta(ta.alerts, tb.alerts),

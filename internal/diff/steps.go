@@ -70,7 +70,7 @@ func sameText(a, b jsonField) bool { return fastPaths && a.text && b.text && a.r
 // (Runs). Tool arguments and results are kept as recorded and decoded only when they differ.
 func runSteps(v *runview.View) ([]*step, runStats, error) {
 	t := v.Totals
-	st := runStats{steps: t.Steps, llm: t.LLMCalls, tools: t.ToolCalls + t.HTTPCalls, errors: t.Errors, alerts: t.Alerts,
+	st := runStats{steps: t.Steps, llm: t.LLMCalls, tools: t.ToolCalls, http: t.HTTPCalls, errors: t.Errors, alerts: t.Alerts,
 		unpriced: t.Unpriced, inputTokens: t.InputTokens, outputTokens: t.OutputTokens, cost: round(t.CostUSD),
 		durationMS: float64(t.Duration) / 1e6}
 	out := make([]*step, 0, len(v.Steps))
@@ -159,7 +159,7 @@ func runSteps(v *runview.View) ([]*step, runStats, error) {
 }
 
 type runStats struct {
-	steps, llm, tools, errors, alerts, unpriced int64
+	steps, llm, tools, http, errors, alerts, unpriced int64
 	inputTokens, outputTokens                   int64
 	cost, durationMS                            float64
 }

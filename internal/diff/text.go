@@ -51,6 +51,9 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	p.line("", "  steps          %s", ints(t.Steps))
 	p.line("", "  llm calls      %s", ints(t.LLMCalls))
 	p.line("", "  tool calls     %s", ints(t.ToolCalls))
+	if t.HTTPCalls.A > 0 || t.HTTPCalls.B > 0 {
+		p.line("", "  http calls     %s", ints(t.HTTPCalls))
+	}
 	p.line("", "  input tokens   %s", ints(t.InputTokens))
 	p.line("", "  output tokens  %s", ints(t.OutputTokens))
 	p.line("", "  cost USD       %s", floats(t.CostUSD, "%.6f"))

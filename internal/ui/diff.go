@@ -134,7 +134,7 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 	}
 	t := res.Totals
 	v.Totals = []totalRow{
-		irow("steps", t.Steps), irow("LLM calls", t.LLMCalls), irow("tool calls", t.ToolCalls),
+		irow("steps", t.Steps), irow("LLM calls", t.LLMCalls), irow("tool calls", t.ToolCalls), irow("HTTP calls", t.HTTPCalls),
 		irow("input tokens", t.InputTokens), irow("output tokens", t.OutputTokens),
 		{Name: "cost", A: fmtUSD(t.CostUSD.A), B: fmtUSD(t.CostUSD.B), Delta: signed(fmtUSD, t.CostUSD.Delta), Diff: t.CostUSD.Delta != 0},
 		{Name: "duration", A: fmtMS(t.DurationMS.A), B: fmtMS(t.DurationMS.B), Delta: signed(fmtMS, t.DurationMS.Delta), Diff: t.DurationMS.Delta != 0},
