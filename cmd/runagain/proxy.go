@@ -257,9 +257,9 @@ func runProxyRecord(cmd *cobra.Command, o *proxyOptions, args []string) error {
 		if joined != nil {
 			runTrace = joined.Trace
 		}
-		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges%s; run trace %s\n", st.Exchanges, mcpRecorded(mcpRes), runTrace)
+		fmt.Fprintf(errOut, "runagain proxy: recorded %s%s; run trace %s\n", counted(st.Exchanges, "exchange"), mcpRecorded(mcpRes), runTrace)
 	} else {
-		fmt.Fprintf(errOut, "runagain proxy: recorded %d exchanges in %d traces\n", st.Exchanges, len(st.Traces))
+		fmt.Fprintf(errOut, "runagain proxy: recorded %s in %s\n", counted(st.Exchanges, "exchange"), counted(len(st.Traces), "trace"))
 	}
 	switch {
 	case err != nil:

@@ -134,7 +134,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	// divergence record go into that trace once the command has ended (one run per execution).
 	jn := o.newJoiner("replay", root, env, errOut)
 	env = jn.Hold(nil, rp, env) // replay records no exchange: its root span and records join
-	fmt.Fprintf(errOut, "runagain replay: %d recorded exchanges of run %s on http://%s; replay run %s\n", rp.Exchanges(), tid, addr, jn.Pending(root.TraceID))
+	fmt.Fprintf(errOut, "runagain replay: %s of run %s on http://%s; replay run %s\n", counted(rp.Exchanges(), "recorded exchange"), tid, addr, jn.Pending(root.TraceID))
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain replay: network sandbox: every TCP connection and DNS query of the command goes through the proxy; nothing unrecorded is sent\n")
 	}

@@ -159,8 +159,8 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	jn := o.newJoiner("rerun", root, env, errOut)
 	held := agentrun.Holders(rp, broker) // HTTP and MCP exchanges join alike
 	env = jn.Hold(held, rp, env)
-	fmt.Fprintf(errOut, "runagain rerun: %d recorded exchanges of run %s on http://%s; changes: %s; new run %s\n",
-		rp.Exchanges(), tid, addr, orNone(strings.Join(changes, ", ")), jn.Pending(root.TraceID))
+	fmt.Fprintf(errOut, "runagain rerun: %s of run %s on http://%s; changes: %s; new run %s\n",
+		counted(rp.Exchanges(), "recorded exchange"), tid, addr, orNone(strings.Join(changes, ", ")), jn.Pending(root.TraceID))
 	if sandboxed {
 		fmt.Fprintf(errOut, "runagain rerun: network sandbox: every TCP connection and DNS query of the command goes through the proxy\n")
 	}

@@ -231,7 +231,7 @@ func (a *jsonArray) close() error {
 func failedReason(ctx context.Context, rd store.Reader, r store.RunSummary) (string, bool, error) {
 	var why []string
 	if r.Errors > 0 {
-		why = append(why, fmt.Sprintf("%d error spans", r.Errors))
+		why = append(why, counted(r.Errors, "error span"))
 	}
 	alerts := map[string]int{}
 	divergences := 0

@@ -55,7 +55,7 @@ func TestSessionsFailedFromRunIndex(t *testing.T) {
 		got[r.TraceID] = r.Reason
 	}
 	assert.Equal(t, map[string]string{
-		storetest.TraceID("failing").String():  "1 error spans",
+		storetest.TraceID("failing").String():  "1 error span",
 		storetest.TraceID("alerted").String():  "alert loop x1",
 		storetest.TraceID("diverged").String(): "replay divergence",
 	}, got)
