@@ -423,10 +423,16 @@ func TestDifferences(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
-	for _, bad := range []string{"openai", "=https://x", "a=ftp://x", "a=notaurl", "a/b=https://x"} {
+	for _, bad := range []string{"openai", "=https://x", "a=ftp://x", "a=notaurl", "a/b=https://x",
+		"op enai=http://127.0.0.1:1", "openai=http://127.0.0.1:99999", "openai=http://127.0.0.1:0"} {
 		if _, err := ParseRoute(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("ParseRoute(%q) = %v, want an error naming it", bad, err)
 		}
+	}
+	// A target without a scheme: the error says what was probably meant.
+	_, err := ParseRoute("openai=127.0.0.1:25001")
+	if err == nil || !strings.Contains(err.Error(), "did you mean openai=http://127.0.0.1:25001?") {
+		t.Errorf("ParseRoute without a scheme: %v", err)
 	}
 	rs, err := NewRoutes([]string{"openai=http://127.0.0.1:9/base/"})
 	if err != nil {

@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Route maps the path prefix "/<Name>/" to the upstream base URL Target.
@@ -56,15 +58,21 @@ var BaseURLEnv = map[string]string{
 func ParseRoute(s string) (Route, error) {
 	name, target, ok := strings.Cut(s, "=")
 	name = strings.Trim(strings.TrimSpace(name), "/")
-	if !ok || name == "" || strings.ContainsAny(name, "/?#") {
-		return Route{}, fmt.Errorf("route %q: want NAME=URL, e.g. openai=https://api.openai.com", s)
+	if !ok || name == "" || strings.ContainsAny(name, "/?#%") || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+		return Route{}, fmt.Errorf("route %q: want NAME=URL, NAME one path segment without spaces, e.g. openai=https://api.openai.com", s)
 	}
-	u, err := url.Parse(strings.TrimSpace(target))
-	if err != nil {
-		return Route{}, fmt.Errorf("route %q: %w", s, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	target = strings.TrimSpace(target)
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !strings.Contains(target, "://") && target != "" {
+			return Route{}, fmt.Errorf("route %q: target must be an absolute http or https URL: did you mean %s=http://%s?", s, name, target)
+		}
 		return Route{}, fmt.Errorf("route %q: target must be an absolute http or https URL", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return Route{}, fmt.Errorf("route %q: port %s is not a TCP port (1-65535)", s, p)
+		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawQuery, u.Fragment = "", ""
