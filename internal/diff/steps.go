@@ -160,8 +160,8 @@ func runSteps(v *runview.View) ([]*step, runStats, error) {
 
 type runStats struct {
 	steps, llm, tools, http, errors, alerts, unpriced int64
-	inputTokens, outputTokens                   int64
-	cost, durationMS                            float64
+	inputTokens, outputTokens                         int64
+	cost, durationMS                                  float64
 }
 
 func newStep(vs *runview.Step) *step {
