@@ -238,24 +238,21 @@ func Runs(a, b *runview.View, opts Options) (*Result, error) {
 	// spans); a run diffed with itself (the same View) is listed once and both sides share its
 	// steps. The messages are read after the alignment (readAll).
 	var (
-		sb    []*step
-		tb    runStats
-		errB  error
-		doneB = make(chan struct{})
+		sa, sb    []*step
+		ta, tb    runStats
+		err, errB error
 	)
-	same := a == b && fastPaths
-	if same {
-		close(doneB)
+	if a == b && fastPaths {
+		sa, ta, err = runSteps(a)
+		sb, tb, errB = sa, ta, err
 	} else {
+		doneB := make(chan struct{})
 		go func() {
 			defer close(doneB)
 			sb, tb, errB = runSteps(b)
 		}()
-	}
-	sa, ta, err := runSteps(a)
-	<-doneB
-	if same {
-		sb, tb, errB = sa, ta, err
+		sa, ta, err = runSteps(a)
+		<-doneB
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", a.TraceID, err)

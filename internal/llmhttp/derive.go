@@ -190,19 +190,13 @@ func decode(b []byte) map[string]any {
 	return m
 }
 
-// sseData returns the data payloads of an SSE body in order (multi-line data joined by "\n").
+// sseData returns the data payloads of an SSE body in order (multi-line data joined by "\n";
+// fixture.ParseEvent).
 func sseData(body []byte) []string {
 	var out []string
 	for _, ch := range fixture.SplitEvents(body) {
-		ev := body[ch.Offset : ch.Offset+ch.Size]
-		var data []string
-		for _, line := range strings.Split(strings.ReplaceAll(string(ev), "\r\n", "\n"), "\n") {
-			if strings.HasPrefix(line, "data:") {
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-			}
-		}
-		if len(data) > 0 {
-			out = append(out, strings.Join(data, "\n"))
+		if f := fixture.ParseEvent(string(body[ch.Offset : ch.Offset+ch.Size])); f.HasData {
+			out = append(out, f.Data)
 		}
 	}
 	return out

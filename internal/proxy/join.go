@@ -382,7 +382,7 @@ func WaitJoin(ctx context.Context, r store.Reader, ex Execution, wait time.Durat
 	lastSpans := -1
 	var lastErr error
 	for {
-		runs, own, err := overlapping(ctx, r, ex)
+		runs, own, err := overlapping(ctx, r, ex, last == nil)
 		switch {
 		case err != nil:
 			lastErr = err
@@ -412,22 +412,25 @@ func WaitJoin(ctx context.Context, r store.Reader, ex Execution, wait time.Durat
 }
 
 // overlapping reads the runs other than the execution's own that started from a second before ex
-// until now; own says whether the execution's own trace holds a span whose resource carries its
-// runagainattr.ExecutionTraceID (the agent's, not the proxy's or runagain mcp's).
-func overlapping(ctx context.Context, r store.Reader, ex Execution) (runs []AgentRun, own bool, err error) {
+// until now. With checkOwn it also reads the execution's own run, and own says whether it holds
+// a span whose resource carries its runagainattr.ExecutionTraceID (the agent's, not the proxy's
+// or runagain mcp's); once another trace is a candidate that question is settled and the own run
+// (which grows with every exchange) is not read again.
+func overlapping(ctx context.Context, r store.Reader, ex Execution, checkOwn bool) (runs []AgentRun, own bool, err error) {
 	rows, err := r.Runs(ctx, store.RunFilter{Since: ex.Start.Add(-time.Second)})
 	if err != nil {
 		return nil, false, err
 	}
 	for _, row := range rows {
-		if row.Start.After(ex.End.Add(time.Second)) {
+		isOwn := row.TraceID == ex.Root.TraceID.String()
+		if row.Start.After(ex.End.Add(time.Second)) || isOwn && !checkOwn {
 			continue
 		}
 		run, err := r.Run(ctx, row.TraceID)
 		if err != nil {
 			continue // gone, or a tier that cannot read it: not this execution's
 		}
-		if row.TraceID == ex.Root.TraceID.String() {
+		if isOwn {
 			own = own || hasOwnedResource(run.Traces, ex)
 			continue
 		}

@@ -45,7 +45,7 @@ type sseView struct {
 	AtMS      float64
 	Text      string
 	Truncated bool
-	Fields    sseFields
+	Fields    fixture.EventFields
 	Pretty    string
 	DataText  string // Fields.Data cut at inlineLimit
 }
@@ -58,73 +58,6 @@ const (
 	ssePrettyLimit = 200
 )
 
-// sseFields is what one event's lines say, read as the WHATWG HTML "event stream" format:
-// lines end in CRLF, LF or CR; "name: value" (one space after the colon dropped), a line with
-// no colon is a name with an empty value, a line starting with a colon is a comment; data lines
-// join with "\n". Raw: no line is an SSE field or comment (a body that is not SSE), shown as
-// recorded.
-type sseFields struct {
-	Event, ID, Retry string
-	Data             string
-	HasData          bool
-	Comments         []string
-	Raw              bool
-}
-
-// parseSSE reads the fields of one event's bytes. Unknown field names are ignored, as a
-// browser's EventSource does; an event made only of them is Raw.
-func parseSSE(b string) sseFields {
-	var f sseFields
-	var data []string
-	known := false
-	for _, line := range sseLines(b) {
-		if line == "" {
-			continue // the blank line ending the event
-		}
-		if line[0] == ':' {
-			f.Comments = append(f.Comments, strings.TrimPrefix(line[1:], " "))
-			known = true
-			continue
-		}
-		name, value := line, ""
-		if k := strings.IndexByte(line, ':'); k >= 0 {
-			name, value = line[:k], strings.TrimPrefix(line[k+1:], " ")
-		}
-		switch name {
-		case "event":
-			f.Event = value
-		case "data":
-			data = append(data, value)
-		case "id":
-			f.ID = value
-		case "retry":
-			f.Retry = value
-		default:
-			continue
-		}
-		known = true
-	}
-	f.Data, f.HasData, f.Raw = strings.Join(data, "\n"), data != nil, !known
-	return f
-}
-
-// sseLines splits at CRLF, LF or CR; a last line without an end is a line too.
-func sseLines(b string) []string {
-	var out []string
-	for len(b) > 0 {
-		k := strings.IndexAny(b, "\r\n")
-		if k < 0 {
-			return append(out, b)
-		}
-		out = append(out, b[:k])
-		if b[k] == '\r' && k+1 < len(b) && b[k+1] == '\n' {
-			k++
-		}
-		b = b[k+1:]
-	}
-	return out
-}
-
 // sseViews lays out a response's events (the first sseEventLimit of them).
 func sseViews(events []runview.SSEEvent) []sseView {
 	out := make([]sseView, 0, min(len(events), sseEventLimit))
@@ -132,7 +65,7 @@ func sseViews(events []runview.SSEEvent) []sseView {
 		if k == sseEventLimit {
 			break
 		}
-		v := sseView{SSEEvent: e, AtMS: ms(e.At), Text: cut(strings.TrimRight(e.Data, "\r\n")), Truncated: len(e.Data) > inlineLimit, Fields: parseSSE(e.Data)}
+		v := sseView{SSEEvent: e, AtMS: ms(e.At), Text: cut(strings.TrimRight(e.Data, "\r\n")), Truncated: len(e.Data) > inlineLimit, Fields: fixture.ParseEvent(e.Data)}
 		v.DataText = cut(v.Fields.Data)
 		if k < ssePrettyLimit && len(v.Fields.Data) <= inlineLimit {
 			v.Pretty, _ = prettyJSON(v.Fields.Data)

@@ -40,7 +40,7 @@ func eventsOf(t *testing.T, body string) []sseView {
 func TestSSEEventsSplitAtBlankLines(t *testing.T) {
 	vs := eventsOf(t, "data: {\"a\":1,\"b\":[1,2]}\n\nevent: ping\ndata: x\n\ndata: [DONE]\n\n")
 	require.Len(t, vs, 3)
-	assert.Equal(t, sseFields{Data: `{"a":1,"b":[1,2]}`, HasData: true}, vs[0].Fields)
+	assert.Equal(t, fixture.EventFields{Data: `{"a":1,"b":[1,2]}`, HasData: true}, vs[0].Fields)
 	assert.Equal(t, "{\n  \"a\": 1,\n  \"b\": [\n    1,\n    2\n  ]\n}", vs[0].Pretty, "JSON data indented, keys in recorded order")
 	assert.Equal(t, "ping", vs[1].Fields.Event)
 	assert.Equal(t, "x", vs[1].Fields.Data)
@@ -68,7 +68,7 @@ func TestSSEMultiLineDataAndFields(t *testing.T) {
 func TestSSECRLF(t *testing.T) {
 	vs := eventsOf(t, "event: a\r\ndata: 1\r\n\r\ndata: {\"k\":\"v\"}\r\n\r\ndata: last\r\r")
 	require.Len(t, vs, 3)
-	assert.Equal(t, sseFields{Event: "a", Data: "1", HasData: true}, vs[0].Fields)
+	assert.Equal(t, fixture.EventFields{Event: "a", Data: "1", HasData: true}, vs[0].Fields)
 	assert.Equal(t, `{"k":"v"}`, vs[1].Fields.Data)
 	assert.NotEmpty(t, vs[1].Pretty)
 	assert.Equal(t, "last", vs[2].Fields.Data, "CR alone ends lines too")

@@ -113,27 +113,6 @@ type Target struct {
 // collector is one Run.
 type collector struct{ Target }
 
-// stagedCount counts the pack files in the staging area.
-func (s *collector) stagedCount() (int, error) {
-	n := 0
-	des, err := readDirNames(s.Staging)
-	for _, d := range des {
-		if strings.HasSuffix(d, ref.PackSuffix) {
-			n++
-		}
-	}
-	return n, err
-}
-
-func readDirNames(dir string) ([]string, error) {
-	des, err := os.ReadDir(dir)
-	out := make([]string, 0, len(des))
-	for _, d := range des {
-		out = append(out, d.Name())
-	}
-	return out, err
-}
-
 // Run deletes the payload objects no live reference reaches. It marks every object the live
 // references reach (following manifests), then sweeps the bucket: packs holding no live object
 // are deleted, packs whose dead fraction is above opts.RewriteDeadFraction (or, with opts.Erase,
@@ -195,7 +174,7 @@ func Run(ctx context.Context, t Target, live LiveRefs, opts Options) (Stats, err
 		}
 	}
 	if s.Staging != "" {
-		n, err := s.stagedCount()
+		n, err := packfile.StagedPacks(s.Staging)
 		if err != nil && !errorsIsNotExist(err) {
 			return st, err
 		}

@@ -61,7 +61,7 @@ func (s *collector) stagedManifests() ([]ref.Location, error) {
 	if s.Staging == "" {
 		return nil, nil
 	}
-	names, err := readDirNames(s.Staging)
+	names, err := packfile.DirNames(s.Staging)
 	if err != nil && !errorsIsNotExist(err) {
 		return nil, err
 	}

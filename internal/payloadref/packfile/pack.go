@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -253,6 +255,29 @@ func scanRecordsFrom(r io.ReaderAt, start, size int64) (entries []Entry, end int
 // StagingDir is the folder of a Store's data directory holding packs not yet in the bucket: the
 // open segment, and sealed packs waiting for (or retrying) their upload.
 const StagingDir = "staging"
+
+// DirNames lists the names in dir (a staging area), in directory order; what it could read with
+// the error when the read failed part way.
+func DirNames(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	out := make([]string, 0, len(des))
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out, err
+}
+
+// StagedPacks counts the pack files (ref.PackSuffix) in the staging area dir.
+func StagedPacks(dir string) (int, error) {
+	n := 0
+	names, err := DirNames(dir)
+	for _, d := range names {
+		if strings.HasSuffix(d, ref.PackSuffix) {
+			n++
+		}
+	}
+	return n, err
+}
 
 // EntryAt is a pack entry with its pack id.
 type EntryAt struct {

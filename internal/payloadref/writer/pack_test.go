@@ -509,7 +509,7 @@ func TestRecoverTornSegment(t *testing.T) {
 	if err := s2.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s2.stagedCount(); n != 0 {
+	if n, _ := packfile.StagedPacks(s2.staging); n != 0 {
 		t.Fatalf("%d packs still staged after recovery and flush", n)
 	}
 	if keys := bucketKeys(t, url, ref.PackDir); len(keys) != 1 {

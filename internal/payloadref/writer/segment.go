@@ -489,7 +489,7 @@ func SealStaged(ctx context.Context, dir string) (int, error) {
 		}
 		return 0, nil // no writer (or no staging area)
 	}
-	names, err := readDirNames(staging)
+	names, err := packfile.DirNames(staging)
 	if err != nil {
 		return 0, err
 	}

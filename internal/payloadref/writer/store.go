@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -345,20 +344,8 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 		st.PendingObjects, st.RefusedObjects = len(s.pw.pending), s.pw.refused
 		s.pw.pmu.RUnlock()
 	}
-	st.StagedPacks, err = s.stagedCount()
+	st.StagedPacks, err = packfile.StagedPacks(s.staging)
 	return st, err
-}
-
-// stagedCount counts the pack files in the staging area.
-func (s *Store) stagedCount() (int, error) {
-	n := 0
-	des, err := readDirNames(s.staging)
-	for _, d := range des {
-		if strings.HasSuffix(d, ref.PackSuffix) {
-			n++
-		}
-	}
-	return n, err
 }
 
 // PutResult tells what Put did.
@@ -923,15 +910,6 @@ func (s *Store) writeObject(ctx context.Context, key string, content []byte, man
 	res.Written++
 	res.BytesWritten += int64(len(z))
 	return nil
-}
-
-func readDirNames(dir string) ([]string, error) {
-	des, err := os.ReadDir(dir)
-	out := make([]string, 0, len(des))
-	for _, d := range des {
-		out = append(out, d.Name())
-	}
-	return out, err
 }
 
 // digestIndex is what the write path asks of the digest index (a *digestindex.Index): whether
