@@ -25,9 +25,11 @@ import (
 	"github.com/runagain/runagain/internal/dataset"
 	"github.com/runagain/runagain/internal/diff"
 	fx "github.com/runagain/runagain/internal/fixture"
+	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/importer"
 	"github.com/runagain/runagain/internal/llmhttp"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
@@ -78,15 +80,20 @@ func (r *agreeRun) chat(parent pcommon.SpanID, startMS, endMS int, in, out int64
 // exchange adds the proxy's recorded OpenAI chat completions exchange; derive says whether the
 // GenAI attributes were derived at record time (else the span is as older recordings are).
 func (r *agreeRun) exchange(parent pcommon.SpanID, startMS, endMS int, in, out int64, derive bool) ptrace.Span {
+	return r.exchangeOf("gpt-4o-mini", "gpt-4o-mini-2024-07-18", parent, startMS, endMS, in, out, derive)
+}
+
+// exchangeOf is exchange with the request and response models given.
+func (r *agreeRun) exchangeOf(model, respModel string, parent pcommon.SpanID, startMS, endMS int, in, out int64, derive bool) ptrace.Span {
 	s := r.span(parent, "POST /v1/chat/completions", startMS, endMS)
 	ex := &fx.Exchange{Method: "POST", URL: "https://api.openai.com/v1/chat/completions", Status: 200, Source: "proxy",
 		Start: s.StartTimestamp().AsTime(), End: s.EndTimestamp().AsTime(),
 		RequestHeader:  http.Header{"Content-Type": {"application/json"}},
 		ResponseHeader: http.Header{"Content-Type": {"application/json"}},
-		RequestBody:    []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"weather in Paris?"}]}`),
-		ResponseBody: []byte(fmt.Sprintf(`{"id":"c1","object":"chat.completion","model":"gpt-4o-mini-2024-07-18",`+
+		RequestBody:    []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"weather in Paris?"}]}`),
+		ResponseBody: []byte(fmt.Sprintf(`{"id":"c1","object":"chat.completion","model":%q,`+
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"Sunny."},"finish_reason":"stop"}],`+
-			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, in, out, in+out))}
+			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, respModel, in, out, in+out))}
 	fx.ToSpan(ex, s)
 	s.SetParentSpanID(parent)
 	if derive {
@@ -126,7 +133,20 @@ func agreementRuns() map[string]*store.Run {
 	tool.Attributes().PutStr("gen_ai.tool.name", "get_weather")
 	j.chat(agent.SpanID(), 41, 60, 200, 20)
 	j.exchange(agent.SpanID(), 42, 59, 200, 20, true) // traceparent of the agent span: beside the call
-	return map[string]*store.Run{"proxy-only": p.run(), "joined": j.run(), "older-recording": o.run()}
+
+	// A rerun of the joined run with --set model=gpt-4.1: the agent's spans recorded the model it
+	// thought it asked for, the edited exchanges what was sent and answered.
+	e := newAgreeRun(4)
+	eagent := e.span(pcommon.SpanID{}, "invoke_agent weather", 0, 100)
+	eagent.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	ec1 := e.chat(eagent.SpanID(), 10, 30, 100, 20)
+	x1 := e.exchangeOf("gpt-4.1", "gpt-4.1-2025-04-14", ec1.SpanID(), 11, 29, 100, 20, true)
+	ec2 := e.chat(eagent.SpanID(), 41, 60, 200, 20)
+	x2 := e.exchangeOf("gpt-4.1", "gpt-4.1-2025-04-14", ec2.SpanID(), 42, 59, 200, 20, true)
+	for _, x := range []ptrace.Span{x1, x2} {
+		x.Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+	}
+	return map[string]*store.Run{"proxy-only": p.run(), "joined": j.run(), "older-recording": o.run(), "rerun-edited": e.run()}
 }
 
 // TestViewsAgree renders the same runs through every view (show --json, show --step, the UI's
@@ -139,6 +159,7 @@ func TestViewsAgree(t *testing.T) {
 		"proxy-only":      {2, 320, 40},
 		"joined":          {2, 300, 40},
 		"older-recording": {2, 320, 40},
+		"rerun-edited":    {2, 300, 40},
 	}
 	for name, run := range runs {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +168,19 @@ func TestViewsAgree(t *testing.T) {
 			v := agreeViews(t, run, name != "older-recording")
 			w := want[name]
 			assert.Equal(t, w, [3]int64{v.Totals.LLMCalls, v.Totals.InputTokens, v.Totals.OutputTokens})
+			if name == "rerun-edited" {
+				// Priced at the model that answered, not the one the agent's spans name.
+				usd := 0.0
+				for _, in := range [][2]int64{{100, 20}, {200, 20}} {
+					a := pcommon.NewMap()
+					a.PutStr("gen_ai.response.model", "gpt-4.1-2025-04-14")
+					c := pricing.DefaultPrices().UsageCost(genai.Usage{Input: in[0], Output: in[1]}, a, run.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1).StartTimestamp())
+					require.False(t, c.Unpriced)
+					usd += c.USD
+				}
+				assert.InDelta(t, usd, v.Totals.CostUSD, 1e-12, "cost at gpt-4.1")
+				assert.Equal(t, []string{"gpt-4.1-2025-04-14"}, v.Totals.Models)
+			}
 		})
 	}
 	t.Run("corpus", func(t *testing.T) {

@@ -84,9 +84,26 @@ func (o *proxyOptions) reuseRecorded(cmd *cobra.Command, td ptrace.Traces) strin
 		return ""
 	}
 	var used []string
+	given := map[string]bool{}
+	for _, r := range o.routes {
+		if name, _, ok := strings.Cut(r, "="); ok {
+			given[strings.Trim(strings.TrimSpace(name), "/")] = true
+		}
+	}
+	var kept, overridden []string
+	for _, r := range routes {
+		name, _, _ := strings.Cut(r, "=")
+		if given[strings.Trim(strings.TrimSpace(name), "/")] {
+			overridden = append(overridden, name)
+			continue
+		}
+		kept = append(kept, r)
+	}
 	if len(routes) > 0 {
-		o.routes = append(append([]string(nil), routes...), o.routes...)
-		used = append(used, "--route "+strings.Join(routes, " --route "))
+		o.routes = append(kept, o.routes...)
+	}
+	if len(kept) > 0 {
+		used = append(used, "--route "+strings.Join(kept, " --route "))
 	}
 	if len(connectTo) > 0 {
 		o.connectTo = append(append([]string(nil), connectTo...), o.connectTo...)
@@ -96,8 +113,15 @@ func (o *proxyOptions) reuseRecorded(cmd *cobra.Command, td ptrace.Traces) strin
 		o.mitm = true
 		used = append(used, "--mitm")
 	}
-	if len(used) == 0 {
+	note := ""
+	if len(overridden) > 0 {
+		note = fmt.Sprintf("; the recording's route %s replaced by the command line's", strings.Join(overridden, ", "))
+	}
+	if len(used) == 0 && len(overridden) == 0 {
 		return "the recording used the default routes and no --mitm"
 	}
-	return fmt.Sprintf("reusing the recording's %s (a --route of the same name overrides)", strings.Join(used, " "))
+	if len(used) == 0 {
+		return strings.TrimPrefix(note, "; ")
+	}
+	return fmt.Sprintf("reusing the recording's %s (a --route of the same name overrides)%s", strings.Join(used, " "), note)
 }

@@ -119,6 +119,16 @@ func runRerun(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, runArg string, 
 	if err != nil {
 		return fmt.Errorf("run %s: %w", runArg, err)
 	}
+	if recorded, _, _, found := recordedSettings(run.Traces); found {
+		// The recording's LLM calls went to the routes' targets of then, whatever --route says now.
+		if rs, err := proxy.NewRoutes(recorded); err == nil {
+			for _, n := range ro.Rerun.LLMRoutes {
+				if rt, ok := rs[n]; ok {
+					ro.Rerun.RecordedTargets = append(ro.Rerun.RecordedTargets, rt.Target)
+				}
+			}
+		}
+	}
 	if note := o.reuseRecorded(cmd, run.Traces); note != "" {
 		fmt.Fprintf(errOut, "runagain rerun: %s\n", note)
 	}

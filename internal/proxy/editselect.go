@@ -80,7 +80,7 @@ func (r *Replayer) checkEdits(o RerunOptions, st *rerunState) (int, error) {
 	var calls []call
 	for _, e := range r.entries {
 		u, err := url.Parse(e.ex.URL)
-		if err != nil || !st.isLLM(e.ex.Method, u) {
+		if err != nil || !st.isRecordedLLM(e.ex.Method, u) {
 			continue
 		}
 		e.llm = true

@@ -147,6 +147,10 @@ type RerunOptions struct {
 	FromStep int
 	// LLMRoutes name the routes whose requests are LLM calls; nil: DefaultLLMRoutes.
 	LLMRoutes []string
+	// RecordedTargets are the upstream URLs the LLM routes had when the run was recorded: a
+	// recorded exchange under one of them is an LLM call too, so a --route that sends the live
+	// calls to another upstream still finds the recording's calls. nil: only the routes' own.
+	RecordedTargets []*url.URL
 	// Root is the new run's root span: exchanges without a W3C traceparent become its children.
 	Root Root
 }
@@ -154,6 +158,7 @@ type RerunOptions struct {
 type rerunState struct {
 	o        RerunOptions
 	targets  []*url.URL
+	recorded []*url.URL // RerunOptions.RecordedTargets
 	rec      *Recorder
 	llmCalls int
 	live     int
@@ -177,7 +182,7 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 	if names == nil {
 		names = DefaultLLMRoutes
 	}
-	st := &rerunState{o: o, changed: map[string][]int{}}
+	st := &rerunState{o: o, changed: map[string][]int{}, recorded: o.RecordedTargets}
 	for _, n := range names {
 		rt, ok := r.cfg.Routes[n]
 		if !ok {
@@ -205,11 +210,21 @@ func (r *Replayer) initRerun(o RerunOptions) error {
 // isLLM reports whether a request is an LLM call: one that sends a body (not GET, HEAD, OPTIONS
 // or DELETE: an SDK's `GET /v1/models` is no model call) to a URL under an LLM route's target.
 func (st *rerunState) isLLM(method string, u *url.URL) bool {
+	return isLLMRequest(method, u, st.targets)
+}
+
+// isRecordedLLM is isLLM for a recorded exchange: under an LLM route's target now or when the
+// run was recorded.
+func (st *rerunState) isRecordedLLM(method string, u *url.URL) bool {
+	return isLLMRequest(method, u, st.targets) || isLLMRequest(method, u, st.recorded)
+}
+
+func isLLMRequest(method string, u *url.URL, targets []*url.URL) bool {
 	switch strings.ToUpper(method) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
 		return false
 	}
-	for _, t := range st.targets {
+	for _, t := range targets {
 		if strings.EqualFold(u.Scheme, t.Scheme) && strings.EqualFold(u.Host, t.Host) &&
 			(t.Path == "" || u.Path == t.Path || strings.HasPrefix(u.Path, t.Path+"/")) {
 			return true

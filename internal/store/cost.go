@@ -25,6 +25,17 @@ func DerivedExchange(span ptrace.Span, kind genai.Kind) bool {
 	return ok && src && v.Type() == pcommon.ValueTypeBool && v.Bool()
 }
 
+// EditedExchange reports whether span is a derived exchange (DerivedExchange) whose request a
+// rerun's --set changed (runagainattr.RerunEdits): the counting rule counts it in place of the
+// instrumented call that covers it (internal/runview/rule).
+func EditedExchange(span ptrace.Span, kind genai.Kind) bool {
+	if !DerivedExchange(span, kind) {
+		return false
+	}
+	_, ok := span.Attributes().Get(runagainattr.RerunEdits)
+	return ok
+}
+
 // spanCost prices one span with prices (nil: the embedded table without overrides). It returns
 // the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose
 // model has no known price (counted, never treated as free).

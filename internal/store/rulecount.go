@@ -18,8 +18,9 @@ type RuleRow struct {
 	Start, End           int64  // Unix ns
 	GenAIKind            string // genai.Kind as stored: llm | tool | agent | other
 	Model                string
-	// Exchange: a derived exchange (DerivedExchange).
-	Exchange                  bool
+	// Exchange: a derived exchange (DerivedExchange); Edited: one a rerun's --set changed
+	// (EditedExchange), counted in place of the call covering it.
+	Exchange, Edited          bool
 	InputTokens, OutputTokens int64
 	CostUSD                   float64 // USD
 	Unpriced                  int64   // 1 for an unpriced LLM call
@@ -44,7 +45,7 @@ func CountByRule(rows []RuleRow) RuleTotals {
 			parent, _ = otlpid.ParseSpanID(r.ParentSpanID)
 		}
 		spans[i] = rule.Span{ID: id, Parent: parent, Start: pcommon.Timestamp(r.Start), End: pcommon.Timestamp(r.End),
-			Kind: genai.Kind(r.GenAIKind), Exchange: r.Exchange, Derived: r.Exchange, Model: r.Model,
+			Kind: genai.Kind(r.GenAIKind), Exchange: r.Exchange, Derived: r.Exchange, Edited: r.Exchange && r.Edited, Model: r.Model,
 			HasUsage: r.InputTokens != 0 || r.OutputTokens != 0 || r.CostUSD != 0 || r.Unpriced != 0}
 	}
 	var t RuleTotals

@@ -57,8 +57,10 @@ type SpanSummary struct {
 	// Attributes is a JSON object of the span's summary attributes (SummaryAttribute keys only,
 	// scalar or array values as recorded; never payloads).
 	Attributes string `parquet:"attributes"`
-	// Exchange: a derived exchange (DerivedExchange), for the run index's counting rule.
+	// Exchange: a derived exchange (DerivedExchange), Edited: one a rerun edited
+	// (EditedExchange), for the run index's counting rule.
 	Exchange bool `parquet:"-"`
+	Edited   bool `parquet:"-"`
 }
 
 // KeyEvent is the warm tier's record of an exception span event or an alert log record.
@@ -99,7 +101,7 @@ func SummaryAttribute(k string) bool {
 		"gen_ai.response.id", genai.AttrSessionID, "error.type", genai.AttrOpenInferenceKind,
 		genai.AttrOpenInferenceModel, "llm.provider", "llm.system", "http.request.method",
 		"http.response.status_code", "server.address", "runagain.sequence", "gen_ai.step.sequence",
-		runagainattr.GenAIDerived, runagainattr.FixtureSource:
+		runagainattr.GenAIDerived, runagainattr.FixtureSource, runagainattr.RerunEdits:
 		return true
 	}
 	return strings.HasPrefix(k, "gen_ai.usage.") || strings.HasPrefix(k, "llm.token_count.") || usageKeys[k]
@@ -143,7 +145,7 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			Service: str(res.Attributes(), genai.AttrServiceName), GenAIKind: string(kind),
 			Model: genai.Model(attrs), InputTokens: usage.Input, OutputTokens: usage.Output,
 			ToolName: str(attrs, genai.AttrToolName), AgentName: agents.name(res, s),
-			ErrorType: str(attrs, "error.type"), Exchange: DerivedExchange(s, kind),
+			ErrorType: str(attrs, "error.type"), Exchange: DerivedExchange(s, kind), Edited: EditedExchange(s, kind),
 		}
 		cost, unpriced := usageCost(prices, usage, attrs, s.StartTimestamp())
 		sum.CostUSD = cost

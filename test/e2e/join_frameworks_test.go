@@ -9,10 +9,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
@@ -85,6 +89,62 @@ func TestFrameworkAgentsJoinUnderProxyRecord(t *testing.T) {
 			assert.Equal(t, soloSteps, steps, "steps")
 			assert.Equal(t, 2, covered, "each exchange is covered by the framework's LLM call span")
 			assertStepsAreUpstreamLog(t, c, joined, upstream, tc.withIDs)
+
+			// Rerun with the model changed: one run again, whose LLM steps are the edited
+			// exchanges (the framework's spans name the model the agent thought it asked for),
+			// priced at the model that answered.
+			live := &loggingOpenAI{responses: tc.responses, echoModel: true}
+			lsrv := httptest.NewServer(live)
+			defer lsrv.Close()
+			out, errOut, err = cliEnv(t, c, env, "rerun", joined, "--set", "model=gpt-4.1", "--listen", "127.0.0.1:0",
+				"--route", "openai="+lsrv.URL, "--", node, agent)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			t.Logf("rerun stderr:\n%s", errOut)
+			require.Len(t, live.received, 2)
+			rerun := strings.TrimSpace(out)
+			require.Len(t, rerun, 32, "the agent prints its trace id")
+			waitShow(t, c, rerun, tc.spans+3, 0)
+			rows = nil
+			require.NoError(t, json.Unmarshal([]byte(cli(t, c, "sessions", "--json")), &rows))
+			require.Len(t, rows, 3, "record alone, record under the proxy, rerun: %+v", rows)
+			var got store.RunSummary
+			for _, r := range rows {
+				if r.TraceID == rerun {
+					got = r
+				}
+			}
+			assert.Equal(t, byTrace[joined].InputTokens, got.InputTokens, "each call once")
+			assert.Equal(t, byTrace[joined].OutputTokens, got.OutputTokens)
+			want := 0.0
+			for _, r := range live.returned {
+				u := r["usage"].(map[string]any)
+				a := pcommon.NewMap()
+				a.PutStr("gen_ai.response.model", "gpt-4.1")
+				cost := pricing.DefaultPrices().UsageCost(genai.Usage{Input: int64(u["prompt_tokens"].(float64)),
+					Output: int64(u["completion_tokens"].(float64))}, a, pcommon.NewTimestampFromTime(time.Now()))
+				require.False(t, cost.Unpriced)
+				want += cost.USD
+			}
+			assert.InDelta(t, want, got.CostUSD, 1e-9, "priced at gpt-4.1, as the upstream answered")
+			assert.Greater(t, got.CostUSD, byTrace[joined].CostUSD)
+			assert.Contains(t, got.Models, "gpt-4.1")
+			var shown struct {
+				Spans []struct {
+					LLMStep int    `json:"llm_step"`
+					Model   string `json:"model"`
+				} `json:"spans"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(cli(t, c, "show", "--json", rerun)), &shown))
+			var models []string
+			for _, s := range shown.Spans {
+				if s.LLMStep > 0 {
+					models = append(models, s.Model)
+				}
+			}
+			assert.Equal(t, []string{"gpt-4.1", "gpt-4.1"}, models, "the LLM steps are the calls as sent")
+			d := cli(t, c, "diff", joined, rerun)
+			assert.Contains(t, d, "b is a rerun of a with: model=gpt-4.1")
+			assert.Regexp(t, `gpt-4o-mini\S* -> gpt-4\.1`, d, "the diff names the model asked on both sides")
 		})
 	}
 }

@@ -45,7 +45,7 @@ func TestProxyRecordJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	upstream := &scriptedOpenAI{}
 	srv := httptest.NewServer(upstream)
 	defer srv.Close()
-	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	out, errOut, err := cliEnv(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	t.Logf("proxy --record stderr:\n%s", errOut)
 	assert.Equal(t, []string{"POST /v1/chat/completions", "POST /v1/chat/completions", "POST /v1/responses"}, upstream.requests)
@@ -121,7 +121,7 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	upstream := &scriptedOpenAI{}
 	srv := httptest.NewServer(upstream)
 	defer srv.Close()
-	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	out, errOut, err := cliEnv(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	orig := strings.TrimSpace(out)
 	require.Len(t, orig, 32, "the agent prints its trace id")
@@ -132,7 +132,7 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	upstream.mu.Lock()
 	upstream.requests, upstream.bodies = nil, nil
 	upstream.mu.Unlock()
-	out, errOut, err = rerunCLI(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
+	out, errOut, err = cliEnv(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	t.Logf("rerun stderr:\n%s", errOut)
 	assert.Equal(t, []string{"POST /v1/chat/completions", "POST /v1/chat/completions", "POST /v1/responses"}, upstream.requests)
@@ -176,7 +176,7 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	upstream.mu.Lock()
 	upstream.requests = nil
 	upstream.mu.Unlock()
-	out, errOut, err = rerunCLI(t, col, env, "replay", orig, "--", node, agent)
+	out, errOut, err = cliEnv(t, col, env, "replay", orig, "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	t.Logf("replay stderr:\n%s", errOut)
 	assert.Empty(t, upstream.requests, "replay reached the upstream")
@@ -278,7 +278,7 @@ func TestJoinsAnAgentWhoseRequestsCarryTraceparent(t *testing.T) {
 	srv := httptest.NewServer(upstream)
 	defer srv.Close()
 
-	out, errOut, err := rerunCLI(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
+	out, errOut, err := cliEnv(t, col, env, "proxy", "--record", "--listen", "127.0.0.1:0", "--route", "openai="+srv.URL, "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	t.Logf("proxy --record stderr:\n%s", errOut)
 	orig := strings.TrimSpace(out)
@@ -315,7 +315,7 @@ func TestJoinsAnAgentWhoseRequestsCarryTraceparent(t *testing.T) {
 	upstream.mu.Lock() // the rerun goes live to the same upstream, its script started afresh
 	upstream.requests, upstream.bodies = nil, nil
 	upstream.mu.Unlock()
-	out, errOut, err = rerunCLI(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
+	out, errOut, err = cliEnv(t, col, env, "rerun", orig, "--set", "model=gpt-4o", "--listen", "127.0.0.1:0", "--", node, agent)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	t.Logf("rerun stderr:\n%s", errOut)
 	rerun := strings.TrimSpace(out)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -214,16 +213,6 @@ func newToolAPI(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // runagain runs bin/runagain against the collector with extra environment.
-func rerunCLI(t *testing.T, col *collectortest.Collector, env []string, args ...string) (string, string, error) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(collectortest.BinDir(t), "runagain"), args...)
-	cmd.Env = append(append(append([]string{}, col.Env...), "RUNAGAIN_ENDPOINT="+col.GRPC), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	return o.String(), e.String(), err
-}
-
 // waitSpans polls the hot tier until the run has n spans (30 s at most) and returns it.
 func waitRunSpans(t *testing.T, dataDir, traceID string, n int) *store.Run {
 	t.Helper()
@@ -328,7 +317,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	routes := []string{"--listen", "127.0.0.1:0", "--route", "openai=" + llm.srv.URL, "--route", "tools=" + tools.URL}
 
 	// Record.
-	out, errOut, err := rerunCLI(t, col, env, append(append([]string{"proxy", "--record"}, routes...), agent...)...)
+	out, errOut, err := cliEnv(t, col, env, append(append([]string{"proxy", "--record"}, routes...), agent...)...)
 	if err != nil {
 		t.Fatalf("record: %v\n%s\n%s", err, out, errOut)
 	}
@@ -356,7 +345,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 
 	// A --set path that no recorded request body has: an error naming it, nothing runs. (A path
 	// that only some bodies have applies where it exists.)
-	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[70].content=hi"}, routes...), agent...)...)
+	out, errOut, err = cliEnv(t, col, env, append(append([]string{"rerun", orig, "--set", "messages[70].content=hi"}, routes...), agent...)...)
 	if err == nil || !strings.Contains(errOut, "messages[70].content") || out != "" {
 		t.Fatalf("absent --set path: err=%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -365,7 +354,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 
 	// Rerun with another model.
-	out, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--set", "model=other-model"}, routes...), agent...)...)
+	out, errOut, err = cliEnv(t, col, env, append(append([]string{"rerun", orig, "--set", "model=other-model"}, routes...), agent...)...)
 	if err != nil {
 		t.Fatalf("rerun: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -423,7 +412,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 
 	// diff: step 1's output is the first difference; JSON matches the golden file.
-	js, errOut, err := rerunCLI(t, col, nil, "diff", orig, rerun, "--json")
+	js, errOut, err := cliEnv(t, col, nil, "diff", orig, rerun, "--json")
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
@@ -454,14 +443,14 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("diff --json differs from %s (rerun with -update to accept):\n%s", golden, got)
 	}
-	txt, _, err := rerunCLI(t, col, nil, "diff", orig, rerun)
+	txt, _, err := cliEnv(t, col, nil, "diff", orig, rerun)
 	if err != nil || !strings.Contains(txt, "first difference: step 1 (llm call 1 chat gpt-4.1): output differs") || strings.Contains(txt, "\x1b[") {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}
 	t.Logf("runagain diff %s %s:\n%s", orig, rerun, txt)
 
 	// --step 2: what the model saw at LLM call 2 in both runs, every input message listed.
-	js, _, err = rerunCLI(t, col, nil, "diff", orig, rerun, "--step", "2", "--json")
+	js, _, err = cliEnv(t, col, nil, "diff", orig, rerun, "--step", "2", "--json")
 	var step struct {
 		Pairs []struct {
 			A struct {
@@ -475,25 +464,25 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	}
 
 	// A run with itself: no difference.
-	txt, _, err = rerunCLI(t, col, nil, "diff", orig, orig, "--exit-code")
+	txt, _, err = cliEnv(t, col, nil, "diff", orig, orig, "--exit-code")
 	if err != nil || !strings.Contains(txt, "no difference") {
 		t.Errorf("diff of a run with itself (err %v):\n%s", err, txt)
 	}
-	if _, _, err := rerunCLI(t, col, nil, "diff", orig, rerun, "--exit-code"); err == nil {
+	if _, _, err := cliEnv(t, col, nil, "diff", orig, rerun, "--exit-code"); err == nil {
 		t.Error("--exit-code: differing runs exited 0")
 	}
 
 	// A change in the agent's own prompt, no --set: the LLM calls go live, the tools stay
 	// recorded, and the diff names step 1's input messages.
 	llmBefore := llm.requests.Load()
-	out, errOut, err = rerunCLI(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Paris please"),
+	out, errOut, err = cliEnv(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Paris please"),
 		append(append([]string{"rerun", orig}, routes...), agent...)...)
 	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 4 {
 		t.Fatalf("rerun with a changed prompt: %v; tool requests %d, LLM %d\n%s\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, out, errOut)
 	}
 	m = reNewRun.FindStringSubmatch(errOut)
 	waitRunSpans(t, col.DataDir, m[1], 8)
-	js, _, err = rerunCLI(t, col, nil, "diff", orig, m[1], "--json")
+	js, _, err = cliEnv(t, col, nil, "diff", orig, m[1], "--json")
 	if err != nil || json.Unmarshal([]byte(js), &res) != nil || res.First.StepA != 1 || res.First.Field != "input_messages" {
 		t.Errorf("diff after a prompt change: %v %+v", err, res.First)
 	}
@@ -501,7 +490,7 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	// A prompt that makes the model call the tool with another city: the tool request matches
 	// nothing recorded and is not an LLM call, so it fails loudly as in replay (the tool API is
 	// never reached) and rerun exits non-zero naming the differing field.
-	out, errOut, err = rerunCLI(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Rome please"),
+	out, errOut, err = cliEnv(t, col, append(env, "RUNAGAIN_E2E_PROMPT=Weather in Rome please"),
 		append(append([]string{"rerun", orig}, routes...), agent...)...)
 	if err == nil || toolCount.Load() != 3 || !strings.Contains(errOut, "query.city") || !strings.Contains(out, "ERROR tool 400") {
 		t.Fatalf("rerun with a tool request that matches nothing: err %v, tool requests %d\nstdout:\n%s\nstderr:\n%s", err, toolCount.Load()-3, out, errOut)
@@ -511,13 +500,13 @@ func TestRerunSetModelAndDiff(t *testing.T) {
 	// --from-step 2: the first two LLM calls come from the recording, the last two go live
 	// (same model, so the same answers): no difference.
 	llmBefore = llm.requests.Load()
-	_, errOut, err = rerunCLI(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
+	_, errOut, err = cliEnv(t, col, env, append(append([]string{"rerun", orig, "--from-step", "2"}, routes...), agent...)...)
 	if err != nil || toolCount.Load() != 3 || llm.requests.Load()-llmBefore != 2 || !strings.Contains(errOut, "first departed at LLM call 3") {
 		t.Fatalf("rerun --from-step 2: %v; tool requests %d, LLM %d\n%s", err, toolCount.Load()-3, llm.requests.Load()-llmBefore, errOut)
 	}
 	m = reNewRun.FindStringSubmatch(errOut)
 	waitRunSpans(t, col.DataDir, m[1], 8)
-	if txt, _, err := rerunCLI(t, col, nil, "diff", orig, m[1], "--exit-code"); err != nil || !strings.Contains(txt, "no difference") {
+	if txt, _, err := cliEnv(t, col, nil, "diff", orig, m[1], "--exit-code"); err != nil || !strings.Contains(txt, "no difference") {
 		t.Errorf("diff after --from-step 2 (err %v):\n%s", err, txt)
 	}
 }
@@ -531,7 +520,7 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	ids := map[string]int{"fee618f96dc31e0ca38b2f7b26eb8b29": 5}
 	files := []string{"openai-agents-2025-09-30.trace.json", "crewai-2025-07-11.trace.json"}
 	for _, f := range files {
-		if out, errOut, err := rerunCLI(t, col, nil, "import", filepath.Join(dir, f)); err != nil {
+		if out, errOut, err := cliEnv(t, col, nil, "import", filepath.Join(dir, f)); err != nil {
 			t.Fatalf("import %s: %v\n%s%s", f, err, out, errOut)
 		}
 	}
@@ -541,7 +530,7 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	for id, n := range ids {
 		waitRunSpans(t, col.DataDir, id, n)
 	}
-	js, errOut, err := rerunCLI(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew, "--json")
+	js, errOut, err := cliEnv(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew, "--json")
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
@@ -570,7 +559,7 @@ func TestDiffImportedCorpusRuns(t *testing.T) {
 	if res.A.Steps != 3 || na != res.A.Steps || nb != res.B.Steps || res.B.Steps == 0 || llmPairs == 0 {
 		t.Errorf("alignment: a %d steps (%d listed), b %d (%d listed), %d LLM pairs\n%s", res.A.Steps, na, res.B.Steps, nb, llmPairs, js)
 	}
-	txt, _, err := rerunCLI(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew)
+	txt, _, err := cliEnv(t, col, nil, "diff", "fee618f96dc31e0ca38b2f7b26eb8b29", crew)
 	if err != nil || !strings.Contains(txt, "first difference: step 1") {
 		t.Errorf("diff text (err %v):\n%s", err, txt)
 	}

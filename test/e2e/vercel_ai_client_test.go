@@ -56,6 +56,9 @@ func npmClientModules(t *testing.T, env, cacheDir string, pkgs ...string) (node,
 type loggingOpenAI struct {
 	mu        sync.Mutex
 	responses []string // the answers, in order
+	// echoModel: each answer names the model the request asked for (as a real upstream does),
+	// not the one in responses.
+	echoModel bool
 	received  []map[string]any
 	returned  []map[string]any
 }
@@ -74,11 +77,17 @@ func (s *loggingOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var ret map[string]any
 	_ = json.Unmarshal([]byte(s.responses[n]), &ret)
+	answer := s.responses[n]
+	if m, ok := body["model"].(string); ok && s.echoModel {
+		ret["model"] = m
+		b, _ := json.Marshal(ret)
+		answer = string(b)
+	}
 	s.mu.Lock()
 	s.returned = append(s.returned, ret)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprint(w, s.responses[n])
+	fmt.Fprint(w, answer)
 }
 
 // stepJSON is the part of `runagain show TRACE --step N --json` compared with the upstream's log.

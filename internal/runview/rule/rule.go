@@ -24,6 +24,13 @@
 //   - An exchange's span link marked inferred (runagain.link.type "inferred": `proxy --record`
 //     joining an agent's trace) counts as parentage: a derived exchange linked to an instrumented
 //     span of its kind is covered by it, before any overlap is looked for.
+//   - A covered exchange whose request a rerun's --set changed (runagain.rerun.edits) counts in
+//     place of the span that covers it: the agent's span recorded the request before the change
+//     (the model it thought it asked for, the prompt before the edit), the exchange what was sent
+//     and answered (so its request model is not compared with the span's when looking for the
+//     span that covers it). The exchange is the step and its usage counts; the covering span is
+//     not a step, and its usage counts only when the exchange records none. The exchange stays
+//     covered (CoveredBy: placed under that call, the call's transport for failure signatures).
 package rule
 
 import (
@@ -53,6 +60,8 @@ type Span struct {
 	Model, Tool string
 	// HasUsage: the span records token usage (genai.TokenUsage non-zero).
 	HasUsage bool
+	// Edited: an exchange whose request a rerun's --set changed (runagainattr.RerunEdits).
+	Edited bool
 }
 
 // StepKind says what a step is.
@@ -76,6 +85,9 @@ type Verdict struct {
 	CoveredBy int
 	// Aggregate: an LLM span over other instrumented LLM calls (not a step).
 	Aggregate bool
+	// InPlace: a covered exchange that a rerun edited (Span.Edited), counted in place of the span
+	// CoveredBy names (the package documentation's last rule): the step is this exchange.
+	InPlace bool
 }
 
 // Apply returns the verdict for each span of one run (spans of one trace, in any order; a span
@@ -160,7 +172,7 @@ func Apply(spans []Span) []Verdict {
 			if taken[j] || !instrumented(j, k) || out[j].Aggregate || !overlaps(spans[i], spans[j]) {
 				continue
 			}
-			if k == genai.KindLLM && !SameModel(spans[i].Model, spans[j].Model) ||
+			if k == genai.KindLLM && !spans[i].Edited && !SameModel(spans[i].Model, spans[j].Model) ||
 				k == genai.KindTool && !sameName(spans[i].Tool, spans[j].Tool) {
 				continue
 			}
@@ -205,6 +217,23 @@ func Apply(spans []Span) []Verdict {
 		})
 		if !transport {
 			out[i].Step = StepHTTP
+		}
+	}
+	// Edited exchanges count in place of the calls that cover them.
+	for i, s := range spans {
+		j := out[i].CoveredBy
+		if j < 0 || !s.Edited {
+			continue
+		}
+		v := &out[i]
+		v.InPlace, v.CountUsage = true, s.HasUsage
+		v.Step = StepLLM
+		if s.Kind == genai.KindTool {
+			v.Step = StepTool
+		}
+		out[j].Step = StepNone
+		if s.HasUsage {
+			out[j].CountUsage = false
 		}
 	}
 	return out
@@ -256,9 +285,10 @@ func FromSpan(s ptrace.Span) Span {
 			break
 		}
 	}
+	_, edited := a.Get(runagainattr.RerunEdits)
 	return Span{ID: s.SpanID(), Parent: s.ParentSpanID(), Link: link, Start: s.StartTimestamp(), End: s.EndTimestamp(),
 		Kind: genai.Classify(a), Exchange: exchange, Derived: derived, Model: genai.RequestModel(a),
-		Tool: genai.ToolName(a), HasUsage: genai.TokenUsage(a) != (genai.Usage{})}
+		Tool: genai.ToolName(a), HasUsage: genai.TokenUsage(a) != (genai.Usage{}), Edited: exchange && edited}
 }
 
 // SpanKey names a span: its trace and span ids.

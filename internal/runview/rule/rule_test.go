@@ -100,3 +100,33 @@ func TestAggregateLLMSpan(t *testing.T) {
 	assert.True(t, v[0].CountUsage, "the tokens recorded only on the outer span still count")
 	assert.False(t, v[1].CountUsage)
 }
+
+// A rerun's --set changed the requests after the agent's spans recorded them: each edited
+// exchange is the step and counts (what was sent and priced), its covering call neither; an
+// edited exchange without usage leaves the call's usage counted; an unedited one is covered.
+func TestEditedExchangeCountsInPlaceOfItsCall(t *testing.T) {
+	spans := []Span{
+		{ID: id(1), Kind: genai.KindAgent, Start: 0, End: 100},
+		{ID: id(2), Parent: id(1), Kind: genai.KindLLM, Start: 10, End: 20, Model: "gpt-4o-mini", HasUsage: true},
+		{ID: id(3), Parent: id(2), Kind: genai.KindLLM, Exchange: true, Derived: true, Edited: true, Start: 11, End: 19, Model: "gpt-4.1", HasUsage: true},
+		{ID: id(4), Parent: id(1), Kind: genai.KindLLM, Start: 30, End: 40, Model: "gpt-4o-mini", HasUsage: true},
+		{ID: id(5), Parent: id(4), Kind: genai.KindLLM, Exchange: true, Derived: true, Edited: true, Start: 31, End: 39, Model: "gpt-4.1"},
+		{ID: id(6), Parent: id(1), Kind: genai.KindLLM, Start: 50, End: 60, Model: "gpt-4o-mini", HasUsage: true},
+		{ID: id(7), Parent: id(6), Kind: genai.KindLLM, Exchange: true, Derived: true, Start: 51, End: 59, Model: "gpt-4o-mini", HasUsage: true},
+	}
+	v := Apply(spans)
+	assert.Equal(t, []StepKind{StepNone, StepNone, StepLLM, StepNone, StepLLM, StepLLM, StepNone}, steps(v))
+	assert.True(t, v[2].InPlace && v[2].CountUsage, "the edited exchange counts")
+	assert.Equal(t, 1, v[2].CoveredBy, "and stays placed under its call")
+	assert.False(t, v[1].CountUsage, "its call does not")
+	assert.True(t, v[4].InPlace && !v[4].CountUsage, "an edited exchange without usage is the step")
+	assert.True(t, v[3].CountUsage, "its call's usage still counts")
+	assert.False(t, v[6].InPlace || v[6].CountUsage, "an unedited exchange stays covered")
+	assert.True(t, v[5].CountUsage)
+
+	// Without a covering call an edited exchange is an ordinary call.
+	v = Apply([]Span{{ID: id(1), Kind: genai.KindLLM, Exchange: true, Derived: true, Edited: true, HasUsage: true}})
+	assert.Equal(t, []StepKind{StepLLM}, steps(v))
+	assert.False(t, v[0].InPlace)
+	assert.True(t, v[0].CountUsage)
+}

@@ -26,7 +26,8 @@ import (
 // metered once and cannot be taken back):
 //   - an instrumented call covering a derived exchange already counted (the exchange arrived
 //     first: the call is counted through it, with the exchange's model and usage);
-//   - an LLM call below an aggregate LLM span already counted (the aggregate arrived first).
+//   - an LLM call below an aggregate LLM span already counted (the aggregate arrived first);
+//   - an edited exchange (Verdict.InPlace) whose covering call was counted (the call arrived first).
 //
 // So every call counts once whichever half arrives first; which span it is counted on follows
 // arrival order, not the rule's preference, when the exchange arrives first. Nothing is delayed.
@@ -128,9 +129,12 @@ func (w *Window) Uncounted(td ptrace.Traces, now time.Time) map[SpanKey]bool {
 }
 
 // claimed reports whether span i (of the batch) is the second half of a pair whose first half,
-// remembered (index < len(counted)), was counted: a derived exchange it covers, or an aggregate
-// LLM span above it.
+// remembered (index < len(counted)), was counted: a derived exchange it covers, an aggregate
+// LLM span above it, or (span i an edited exchange) the call that covers it.
 func claimed(spans []Span, v []Verdict, counted []bool, i int) bool {
+	if c := v[i].CoveredBy; v[i].InPlace && c >= 0 && c < len(counted) && counted[c] {
+		return true // an edited exchange whose covering call, remembered, was counted
+	}
 	for x := range counted {
 		if counted[x] && v[x].CoveredBy == i {
 			return true

@@ -104,6 +104,36 @@ func TestWindowCountsJoinedRunOnceAcrossBatches(t *testing.T) {
 	}
 }
 
+// TestWindowEditedExchangeAcrossBatches: a rerun's edited exchanges count in place of the calls
+// covering them, and each call still counts once whichever half arrives first.
+func TestWindowEditedExchangeAcrossBatches(t *testing.T) {
+	tid := pcommon.TraceID{3}
+	for _, first := range []string{"agent", "proxy"} {
+		agent, proxy := joinedBatches(tid)
+		ss := proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := 0; i < ss.Len(); i++ {
+			ss.At(i).Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+		}
+		w := NewWindow(1000, time.Minute)
+		b := []ptrace.Traces{agent, proxy}
+		if first == "proxy" {
+			b = []ptrace.Traces{proxy, agent}
+		}
+		total := counted(b[0], w.Uncounted(b[0], windowT0)) + counted(b[1], w.Uncounted(b[1], windowT0))
+		assert.EqualValues(t, 300, total, "%s first: each call once", first)
+	}
+	// Together, the exchanges count and the calls do not.
+	agent, proxy := joinedBatches(tid)
+	ss := proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < ss.Len(); i++ {
+		ss.At(i).Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+	}
+	proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans().MoveAndAppendTo(agent.ResourceSpans().At(0).ScopeSpans().At(0).Spans())
+	un := Uncounted(agent)
+	assert.True(t, un[SpanKey{tid, pcommon.SpanID{2}}] && un[SpanKey{tid, pcommon.SpanID{3}}], "the calls are uncounted: %v", un)
+	assert.False(t, un[SpanKey{tid, pcommon.SpanID{4}}] || un[SpanKey{tid, pcommon.SpanID{5}}], "the edited exchanges count: %v", un)
+}
+
 // TestWindowAggregateAcrossBatches: a framework's LLM span over the client library's calls counts
 // once whichever arrives first.
 func TestWindowAggregateAcrossBatches(t *testing.T) {

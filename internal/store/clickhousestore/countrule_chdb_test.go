@@ -183,3 +183,45 @@ FROM %s
 GROUP BY trace_id`, s.Table(ViewRuns), s.Table(TableRuns), s.Table(TableSpanSummaries)),
 	}
 }
+
+// TestRunIndexCountsEditedExchangesOnChDB: a rerun with --set model=gpt-4.1 of a joined run: the
+// exchanges (runagain.rerun.edits, asked and answered by gpt-4.1) count in place of the agent's
+// spans that name the model it thought it asked for, so the run costs what the same exchanges
+// cost alone, as the SQLite run index and the read model count it (TestViewsAgree).
+func TestRunIndexCountsEditedExchangesOnChDB(t *testing.T) {
+	ctx := context.Background()
+	_, db := openChDB(t)
+	schema := Schema{Database: "edited", WarmTTL: 90 * 24 * time.Hour}
+	w := &Writer{DB: db, Schema: schema, Now: func() time.Time { return time.Unix(0, t0) }}
+	require.NoError(t, w.CreateWarm(ctx))
+	edit := func(td ptrace.Traces) ptrace.Traces {
+		ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := 0; i < ss.Len(); i++ {
+			a := ss.At(i).Attributes()
+			a.PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+			a.PutStr("gen_ai.request.model", "gpt-4.1")
+			a.PutStr("gen_ai.response.model", "gpt-4.1-2025-04-14")
+		}
+		return td
+	}
+	joined, alone, unedited := pcommon.TraceID{7, 0xaa}, pcommon.TraceID{8, 0xaa}, pcommon.TraceID{9, 0xaa}
+	a, p := joinedHalves(joined)
+	require.NoError(t, w.WriteWarmTraces(ctx, a))
+	require.NoError(t, w.WriteWarmTraces(ctx, edit(p)))
+	_, p = joinedHalves(alone)
+	require.NoError(t, w.WriteWarmTraces(ctx, edit(p)))
+	_, p = joinedHalves(unedited)
+	require.NoError(t, w.WriteWarmTraces(ctx, p))
+
+	runs, err := (&WarmReader{DB: db, Schema: schema}).Runs(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	sums := map[string]store.RunSummary{}
+	for _, r := range runs {
+		sums[r.TraceID] = r
+	}
+	require.Len(t, sums, 3)
+	j, x, u := sums[joined.String()], sums[alone.String()], sums[unedited.String()]
+	assert.Equal(t, [2]int64{300, 40}, [2]int64{j.InputTokens, j.OutputTokens}, "each call once")
+	assert.Greater(t, x.CostUSD, u.CostUSD, "gpt-4.1 costs more than gpt-4o-mini")
+	assert.InDelta(t, x.CostUSD, j.CostUSD, 1e-12, "priced at the model the edited exchanges asked and were answered by")
+}

@@ -207,7 +207,8 @@ func (r *WarmReader) RuleRowsQuery(traceIDs []string) string {
 		quoted[i] = Quote(id)
 	}
 	return fmt.Sprintf(`SELECT trace_id, span_id, parent_span_id, start_time_unix_nano, end_time_unix_nano, toString(genai_kind),
-  toString(model), %s AS derived, input_tokens, output_tokens, cost_usd, toInt64(unpriced)
+  toString(model), %s AS derived, toUInt8(JSONHas(attributes, 'runagain.rerun.edits')) AS edited,
+  input_tokens, output_tokens, cost_usd, toInt64(unpriced)
 FROM %s WHERE trace_id IN (%s)
 ORDER BY trace_id, start_time_unix_nano, span_id
 LIMIT 1 BY trace_id, span_id`, derivedExpr, r.Schema.Table(TableSpanSummaries), strings.Join(quoted, ", "))
@@ -257,12 +258,12 @@ func (r *WarmReader) scanIndexed(ctx context.Context, rows *sql.Rows) ([]store.R
 	for rrows.Next() {
 		var tid string
 		var x store.RuleRow
-		var derived uint8
-		if err := rrows.Scan(&tid, &x.SpanID, &x.ParentSpanID, &x.Start, &x.End, &x.GenAIKind, &x.Model, &derived,
+		var derived, edited uint8
+		if err := rrows.Scan(&tid, &x.SpanID, &x.ParentSpanID, &x.Start, &x.End, &x.GenAIKind, &x.Model, &derived, &edited,
 			&x.InputTokens, &x.OutputTokens, &x.CostUSD, &x.Unpriced); err != nil {
 			return nil, fmt.Errorf("counting rule: %w", err)
 		}
-		x.Exchange = derived == 1
+		x.Exchange, x.Edited = derived == 1, edited == 1
 		byRun[tid] = append(byRun[tid], x)
 	}
 	if err := rrows.Err(); err != nil {

@@ -14,6 +14,8 @@ package sqlitestore
 //	run_exchanges (hot; warm: summary_exchanges)
 //	  trace_id  TEXT  the run
 //	  span_id   TEXT  a span row that is a recorded HTTP exchange with derived GenAI attributes
+//	  exchange  INT   1: such an exchange; 2: one a rerun's --set edited (counted in place of
+//	                  the call covering it); 0: an instrumented LLM call below another
 //	  primary key (trace_id, span_id), WITHOUT ROWID; deleted with the run's span rows (trigger)
 //
 // Files written before the table existed have no rows in it: their runs keep the sums they had.
@@ -125,7 +127,7 @@ func (x runIndex) applyRule(ctx context.Context, e Execer, traceIDs []string) er
 // countRun sets the run's index sums to what rule.Apply counts over its span rows (store.CountByRule).
 func (x runIndex) countRun(ctx context.Context, e Execer, q queryer, traceID string) error {
 	rows, err := q.QueryContext(ctx, `SELECT s.span_id, s.parent_span_id, s.start_time_unix_nano, s.end_time_unix_nano, s.genai_kind,
-	    s.model, s.input_tokens, s.output_tokens, s.cost_usd, s.unpriced, COALESCE(x.exchange, 0) = 1
+	    s.model, s.input_tokens, s.output_tokens, s.cost_usd, s.unpriced, COALESCE(x.exchange, 0) IN (1, 2), COALESCE(x.exchange, 0) = 2
 	  FROM `+x.spans+` AS s LEFT JOIN `+x.exchanges+` AS x ON x.trace_id = s.trace_id AND x.span_id = s.span_id
 	  WHERE s.trace_id = ?`, traceID)
 	if err != nil {
@@ -135,7 +137,7 @@ func (x runIndex) countRun(ctx context.Context, e Execer, q queryer, traceID str
 	for rows.Next() {
 		var r store.RuleRow
 		if err := rows.Scan(&r.SpanID, &r.ParentSpanID, &r.Start, &r.End, &r.GenAIKind, &r.Model, &r.InputTokens, &r.OutputTokens,
-			&r.CostUSD, &r.Unpriced, &r.Exchange); err != nil {
+			&r.CostUSD, &r.Unpriced, &r.Exchange, &r.Edited); err != nil {
 			rows.Close()
 			return err
 		}

@@ -122,7 +122,7 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 						SessionID: session, Service: service, Model: genai.Model(attrs), Start: int64(span.StartTimestamp()),
 						End: int64(span.EndTimestamp()), InputTokens: usage.Input, OutputTokens: usage.Output,
 						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced,
-						Exchange: store.DerivedExchange(span, genaiKind)}}
+						Exchange: store.DerivedExchange(span, genaiKind), Edited: store.EditedExchange(span, genaiKind)}}
 				r.f.LLM = genaiKind == genai.KindLLM && !r.f.Exchange
 				r.f.Signal = r.f.Error || patterns.SpanSignal(attrs)
 				if cost.Unpriced {

@@ -462,9 +462,10 @@ type SpanFacts struct {
 	Error                            bool // status code 2
 	CostUSD                          float64
 	Unpriced                         bool
-	// Exchange: a recorded HTTP exchange with derived GenAI attributes; LLM: an instrumented
-	// LLM call (genai kind llm, not an exchange). Both for the counting rule (countrule.go).
-	Exchange, LLM bool
+	// Exchange: a recorded HTTP exchange with derived GenAI attributes; Edited: one a rerun's
+	// --set changed (store.EditedExchange); LLM: an instrumented LLM call (genai kind llm, not an
+	// exchange). All for the counting rule (countrule.go).
+	Exchange, Edited, LLM bool
 	// Signal: the span can make its run fail (patterns.SpanSignal): its run's failure signature
 	// is computed after the commit (patternindex.go).
 	Signal bool
@@ -534,7 +535,7 @@ type RunBatch struct {
 	alertIDs []string
 	// exchanges are the (trace, span) of rows that make the counting rule apply (countrule.go);
 	// llm the instrumented LLM rows inserted
-	exchanges [][3]any // trace, span, 1 for a derived exchange (0: a nested LLM call)
+	exchanges [][3]any // trace, span, 1 for a derived exchange, 2 for an edited one (0: a nested LLM call)
 	llm       []SpanFacts
 	// signals are the runs whose rows or records can make them fail (patternindex.go)
 	signals traceSet
@@ -547,7 +548,10 @@ func (b *RunBatch) Signal(traceID string) { b.signals.add(traceID) }
 // Exchange records that the transaction wrote the span row f of a derived exchange (inserted
 // or replaced): its run is counted by the rule.
 func (b *RunBatch) Exchange(f SpanFacts) {
-	if f.Exchange {
+	switch {
+	case f.Exchange && f.Edited:
+		b.exchanges = append(b.exchanges, [3]any{f.TraceID, f.SpanID, 2})
+	case f.Exchange:
 		b.exchanges = append(b.exchanges, [3]any{f.TraceID, f.SpanID, 1})
 	}
 	if f.LLM {

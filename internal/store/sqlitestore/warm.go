@@ -508,7 +508,7 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 	return SpanFacts{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
-		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange,
+		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange, Edited: s.Edited,
 		LLM:    s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
 		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || patterns.SummarySignal(s.Attributes)}
 }
