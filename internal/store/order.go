@@ -28,7 +28,8 @@ type Node struct {
 }
 
 // Order arranges the spans of td as a forest in the order docs/architecture.md specifies: siblings by the
-// SDK sequence attribute where both carry one, else by start time, then span id; a parent always
+// SDK sequence attribute where both carry one, else by start time, then end time (a span that
+// ends first, of two that start in the same millisecond), then span id; a parent always
 // before its children (depth-first). A span whose parent is not in td becomes a root.
 // It returns the roots and the flattened pre-order list.
 func Order(td ptrace.Traces, sequenceKeys []string) (roots []*Node, flat []*Node) {
@@ -67,6 +68,11 @@ func Order(td ptrace.Traces, sequenceKeys []string) (roots []*Node, flat []*Node
 			}
 			if a.Span.StartTimestamp() != b.Span.StartTimestamp() {
 				return a.Span.StartTimestamp() < b.Span.StartTimestamp()
+			}
+			// The same start (an SDK stamping in milliseconds): the one that ended first, e.g. a
+			// tool call before the LLM call that read its result.
+			if ea, eb := SaneEnd(a.Span.StartTimestamp(), a.Span.EndTimestamp()), SaneEnd(b.Span.StartTimestamp(), b.Span.EndTimestamp()); ea != eb {
+				return ea < eb
 			}
 			ai, bi := a.Span.SpanID(), b.Span.SpanID()
 			return string(ai[:]) < string(bi[:])

@@ -65,3 +65,17 @@ func TestOrderSurvivesParentCycle(t *testing.T) {
 	_, flat := Order(td, nil)
 	assert.ElementsMatch(t, []byte{1, 2, 3}, ids(flat), "every span shown exactly once")
 }
+
+// TestOrderSameStartEndsFirst: siblings that start in the same millisecond (Node SDK timestamps)
+// are ordered by end: the tool call that ended before the next LLM call began its work comes
+// first, whatever their span ids; a span with no end reads as ending at its start.
+func TestOrderSameStartEndsFirst(t *testing.T) {
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	span(ss, 1, 0, 0).SetEndTimestamp(1000)
+	span(ss, 2, 1, 100).SetEndTimestamp(900) // the LLM call after the tool
+	span(ss, 9, 1, 100).SetEndTimestamp(101) // the tool, a higher span id
+	span(ss, 5, 1, 100)                      // unfinished: ends at its start
+	_, flat := Order(td, nil)
+	assert.Equal(t, []byte{1, 5, 9, 2}, ids(flat))
+}
