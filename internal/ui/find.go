@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runview/rule"
 )
 
 // Filter kinds of the run page's chips and jump keys (/api/runs/{trace}/find?kind=...).
@@ -35,7 +37,10 @@ func (c *cachedRun) matchesKind(i int, k string) bool {
 		// too, or an exchange under a call, is classified as one but not counted again.
 		return r.Step > 0
 	case findTool:
-		return r.Kind == kindTool
+		// The rule's tool steps, as the header counts them: an instrumented tool span, or an MCP
+		// tools/call exchange that no instrumented span covers.
+		n := c.nodes[i]
+		return n.Step != nil && n.Step.Kind == rule.StepTool
 	case findHTTP:
 		return r.Kind == kindHTTP || r.Kind == kindMCP
 	case findAlert, findDivergence:

@@ -23,6 +23,7 @@ import (
 	"github.com/runagain/runagain/internal/diff"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -621,6 +622,7 @@ type panelView struct {
 	Attrs        []attrView
 	Resource     []attrView
 	Events       []eventView
+	Logs         []logView // the agent's own log records of the span, by time
 	Marks        []Mark
 	Tool         *toolView
 	Exceptions   []exceptionView
@@ -690,6 +692,15 @@ type eventView struct {
 	Attrs []attrView
 }
 
+// logView is one of the agent's own log records of a span (not a message event).
+type logView struct {
+	Name, Severity string
+	At             float64 // ms from the run's start
+	Body           string  // cut at inlineLimit; BodySize is the whole body's size
+	BodySize       int
+	Attrs          []attrView
+}
+
 type recordedInput struct {
 	*runview.StepInput
 	Values []attrView
@@ -726,6 +737,17 @@ func (s *Server) panel(ctx context.Context, c *cachedRun, i int) (*panelView, er
 	for j := 0; j < sp.Events().Len(); j++ {
 		ev := sp.Events().At(j)
 		p.Events = append(p.Events, eventView{Name: ev.Name(), At: ms(ev.Timestamp().AsTime().Sub(c.start)), Attrs: attrViews(ev.Attributes())})
+	}
+	for _, lr := range logs {
+		// The agent's own records of this span; a call's message events are its messages, and
+		// runagain's records are the marks above.
+		name := runview.EventName(lr)
+		if genai.IsMessageEvent(name) || strings.HasPrefix(name, runagainattr.EventPrefix) {
+			continue
+		}
+		body := lr.Body().AsString()
+		p.Logs = append(p.Logs, logView{Name: name, Severity: lr.SeverityText(), At: ms(runview.RecordTime(lr).Sub(c.start)),
+			Body: cut(body), BodySize: len(body), Attrs: attrViews(lr.Attributes())})
 	}
 	for _, m := range c.marks {
 		if m.Row == i {

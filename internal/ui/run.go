@@ -97,6 +97,7 @@ type Mark struct {
 	At      float64           `json:"at"`  // ms from the run's start
 	Time    time.Time         `json:"time"`
 	Attrs   map[string]string `json:"-"`
+	pin     int               // row it is pinned on when Row is -1 (the root for a run-level alert), -1 none
 }
 
 // cachedRun is a run read from the store and arranged for the pages. Spans are rehydrated one at
@@ -258,56 +259,61 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 	if ss := run.Session; ss != nil && len(c.nodes) == 0 && ss.Agent != "" {
 		c.detail.Agents = []string{ss.Agent}
 	}
-	rls := run.Logs.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
-				m := Mark{Kind: "record", Name: lr.EventName(), Message: lr.Body().AsString(), Row: -1, Attrs: map[string]string{}}
-				switch lr.EventName() {
-				case eventAlert:
-					m.Kind = "alert"
-					if k := runagainattr.AlertKind(lr.Attributes()); k != "" {
-						m.Name = k
-					}
-				case eventDivergence:
-					m.Kind = "divergence"
-					if v, ok := lr.Attributes().Get("runagain.replay.divergence.field"); ok {
-						m.Name = "replay diverged at " + v.AsString()
-					}
-				}
-				ts := lr.Timestamp()
-				if ts == 0 {
-					ts = lr.ObservedTimestamp()
-				}
-				m.Time = ts.AsTime().UTC()
-				lr.Attributes().Range(func(k string, v pcommon.Value) bool {
-					m.Attrs[k] = v.AsString()
-					return true
-				})
-				if !lr.SpanID().IsEmpty() {
-					m.SpanID = lr.SpanID().String()
-					c.logsBy[m.SpanID] = append(c.logsBy[m.SpanID], lr)
-					if ri, ok := c.byID[m.SpanID]; ok {
-						m.Row = ri
-					}
-				}
-				if genai.IsMessageEvent(lr.EventName()) && m.Row >= 0 {
-					// A call's messages (the official OpenAI instrumentations log them): shown in
-					// its span's panel, not listed as records about the run.
-					continue
-				}
-				c.marks = append(c.marks, m)
+	// Every record naming a span is in that span's panel; the records about the run (runagain's
+	// alerts and divergences, and records naming no span of the run) are the read model's
+	// Records: listed above the timeline and pinned on it. The agent's own records of a span (a
+	// call's gen_ai.* message events) are only in its panel.
+	store.EachLogRecord(run.Logs, func(lr plog.LogRecord) {
+		if !lr.SpanID().IsEmpty() {
+			id := lr.SpanID().String()
+			c.logsBy[id] = append(c.logsBy[id], lr)
+		}
+	})
+	root := -1
+	for i, r := range c.rows {
+		if r.Depth == 0 {
+			root = i
+			break
+		}
+	}
+	for _, rec := range v.Records {
+		lr := rec.LogRecord
+		m := Mark{Kind: "record", Name: rec.EventName, Message: lr.Body().AsString(), Row: -1, Attrs: map[string]string{},
+			Time: rec.Time, SpanID: rec.SpanID, pin: -1}
+		switch rec.EventName {
+		case eventAlert:
+			m.Kind = "alert"
+			if k := runagainattr.AlertKind(lr.Attributes()); k != "" {
+				m.Name = k
+			}
+		case eventDivergence:
+			m.Kind = "divergence"
+			if v, ok := lr.Attributes().Get("runagain.replay.divergence.field"); ok {
+				m.Name = "replay diverged at " + v.AsString()
 			}
 		}
+		lr.Attributes().Range(func(k string, v pcommon.Value) bool {
+			m.Attrs[k] = v.AsString()
+			return true
+		})
+		if ri, ok := c.byID[m.SpanID]; ok && m.SpanID != "" {
+			m.Row = ri
+		} else if m.Kind != "record" {
+			// An alert or divergence naming no span of this run (a test run's divergence points
+			// at the original's exchange) is pinned on the run's root: the chips and the
+			// header count it, and its filter lands somewhere.
+			m.pin = root
+		}
+		c.marks = append(c.marks, m)
 	}
 	sort.SliceStable(c.marks, func(i, j int) bool { return c.marks[i].Time.Before(c.marks[j].Time) })
 	for i := range c.marks {
 		m := &c.marks[i]
 		m.I = i
-		if m.Row >= 0 {
+		if m.Row < 0 && m.pin >= 0 && m.pin < len(c.rows) {
+			c.rows[m.pin].Marks = append(c.rows[m.pin].Marks, i)
+			m.At = ms(m.Time.Sub(c.start))
+		} else if m.Row >= 0 {
 			r := &c.rows[m.Row]
 			// Pinned where it happened: at its time when inside the span, else at the span's end
 			// (a divergence is recorded after the run, against the nearest recorded exchange).
