@@ -97,7 +97,7 @@ type Step struct {
 	Index          int      `json:"index"`              // 1-based position among the run's steps
 	LLMStep        int      `json:"llm_step,omitempty"` // 1-based among LLM calls (`show --step N`)
 	SpanID         string   `json:"span_id"`
-	Kind           string   `json:"kind"`      // "llm", "tool", "http"
+	Kind           string   `json:"kind"`      // "llm", "tool", "http", "mcp"
 	Operation      string   `json:"operation"` // gen_ai.operation.name; "chat", "execute_tool", "http" when absent
 	Name           string   `json:"name,omitempty"`
 	Model          string   `json:"model,omitempty"`

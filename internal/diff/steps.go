@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/runview/rule"
@@ -21,6 +22,7 @@ const (
 	KindLLM  = "llm"  // an LLM call (genai.KindLLM, or an LLM API exchange recorded by the proxy)
 	KindTool = "tool" // a tool execution span (genai.KindTool)
 	KindHTTP = "http" // any other recorded HTTP exchange not inside an LLM or tool span (a tool API)
+	KindMCP  = "mcp"  // an MCP exchange that is a step of its own (initialize, tools/list, ...)
 )
 
 // step is one step of a run with what the comparison needs.
@@ -100,6 +102,17 @@ func runSteps(v *runview.View) ([]*step, runStats, error) {
 			}
 		case rule.StepHTTP:
 			s.Kind = KindHTTP
+			if fixture.IsMCPExchange(n.Span) {
+				// Compared by its JSON-RPC request and response, as recorded.
+				s.Kind = KindMCP
+				if v, ok := a.Get(fixture.AttrMCPRequest); ok {
+					s.args = textField(v.AsString())
+				}
+				if v, ok := a.Get(fixture.AttrMCPResponse); ok {
+					s.result = textField(v.AsString())
+				}
+				break
+			}
 			ex := n.Exchange
 			if ex == nil {
 				if n.ExchangeErr != nil {

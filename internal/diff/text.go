@@ -5,10 +5,12 @@ package diff
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/termsafe"
 )
 
@@ -56,7 +58,7 @@ func WriteText(w io.Writer, r *Result, color bool) error {
 	}
 	p.line("", "  input tokens   %s", ints(t.InputTokens))
 	p.line("", "  output tokens  %s", ints(t.OutputTokens))
-	p.line("", "  cost USD       %s", floats(t.CostUSD, "%.6f"))
+	p.line("", "  cost           %s", usds(t.CostUSD))
 	if t.Unpriced.A > 0 || t.Unpriced.B > 0 {
 		p.line("", "  unpriced calls %s  (models without a known price: not in the cost)", ints(t.Unpriced))
 	}
@@ -162,8 +164,8 @@ func (p *printer) pair(pr Pair, full bool) {
 	p.changes("result", pr.Result)
 	if m := pr.Metrics; m != nil && pr.Op != OpSame {
 		if pr.A.Kind == KindLLM || pr.B.Kind == KindLLM {
-			p.line("", "  tokens in %s, out %s; cost USD %s; latency ms %s; status %s -> %s",
-				ints(m.InputTokens), ints(m.OutputTokens), floats(m.CostUSD, "%.6f"), floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
+			p.line("", "  tokens in %s, out %s; cost %s; latency ms %s; status %s -> %s",
+				ints(m.InputTokens), ints(m.OutputTokens), usds(m.CostUSD), floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
 		} else {
 			p.line("", "  latency ms %s; status %s -> %s", floats(m.DurationMS, "%.1f"), m.StatusA, m.StatusB)
 		}
@@ -253,6 +255,16 @@ func ints(d IntDelta) string { return fmt.Sprintf("%d -> %d (%+d)", d.A, d.B, d.
 
 func floats(d FloatDelta, f string) string {
 	return fmt.Sprintf(f+" -> "+f+" (%s)", d.A, d.B, signed(d.Delta, f))
+}
+
+// usds is a cost delta in the form every view prints costs (pricing.FormatUSD), so the same cost
+// reads the same in diff, show, sessions and the UI.
+func usds(d FloatDelta) string {
+	sign := "+"
+	if d.Delta < 0 {
+		sign = "-"
+	}
+	return pricing.FormatUSD(d.A, 0, true) + " -> " + pricing.FormatUSD(d.B, 0, true) + " (" + sign + pricing.FormatUSD(math.Abs(d.Delta), 0, true) + ")"
 }
 
 func signed(x float64, f string) string {

@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -52,6 +53,7 @@ func (c Command) RootSpan() ptrace.Traces {
 	a.PutInt("process.exit.code", int64(c.ExitCode))
 	if c.ExitCode != 0 {
 		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage(fmt.Sprintf("exit code %d", c.ExitCode)) // what the run list shows for it
 	}
 	return td
 }

@@ -54,6 +54,7 @@ func TestRerunRootSpanLinksToTheOriginalRoot(t *testing.T) {
 	assert.Equal(t, "runagain rerun agent.py", sp.Name())
 	assert.Equal(t, c.Root.SpanID, sp.SpanID())
 	assert.Equal(t, ptrace.StatusCodeError, sp.Status().Code(), "a non-zero exit")
+	assert.Equal(t, "exit code 3", sp.Status().Message(), "what the run list previews for a failed run")
 	a := sp.Attributes()
 	code, _ := a.Get("process.exit.code")
 	assert.Equal(t, int64(3), code.Int())

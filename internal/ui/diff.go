@@ -133,13 +133,16 @@ func (s *Server) diffPage(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 	}
 	t := res.Totals
-	v.Totals = []totalRow{
-		irow("steps", t.Steps), irow("LLM calls", t.LLMCalls), irow("tool calls", t.ToolCalls), irow("HTTP calls", t.HTTPCalls),
-		irow("input tokens", t.InputTokens), irow("output tokens", t.OutputTokens),
-		{Name: "cost", A: fmtUSD(t.CostUSD.A), B: fmtUSD(t.CostUSD.B), Delta: signed(fmtUSD, t.CostUSD.Delta), Diff: t.CostUSD.Delta != 0},
-		{Name: "duration", A: fmtMS(t.DurationMS.A), B: fmtMS(t.DurationMS.B), Delta: signed(fmtMS, t.DurationMS.Delta), Diff: t.DurationMS.Delta != 0},
-		irow("errors", t.Errors), irow("alerts", t.Alerts),
+	v.Totals = []totalRow{irow("steps", t.Steps), irow("LLM calls", t.LLMCalls), irow("tool calls", t.ToolCalls)}
+	if t.HTTPCalls.A > 0 || t.HTTPCalls.B > 0 { // as the CLI: only for runs with HTTP or MCP steps
+		v.Totals = append(v.Totals, irow("HTTP calls", t.HTTPCalls))
 	}
+	v.Totals = append(v.Totals,
+		irow("input tokens", t.InputTokens), irow("output tokens", t.OutputTokens),
+		totalRow{Name: "cost", A: fmtUSD(t.CostUSD.A), B: fmtUSD(t.CostUSD.B), Delta: signed(fmtUSD, t.CostUSD.Delta), Diff: t.CostUSD.Delta != 0},
+		totalRow{Name: "duration", A: fmtMS(t.DurationMS.A), B: fmtMS(t.DurationMS.B), Delta: signed(fmtMS, t.DurationMS.Delta), Diff: t.DurationMS.Delta != 0},
+		irow("errors", t.Errors), irow("alerts", t.Alerts),
+	)
 	s.render(w, "diff.html", v)
 }
 

@@ -3,6 +3,7 @@
 package ui
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -52,6 +53,9 @@ func previewOf(c *cachedRun) runPreview {
 				if v, ok := n.Span.Attributes().Get(genai.AttrErrorType); ok {
 					msg = v.AsString()
 				}
+			}
+			if v, ok := n.Span.Attributes().Get("process.exit.code"); ok && msg == "" && v.Int() != 0 {
+				msg = fmt.Sprintf("exit code %d", v.Int()) // a proxy's root span recorded before it said so
 			}
 			p.Outcome, p.Failed = oneLine(n.Span.Name()+": "+msg), true
 			break
