@@ -17,10 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/agentrun"
 	"github.com/runagain/runagain/internal/mcp"
 	"github.com/runagain/runagain/internal/proxy"
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
@@ -73,6 +75,19 @@ collector, and replay exits non-zero. A command that exits non-zero also makes r
 	o.sb.flags(cmd, true)
 	o.joinFlag(cmd)
 	return cmd
+}
+
+// stampReplay writes what a replay served on its root span (td's first span).
+func stampReplay(td ptrace.Traces, r proxy.Result) {
+	if td.SpanCount() == 0 {
+		return
+	}
+	a := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes()
+	a.PutInt(runagainattr.ReplayRecorded, int64(r.Recorded))
+	a.PutInt(runagainattr.ReplayServed, int64(r.Served))
+	a.PutInt(runagainattr.ReplayRequests, int64(r.Requests))
+	a.PutInt(runagainattr.ReplayRefused, int64(r.Refused))
+	a.PutInt(runagainattr.ReplayLive, int64(r.Live))
 }
 
 func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string, args []string, ro proxy.ReplayOptions) error {
@@ -150,6 +165,7 @@ func runReplay(cmd *cobra.Command, o *proxyOptions, mf *mcpFlags, traceID string
 	mr := broker.Result()
 	td := proxy.RerunRootSpan(proxy.Command{Root: root, Name: "runagain replay " + filepath.Base(args[0]), Args: args, Start: start, End: time.Now(), ExitCode: exit.Code},
 		orig, nil, 0, nil)
+	stampReplay(td, rp.Result()) // the agent has exited and the proxy is shut down: final counts
 	if t, ok := jn.Attempt(ctx, nil, rp, td, start, errOut); ok {
 		fmt.Fprintf(errOut, "runagain replay: replay run %s\n", t)
 	}

@@ -100,6 +100,14 @@ const (
 	// ReplayRefusal is set on the divergence record of a request the side-effect firewall refused
 	// (HTTP: internal/proxy; MCP: internal/mcp), saying why.
 	ReplayRefusal = "runagain.replay.refusal"
+	// On a replay run's root span (ints): the recording's HTTP exchanges, how many were served,
+	// the requests the agent made, and how many were refused or sent live. A replay records no
+	// exchange spans of its own, so these say what it served (`runagain show`).
+	ReplayRecorded = "runagain.replay.recorded"
+	ReplayServed   = "runagain.replay.served"
+	ReplayRequests = "runagain.replay.requests"
+	ReplayRefused  = "runagain.replay.refused"
+	ReplayLive     = "runagain.replay.live"
 	// MCPServer is the --name of the MCP server an exchange recorded over stdio went to.
 	MCPServer            = "runagain.mcp.server.name"
 	EventPrefix          = "runagain."

@@ -24,6 +24,19 @@ type FixtureCounts struct {
 	Recorded  int `json:"recorded"` // exchanges without a rerun source: recorded live by proxy --record or runagain mcp
 	mcpServer map[string]bool
 	Servers   []string `json:"mcp_servers,omitempty"`
+	// Replay is what a replay run served (its root span's runagain.replay.* attributes; a replay
+	// records no exchange spans of its own); nil for other runs.
+	Replay *ReplayCounts `json:"replay,omitempty"`
+}
+
+// ReplayCounts are a replay run's HTTP exchanges: the recording's, those served, the requests
+// the agent made, those refused and those sent live.
+type ReplayCounts struct {
+	Recorded int64 `json:"recorded"`
+	Served   int64 `json:"served"`
+	Requests int64 `json:"requests"`
+	Refused  int64 `json:"refused"`
+	Live     int64 `json:"live"`
 }
 
 // Fixtures counts the run's exchanges; nil when it has none.
@@ -59,7 +72,7 @@ func fixtureCounts(run *store.Run) *FixtureCounts {
 			}
 		}
 	}
-	if fc.HTTP+fc.MCP == 0 {
+	if fc.HTTP+fc.MCP == 0 && fc.Replay == nil {
 		return nil
 	}
 	return fc
@@ -67,6 +80,11 @@ func fixtureCounts(run *store.Run) *FixtureCounts {
 
 func (fc *FixtureCounts) add(sp ptrace.Span) {
 	a := sp.Attributes()
+	if v, ok := a.Get(runagainattr.ReplayServed); ok && fc.Replay == nil {
+		get := func(k string) int64 { x, _ := a.Get(k); return x.Int() }
+		fc.Replay = &ReplayCounts{Recorded: get(runagainattr.ReplayRecorded), Served: v.Int(), Requests: get(runagainattr.ReplayRequests),
+			Refused: get(runagainattr.ReplayRefused), Live: get(runagainattr.ReplayLive)}
+	}
 	switch {
 	case fixture.IsFixture(sp):
 		fc.HTTP++

@@ -185,6 +185,8 @@ func TestRerunJoinsAnInstrumentedNodeAgent(t *testing.T) {
 	assert.Contains(t, errOut, "runagain replay: joined the agent's trace "+replayed+" (by resource)")
 	assert.Contains(t, errOut, "runagain replay: replay run "+replayed)
 	assertRootUnderAgent(t, waitRunSpans(t, col.DataDir, replayed, 6), "runagain replay", orig)
+	assert.Contains(t, cli(t, col, "show", replayed), "replay: served 3 of 3 recorded exchanges (3 requests); 0 refused, 0 sent live",
+		"show says what the replay served (it records no exchange spans)")
 
 	// test: the case's new run is the agent's trace, and the case passes.
 	_, errOut, code := dsCLI(t, col, env, "dataset", "add", "joined", orig)
