@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
+	"github.com/runagain/runagain/internal/testutil/runtest"
 )
 
 // TestChipsCountAsTheHeader imports the corpus's Agno run (its agent and workflow spans carry
@@ -74,4 +78,26 @@ func TestChipsCountAsTheHeader(t *testing.T) {
 	}
 	assert.Equal(t, want, steps, "LLM steps 1..N, nothing else")
 	assert.Empty(t, dlg.opened())
+}
+
+// TestTestRunChipsAndRecords: the run page of an MCP agent's test run (its tool calls are the
+// MCP exchanges; its divergence names the original run's exchange): the tools and divergences
+// chips count what the header says and are enabled, the divergences chip leaves the root (where
+// the divergence is pinned), the Records box lists only the divergence, and the agent's own log
+// record is in the root's panel.
+func TestTestRunChipsAndRecords(t *testing.T) {
+	ctx, _ := tab(t)
+	trace := pcommon.TraceID{0x7e, 0x57, 15: 0x11}
+	td, logs := runtest.MCPTestRun(trace, time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC))
+	ts := serveRun(t, &store.Run{TraceID: trace.String(), Tier: store.TierHot, Traces: td, Logs: logs})
+	root := pcommon.SpanID{trace[15], runtest.MCPRoot}.String()
+	do(t, ctx, chromedp.Navigate(ts.URL+"/runs/"+trace.String()+"?span="+root), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-ready] .row`)))
+	assert.Equal(t, "2", eval[string](t, ctx, `document.querySelector('.chip.tool b').textContent`))
+	assert.False(t, eval[bool](t, ctx, `document.querySelector('.chip.divergence').disabled`))
+	assert.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll('#marks li').length`))
+	assert.Contains(t, eval[string](t, ctx, `document.querySelector('#panel details.logs').textContent`), "user clicked thumbs down")
+	shot(t, ctx, "test-run-chips-records")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#findbar .chip[data-kind=divergence]`)), chromedp.WaitVisible(chromedp.CSS(`#timeline[data-found="1"]`)))
+	assert.Equal(t, []string{root}, eval[[]string](t, ctx, `[...document.querySelectorAll('#canvas .row')].map(r => r.dataset.span)`),
+		"the divergence chip leaves the root it is pinned on")
 }

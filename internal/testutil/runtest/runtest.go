@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
 	"github.com/runagain/runagain/internal/mcp"
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // SSEEvents are the events of the streamed chat completion in StreamedRun, in order.
@@ -210,3 +212,39 @@ func MCPRun(trace pcommon.TraceID, start time.Time) ptrace.Traces {
 	exchange(MCPFailingCall, MCPRoot, 3, MCPReadRequest, MCPReadResponse, 1220, 1680)
 	return td
 }
+
+// MCPTestRun is a test run of MCPRun's agent as `runagain test` stores it when the agent is not
+// instrumented: its tool calls are the MCP exchanges alone (no execute_tool spans, the exchanges
+// under the root), a divergence record points at the original run's exchange (span
+// OriginalExchange, not in this run), and the agent logged one record of its own on the root
+// ("app.feedback", body "user clicked thumbs down").
+func MCPTestRun(trace pcommon.TraceID, start time.Time) (ptrace.Traces, plog.Logs) {
+	td := MCPRun(trace, start)
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	ss.RemoveIf(func(s ptrace.Span) bool { return strings.HasPrefix(s.Name(), "execute_tool") })
+	root := pcommon.SpanID{trace[15], MCPRoot}
+	for i := 0; i < ss.Len(); i++ {
+		if s := ss.At(i); s.SpanID() != root {
+			s.SetParentSpanID(root)
+		}
+	}
+	logs := plog.NewLogs()
+	lrs := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	div := lrs.AppendEmpty()
+	div.SetEventName(runagainattr.EventDivergence)
+	div.SetTraceID(trace)
+	div.SetSpanID(OriginalExchange)
+	div.Attributes().PutStr(runagainattr.DivergenceField, "body.arguments.title")
+	div.Body().SetStr("request 2 (tools/call append_note) differs from the recording at body.arguments.title")
+	div.SetTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Second)))
+	own := lrs.AppendEmpty()
+	own.SetTraceID(trace)
+	own.SetSpanID(root)
+	own.Attributes().PutStr("event.name", "app.feedback")
+	own.Body().SetStr("user clicked thumbs down")
+	own.SetTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Second)))
+	return td, logs
+}
+
+// OriginalExchange is the span id MCPTestRun's divergence names: an exchange of the original run.
+var OriginalExchange = pcommon.SpanID{0xee, 0xee}
