@@ -35,11 +35,34 @@ func routeOrNotFound(cfg *Config, gp *goproxy.ProxyHttpServer, w http.ResponseWr
 			req.URL.Path, strings.Join(cfg.Routes.Names(), ", ")), http.StatusNotFound)
 		return
 	}
+	if d := doubledSegment(u.Path); d != "" && cfg.Logger != nil {
+		if _, seen := doubledWarned.LoadOrStore(u.Host+d, true); !seen {
+			cfg.Logger.Printf("runagain proxy: %s %s goes to %s, with %s twice: the route's URL likely ends in %s and the client adds it again (give the route without it, e.g. --route NAME=%s://%s)",
+				req.Method, req.URL.Path, redactURL(cfg.Redactor, u), d, d, u.Scheme, u.Host)
+		}
+	}
 	r2 := req.Clone(req.Context())
 	r2.URL = u
 	r2.Host = u.Host
 	r2.RequestURI = ""
 	gp.ServeHTTP(w, r2)
+}
+
+// doubledWarned holds the upstream host and segment warned about once per process.
+var doubledWarned sync.Map
+
+// doubledSegment returns "/v1" when p holds an API version segment twice in a row ("/v1/v1/chat",
+// "/api/v1/v1/chat"): a route whose URL ends in the version the client's base path adds again.
+// "" otherwise.
+func doubledSegment(p string) string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	for i := 0; i+1 < len(segs); i++ {
+		s := segs[i]
+		if s == segs[i+1] && len(s) >= 2 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == "" {
+			return "/" + s
+		}
+	}
+	return ""
 }
 
 // selfRoute rewrites an absolute-form request addressed to the proxy itself through its route.
