@@ -104,16 +104,21 @@ func TestWindowCountsJoinedRunOnceAcrossBatches(t *testing.T) {
 	}
 }
 
+// edited marks every span of td (the proxy's half) as a rerun's --set edited it.
+func edited(td ptrace.Traces) {
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < ss.Len(); i++ {
+		ss.At(i).Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+	}
+}
+
 // TestWindowEditedExchangeAcrossBatches: a rerun's edited exchanges count in place of the calls
 // covering them, and each call still counts once whichever half arrives first.
 func TestWindowEditedExchangeAcrossBatches(t *testing.T) {
 	tid := pcommon.TraceID{3}
 	for _, first := range []string{"agent", "proxy"} {
 		agent, proxy := joinedBatches(tid)
-		ss := proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-		for i := 0; i < ss.Len(); i++ {
-			ss.At(i).Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
-		}
+		edited(proxy)
 		w := NewWindow(1000, time.Minute)
 		b := []ptrace.Traces{agent, proxy}
 		if first == "proxy" {
@@ -124,10 +129,7 @@ func TestWindowEditedExchangeAcrossBatches(t *testing.T) {
 	}
 	// Together, the exchanges count and the calls do not.
 	agent, proxy := joinedBatches(tid)
-	ss := proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	for i := 0; i < ss.Len(); i++ {
-		ss.At(i).Attributes().PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
-	}
+	edited(proxy)
 	proxy.ResourceSpans().At(0).ScopeSpans().At(0).Spans().MoveAndAppendTo(agent.ResourceSpans().At(0).ScopeSpans().At(0).Spans())
 	un := Uncounted(agent)
 	assert.True(t, un[SpanKey{tid, pcommon.SpanID{2}}] && un[SpanKey{tid, pcommon.SpanID{3}}], "the calls are uncounted: %v", un)
