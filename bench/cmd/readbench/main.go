@@ -57,6 +57,7 @@ func main() {
 	cli := flag.String("cli", "", "path of a built runagain to time as a process (optional)")
 	migrate := flag.Bool("migrate", false, "instead: make -dir's hot.db a version 2 file (no run index; its span bodies become unreadable: a scratch directory) and time the migration that rebuilds the index when the file is opened for writing")
 	have := flag.Int("have", 0, "runs the store in -dir already holds (from an earlier run with the same -dir): measure without writing them again")
+	writeOnly := flag.Bool("write-only", false, "grow the store in -dir to the largest of -sizes and measure nothing (a later run measures it with -have)")
 	flag.Parse()
 	var sizes []int
 	for _, s := range strings.Split(*sizesFlag, ",") {
@@ -83,6 +84,10 @@ func main() {
 			fail(err)
 		}
 		return
+	}
+	if *writeOnly {
+		sizes = sizes[len(sizes)-1:]
+		*reps = -1
 	}
 	if err := run(context.Background(), *dir, sizes, *have, *batch, *reps, *baselineMax, *cli); err != nil {
 		fail(err)
@@ -277,6 +282,9 @@ func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baseli
 		r := row{runs: size, genRate: float64(size-have) / time.Since(began).Seconds()}
 		have = max(have, size)
 		fmt.Fprintf(os.Stderr, "readbench: %d runs written (%.0f runs/s); measuring\n", size, r.genRate)
+		if reps < 0 { // -write-only
+			continue
+		}
 		if _, err := t.hot.SQL().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			return err
 		}
@@ -291,7 +299,9 @@ func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baseli
 		rows = append(rows, r)
 	}
 	t.close()
-	report(rows, cli != "")
+	if len(rows) > 0 {
+		report(rows, cli != "")
+	}
 	return nil
 }
 

@@ -27,7 +27,11 @@ package sqlitestore
 //	  ingested_unix_nano    INTEGER  the latest ingestion of its span rows
 //
 //	indexes: runs_start (start_time_unix_nano DESC, trace_id): newest first and time ranges;
-//	         runs_session (session_id, start_time_unix_nano DESC, trace_id): the runs of a session.
+//	         runs_session (session_id, start_time_unix_nano DESC, trace_id): the runs of a session;
+//	         runs_cost, runs_duration, runs_tokens, runs_errors (KEY DESC, start_time_unix_nano
+//	         DESC, trace_id) for each store.RunOrder key but start (runOrderSQL's expression):
+//	         the ranked listings (rankIndex). Part of the DDL, so a file of any version gains
+//	         them when opened for writing; read-only without them a ranked listing sorts.
 //
 // Every value is the aggregate the listing computed over the span rows before the index existed
 // (listRuns): a row is recomputed from the run's span rows (through the (trace_id, span_id)
@@ -73,7 +77,7 @@ CREATE TABLE IF NOT EXISTS runs (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_start ON runs (start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_session ON runs (session_id, start_time_unix_nano DESC, trace_id);
-`
+` + rankIndexesDDL
 
 // runIndex is how one tier's file aggregates its span rows into the runs table.
 type runIndex struct {
@@ -274,11 +278,60 @@ var runOrderSQL = map[string]string{
 	store.OrderErrors:   `errors`,
 }
 
+// rankIndex names the run index's index of each store.RunOrder key but start: (runOrderSQL[key]
+// DESC, start_time_unix_nano DESC, trace_id), so that walked forward it is the descending order
+// store.RunOrder.Less gives, and walked backward the ascending one up to ties of the key (which
+// SQLite's sorter orders, a group of equal keys at a time). Each costs one more B-tree entry
+// per run written, rewritten when a batch changes the key (BENCHMARKS.md, "Reads at 10^4, 10^5
+// and 10^6 runs").
+var rankIndex = map[string]string{
+	store.OrderDuration: "runs_duration",
+	store.OrderCost:     "runs_cost",
+	store.OrderTokens:   "runs_tokens",
+	store.OrderErrors:   "runs_errors",
+}
+
+// rankIndexesDDL creates the rankIndex indexes, on runOrderSQL's expressions (an expression
+// index serves an ORDER BY of the same expression only).
+const rankIndexesDDL = `
+CREATE INDEX IF NOT EXISTS runs_duration ON runs (MAX(end_time_unix_nano - start_time_unix_nano, 0) DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_cost ON runs (cost_usd DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_tokens ON runs (input_tokens + output_tokens DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_errors ON runs (errors DESC, start_time_unix_nano DESC, trace_id);
+`
+
+// hasRankIndexes reports whether the file of db has every rankIndex index (a file written by a
+// build before them, opened read-only, has none).
+func hasRankIndexes(ctx context.Context, db *sql.DB) bool {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'
+	  AND name IN ('runs_duration', 'runs_cost', 'runs_tokens', 'runs_errors')`).Scan(&n)
+	return err == nil && n == len(rankIndex)
+}
+
+// rangeSortMax is the number of runs in a ranked listing's time range below which the range is
+// walked on runs_start and sorted (at most rangeSortMax index rows read), instead of walking
+// the key's index in order and skipping the runs outside the range (about f.Limit times the
+// store's runs over the range's runs read).
+// (A variable for the tests, which walk the key's index for every range with 0.)
+var rangeSortMax = 5000
+
 // RankedRunsQuery is RunsQuery ordered by o (store.RunOrder.Less: o's key, then newest first,
 // then trace id) instead of newest first: SQLite walks the runs of f's range and keeps the best
-// f.Limit in its sorter, so memory and rows returned are bounded by f.Limit.
+// f.Limit in its sorter, so memory and rows returned are bounded by f.Limit. The listing reads
+// runs through the key's index instead (rankedRunsQuery) where the file has it and the range is
+// large.
 func RankedRunsQuery(f store.RunFilter, o store.RunOrder) (string, []any) {
+	return rankedRunsQuery(f, o, "")
+}
+
+// rankedRunsQuery is RankedRunsQuery reading the runs through the index named via ("": the
+// one SQLite picks).
+func rankedRunsQuery(f store.RunFilter, o store.RunOrder, via string) (string, []any) {
 	q := `SELECT ` + runColumns + ` FROM runs`
+	if via != "" {
+		q += ` INDEXED BY ` + via
+	}
 	var where []string
 	var args []any
 	if f.SessionID != "" {
@@ -320,11 +373,31 @@ func RankedRunsQuery(f store.RunFilter, o store.RunOrder) (string, []any) {
 }
 
 // indexedRuns lists f from the runs table of db, ordered by o (newest first for the zero o).
-func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string) ([]store.RunSummary, error) {
+// With ranks (the file has the rankIndex indexes) it names the index the query walks, since
+// SQLite, without statistics, would take a key's index for the cost or errors filter and sort
+// the whole range: runs_session for a session, runs_start in start order and for a ranked
+// listing whose time range holds fewer than rangeSortMax runs, else the key's index.
+func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string, ranks bool) ([]store.RunSummary, error) {
 	if _, ok := runOrderSQL[o.Key]; o.Key != "" && !ok {
 		return nil, fmt.Errorf("sqlite %s tier: order runs by %q: %w", tier, o.Key, errors.ErrUnsupported)
 	}
-	q, args := RankedRunsQuery(f, o)
+	via := ""
+	switch {
+	case !ranks:
+	case f.SessionID != "":
+		via = "runs_session"
+	case rankIndex[o.Key] == "" || f.Limit <= 0:
+		via = "runs_start"
+	case f.Since.IsZero() && f.Until.IsZero():
+		via = rankIndex[o.Key]
+	default:
+		small, err := smallRange(ctx, db, f)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
+		}
+		via = map[bool]string{true: "runs_start", false: rankIndex[o.Key]}[small]
+	}
+	q, args := rankedRunsQuery(f, o, via)
 	out, err := scanRuns(ctx, db, q, args, tier)
 	if err != nil {
 		return nil, err
@@ -347,6 +420,25 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// smallRange reports whether f's time range holds fewer than rangeSortMax runs, reading at most
+// that many rows of runs_start.
+func smallRange(ctx context.Context, db queryer, f store.RunFilter) (bool, error) {
+	g := store.RunFilter{Since: f.Since, Until: f.Until, Limit: rangeSortMax}
+	q, args := rankedRunsQuery(g, store.RunOrder{}, "runs_start")
+	rows, err := db.QueryContext(ctx, `SELECT COUNT(*) FROM (`+strings.Replace(q, runColumns, "1", 1)+`)`, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return false, err
+		}
+	}
+	return n < rangeSortMax, rows.Err()
 }
 
 func looksLikeTraceID(s string) bool {

@@ -510,14 +510,39 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 	for _, k := range store.RunOrders {
 		orders = append(orders, store.RunOrder{Key: k}, store.RunOrder{Key: k, Asc: true})
 	}
-	for _, tier := range []struct {
+	require.True(t, hot.ranks, "a new hot file has the rank indexes")
+	require.True(t, warm.ranks, "a new warm file has the rank indexes")
+	saved := rangeSortMax
+	t.Cleanup(func() { rangeSortMax = saved })
+	// Each listing as SQLite plans it without the rank indexes (a read-only file of an older
+	// build), through runs_start and the key's index for small ranges (the default), and
+	// through the key's index for every range (rangeSortMax 0).
+	type tierLister struct {
 		name string
 		list store.RankedRunLister
 		runs func(store.RunFilter) ([]store.RunSummary, error)
-	}{
-		{"hot", hot, func(f store.RunFilter) ([]store.RunSummary, error) { return hot.Runs(ctx, f) }},
-		{"warm", warm, func(f store.RunFilter) ([]store.RunSummary, error) { return warm.Runs(ctx, f) }},
-	} {
+	}
+	var tiers []tierLister
+	for _, ranks := range []bool{false, true} {
+		for _, max := range []int{saved, 0} {
+			if !ranks && max == 0 {
+				continue
+			}
+			set := func(r bool, m int) { hot.ranks, warm.ranks, rangeSortMax = r, r, m }
+			name := fmt.Sprintf(" (rank indexes %v, range sort below %d)", ranks, max)
+			tiers = append(tiers,
+				tierLister{"hot" + name, rankedFunc(func(f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+					set(ranks, max)
+					return hot.RankedRuns(ctx, f, o)
+				}), func(f store.RunFilter) ([]store.RunSummary, error) { set(ranks, max); return hot.Runs(ctx, f) }},
+				tierLister{"warm" + name, rankedFunc(func(f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+					set(ranks, max)
+					return warm.RankedRuns(ctx, f, o)
+				}), func(f store.RunFilter) ([]store.RunSummary, error) { set(ranks, max); return warm.Runs(ctx, f) }})
+		}
+	}
+	for _, tier := range tiers {
+		tierName := strings.Fields(tier.name)[0]
 		for _, f := range fs {
 			for _, o := range orders {
 				for _, limit := range []int{f.Limit, 1, 3} {
@@ -526,7 +551,7 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 					var want []store.RunSummary
 					for _, r := range all {
 						if ff.Keep(r) {
-							r.Tier = tier.name
+							r.Tier = tierName
 							want = append(want, r)
 						}
 					}
@@ -546,15 +571,41 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 			}
 		}
 	}
+	hot.ranks, warm.ranks, rangeSortMax = true, true, saved
 	_, err = hot.RankedRuns(ctx, store.RunFilter{Limit: 1}, store.RunOrder{Key: "name"})
 	assert.ErrorIs(t, err, errors.ErrUnsupported)
 
-	// A ranked listing of a time range walks that range on the start index (not the whole
+	// A ranked listing of a small time range walks that range on the start index (not the whole
 	// table) and sorts what passes the filters.
-	q, args := RankedRunsQuery(store.RunFilter{Limit: 20, Since: time.Unix(0, runs[3].Start), MinCostUSD: mid}, store.RunOrder{Key: store.OrderCost})
+	q, args := rankedRunsQuery(store.RunFilter{Limit: 20, Since: time.Unix(0, runs[3].Start), MinCostUSD: mid}, store.RunOrder{Key: store.OrderCost}, "runs_start")
 	plan := queryPlan(t, hot.db, q, args...)
 	assert.Contains(t, plan, "USING INDEX runs_start", "the time range is walked on the start index")
 	assert.Contains(t, plan, "TEMP B-TREE FOR ORDER BY", "ordered by cost after the walk")
+
+	// Through a key's index, the descending listing reads the index in order (no sort), the
+	// ascending one sorts only runs of equal key.
+	for _, k := range store.RunOrders {
+		if rankIndex[k] == "" {
+			continue
+		}
+		for _, f := range []store.RunFilter{{Limit: 20}, {Limit: 20, Since: time.Unix(0, runs[3].Start), ErrorsOnly: true, MinCostUSD: mid}} {
+			q, args := rankedRunsQuery(f, store.RunOrder{Key: k}, rankIndex[k])
+			plan := queryPlan(t, hot.db, q, args...)
+			assert.Contains(t, plan, "USING INDEX "+rankIndex[k], "sort by %s", k)
+			assert.NotContains(t, plan, "TEMP B-TREE", "sort by %s, descending", k)
+			q, args = rankedRunsQuery(f, store.RunOrder{Key: k, Asc: true}, rankIndex[k])
+			plan = queryPlan(t, hot.db, q, args...)
+			assert.Contains(t, plan, "USING INDEX "+rankIndex[k], "sort by %s", k)
+			assert.Contains(t, plan, "TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY", "sort by %s, ascending: ties of the key only", k)
+		}
+	}
+}
+
+// rankedFunc is a store.RankedRunLister of a function.
+type rankedFunc func(store.RunFilter, store.RunOrder) ([]store.RunSummary, error)
+
+func (f rankedFunc) RankedRuns(_ context.Context, rf store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+	return f(rf, o)
 }
 
 // openHotWarm opens a new hot and a new warm file in a test directory, closed when the test
@@ -569,4 +620,35 @@ func openHotWarm(t *testing.T) (dir string, hot *DB, warm *WarmDB) {
 	require.NoError(t, err)
 	t.Cleanup(func() { warm.Close() })
 	return dir, hot, warm
+}
+
+// TestRankIndexesAddedOnOpen: a file without the rank indexes (written by an earlier build) is
+// ranked by sorting when opened read-only, and gains them when opened for writing.
+func TestRankIndexesAddedOnOpen(t *testing.T) {
+	ctx := context.Background()
+	dir, hot, _ := openHotWarm(t)
+	_, err := hot.WriteTraces(ctx, storetest.Traces(indexRuns()...))
+	require.NoError(t, err)
+	want, err := hot.RankedRuns(ctx, store.RunFilter{Limit: 3}, store.RunOrder{Key: store.OrderCost})
+	require.NoError(t, err)
+	require.Len(t, want, 3)
+	_, err = hot.db.ExecContext(ctx, `DROP INDEX runs_cost; DROP INDEX runs_tokens`)
+	require.NoError(t, err)
+	require.NoError(t, hot.Close())
+
+	ro, err := Open(filepath.Join(dir, "hot.db"), Options{ReadOnly: true})
+	require.NoError(t, err)
+	assert.False(t, ro.ranks)
+	got, err := ro.RankedRuns(ctx, store.RunFilter{Limit: 3}, store.RunOrder{Key: store.OrderCost})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	require.NoError(t, ro.Close())
+
+	rw, err := Open(filepath.Join(dir, "hot.db"), Options{})
+	require.NoError(t, err)
+	defer rw.Close()
+	assert.True(t, rw.ranks, "opened for writing, the file gains the indexes")
+	got, err = rw.RankedRuns(ctx, store.RunFilter{Limit: 3}, store.RunOrder{Key: store.OrderCost})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }

@@ -32,6 +32,7 @@ type DB struct {
 	now         func() time.Time
 	prices      *pricing.Prices
 	version     int    // the file's schema version (1: no cost columns, read-only)
+	ranks       bool   // the run index has its rankIndex indexes (runindex.go)
 	hasRefs     bool   // the payload_refs table exists (always when opened for writing)
 	refsShape   string // its shape (refsShape): "split" when opened for writing
 	codec       *otlpCodec
@@ -85,7 +86,8 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version,
+		ranks: version >= 3 && hasRankIndexes(context.Background(), db)}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
@@ -375,7 +377,7 @@ func stringAttr(m pcommon.Map, k string) string {
 // aggregating its span rows (listRuns), as before the index existed.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if d.version >= 3 {
-		return indexedRuns(ctx, d.db, f, store.RunOrder{}, store.TierHot)
+		return indexedRuns(ctx, d.db, f, store.RunOrder{}, store.TierHot, d.ranks)
 	}
 	cost := "SUM(cost_usd), SUM(unpriced)"
 	if d.version < 2 {
@@ -394,7 +396,7 @@ func (d *DB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder
 	if d.version < 3 {
 		return nil, fmt.Errorf("sqlite hot tier: schema version %d has no run index: %w", d.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, d.db, f, o, store.TierHot)
+	return indexedRuns(ctx, d.db, f, o, store.TierHot, d.ranks)
 }
 
 // AggregateRunsQuery is the listing over span rows that file versions without the run index are

@@ -124,7 +124,8 @@ type WarmDB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int // the file's schema version (1: no run index, read-only)
+	version     int  // the file's schema version (1: no run index, read-only)
+	ranks       bool // the run index has its rankIndex indexes (runindex.go)
 	// recomputeIndex recomputes each touched run from its rows instead of applying the batch
 	// (the benchmark's baseline).
 	recomputeIndex bool
@@ -163,7 +164,8 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version}
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version,
+		ranks: version >= 2 && hasRankIndexes(context.Background(), db)}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
 			w.stmts.close()
@@ -589,7 +591,7 @@ func (w *WarmDB) keys() []string { return w.sessionKeys }
 // read-only, by aggregating span_summaries.
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if w.version >= 2 {
-		return indexedRuns(ctx, w.db, f, store.RunOrder{}, store.TierWarm)
+		return indexedRuns(ctx, w.db, f, store.RunOrder{}, store.TierWarm, w.ranks)
 	}
 	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
 }
@@ -602,7 +604,7 @@ func (w *WarmDB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunO
 	if w.version < 2 {
 		return nil, fmt.Errorf("sqlite warm tier: schema version %d has no run index: %w", w.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, w.db, f, o, store.TierWarm)
+	return indexedRuns(ctx, w.db, f, o, store.TierWarm, w.ranks)
 }
 
 // Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
