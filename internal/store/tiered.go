@@ -64,7 +64,9 @@ func listsSessions(r Reader) bool {
 // A per-run tier that applies f's index-only fields (MinCostUSD, ErrorsOnly) returns only the
 // runs that pass them, so its rows cannot tell which runs of a session row it holds: with such a
 // filter, a session row is listed only when it started before the oldest run those tiers hold
-// (sessionsBefore), as RankedRuns lists them.
+// (sessionsBefore), as RankedRuns lists them. A range that starts at or after the oldest run of
+// the per-run tiers (f.Since) does not read the session reader at all: it holds no run they lost
+// to retention there.
 func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
@@ -77,15 +79,30 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 				continue
 			}
 			sub.Limit = 0 // rows already listed by an earlier tier are dropped below: read them all
-			var filtered []Reader
+			var filtered, perRun []Reader
 			for _, e := range t.Readers[:i] {
 				if f.indexOnly() && !listsSessions(e) && filtersIndex(e) {
 					filtered = append(filtered, e)
+				}
+				if !listsSessions(e) {
+					perRun = append(perRun, e)
 				}
 			}
 			var err error
 			if before, err = oldestStart(ctx, filtered); err != nil {
 				return nil, err
+			}
+			if !f.Since.IsZero() {
+				// A range that starts at or after the oldest run the per-run tiers hold has no
+				// run retention removed from them: the session reader (which merges every
+				// partial it holds, whatever the range) is not read.
+				oldest, err := oldestStart(ctx, perRun)
+				if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+					return nil, err
+				}
+				if err == nil && !oldest.IsZero() && !f.Since.Before(oldest) {
+					continue
+				}
 			}
 		}
 		rows, err := r.Runs(ctx, sub)

@@ -90,3 +90,43 @@ func TestTieredPushesTheLimitDown(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "cold", got[0].Tier)
 }
+
+// ranking is a per-run tier with a run index (store.RankedRunLister).
+type ranking struct{ limited }
+
+func (r *ranking) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
+	rows, err := r.Runs(ctx, store.RunFilter{Since: f.Since, Until: f.Until, SessionID: f.SessionID})
+	o.Sort(rows)
+	if len(rows) > f.Limit {
+		rows = rows[:f.Limit]
+	}
+	return rows, err
+}
+
+// TestTieredSkipsSessionsInsideTheRunTiersRange: a range starting at or after the oldest run the
+// per-run tiers hold (sessions --since 2h) does not read the session tier, which merges every
+// partial it holds; one starting before it does, and lists the session retention removed.
+func TestTieredSkipsSessionsInsideTheRunTiersRange(t *testing.T) {
+	ctx := context.Background()
+	at := func(m int) time.Time { return time.Unix(0, t0).Add(time.Duration(m) * time.Minute).UTC() }
+	hot := &ranking{}
+	for m := 20; m >= 10; m-- {
+		hot.rows = append(hot.rows, store.RunSummary{TraceID: fmt.Sprintf("t%02d", m), SessionID: "s", Start: at(m), Tier: "hot"})
+	}
+	old := store.RunSummary{SessionID: "old", TraceID: "t-old", TraceIDs: []string{"t-old"}, Start: at(5), Tier: "cold"}
+	cold := &sessions{limited{rows: []store.RunSummary{old}}}
+	r := store.NewTiered(hot, cold)
+	for _, since := range []int{10, 15} {
+		cold.asked = nil
+		got, err := r.Runs(ctx, store.RunFilter{Since: at(since), Limit: 50})
+		require.NoError(t, err)
+		assert.Len(t, got, 21-since)
+		assert.Empty(t, cold.asked, "since minute %d: the cold tier is not read", since)
+	}
+	cold.asked = nil
+	got, err := r.Runs(ctx, store.RunFilter{Since: at(0), Limit: 50})
+	require.NoError(t, err)
+	require.Len(t, got, 12)
+	assert.Equal(t, old, got[11], "the session retention removed from the hot tier")
+	assert.Len(t, cold.asked, 1)
+}

@@ -15,10 +15,23 @@
 //     (span and log rows of that trace, counted the same way);
 //   - baseline (sizes up to -baseline-max): the listing before the run index, the aggregate over
 //     every span row of the hot file (sqlitestore.AggregateRunsQuery), its time and rows read;
-//   - with -cli PATH (a built runagain), the CPU time (user + system, start-up included) of
-//     `runagain --data-dir DIR sessions --limit 20` and `show ID` as processes.
+//   - since: store.EachRun over the last 2 hours of runs (what `sessions --since 2h` walks);
+//   - ui: the sessions page (internal/ui, in process) with each filter, sort and page of
+//     uiQueries, the median of -reps requests;
+//   - with -cli PATH (a built runagain), the CPU time (user + system, start-up included) and peak
+//     RSS of `runagain --data-dir DIR sessions --limit 20`, `sessions --since T` and `show ID` as
+//     processes, and `runagain ui` as a process: the wall time of each uiQueries page over HTTP
+//     and the process's peak RSS (VmHWM) after all of them.
+//
+// A store can be grown without measuring (-write-only) and measured later, by a later build
+// (-have, or -stores DIR:RUNS,... for stores of several sizes in one table; each is opened for
+// writing first, which adds what this build's schema has).
 //
 // Usage: go run ./bench/cmd/readbench [-sizes 10000,100000,1000000] [-dir DIR] [-cli bin/runagain]
+//
+//	go run ./bench/cmd/readbench -write-only -sizes 10000 -dir D4   # then copy D4 to D5 and grow it
+//	go run ./bench/cmd/readbench -stores D4:10000,D5:100000 -reps 3 -cli bin/runagain
+//
 // It prints a Markdown table; BENCHMARKS.md has the measured numbers and the command.
 package main
 
@@ -27,19 +40,25 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/coldstore"
@@ -57,6 +76,7 @@ func main() {
 	cli := flag.String("cli", "", "path of a built runagain to time as a process (optional)")
 	migrate := flag.Bool("migrate", false, "instead: make -dir's hot.db a version 2 file (no run index; its span bodies become unreadable: a scratch directory) and time the migration that rebuilds the index when the file is opened for writing")
 	have := flag.Int("have", 0, "runs the store in -dir already holds (from an earlier run with the same -dir): measure without writing them again")
+	stores := flag.String("stores", "", "instead: measure these existing stores, DIR:RUNS,DIR:RUNS (each grown by readbench to RUNS), in one table")
 	writeOnly := flag.Bool("write-only", false, "grow the store in -dir to the largest of -sizes and measure nothing (a later run measures it with -have)")
 	flag.Parse()
 	var sizes []int
@@ -81,6 +101,12 @@ func main() {
 	}
 	if *migrate {
 		if err := timeMigration(filepath.Join(*dir, "hot.db")); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *stores != "" {
+		if err := measureStores(context.Background(), *stores, *reps, *baselineMax, *cli); err != nil {
 			fail(err)
 		}
 		return
@@ -260,10 +286,27 @@ type row struct {
 	since     time.Duration
 	sinceRows int
 	ui        map[string]time.Duration
+	// with -cli: sessions --since 2h as a process (CPU), the peak RSS of each CLI process, and
+	// the UI as a process (`runagain ui`): each page's wall time and the process's peak RSS.
+	cliSince                            time.Duration
+	cliListRSS, cliSinceRSS, cliShowRSS int64 // KiB
+	uiProc                              map[string]time.Duration
+	uiRSS                               int64 // KiB, VmHWM after every page
 }
 
-// uiQueries are the sessions-page filters readbench times (internal/ui), in report order.
-var uiQueries = []string{"/", "/?errors=1", "/?alerts=1", "/?model=gpt", "/?since=2h", "/?cost_min=0.01", "/?sort=cost", "/?sort=duration"}
+// uiQueries are the sessions-page filters readbench times (internal/ui), in report order:
+// every filter and sort of the page. SINCE stands for the start of the last 2 hours of runs (an
+// RFC 3339 time: the UI process's clock is not readbench's), PATTERN for the most frequent
+// failure pattern of the store (every tenth run fails a tool call).
+var uiQueries = []string{"/", "/?page=3", "/?errors=1", "/?alerts=1", "/?model=gpt", "/?agent=support",
+	"/?q=question+77", "/?q=refund", "/?pattern=PATTERN", "/?since=SINCE", "/?cost_min=0.01",
+	"/?sort=cost", "/?sort=cost&order=asc", "/?sort=cost&page=3", "/?sort=duration", "/?sort=tokens",
+	"/?sort=errors", "/?since=SINCE&sort=cost"}
+
+// uiURL is q with its placeholders filled in.
+func uiURL(q string, since time.Time, pattern string) string {
+	return strings.NewReplacer("SINCE", url.QueryEscape(since.Format(time.RFC3339Nano)), "PATTERN", pattern).Replace(q)
+}
 
 func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baselineMax int, cli string) error {
 	t, err := openTiers(ctx, dir)
@@ -302,6 +345,40 @@ func run(ctx context.Context, dir string, sizes []int, have, batch, reps, baseli
 	if len(rows) > 0 {
 		report(rows, cli != "")
 	}
+	return nil
+}
+
+// measureStores measures each DIR:RUNS of list (stores readbench grew) after opening it for
+// writing once (which brings its schema up to this build's) and checkpointing its WAL.
+func measureStores(ctx context.Context, list string, reps, baselineMax int, cli string) error {
+	var rows []row
+	for _, item := range strings.Split(list, ",") {
+		dir, n, ok := strings.Cut(item, ":")
+		runs, err := strconv.Atoi(n)
+		if !ok || err != nil || runs <= 0 {
+			return fmt.Errorf("-stores %q: want DIR:RUNS,...", list)
+		}
+		began := time.Now()
+		t, err := openTiers(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, db := range []*sql.DB{t.hot.SQL(), t.warm.SQL()} {
+			if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				t.close()
+				return err
+			}
+		}
+		t.close()
+		fmt.Fprintf(os.Stderr, "readbench: %s (%d runs) opened for writing in %s; measuring\n", dir, runs, time.Since(began).Round(time.Millisecond))
+		r := row{runs: runs}
+		if err := measure(ctx, dir, &r, reps, runs <= baselineMax, cli); err != nil {
+			return err
+		}
+		r.bytes = dirBytes(dir)
+		rows = append(rows, r)
+	}
+	report(rows, cli != "")
 	return nil
 }
 
@@ -386,6 +463,15 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 	if err != nil {
 		return err
 	}
+	rep, err := patterns.List(ctx, tiered, store.PatternFilter{})
+	if err != nil {
+		return err
+	}
+	pattern := "none"
+	if len(rep.Patterns) > 0 {
+		pattern = rep.Patterns[0].ID
+	}
+	sinceUI := newest.Add(-2 * time.Hour)
 	srv, err := ui.New(ui.Options{Reader: tiered, Now: func() time.Time { return newest.Add(time.Minute) }})
 	if err != nil {
 		return err
@@ -393,29 +479,103 @@ func measure(ctx context.Context, dir string, r *row, reps int, baseline bool, c
 	defer srv.Close()
 	r.ui = map[string]time.Duration{}
 	for _, q := range uiQueries {
+		u := uiURL(q, sinceUI, pattern)
 		r.ui[q], err = median(reps, func() error {
 			rec := httptest.NewRecorder()
-			srv.ServeHTTP(rec, httptest.NewRequest("GET", q, nil))
+			srv.ServeHTTP(rec, httptest.NewRequest("GET", u, nil))
 			if rec.Code != 200 {
-				return fmt.Errorf("ui %s: %d", q, rec.Code)
+				return fmt.Errorf("ui %s: %d", u, rec.Code)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(os.Stderr, "readbench: %d runs: ui %s %s ms\n", r.runs, q, ms(r.ui[q]))
 	}
 	if cli != "" {
-		r.cliList, err = cpuMedian(reps, cli, "--data-dir", dir, "sessions", "--limit", "20")
+		r.cliList, r.cliListRSS, err = cpuMedian(reps, cli, "--data-dir", dir, "sessions", "--limit", "20")
 		if err != nil {
 			return fmt.Errorf("%s sessions: %w", cli, err)
 		}
-		r.cliShow, err = cpuMedian(reps, cli, "--data-dir", dir, "show", id)
+		r.cliSince, r.cliSinceRSS, err = cpuMedian(reps, cli, "--data-dir", dir, "sessions", "--since", sf.Since.Format(time.RFC3339Nano))
+		if err != nil {
+			return fmt.Errorf("%s sessions --since: %w", cli, err)
+		}
+		r.cliShow, r.cliShowRSS, err = cpuMedian(reps, cli, "--data-dir", dir, "show", id)
 		if err != nil {
 			return fmt.Errorf("%s show: %w", cli, err)
 		}
+		if r.uiProc, r.uiRSS, err = uiProcess(ctx, reps, cli, dir, sinceUI, pattern); err != nil {
+			return fmt.Errorf("%s ui: %w", cli, err)
+		}
 	}
 	return nil
+}
+
+// uiProcess starts `cli --data-dir dir ui` on a free loopback port, times each of uiQueries
+// (the median of reps, after one warm-up request, wall time of the whole response) and returns
+// the times and the process's peak RSS (VmHWM, KiB) after the last, then stops it.
+func uiProcess(ctx context.Context, reps int, cli, dir string, since time.Time, pattern string) (map[string]time.Duration, int64, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.CommandContext(ctx, cli, "--data-dir", dir, "ui", "--listen", addr)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	get := func(u string) error {
+		resp, err := http.Get("http://" + addr + u)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%s: %s", u, resp.Status)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := get("/"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return nil, 0, err
+		}
+	}
+	out := map[string]time.Duration{}
+	for _, q := range uiQueries {
+		u := uiURL(q, since, pattern)
+		if out[q], err = median(reps, func() error { return get(u) }); err != nil {
+			return nil, 0, err
+		}
+	}
+	rss, err := peakRSS(cmd.Process.Pid)
+	return out, rss, err
+}
+
+// peakRSS is the VmHWM of process pid, in KiB (Linux /proc).
+func peakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // timeMigration makes path a version 2 hot file (no run index, no otlp codec columns) and times
@@ -489,18 +649,23 @@ func count(ctx context.Context, db *sql.DB, q string, args ...any) (int, error) 
 }
 
 // cpuMedian runs the command reps times and returns the median of its CPU time (user + system):
-// on a loaded machine a process's wall time is mostly waiting for a core.
-func cpuMedian(reps int, name string, args ...string) (time.Duration, error) {
+// on a loaded machine a process's wall time is mostly waiting for a core; and the largest peak
+// RSS of the runs (getrusage ru_maxrss, KiB).
+func cpuMedian(reps int, name string, args ...string) (time.Duration, int64, error) {
 	ds := make([]time.Duration, 0, reps)
+	var rss int64
 	for i := 0; i < reps; i++ {
 		cmd := exec.Command(name, args...)
 		if err := cmd.Run(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ds = append(ds, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = max(rss, ru.Maxrss)
+		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2], nil
+	return ds[len(ds)/2], rss, nil
 }
 
 func median(reps int, f func() error) (time.Duration, error) {
@@ -550,20 +715,40 @@ func report(rows []row, cli bool) {
 		fmt.Println(line)
 	}
 	fmt.Println()
-	head := "| runs | EachRun since 2h: ms (runs) | x the smallest |"
-	sep := "|---:|---:|---:|"
-	for _, q := range uiQueries {
-		head += " ui `" + q + "` ms | x |"
+	// One line a read, one column pair a size: its median and its ratio to the smallest size's.
+	head, sep := "| read |", "|---|"
+	for _, r := range rows {
+		head += fmt.Sprintf(" %d runs ms | x |", r.runs)
 		sep += "---:|---:|"
 	}
 	fmt.Println(head)
 	fmt.Println(sep)
-	for _, r := range rows {
-		line := fmt.Sprintf("| %d | %s (%d) | %.2f |", r.runs, ms(r.since), r.sinceRows, float64(r.since)/float64(rows[0].since))
-		for _, q := range uiQueries {
-			line += fmt.Sprintf(" %s | %.2f |", ms(r.ui[q]), float64(r.ui[q])/float64(rows[0].ui[q]))
+	line := func(name string, d func(row) time.Duration) {
+		l := "| " + name + " |"
+		for _, r := range rows {
+			l += fmt.Sprintf(" %s | %.2f |", ms(d(r)), float64(d(r))/float64(d(rows[0])))
 		}
-		fmt.Println(line)
+		fmt.Println(l)
+	}
+	line(fmt.Sprintf("EachRun since 2h (%d runs)", rows[0].sinceRows), func(r row) time.Duration { return r.since })
+	line("show one run", func(r row) time.Duration { return r.show })
+	for _, q := range uiQueries {
+		line("ui `"+q+"`", func(r row) time.Duration { return r.ui[q] })
+	}
+	if cli {
+		line("CLI `sessions --limit 20` (CPU)", func(r row) time.Duration { return r.cliList })
+		line("CLI `sessions --since 2h` (CPU)", func(r row) time.Duration { return r.cliSince })
+		line("CLI `show ID` (CPU)", func(r row) time.Duration { return r.cliShow })
+		for _, q := range uiQueries {
+			line("ui process `"+q+"` (wall)", func(r row) time.Duration { return r.uiProc[q] })
+		}
+		fmt.Println()
+		fmt.Println("| runs | peak RSS MB: CLI sessions --limit 20 | CLI sessions --since 2h | CLI show | ui process after every page |")
+		fmt.Println("|---:|---:|---:|---:|---:|")
+		for _, r := range rows {
+			fmt.Printf("| %d | %.0f | %.0f | %.0f | %.0f |\n", r.runs, float64(r.cliListRSS)/1024, float64(r.cliSinceRSS)/1024,
+				float64(r.cliShowRSS)/1024, float64(r.uiRSS)/1024)
+		}
 	}
 	for _, r := range rows {
 		fmt.Fprintf(os.Stderr, "readbench: %d runs: written at %.0f runs/s; listing returned %d rows\n", r.runs, r.genRate, r.listReturned)

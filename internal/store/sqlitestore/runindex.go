@@ -381,21 +381,9 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 	if _, ok := runOrderSQL[o.Key]; o.Key != "" && !ok {
 		return nil, fmt.Errorf("sqlite %s tier: order runs by %q: %w", tier, o.Key, errors.ErrUnsupported)
 	}
-	via := ""
-	switch {
-	case !ranks:
-	case f.SessionID != "":
-		via = "runs_session"
-	case rankIndex[o.Key] == "" || f.Limit <= 0:
-		via = "runs_start"
-	case f.Since.IsZero() && f.Until.IsZero():
-		via = rankIndex[o.Key]
-	default:
-		small, err := smallRange(ctx, db, f)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
-		}
-		via = map[bool]string{true: "runs_start", false: rankIndex[o.Key]}[small]
+	via, err := pickIndex(ctx, db, f, o, ranks)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
 	}
 	q, args := rankedRunsQuery(f, o, via)
 	out, err := scanRuns(ctx, db, q, args, tier)
@@ -422,11 +410,51 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 	return out, nil
 }
 
-// smallRange reports whether f's time range holds fewer than rangeSortMax runs, reading at most
-// that many rows of runs_start.
-func smallRange(ctx context.Context, db queryer, f store.RunFilter) (bool, error) {
-	g := store.RunFilter{Since: f.Since, Until: f.Until, Limit: rangeSortMax}
-	q, args := rankedRunsQuery(g, store.RunOrder{}, "runs_start")
+// pickIndex names the index indexedRuns walks for f in order o ("" without ranks: SQLite picks):
+//   - runs_session for a session;
+//   - in start order, runs_start, unless f's cost or error filter (MinCostUSD, ErrorsOnly)
+//     keeps fewer than rangeSortMax runs: then those runs, read on runs_cost or runs_errors
+//     and sorted (a rare match is found without walking every run of the range);
+//   - in another order, the key's index, unless f's time range holds fewer than rangeSortMax
+//     runs: then runs_start (the range, sorted).
+func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, ranks bool) (string, error) {
+	switch {
+	case !ranks:
+		return "", nil
+	case f.SessionID != "":
+		return "runs_session", nil
+	case rankIndex[o.Key] == "" || f.Limit <= 0:
+		for _, c := range []struct {
+			on    bool
+			index string
+			g     store.RunFilter
+		}{{f.MinCostUSD > 0, "runs_cost", store.RunFilter{MinCostUSD: f.MinCostUSD}}, {f.ErrorsOnly, "runs_errors", store.RunFilter{ErrorsOnly: true}}} {
+			if !c.on {
+				continue
+			}
+			if small, err := fewRuns(ctx, db, c.g, c.index); err != nil || small {
+				return c.index, err
+			}
+		}
+		return "runs_start", nil
+	case f.Since.IsZero() && f.Until.IsZero():
+		return rankIndex[o.Key], nil
+	}
+	small, err := fewRuns(ctx, db, store.RunFilter{Since: f.Since, Until: f.Until}, "runs_start")
+	if small {
+		return "runs_start", err
+	}
+	return rankIndex[o.Key], err
+}
+
+// fewRuns reports whether fewer than rangeSortMax runs match g (its time range, cost and error
+// filters), reading at most that many rows of index.
+func fewRuns(ctx context.Context, db queryer, g store.RunFilter, index string) (bool, error) {
+	g.Limit = rangeSortMax
+	q, args := rankedRunsQuery(g, store.RunOrder{}, index)
+	if i := strings.Index(q, " ORDER BY "); i >= 0 {
+		q = q[:i] + fmt.Sprintf(" LIMIT %d", rangeSortMax) // any rows: the index's order
+	}
 	rows, err := db.QueryContext(ctx, `SELECT COUNT(*) FROM (`+strings.Replace(q, runColumns, "1", 1)+`)`, args...)
 	if err != nil {
 		return false, err

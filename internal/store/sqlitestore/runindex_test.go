@@ -582,6 +582,22 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 	assert.Contains(t, plan, "USING INDEX runs_start", "the time range is walked on the start index")
 	assert.Contains(t, plan, "TEMP B-TREE FOR ORDER BY", "ordered by cost after the walk")
 
+	// In start order, a cost or error filter that keeps few runs reads them on the key's index
+	// (then sorts them), one that keeps many walks runs_start.
+	for _, c := range []struct {
+		f     store.RunFilter
+		index string
+	}{{store.RunFilter{Limit: 20, MinCostUSD: 1e-12}, "runs_cost"}, {store.RunFilter{Limit: 20, ErrorsOnly: true}, "runs_errors"}} {
+		via, err := pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
+		require.NoError(t, err)
+		assert.Equal(t, c.index, via, "%+v", c.f)
+		rangeSortMax = 1
+		via, err = pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
+		require.NoError(t, err)
+		assert.Equal(t, "runs_start", via, "%+v with more than rangeSortMax matches", c.f)
+		rangeSortMax = saved
+	}
+
 	// Through a key's index, the descending listing reads the index in order (no sort), the
 	// ascending one sorts only runs of equal key.
 	for _, k := range store.RunOrders {
