@@ -167,7 +167,10 @@ type sessionsView struct {
 	SortURL    map[string]string // the list sorted by each key (descending; again: ascending)
 	LastURL    string            // set when the page asked for is past the last one
 	Order      string            // how the rows are ordered, in words ("newest first")
-	Err        string
+	// Searched is set when the filters that read each run (text, agent) stopped after the newest
+	// Searched runs of the range (maxSearched): older runs were not searched.
+	Searched int
+	Err      string
 }
 
 // orderWords says how a listing sorted by key (a store.RunOrders key, "" for start) runs.
@@ -230,11 +233,11 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, "sessions.html", v)
 		return
 	}
-	rows, total, more, err := s.sessions(r.Context(), v.F, since, until)
+	rows, total, more, searched, err := s.searchSessions(r.Context(), v.F, since, until)
 	if err != nil {
 		v.Err = err.Error()
 	}
-	v.Rows, v.Total, v.More = rows, total, more
+	v.Rows, v.Total, v.More, v.Searched = rows, total, more, searched
 	v.Pages = (total + s.opts.PageSize - 1) / s.opts.PageSize
 	if more {
 		v.Pages++ // at least one more page; how many is not counted
@@ -279,8 +282,22 @@ const countCap = 1000
 // empty and says so.
 const maxSortedRows = 10_000
 
-// sessions lists the runs matching f and returns the requested page, the number of matching
-// runs, and whether there are more than that. The runs are read newest first from the run index
+// maxSearched bounds the runs of the range that the filters reading each run (text, agent, and
+// alerts on a store without a list of diverged runs) read for one page, newest first: past it
+// the page lists what the newest maxSearched runs hold and says so, so that a search takes the
+// same time on a store of 10^4 runs and of 10^6 (narrowing the range with since and until
+// searches older runs). A var for the tests.
+var maxSearched = 10_000
+
+// sessions is searchSessions without the number of runs searched.
+func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
+	page, n, more, _, err := s.searchSessions(ctx, f, since, until)
+	return page, n, more, err
+}
+
+// searchSessions lists the runs matching f and returns the requested page, the number of
+// matching runs, whether there are more than that, and, when a filter that reads each run
+// stopped at maxSearched runs, that number (else 0). The runs are read newest first from the run index
 // in pages (store.EachRun), never all at once, so memory is bounded by the page whatever the
 // store holds:
 //   - in start order (the default), with any filter, the walk stops once the page is full and
@@ -295,16 +312,17 @@ const maxSortedRows = 10_000
 // The cost and error filters are applied in the run index (store.RunFilter.MinCostUSD and
 // ErrorsOnly), so they read no run; nor does the alerts filter, from the index's alert count and
 // the store's runs with a divergence record (store.DivergedRunLister; a store without that list
-// reads each run); filters on agents and text read each candidate run once; the result is kept
-// per run (a bounded cache, maxDetails) until its span count changes.
-func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, error) {
+// reads each run); filters on agents and text read each candidate run once, at most maxSearched
+// of them a page; the result is kept per run (a bounded cache, maxDetails) until its span count
+// changes.
+func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, int, error) {
 	// The alerts filter reads the run index's alert count and the store's list of runs with a
 	// divergence record (store.DivergedRunLister) when the store has one; else each run.
 	var diverged map[string]bool
 	if f.Alerts {
 		var err error
 		if diverged, err = store.DivergedSet(ctx, s.opts.Reader); err != nil {
-			return nil, 0, false, err
+			return nil, 0, false, 0, err
 		}
 	}
 	alertsFromIndex := diverged != nil
@@ -314,7 +332,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 	if f.Pattern != "" {
 		var err error
 		if inPattern, err = s.patternRuns(ctx, f.Pattern, since, until); err != nil {
-			return nil, 0, false, fmt.Errorf("pattern %s: %w", f.Pattern, err)
+			return nil, 0, false, 0, fmt.Errorf("pattern %s: %w", f.Pattern, err)
 		}
 	}
 	startOrder := f.Sort == "" || f.Sort == "start" && !f.Asc
@@ -332,7 +350,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		switch {
 		case errors.Is(err, errors.ErrUnsupported):
 		case err != nil:
-			return nil, 0, false, err
+			return nil, 0, false, 0, err
 		default:
 			ranked = true
 			for i := from; i < min(from+size, len(rows)); i++ {
@@ -340,7 +358,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 			}
 		}
 	}
-	n, more := 0, false
+	n, more, read, searched := 0, false, 0, 0
 	err := store.EachRun(ctx, s.opts.Reader, rf, func(sum store.RunSummary) bool {
 		if inPattern != nil && !inPattern[sum.TraceID] {
 			return true
@@ -353,6 +371,11 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		}
 		row := sessionRow{RunSummary: sum}
 		if needDetail {
+			if read >= maxSearched {
+				searched, more = read, true
+				return false
+			}
+			read++
 			row.D = s.detail(ctx, sum)
 			if f.Agent != "" && !anyContains(row.D.Agents, f.Agent) {
 				return true
@@ -383,7 +406,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		return true
 	})
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, 0, err
 	}
 	if !startOrder && !ranked {
 		sortRows(best, f.Sort, !f.Asc)
@@ -397,7 +420,7 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 		}
 	}
 	distinctIDs(page)
-	return page, n, more, nil
+	return page, n, more, searched, nil
 }
 
 func anyContains(list []string, sub string) bool {

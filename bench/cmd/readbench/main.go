@@ -51,7 +51,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -650,18 +649,39 @@ func count(ctx context.Context, db *sql.DB, q string, args ...any) (int, error) 
 
 // cpuMedian runs the command reps times and returns the median of its CPU time (user + system):
 // on a loaded machine a process's wall time is mostly waiting for a core; and the largest peak
-// RSS of the runs (getrusage ru_maxrss, KiB).
+// RSS of the runs in KiB (0 without /usr/bin/time). The peak RSS is /usr/bin/time's: the
+// ru_maxrss that wait4 gives readbench for its own child counts readbench's RSS too (Go starts a
+// child with vfork, and exec records the high-water mark of the memory it shared).
 func cpuMedian(reps int, name string, args ...string) (time.Duration, int64, error) {
 	ds := make([]time.Duration, 0, reps)
 	var rss int64
+	out, err := os.CreateTemp("", "readbench-rss-")
+	if err != nil {
+		return 0, 0, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	_, noTime := os.Stat("/usr/bin/time")
 	for i := 0; i < reps; i++ {
 		cmd := exec.Command(name, args...)
+		if noTime == nil {
+			cmd = exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", out.Name(), name}, args...)...)
+		}
 		if err := cmd.Run(); err != nil {
 			return 0, 0, err
 		}
+		// wait4's CPU times of /usr/bin/time include the command it waited for
 		ds = append(ds, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = max(rss, ru.Maxrss)
+		if noTime == nil {
+			b, err := os.ReadFile(out.Name())
+			if err != nil {
+				return 0, 0, err
+			}
+			kb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("/usr/bin/time -f %%M: %q: %w", b, err)
+			}
+			rss = max(rss, kb)
 		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
