@@ -129,6 +129,11 @@ func (t *Tiered) RankedRuns(ctx context.Context, f RunFilter, o RunOrder) ([]Run
 					perRun = append(perRun, e)
 				}
 			}
+			if may, err := sessionsBefore(ctx, r, perRun); err != nil {
+				return nil, err
+			} else if !may {
+				continue // every session it holds started after the oldest run of the others
+			}
 			oldest, err := oldestStart(ctx, perRun)
 			if err != nil {
 				return nil, err

@@ -47,6 +47,35 @@ type SessionLister interface {
 	ListsSessions() bool
 }
 
+// OldestSessionStarter is a SessionLister that tells the earliest start of the sessions it
+// holds without merging every partial (the Parquet cold tier: its oldest date partition). ok is
+// false when it cannot tell (none, or a partial without a start).
+type OldestSessionStarter interface {
+	OldestStart(ctx context.Context) (oldest time.Time, ok bool, err error)
+}
+
+// sessionsBefore reports whether the session reader r may hold a session that started before
+// the oldest run of the per-run readers (and so one they lost to retention): false when both
+// are known and r's oldest session starts at or after it. A reader that cannot tell may.
+func sessionsBefore(ctx context.Context, r Reader, perRun []Reader) (bool, error) {
+	starter, ok := r.(OldestSessionStarter)
+	if !ok {
+		return true, nil
+	}
+	oldest, err := oldestStart(ctx, perRun)
+	if errors.Is(err, errors.ErrUnsupported) || err == nil && oldest.IsZero() {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	first, ok, err := starter.OldestStart(ctx)
+	if err != nil || !ok {
+		return true, err
+	}
+	return first.Before(oldest), nil
+}
+
 func listsSessions(r Reader) bool {
 	s, ok := r.(SessionLister)
 	return ok && s.ListsSessions()
@@ -66,7 +95,8 @@ func listsSessions(r Reader) bool {
 // filter, a session row is listed only when it started before the oldest run those tiers hold
 // (sessionsBefore), as RankedRuns lists them. A range that starts at or after the oldest run of
 // the per-run tiers (f.Since) does not read the session reader at all: it holds no run they lost
-// to retention there.
+// to retention there; nor does any listing when the session reader's oldest session starts at or
+// after that run (OldestSessionStarter).
 func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 	seen := map[string]bool{}
 	var out []RunSummary
@@ -103,6 +133,12 @@ func (t *Tiered) Runs(ctx context.Context, f RunFilter) ([]RunSummary, error) {
 				if err == nil && !oldest.IsZero() && !f.Since.Before(oldest) {
 					continue
 				}
+			}
+			// Nor is a session reader whose sessions all started at or after that run.
+			if may, err := sessionsBefore(ctx, r, perRun); err != nil {
+				return nil, err
+			} else if !may {
+				continue
 			}
 		}
 		rows, err := r.Runs(ctx, sub)

@@ -130,3 +130,50 @@ func TestTieredSkipsSessionsInsideTheRunTiersRange(t *testing.T) {
 	assert.Equal(t, old, got[11], "the session retention removed from the hot tier")
 	assert.Len(t, cold.asked, 1)
 }
+
+// oldestSessions is a session tier that tells its oldest session's start.
+type oldestSessions struct{ sessions }
+
+func (o *oldestSessions) OldestStart(context.Context) (time.Time, bool, error) {
+	var first time.Time
+	for _, r := range o.rows {
+		if first.IsZero() || r.Start.Before(first) {
+			first = r.Start
+		}
+	}
+	return first, !first.IsZero(), nil
+}
+
+// TestTieredSkipsSessionsNewerThanTheRunTiers: a session tier whose sessions all started at or
+// after the oldest run of the per-run tiers is read by no listing (it holds nothing they lost
+// to retention); one holding an older session is read, and its session listed.
+func TestTieredSkipsSessionsNewerThanTheRunTiers(t *testing.T) {
+	ctx := context.Background()
+	at := func(m int) time.Time { return time.Unix(0, t0).Add(time.Duration(m) * time.Minute).UTC() }
+	hot := &ranking{}
+	for m := 20; m >= 10; m-- {
+		hot.rows = append(hot.rows, store.RunSummary{TraceID: fmt.Sprintf("t%02d", m), SessionID: "s", Start: at(m), Tier: "hot"})
+	}
+	cold := &oldestSessions{sessions{limited{rows: []store.RunSummary{
+		{SessionID: "s", TraceID: "t10", TraceIDs: []string{"t10", "t11"}, Start: at(10), Tier: "cold"}}}}}
+	r := store.NewTiered(hot, cold)
+	for _, f := range []store.RunFilter{{}, {Limit: 50}, {Limit: 50, ErrorsOnly: true}, {Limit: 5, Until: at(12)}} {
+		got, err := r.Runs(ctx, f)
+		require.NoError(t, err)
+		assert.Len(t, got, map[bool]int{true: 0, false: 11}[f.ErrorsOnly]-map[bool]int{true: 9, false: 0}[!f.Until.IsZero()], "%+v", f)
+	}
+	_, err := r.RankedRuns(ctx, store.RunFilter{Limit: 50}, store.RunOrder{Key: store.OrderCost})
+	require.NoError(t, err)
+	assert.Empty(t, cold.asked, "the cold tier is not read")
+
+	old := store.RunSummary{SessionID: "old", TraceID: "t-old", TraceIDs: []string{"t-old"}, Start: at(5), Tier: "cold"}
+	cold.rows = append(cold.rows, old)
+	got, err := r.Runs(ctx, store.RunFilter{Limit: 50})
+	require.NoError(t, err)
+	require.Len(t, got, 12)
+	assert.Equal(t, old, got[11])
+	ranked, err := r.RankedRuns(ctx, store.RunFilter{Limit: 50}, store.RunOrder{Key: store.OrderStart, Asc: true})
+	require.NoError(t, err)
+	require.NotEmpty(t, ranked)
+	assert.Equal(t, old, ranked[0])
+}

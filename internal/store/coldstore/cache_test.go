@@ -4,6 +4,7 @@ package coldstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +84,44 @@ func TestListingsReadEachObjectOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 	assert.Equal(t, fresh(), sessions())
+}
+
+// TestOldestStartReadsTheOldestPartition: OldestStart is the start of the earliest session (as
+// Sessions merges them) and reads the objects of the oldest date partition only.
+func TestOldestStartReadsTheOldestPartition(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w, err := Open(ctx, dir, Options{})
+	require.NoError(t, err)
+	defer w.Close()
+	r, err := Open(ctx, dir, Options{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	_, ok, err := r.OldestStart(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "an empty bucket")
+
+	_, err = w.Write(ctx, store.Partials(storetest.Traces(runA, runB, runC), plog.Logs{}, nil, 0, nil))
+	require.NoError(t, err)
+	keys, err := w.Keys(ctx)
+	require.NoError(t, err)
+	require.Greater(t, len(keys), 1, "the runs are on more than one day")
+	days := map[string]bool{}
+	for _, k := range keys {
+		d, _, _ := strings.Cut(k, "/")
+		days[d] = true
+	}
+	require.Greater(t, len(days), 1)
+
+	oldest, ok, err := r.OldestStart(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.EqualValues(t, 1, r.cache.decoded.Load(), "one object read: the oldest day's")
+	ss, err := r.Sessions(ctx)
+	require.NoError(t, err)
+	want := ss[0].FirstSeen
+	for _, s := range ss {
+		want = min(want, s.FirstSeen)
+	}
+	assert.Equal(t, time.Unix(0, want).UTC(), oldest)
 }

@@ -230,6 +230,39 @@ func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	return slices.Clone(ss), nil
 }
 
+// OldestStart implements store.OldestSessionStarter: the earliest first_seen_unix_nano of the
+// partials in the oldest date partition, which holds the earliest partial of every session that
+// started first (Write puts a session's rows in the partition of its earliest first seen). It
+// reads that partition's objects only (through the cache); ok is false for an empty bucket and
+// when a partial there has no first seen (its session's start is unknown).
+func (s *Store) OldestStart(ctx context.Context) (oldest time.Time, ok bool, err error) {
+	objs, _, err := s.listing(ctx)
+	if err != nil || len(objs) == 0 {
+		return time.Time{}, false, err
+	}
+	part, _, _ := strings.Cut(objs[0].key, "/") // the listing is in key order: date=YYYY-MM-DD first
+	var first []listedObject
+	for _, o := range objs {
+		if strings.HasPrefix(o.key, part+"/") {
+			first = append(first, o)
+		}
+	}
+	ps, err := s.read(ctx, first)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var min int64
+	for _, p := range ps {
+		if p.FirstSeen == 0 {
+			return time.Time{}, false, nil
+		}
+		if min == 0 || p.FirstSeen < min {
+			min = p.FirstSeen
+		}
+	}
+	return time.Unix(0, min).UTC(), min != 0, nil
+}
+
 // Keys lists the Parquet object keys.
 func (s *Store) Keys(ctx context.Context) ([]string, error) {
 	var keys []string
