@@ -292,12 +292,14 @@ var rankIndex = map[string]string{
 }
 
 // rankIndexesDDL creates the rankIndex indexes, on runOrderSQL's expressions (an expression
-// index serves an ORDER BY of the same expression only).
+// index serves an ORDER BY of the same expression only). runs_errors holds only the runs with
+// errors (a partial index: a batch that adds no error span to a run does not touch it); the
+// runs without are read on runs_start, before (ascending) or after (descending) it (byErrors).
 const rankIndexesDDL = `
 CREATE INDEX IF NOT EXISTS runs_duration ON runs (MAX(end_time_unix_nano - start_time_unix_nano, 0) DESC, start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_cost ON runs (cost_usd DESC, start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_tokens ON runs (input_tokens + output_tokens DESC, start_time_unix_nano DESC, trace_id);
-CREATE INDEX IF NOT EXISTS runs_errors ON runs (errors DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_errors ON runs (errors DESC, start_time_unix_nano DESC, trace_id) WHERE errors > 0;
 `
 
 // hasRankIndexes reports whether the file of db has every rankIndex index (a file written by a
@@ -327,12 +329,12 @@ func RankedRunsQuery(f store.RunFilter, o store.RunOrder) (string, []any) {
 
 // rankedRunsQuery is RankedRunsQuery reading the runs through the index named via ("": the
 // one SQLite picks).
-func rankedRunsQuery(f store.RunFilter, o store.RunOrder, via string) (string, []any) {
+func rankedRunsQuery(f store.RunFilter, o store.RunOrder, via string, terms ...string) (string, []any) {
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if via != "" {
 		q += ` INDEXED BY ` + via
 	}
-	var where []string
+	where := append([]string(nil), terms...)
 	var args []any
 	if f.SessionID != "" {
 		// A run without a session key is its own session: its trace id names it.
@@ -385,8 +387,13 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
 	}
-	q, args := rankedRunsQuery(f, o, via)
-	out, err := scanRuns(ctx, db, q, args, tier)
+	var out []store.RunSummary
+	if via == "runs_errors" && o.Key == store.OrderErrors && f.Limit > 0 {
+		out, err = byErrors(ctx, db, f, o, tier)
+	} else {
+		q, args := rankedRunsQuery(f, o, via)
+		out, err = scanRuns(ctx, db, q, args, tier)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +452,37 @@ func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOr
 		return "runs_start", err
 	}
 	return rankIndex[o.Key], err
+}
+
+// byErrors is the listing of f ordered by errors (o) through the partial index runs_errors: the
+// runs with errors on it, the runs without (errors 0, newest first, as ties are) on runs_start,
+// after them descending and before them ascending, up to f.Limit.
+func byErrors(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string) ([]store.RunSummary, error) {
+	with := func(limit int) ([]store.RunSummary, error) {
+		g := f
+		g.Limit = limit
+		q, args := rankedRunsQuery(g, o, "runs_errors", "errors > 0")
+		return scanRuns(ctx, db, q, args, tier)
+	}
+	without := func(limit int) ([]store.RunSummary, error) {
+		if f.ErrorsOnly {
+			return nil, nil
+		}
+		g := f
+		g.Limit = limit
+		q, args := rankedRunsQuery(g, store.RunOrder{}, "runs_start", "errors = 0")
+		return scanRuns(ctx, db, q, args, tier)
+	}
+	first, second := with, without
+	if o.Asc {
+		first, second = without, with
+	}
+	out, err := first(f.Limit)
+	if err != nil || len(out) >= f.Limit {
+		return out, err
+	}
+	more, err := second(f.Limit - len(out))
+	return append(out, more...), err
 }
 
 // fewRuns reports whether fewer than rangeSortMax runs match g (its time range, cost and error
