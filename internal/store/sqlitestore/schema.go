@@ -96,7 +96,9 @@ package sqlitestore
 // The logs_event index (event_name, trace_id) lists the runs with a record of one event (the
 // replay divergences, DB.DivergedRuns) without a scan; it is part of the schema (ddl), so a file
 // of any version gains it when opened for writing, and read-only without it the same query
-// scans the logs table.
+// scans the logs table. So are the run index's sort indexes (runs_cost, runs_duration,
+// runs_tokens, runs_errors: runindex.go), in the hot and the warm file: read-only without them a
+// ranked listing sorts the runs of its range.
 const SchemaVersion = 8
 
 const ddl = dictsDDL + `
