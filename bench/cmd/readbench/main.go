@@ -76,6 +76,7 @@ func main() {
 	migrate := flag.Bool("migrate", false, "instead: make -dir's hot.db a version 2 file (no run index; its span bodies become unreadable: a scratch directory) and time the migration that rebuilds the index when the file is opened for writing")
 	have := flag.Int("have", 0, "runs the store in -dir already holds (from an earlier run with the same -dir): measure without writing them again")
 	stores := flag.String("stores", "", "instead: measure these existing stores, DIR:RUNS,DIR:RUNS (each grown by readbench to RUNS), in one table")
+	skipUI := flag.String("skip-ui", "", "comma-separated substrings: skip the uiQueries that contain one (e.g. pattern)")
 	writeOnly := flag.Bool("write-only", false, "grow the store in -dir to the largest of -sizes and measure nothing (a later run measures it with -have)")
 	flag.Parse()
 	var sizes []int
@@ -103,6 +104,19 @@ func main() {
 			fail(err)
 		}
 		return
+	}
+	if *skipUI != "" {
+		var keep []string
+		for _, q := range uiQueries {
+			skip := false
+			for _, sub := range strings.Split(*skipUI, ",") {
+				skip = skip || sub != "" && strings.Contains(q, sub)
+			}
+			if !skip {
+				keep = append(keep, q)
+			}
+		}
+		uiQueries = keep
 	}
 	if *stores != "" {
 		if err := measureStores(context.Background(), *stores, *reps, *baselineMax, *cli); err != nil {

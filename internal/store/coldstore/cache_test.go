@@ -113,6 +113,10 @@ func TestOldestStartReadsTheOldestPartition(t *testing.T) {
 	}
 	require.Greater(t, len(days), 1)
 
+	_, ok, err = r.OldestStart(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "the last answer, given again for oldestFor")
+	r.oldest = oldestAnswer{} // as oldestFor later
 	oldest, ok, err := r.OldestStart(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
