@@ -369,7 +369,7 @@ func measureStores(ctx context.Context, list string, reps, baselineMax int, cli 
 		dir, n, ok := strings.Cut(item, ":")
 		runs, err := strconv.Atoi(n)
 		if !ok || err != nil || runs <= 0 {
-			return fmt.Errorf("-stores %q: want DIR:RUNS,...", list)
+			return fmt.Errorf("-stores %q: want DIR:RUNS items, comma-separated", list)
 		}
 		began := time.Now()
 		t, err := openTiers(ctx, dir)
