@@ -118,7 +118,9 @@ func (a *glAllow) allowed(secret, match, line string) bool {
 // its keywords (gitleaks matches keywords case-insensitively; here the lower, upper and title case
 // forms are triggers). A match counts when, as in gitleaks, its secret (the rule's secret group,
 // else the first non-empty group, else the match) has more Shannon entropy than the rule's
-// threshold and no allowlist accepts it; in addition it must not be a placeholder by shape. Only
+// threshold and no allowlist accepts it; in addition it must not be a placeholder by shape
+// (placeholderIn: a secret that starts with one of the rule's keywords is in its issuer's format,
+// where only formatPlaceholder's placeholders pass). Only
 // the secret is replaced, never the key or the quotes around it.
 func gitleaksDetectors() []*rule { return fileDetectors(gitleaksData(), &gitleaksData().Global) }
 
@@ -259,7 +261,7 @@ func gitleaksCheck(g *glRule, re *regexp.Regexp, global *glAllow) func(string, [
 				return 0, 0, false
 			}
 		}
-		if isPlaceholder(secret) {
+		if placeholderIn(secret, g.Keywords) {
 			return 0, 0, false
 		}
 		return a, b, true

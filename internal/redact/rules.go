@@ -63,18 +63,27 @@ func caseVariants(words ...string) []string {
 	return out
 }
 
-// notPlaceholder accepts the replaced span unless it is a placeholder.
-func notPlaceholder(s string, _ []int, start, end int) (int, int, bool) {
-	return start, end, !isPlaceholder(s[start:end])
+// checkFunc validates a match of a rule (rule.check).
+type checkFunc = func(s string, m []int, start, end int) (int, int, bool)
+
+// notPlaceholder accepts the replaced span unless it is a placeholder (placeholderIn: a span
+// that starts with one of the rule's prefixes kw is judged as its issuer's format).
+func notPlaceholder(kw []string) checkFunc {
+	return func(s string, _ []int, start, end int) (int, int, bool) {
+		return start, end, !placeholderIn(s[start:end], kw)
+	}
 }
 
-// randomSecret: not a placeholder, and mixed enough to be a generated key.
-func randomSecret(s string, _ []int, start, end int) (int, int, bool) {
-	v := s[start:end]
-	if isPlaceholder(v) || entropy(v) < 3.0 {
-		return 0, 0, false
+// randomSecret: not a placeholder (placeholderIn with the rule's prefixes kw), and mixed enough
+// to be a generated key (3 bits of entropy per byte or more).
+func randomSecret(kw []string) checkFunc {
+	return func(s string, _ []int, start, end int) (int, int, bool) {
+		v := s[start:end]
+		if placeholderIn(v, kw) || entropy(v) < 3.0 {
+			return 0, 0, false
+		}
+		return start, end, true
 	}
-	return start, end, true
 }
 
 func valueCheck(f func(string) bool) func(string, []int, int, int) (int, int, bool) {
@@ -149,18 +158,22 @@ func builtinRules() []*rule {
 }
 
 func compileBuiltinRules() []*rule {
-	sec := func(name, re string, kw []string, after int, check func(string, []int, int, int) (int, int, bool)) *rule {
+	sec := func(name, re string, kw []string, after int, check checkFunc) *rule {
 		if check == nil {
-			check = notPlaceholder
+			check = notPlaceholder(kw)
 		}
 		return &rule{name: name, cat: CategorySecret, re: regexp.MustCompile(re), keywords: kw, before: 8, after: after, check: check}
+	}
+	// secKW: a rule whose check is made from its keywords (randomSecret)
+	secKW := func(name, re string, kw []string, after int, mk func([]string) checkFunc) *rule {
+		return sec(name, re, kw, after, mk(kw))
 	}
 	rs := []*rule{
 		sec(RulePEMPrivateKey, `-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,\-]*)`,
 			[]string{"-----BEGIN"}, 16384, func(_ string, _ []int, a, b int) (int, int, bool) { return a, b, true }),
 		sec(RuleJWT, `\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, []string{"eyJ"}, 8192, nil),
 		sec(RuleAnthropic, `\bsk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,}`, []string{"sk-ant-"}, 256, nil),
-		sec(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
+		secKW(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
 		sec(RuleAWSSigV4, `Credential=([A-Za-z0-9]{16,128})/`, []string{"Credential="}, 160, nil),
 		sec(RuleAWSAccessKeyID, `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b`,
 			[]string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA"}, 32, nil),
@@ -177,10 +190,11 @@ func compileBuiltinRules() []*rule {
 		sec(RuleSlackWebhook, `https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}`, []string{"hooks.slack.com"}, 256, nil),
 		sec(RuleStripe, `\b(?:sk|rk)_(?:live|test|prod)_([A-Za-z0-9]{10,247})`, []string{"sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"}, 300,
 			func(s string, m []int, a, b int) (int, int, bool) {
-				// "test" is part of Stripe's test-mode prefix; only the random part must not be a placeholder.
-				return m[0], m[1], !isPlaceholder(s[m[2]:m[3]])
+				// "test" is part of Stripe's test-mode prefix; only the random part must not be a
+				// placeholder, judged as the format's (formatPlaceholder): the prefix names it a key
+				return m[0], m[1], !formatPlaceholder(s[m[2]:m[3]])
 			}),
-		sec(RuleHuggingFace, `\b(?:hf_[A-Za-z0-9]{30,40}|api_org_[A-Za-z0-9]{30,40})\b`, []string{"hf_", "api_org_"}, 64, randomSecret),
+		secKW(RuleHuggingFace, `\b(?:hf_[A-Za-z0-9]{30,40}|api_org_[A-Za-z0-9]{30,40})\b`, []string{"hf_", "api_org_"}, 64, randomSecret),
 		sec(RuleNPM, `\bnpm_[A-Za-z0-9]{36}\b`, []string{"npm_"}, 48, nil),
 		sec(RuleSendGrid, `\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b`, []string{"SG."}, 80, nil),
 		sec(RuleGroq, `\bgsk_[A-Za-z0-9]{48,52}\b`, []string{"gsk_"}, 64, nil),
@@ -188,17 +202,17 @@ func compileBuiltinRules() []*rule {
 		sec(RuleReplicate, `\br8_[A-Za-z0-9]{37}\b`, []string{"r8_"}, 48, nil),
 		sec(RuleDatabricks, `\bdapi[a-f0-9]{32}(?:-\d)?\b`, []string{"dapi"}, 48, nil),
 		sec(RulePyPI, `\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, []string{"pypi-AgEIcHlwaS5vcmc"}, 1024, nil),
-		sec(RulePerplexity, `\bpplx-[A-Za-z0-9]{40,64}\b`, []string{"pplx-"}, 80, randomSecret),
-		sec(RuleTavily, `\btvly-(?:dev-|prod-)?[A-Za-z0-9]{20,64}\b`, []string{"tvly-"}, 80, randomSecret),
+		secKW(RulePerplexity, `\bpplx-[A-Za-z0-9]{40,64}\b`, []string{"pplx-"}, 80, randomSecret),
+		secKW(RuleTavily, `\btvly-(?:dev-|prod-)?[A-Za-z0-9]{20,64}\b`, []string{"tvly-"}, 80, randomSecret),
 		sec(RuleLangSmith, `\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b`, []string{"lsv2_"}, 64, nil),
-		sec(RulePinecone, `\bpcsk_[A-Za-z0-9_]{40,100}\b`, []string{"pcsk_"}, 120, randomSecret),
-		sec(RuleNotion, `\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b`, []string{"ntn_", "secret_"}, 64, randomSecret),
+		secKW(RulePinecone, `\bpcsk_[A-Za-z0-9_]{40,100}\b`, []string{"pcsk_"}, 120, randomSecret),
+		secKW(RuleNotion, `\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b`, []string{"ntn_", "secret_"}, 64, randomSecret),
 		sec(RuleLinear, `\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b`, []string{"lin_api_", "lin_oauth_"}, 64, nil),
 		sec(RuleShopify, `\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b`, []string{"shpat_", "shpca_", "shppa_", "shpss_"}, 48, nil),
 		sec(RuleDigitalOcean, `\bdo[opr]_v1_[a-f0-9]{64}\b`, []string{"dop_v1_", "doo_v1_", "dor_v1_"}, 80, nil),
-		sec(RuleDockerHub, `\bdckr_pat_[A-Za-z0-9_\-]{27,}`, []string{"dckr_pat_"}, 80, randomSecret),
-		sec(RuleTelegramBot, `\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b`, []string{":AA"}, 48, randomSecret),
-		sec(RuleNewRelicUser, `\bNRAK-[A-Z0-9]{27}\b`, []string{"NRAK-"}, 40, randomSecret),
+		secKW(RuleDockerHub, `\bdckr_pat_[A-Za-z0-9_\-]{27,}`, []string{"dckr_pat_"}, 80, randomSecret),
+		secKW(RuleTelegramBot, `\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b`, []string{":AA"}, 48, randomSecret),
+		secKW(RuleNewRelicUser, `\bNRAK-[A-Z0-9]{27}\b`, []string{"NRAK-"}, 40, randomSecret),
 		sec(RulePEMBase64, `LS0tLS1CRUdJT[A-Za-z0-9+/=\s]{40,}`, []string{"LS0tLS1CRUdJT"}, 16384, pemBase64Check),
 		// user:password@ in a URL; a multi-host URL (postgres://u:p1@h1,u:p2@h2/db) has one per
 		// host; the password may hold '@' (the last '@' before the host ends it)
