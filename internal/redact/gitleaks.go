@@ -124,10 +124,13 @@ func (a *glAllow) allowed(secret, match, line string) bool {
 // the secret is replaced, never the key or the quotes around it.
 func gitleaksDetectors() []*rule { return fileDetectors(gitleaksData(), &gitleaksData().Global) }
 
-// velesDetectors compiles the generated Veles rules as gitleaksDetectors does (with gitleaks'
-// global allowlist: templates, environment references, filler runs).
+// velesDetectors compiles the generated Veles rules as gitleaksDetectors does (with the regexes
+// of gitleaks' global allowlist: templates, environment references, filler runs; not with its
+// stopwords, which are gitleaks' choice for its own rules: a Veles format match holding the
+// alphabet, cioAbCdEf...XyZ123456, is a credential in that format, as placeholderIn judges one).
 func velesDetectors() []*rule {
-	out := fileDetectors(velesData(), &gitleaksData().Global)
+	global := velesGlobal()
+	out := fileDetectors(velesData(), &global)
 	res := make([]*regexp.Regexp, len(out))
 	for i, r := range out {
 		res[i] = r.re
@@ -158,6 +161,13 @@ func velesDetectors() []*rule {
 		}
 	}
 	return out
+}
+
+// velesGlobal is gitleaks' global allowlist without its stopwords.
+func velesGlobal() glAllow {
+	g := gitleaksData().Global
+	g.Stopwords = nil
+	return g
 }
 
 // gluedRepeat reports whether the n bytes of s before at are themselves a whole match of one of

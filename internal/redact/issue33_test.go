@@ -99,3 +99,28 @@ func TestFormatPlaceholdersKept(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue33PairsFound: a Google OAuth client id next to its client secret, a credential in
+// the value attribute of a name/value pair, and a Veles format match holding the alphabet are
+// taken; an id alone, other names, placeholders and anti-forgery tokens stay
+// (TestIssue33PairsKept).
+func TestIssue33PairsFound(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "issue33_round2_found.txt") {
+		if len(c) != 2 {
+			t.Fatalf("case %q: want input and value", c)
+		}
+		if out, fs := r.Redact(c[0]); strings.Contains(out, c[1]) {
+			t.Errorf("%q: %q kept (%v)", c[0], c[1], fs)
+		}
+	}
+}
+
+func TestIssue33PairsKept(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "issue33_round2_kept.txt") {
+		if out, fs := r.Redact(c[0]); out != c[0] {
+			t.Errorf("changed %q -> %q (%v)", c[0], out, fs)
+		}
+	}
+}

@@ -103,45 +103,49 @@ const (
 	RuleAWSSigV4       = "aws_sigv4_credential"
 	RuleGoogleAPIKey   = "google_api_key"
 	RuleGoogleOAuth    = "google_oauth_token"
-	RuleGitHub         = "github_token"
-	RuleGitLab         = "gitlab_token"
-	RuleSlackToken     = "slack_token"
-	RuleSlackWebhook   = "slack_webhook"
-	RuleStripe         = "stripe_secret_key"
-	RuleHuggingFace    = "huggingface_token"
-	RuleNPM            = "npm_token"
-	RuleSendGrid       = "sendgrid_api_key"
-	RuleGroq           = "groq_api_key"
-	RuleXAI            = "xai_api_key"
-	RuleReplicate      = "replicate_api_token"
-	RuleDatabricks     = "databricks_token"
-	RulePyPI           = "pypi_token"
-	RulePerplexity     = "perplexity_api_key"
-	RuleTavily         = "tavily_api_key"
-	RuleLangSmith      = "langsmith_api_key"
-	RulePinecone       = "pinecone_api_key"
-	RuleNotion         = "notion_token"
-	RuleLinear         = "linear_api_key"
-	RuleShopify        = "shopify_token"
-	RuleDigitalOcean   = "digitalocean_token"
-	RuleDockerHub      = "docker_hub_token"
-	RuleTelegramBot    = "telegram_bot_token"
-	RuleNewRelicUser   = "new_relic_user_api_key"
-	RulePEMBase64      = "pem_private_key_base64"
-	RuleURLCredentials = "url_credentials"
-	RuleURLToken       = "url_token"
+	// RuleGoogleOAuthClient is a Google OAuth client id written next to its client secret
+	RuleGoogleOAuthClient = "google_oauth_client_id"
+	RuleGitHub            = "github_token"
+	RuleGitLab            = "gitlab_token"
+	RuleSlackToken        = "slack_token"
+	RuleSlackWebhook      = "slack_webhook"
+	RuleStripe            = "stripe_secret_key"
+	RuleHuggingFace       = "huggingface_token"
+	RuleNPM               = "npm_token"
+	RuleSendGrid          = "sendgrid_api_key"
+	RuleGroq              = "groq_api_key"
+	RuleXAI               = "xai_api_key"
+	RuleReplicate         = "replicate_api_token"
+	RuleDatabricks        = "databricks_token"
+	RulePyPI              = "pypi_token"
+	RulePerplexity        = "perplexity_api_key"
+	RuleTavily            = "tavily_api_key"
+	RuleLangSmith         = "langsmith_api_key"
+	RulePinecone          = "pinecone_api_key"
+	RuleNotion            = "notion_token"
+	RuleLinear            = "linear_api_key"
+	RuleShopify           = "shopify_token"
+	RuleDigitalOcean      = "digitalocean_token"
+	RuleDockerHub         = "docker_hub_token"
+	RuleTelegramBot       = "telegram_bot_token"
+	RuleNewRelicUser      = "new_relic_user_api_key"
+	RulePEMBase64         = "pem_private_key_base64"
+	RuleURLCredentials    = "url_credentials"
+	RuleURLToken          = "url_token"
 	// RulePasswordHash, RuleGenericCredential (generic.go) and RulePrefixedToken (shape.go) come
 	// here in priority
 	RuleAuthorization = "authorization"
 	RuleCookie        = "cookie"
 	RulePasswordKey   = "password_key"
-	RuleIBAN          = "iban"
-	RuleEmail         = "email"
-	RuleCreditCard    = "credit_card"
-	RuleUSSSN         = "us_ssn"
-	RuleIPv4          = "ipv4_address"
-	RuleIPv6          = "ipv6_address"
-	RulePhone         = "phone_number"
+	// RuleNamedValue is a credential given as the value of a name/value pair of attributes
+	RuleNamedValue = "named_value"
+	RuleIBAN       = "iban"
+	RuleEmail      = "email"
+	RuleCreditCard = "credit_card"
+	RuleUSSSN      = "us_ssn"
+	RuleIPv4       = "ipv4_address"
+	RuleIPv6       = "ipv6_address"
+	RulePhone      = "phone_number"
 )
 
 var builtinTemplate = sync.OnceValue(compileBuiltinRules)
@@ -181,6 +185,11 @@ func compileBuiltinRules() []*rule {
 			caseVariants("aws", "amazon"), 128, nil),
 		sec(RuleGoogleAPIKey, `\bAIza[0-9A-Za-z_\-]{35}`, []string{"AIza"}, 48, nil),
 		sec(RuleGoogleOAuth, `\bya29\.[0-9A-Za-z_\-]{20,}`, []string{"ya29."}, 2048, nil),
+		// Veles' gcpoauth2client pairs the id and the secret; the id alone is an identifier
+		// (public in browser flows), the pair a client's credentials: the id is taken when a
+		// client secret stands within the window (oauthClientPaired)
+		{name: RuleGoogleOAuthClient, cat: CategorySecret, re: regexp.MustCompile(`\b[0-9]{10,15}-[A-Za-z0-9]{1,64}\.apps\.googleusercontent\.com\b`),
+			keywords: []string{".apps.googleusercontent.com"}, before: oauthClientWindow, after: oauthClientWindow, check: oauthClientPaired},
 		sec(RuleGitHub, `\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})`,
 			[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, 300, nil),
 		sec(RuleGitLab, `\bgl(?:pat|dt|rt|ptt|cbt|imt|oas|soat|ft|agent|ffct)-[A-Za-z0-9_\-]{20,}`,
@@ -249,17 +258,20 @@ func compileBuiltinRules() []*rule {
 			}),
 		sec(RulePasswordHash, passwordHashRE, passwordHashKeywords, 200, nil),
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["'\]]?[ \t]*(?:=>|::?=|:|=)[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|`+"`"+`([^`+"`"+`\r\n]{1,256})`+"`"+`|([^\s"'`+"`"+`,;&<>()\[\]{}]{1,256}))`,
-			slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
-				[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
-					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"}), 300,
-			passwordKeyCheck),
+			passwordKeyKeywords, 300, passwordKeyCheck),
+		// <add key="ApiSecret" value="..."/> (.NET appSettings), <param name="password" value="..."/>,
+		// <entry key="db.password" value="..."/> (Spring, Log4j): the name is in one attribute,
+		// the credential in the next; an explicit context (explicitPlaceholder)
+		sec(RuleNamedValue, `(?i)\b(?:key|name)[ \t]*=[ \t]*["']([A-Za-z0-9_.:\-]{1,64})["'][ \t]+value[ \t]*=[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})')`,
+			passwordKeyKeywords, 300, namedValueCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
 		{name: RulePrefixedToken, cat: CategorySecret}, // found by the byte scanner (scanPrefixedTokens), no regex
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
-		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash:
+		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash,
+			RuleGoogleOAuthClient, RuleNamedValue: // keywords inside a word: the id's suffix, reCaptchaSecret
 		default:
 			r.kwBoundary = true
 		}
@@ -314,6 +326,62 @@ func compileBuiltinRules() []*rule {
 		}
 	}
 	return rs
+}
+
+// passwordKeyKeywords trigger password_key and named_value: the credential words of a name.
+var passwordKeyKeywords = slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
+	[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
+		"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"})
+
+// namedValueCheck accepts the value attribute of a name/value pair whose name is a credential
+// name (sensitiveKey, not a bare "token") unless it is an explicit placeholder; only the value
+// is replaced. The allowlists of gitleaks' generic-api-key rule (CSRF tokens such as Rails'
+// authenticity_token, public keys) apply, as for password_key.
+func namedValueCheck(s string, m []int, _, _ int) (int, int, bool) {
+	key := s[m[2]:m[3]]
+	name, weak, ok := sensitiveKey(key)
+	if !ok || weak || name != RulePasswordKey || csrfName(key) {
+		return 0, 0, false
+	}
+	g := 2
+	if m[4] < 0 {
+		g = 3
+	}
+	a, b := m[2*g], m[2*g+1]
+	if explicitPlaceholder(s[a:b]) || genericAllowed(s[m[0]:m[1]], lineAround(s, m[0], m[1])) {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// csrfName reports whether a form field's name is an anti-forgery token's (csrf_token,
+// _csrf, Rails' authenticity_token): bound to a page, not a credential, and the hidden field
+// forms carry in every recorded page.
+func csrfName(name string) bool {
+	l := strings.ToLower(name)
+	return strings.Contains(l, "csrf") || strings.Contains(l, "xsrf") || l == "authenticity_token"
+}
+
+// oauthClientWindow is how far from a Google OAuth client id its client secret may stand, in
+// bytes either side: a client_secret.json (the "installed" or "web" object of Google's download,
+// about 400 bytes) or an env file with the two a few lines apart. Veles pairs them up to 10 KiB
+// apart (gcpoauth2client maxDistance), in files; in a payload a kilobyte keeps the pair local.
+const oauthClientWindow = 1024
+
+// oauthClientSecretRE is a Google OAuth client secret: GOCSPX- and 28 bytes (Veles'
+// gcpoauth2client clientSecretRe), or a value given to a client_secret name.
+var oauthClientSecretRE = regexp.MustCompile(`\bGOCSPX-[A-Za-z0-9_\-]{28}|(?i)client[_\-]?secret["']?\s*[:=]\s*["']?[A-Za-z0-9_\-]{16,}`)
+
+// oauthClientPaired accepts a Google OAuth client id when a client secret stands in the window s
+// (within oauthClientWindow bytes of the id's keyword) and the id's part between the project
+// number and the suffix is not a placeholder of the format (formatPlaceholder: the suffix names
+// the format).
+func oauthClientPaired(s string, m []int, a, b int) (int, int, bool) {
+	id := s[m[0]:m[1]]
+	if formatPlaceholder(id[strings.IndexByte(id, '-')+1 : strings.IndexByte(id, '.')]) {
+		return 0, 0, false
+	}
+	return a, b, oauthClientSecretRE.MatchString(s)
 }
 
 // BuiltinRules lists the names of the built-in rules in priority order.

@@ -16,7 +16,7 @@ import (
 // format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
 // for.
 var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true, redact.RuleURLToken: true,
-	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true}
+	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true, redact.RuleNamedValue: true}
 
 // formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519), not by
 // one family's: leaving a family out keeps them, except for the family named after the format
