@@ -275,8 +275,11 @@ func compileBuiltinRules() []*rule {
 		default:
 			r.kwBoundary = true
 		}
-		if r.name == RulePasswordKey {
+		switch r.name {
+		case RulePasswordKey:
 			r.narrow = keyValueWindow
+		case RuleNamedValue:
+			r.narrow = namedValueWindow
 		}
 		switch r.name {
 		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials, RuleURLToken:
@@ -720,6 +723,56 @@ func keyValueWindow(s string, a, b int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return lo, min(len(s), j+1+300), true
+}
+
+// namedValueWindow narrows a credential-word trigger to a name/value pair of attributes
+// (named_value): the name token around the keyword is a quoted attribute value after key= or
+// name=, and "value" follows its closing quote; otherwise no window. The regex then runs on
+// [key=, closing quote + 300).
+func namedValueWindow(s string, a, b int) (int, int, bool) {
+	lo := a
+	for lo > 0 && (isKeyByte(s[lo-1]) || s[lo-1] == ':') && a-lo < 64 {
+		lo--
+	}
+	if lo == 0 || (s[lo-1] != '"' && s[lo-1] != '\'') {
+		return 0, 0, false
+	}
+	q := s[lo-1]
+	i := lo - 1
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	if i == 0 || s[i-1] != '=' {
+		return 0, 0, false
+	}
+	i--
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	var start int
+	switch {
+	case i >= 3 && strings.EqualFold(s[i-3:i], "key"):
+		start = i - 3
+	case i >= 4 && strings.EqualFold(s[i-4:i], "name"):
+		start = i - 4
+	default:
+		return 0, 0, false
+	}
+	hi := b
+	for hi < len(s) && (isKeyByte(s[hi]) || s[hi] == ':') && hi-b < 64 {
+		hi++
+	}
+	if hi >= len(s) || s[hi] != q {
+		return 0, 0, false
+	}
+	j := hi + 1
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j+5 > len(s) || !strings.EqualFold(s[j:j+5], "value") {
+		return 0, 0, false
+	}
+	return start, min(len(s), j+5+300), true
 }
 
 // lowVariety: one digit makes up more than 60% of the digits (9999999893, 1000000000).
