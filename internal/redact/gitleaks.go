@@ -118,14 +118,19 @@ func (a *glAllow) allowed(secret, match, line string) bool {
 // its keywords (gitleaks matches keywords case-insensitively; here the lower, upper and title case
 // forms are triggers). A match counts when, as in gitleaks, its secret (the rule's secret group,
 // else the first non-empty group, else the match) has more Shannon entropy than the rule's
-// threshold and no allowlist accepts it; in addition it must not be a placeholder by shape. Only
+// threshold and no allowlist accepts it; in addition it must not be a placeholder by shape
+// (placeholderIn: a secret that starts with one of the rule's keywords is in its issuer's format,
+// where only formatPlaceholder's placeholders pass). Only
 // the secret is replaced, never the key or the quotes around it.
 func gitleaksDetectors() []*rule { return fileDetectors(gitleaksData(), &gitleaksData().Global) }
 
-// velesDetectors compiles the generated Veles rules as gitleaksDetectors does (with gitleaks'
-// global allowlist: templates, environment references, filler runs).
+// velesDetectors compiles the generated Veles rules as gitleaksDetectors does (with the regexes
+// of gitleaks' global allowlist: templates, environment references, filler runs; not with its
+// stopwords, which are gitleaks' choice for its own rules: a Veles format match holding the
+// alphabet, cioAbCdEf...XyZ123456, is a credential in that format, as placeholderIn judges one).
 func velesDetectors() []*rule {
-	out := fileDetectors(velesData(), &gitleaksData().Global)
+	global := velesGlobal()
+	out := fileDetectors(velesData(), &global)
 	res := make([]*regexp.Regexp, len(out))
 	for i, r := range out {
 		res[i] = r.re
@@ -156,6 +161,13 @@ func velesDetectors() []*rule {
 		}
 	}
 	return out
+}
+
+// velesGlobal is gitleaks' global allowlist without its stopwords.
+func velesGlobal() glAllow {
+	g := gitleaksData().Global
+	g.Stopwords = nil
+	return g
 }
 
 // gluedRepeat reports whether the n bytes of s before at are themselves a whole match of one of
@@ -259,7 +271,7 @@ func gitleaksCheck(g *glRule, re *regexp.Regexp, global *glAllow) func(string, [
 				return 0, 0, false
 			}
 		}
-		if isPlaceholder(secret) {
+		if placeholderIn(secret, g.Keywords) {
 			return 0, 0, false
 		}
 		return a, b, true

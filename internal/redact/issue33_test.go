@@ -3,6 +3,7 @@
 package redact
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,56 @@ func TestIssue33PlaceholdersKept(t *testing.T) {
 func TestBuiltinKeywordsPrefilterRawJSON(t *testing.T) {
 	if !newTest(t, Config{}).prefilterOK {
 		t.Fatal("a built-in keyword holds a quote, a backslash or a control byte")
+	}
+}
+
+// TestFormatFillersFound: a match of an issuer's format (its literal prefix: sk_live_, SG.,
+// packagist_ack_) is taken when its body is a filler, an example word or a counting run; only
+// the placeholders issue 33 names pass (TestFormatPlaceholdersKept).
+func TestFormatFillersFound(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "format_found.txt") {
+		if len(c) != 2 {
+			t.Fatalf("case %q: want input and value", c)
+		}
+		if out, fs := r.Redact(c[0]); strings.Contains(out, c[1]) {
+			t.Errorf("%q: %q kept (%v)", c[0], c[1], fs)
+		}
+	}
+}
+
+// TestFormatPlaceholdersKept: elisions, templates, marker words and words naming the
+// credential pass in an issuer's format.
+func TestFormatPlaceholdersKept(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "format_kept.txt") {
+		if out, fs := r.Redact(c[0]); out != c[0] {
+			t.Errorf("changed %q -> %q (%v)", c[0], out, fs)
+		}
+	}
+}
+
+// TestIssue33PairsFound: a Google OAuth client id next to its client secret, a credential in
+// the value attribute of a name/value pair, and a Veles format match holding the alphabet are
+// taken; an id alone, other names, placeholders and anti-forgery tokens stay
+// (TestIssue33PairsKept).
+func TestIssue33PairsFound(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "issue33_round2_found.txt") {
+		if len(c) != 2 {
+			t.Fatalf("case %q: want input and value", c)
+		}
+		if out, fs := r.Redact(c[0]); strings.Contains(out, c[1]) {
+			t.Errorf("%q: %q kept (%v)", c[0], c[1], fs)
+		}
+	}
+}
+
+func TestIssue33PairsKept(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "issue33_round2_kept.txt") {
+		if out, fs := r.Redact(c[0]); out != c[0] {
+			t.Errorf("changed %q -> %q (%v)", c[0], out, fs)
+		}
 	}
 }

@@ -63,18 +63,27 @@ func caseVariants(words ...string) []string {
 	return out
 }
 
-// notPlaceholder accepts the replaced span unless it is a placeholder.
-func notPlaceholder(s string, _ []int, start, end int) (int, int, bool) {
-	return start, end, !isPlaceholder(s[start:end])
+// checkFunc validates a match of a rule (rule.check).
+type checkFunc = func(s string, m []int, start, end int) (int, int, bool)
+
+// notPlaceholder accepts the replaced span unless it is a placeholder (placeholderIn: a span
+// that starts with one of the rule's prefixes kw is judged as its issuer's format).
+func notPlaceholder(kw []string) checkFunc {
+	return func(s string, _ []int, start, end int) (int, int, bool) {
+		return start, end, !placeholderIn(s[start:end], kw)
+	}
 }
 
-// randomSecret: not a placeholder, and mixed enough to be a generated key.
-func randomSecret(s string, _ []int, start, end int) (int, int, bool) {
-	v := s[start:end]
-	if isPlaceholder(v) || entropy(v) < 3.0 {
-		return 0, 0, false
+// randomSecret: not a placeholder (placeholderIn with the rule's prefixes kw), and mixed enough
+// to be a generated key (3 bits of entropy per byte or more).
+func randomSecret(kw []string) checkFunc {
+	return func(s string, _ []int, start, end int) (int, int, bool) {
+		v := s[start:end]
+		if placeholderIn(v, kw) || entropy(v) < 3.0 {
+			return 0, 0, false
+		}
+		return start, end, true
 	}
-	return start, end, true
 }
 
 func valueCheck(f func(string) bool) func(string, []int, int, int) (int, int, bool) {
@@ -94,45 +103,49 @@ const (
 	RuleAWSSigV4       = "aws_sigv4_credential"
 	RuleGoogleAPIKey   = "google_api_key"
 	RuleGoogleOAuth    = "google_oauth_token"
-	RuleGitHub         = "github_token"
-	RuleGitLab         = "gitlab_token"
-	RuleSlackToken     = "slack_token"
-	RuleSlackWebhook   = "slack_webhook"
-	RuleStripe         = "stripe_secret_key"
-	RuleHuggingFace    = "huggingface_token"
-	RuleNPM            = "npm_token"
-	RuleSendGrid       = "sendgrid_api_key"
-	RuleGroq           = "groq_api_key"
-	RuleXAI            = "xai_api_key"
-	RuleReplicate      = "replicate_api_token"
-	RuleDatabricks     = "databricks_token"
-	RulePyPI           = "pypi_token"
-	RulePerplexity     = "perplexity_api_key"
-	RuleTavily         = "tavily_api_key"
-	RuleLangSmith      = "langsmith_api_key"
-	RulePinecone       = "pinecone_api_key"
-	RuleNotion         = "notion_token"
-	RuleLinear         = "linear_api_key"
-	RuleShopify        = "shopify_token"
-	RuleDigitalOcean   = "digitalocean_token"
-	RuleDockerHub      = "docker_hub_token"
-	RuleTelegramBot    = "telegram_bot_token"
-	RuleNewRelicUser   = "new_relic_user_api_key"
-	RulePEMBase64      = "pem_private_key_base64"
-	RuleURLCredentials = "url_credentials"
-	RuleURLToken       = "url_token"
+	// RuleGoogleOAuthClient is a Google OAuth client id written next to its client secret
+	RuleGoogleOAuthClient = "google_oauth_client_id"
+	RuleGitHub            = "github_token"
+	RuleGitLab            = "gitlab_token"
+	RuleSlackToken        = "slack_token"
+	RuleSlackWebhook      = "slack_webhook"
+	RuleStripe            = "stripe_secret_key"
+	RuleHuggingFace       = "huggingface_token"
+	RuleNPM               = "npm_token"
+	RuleSendGrid          = "sendgrid_api_key"
+	RuleGroq              = "groq_api_key"
+	RuleXAI               = "xai_api_key"
+	RuleReplicate         = "replicate_api_token"
+	RuleDatabricks        = "databricks_token"
+	RulePyPI              = "pypi_token"
+	RulePerplexity        = "perplexity_api_key"
+	RuleTavily            = "tavily_api_key"
+	RuleLangSmith         = "langsmith_api_key"
+	RulePinecone          = "pinecone_api_key"
+	RuleNotion            = "notion_token"
+	RuleLinear            = "linear_api_key"
+	RuleShopify           = "shopify_token"
+	RuleDigitalOcean      = "digitalocean_token"
+	RuleDockerHub         = "docker_hub_token"
+	RuleTelegramBot       = "telegram_bot_token"
+	RuleNewRelicUser      = "new_relic_user_api_key"
+	RulePEMBase64         = "pem_private_key_base64"
+	RuleURLCredentials    = "url_credentials"
+	RuleURLToken          = "url_token"
 	// RulePasswordHash, RuleGenericCredential (generic.go) and RulePrefixedToken (shape.go) come
 	// here in priority
 	RuleAuthorization = "authorization"
 	RuleCookie        = "cookie"
 	RulePasswordKey   = "password_key"
-	RuleIBAN          = "iban"
-	RuleEmail         = "email"
-	RuleCreditCard    = "credit_card"
-	RuleUSSSN         = "us_ssn"
-	RuleIPv4          = "ipv4_address"
-	RuleIPv6          = "ipv6_address"
-	RulePhone         = "phone_number"
+	// RuleNamedValue is a credential given as the value of a name/value pair of attributes
+	RuleNamedValue = "named_value"
+	RuleIBAN       = "iban"
+	RuleEmail      = "email"
+	RuleCreditCard = "credit_card"
+	RuleUSSSN      = "us_ssn"
+	RuleIPv4       = "ipv4_address"
+	RuleIPv6       = "ipv6_address"
+	RulePhone      = "phone_number"
 )
 
 var builtinTemplate = sync.OnceValue(compileBuiltinRules)
@@ -149,18 +162,22 @@ func builtinRules() []*rule {
 }
 
 func compileBuiltinRules() []*rule {
-	sec := func(name, re string, kw []string, after int, check func(string, []int, int, int) (int, int, bool)) *rule {
+	sec := func(name, re string, kw []string, after int, check checkFunc) *rule {
 		if check == nil {
-			check = notPlaceholder
+			check = notPlaceholder(kw)
 		}
 		return &rule{name: name, cat: CategorySecret, re: regexp.MustCompile(re), keywords: kw, before: 8, after: after, check: check}
+	}
+	// secKW: a rule whose check is made from its keywords (randomSecret)
+	secKW := func(name, re string, kw []string, after int, mk func([]string) checkFunc) *rule {
+		return sec(name, re, kw, after, mk(kw))
 	}
 	rs := []*rule{
 		sec(RulePEMPrivateKey, `-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,\-]*)`,
 			[]string{"-----BEGIN"}, 16384, func(_ string, _ []int, a, b int) (int, int, bool) { return a, b, true }),
 		sec(RuleJWT, `\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*`, []string{"eyJ"}, 8192, nil),
 		sec(RuleAnthropic, `\bsk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,}`, []string{"sk-ant-"}, 256, nil),
-		sec(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
+		secKW(RuleOpenAI, `\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`, []string{"sk-"}, 512, randomSecret),
 		sec(RuleAWSSigV4, `Credential=([A-Za-z0-9]{16,128})/`, []string{"Credential="}, 160, nil),
 		sec(RuleAWSAccessKeyID, `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b`,
 			[]string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA"}, 32, nil),
@@ -168,6 +185,11 @@ func compileBuiltinRules() []*rule {
 			caseVariants("aws", "amazon"), 128, nil),
 		sec(RuleGoogleAPIKey, `\bAIza[0-9A-Za-z_\-]{35}`, []string{"AIza"}, 48, nil),
 		sec(RuleGoogleOAuth, `\bya29\.[0-9A-Za-z_\-]{20,}`, []string{"ya29."}, 2048, nil),
+		// Veles' gcpoauth2client pairs the id and the secret; the id alone is an identifier
+		// (public in browser flows), the pair a client's credentials: the id is taken when a
+		// client secret stands within the window (oauthClientPaired)
+		{name: RuleGoogleOAuthClient, cat: CategorySecret, re: regexp.MustCompile(`\b[0-9]{10,15}-[A-Za-z0-9]{1,64}\.apps\.googleusercontent\.com\b`),
+			keywords: []string{".apps.googleusercontent.com"}, before: oauthClientWindow, after: oauthClientWindow, check: oauthClientPaired},
 		sec(RuleGitHub, `\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})`,
 			[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, 300, nil),
 		sec(RuleGitLab, `\bgl(?:pat|dt|rt|ptt|cbt|imt|oas|soat|ft|agent|ffct)-[A-Za-z0-9_\-]{20,}`,
@@ -177,10 +199,11 @@ func compileBuiltinRules() []*rule {
 		sec(RuleSlackWebhook, `https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}`, []string{"hooks.slack.com"}, 256, nil),
 		sec(RuleStripe, `\b(?:sk|rk)_(?:live|test|prod)_([A-Za-z0-9]{10,247})`, []string{"sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"}, 300,
 			func(s string, m []int, a, b int) (int, int, bool) {
-				// "test" is part of Stripe's test-mode prefix; only the random part must not be a placeholder.
-				return m[0], m[1], !isPlaceholder(s[m[2]:m[3]])
+				// "test" is part of Stripe's test-mode prefix; only the random part must not be a
+				// placeholder, judged as the format's (formatPlaceholder): the prefix names it a key
+				return m[0], m[1], !formatPlaceholder(s[m[2]:m[3]])
 			}),
-		sec(RuleHuggingFace, `\b(?:hf_[A-Za-z0-9]{30,40}|api_org_[A-Za-z0-9]{30,40})\b`, []string{"hf_", "api_org_"}, 64, randomSecret),
+		secKW(RuleHuggingFace, `\b(?:hf_[A-Za-z0-9]{30,40}|api_org_[A-Za-z0-9]{30,40})\b`, []string{"hf_", "api_org_"}, 64, randomSecret),
 		sec(RuleNPM, `\bnpm_[A-Za-z0-9]{36}\b`, []string{"npm_"}, 48, nil),
 		sec(RuleSendGrid, `\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b`, []string{"SG."}, 80, nil),
 		sec(RuleGroq, `\bgsk_[A-Za-z0-9]{48,52}\b`, []string{"gsk_"}, 64, nil),
@@ -188,17 +211,17 @@ func compileBuiltinRules() []*rule {
 		sec(RuleReplicate, `\br8_[A-Za-z0-9]{37}\b`, []string{"r8_"}, 48, nil),
 		sec(RuleDatabricks, `\bdapi[a-f0-9]{32}(?:-\d)?\b`, []string{"dapi"}, 48, nil),
 		sec(RulePyPI, `\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}`, []string{"pypi-AgEIcHlwaS5vcmc"}, 1024, nil),
-		sec(RulePerplexity, `\bpplx-[A-Za-z0-9]{40,64}\b`, []string{"pplx-"}, 80, randomSecret),
-		sec(RuleTavily, `\btvly-(?:dev-|prod-)?[A-Za-z0-9]{20,64}\b`, []string{"tvly-"}, 80, randomSecret),
+		secKW(RulePerplexity, `\bpplx-[A-Za-z0-9]{40,64}\b`, []string{"pplx-"}, 80, randomSecret),
+		secKW(RuleTavily, `\btvly-(?:dev-|prod-)?[A-Za-z0-9]{20,64}\b`, []string{"tvly-"}, 80, randomSecret),
 		sec(RuleLangSmith, `\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b`, []string{"lsv2_"}, 64, nil),
-		sec(RulePinecone, `\bpcsk_[A-Za-z0-9_]{40,100}\b`, []string{"pcsk_"}, 120, randomSecret),
-		sec(RuleNotion, `\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b`, []string{"ntn_", "secret_"}, 64, randomSecret),
+		secKW(RulePinecone, `\bpcsk_[A-Za-z0-9_]{40,100}\b`, []string{"pcsk_"}, 120, randomSecret),
+		secKW(RuleNotion, `\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b`, []string{"ntn_", "secret_"}, 64, randomSecret),
 		sec(RuleLinear, `\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b`, []string{"lin_api_", "lin_oauth_"}, 64, nil),
 		sec(RuleShopify, `\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b`, []string{"shpat_", "shpca_", "shppa_", "shpss_"}, 48, nil),
 		sec(RuleDigitalOcean, `\bdo[opr]_v1_[a-f0-9]{64}\b`, []string{"dop_v1_", "doo_v1_", "dor_v1_"}, 80, nil),
-		sec(RuleDockerHub, `\bdckr_pat_[A-Za-z0-9_\-]{27,}`, []string{"dckr_pat_"}, 80, randomSecret),
-		sec(RuleTelegramBot, `\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b`, []string{":AA"}, 48, randomSecret),
-		sec(RuleNewRelicUser, `\bNRAK-[A-Z0-9]{27}\b`, []string{"NRAK-"}, 40, randomSecret),
+		secKW(RuleDockerHub, `\bdckr_pat_[A-Za-z0-9_\-]{27,}`, []string{"dckr_pat_"}, 80, randomSecret),
+		secKW(RuleTelegramBot, `\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b`, []string{":AA"}, 48, randomSecret),
+		secKW(RuleNewRelicUser, `\bNRAK-[A-Z0-9]{27}\b`, []string{"NRAK-"}, 40, randomSecret),
 		sec(RulePEMBase64, `LS0tLS1CRUdJT[A-Za-z0-9+/=\s]{40,}`, []string{"LS0tLS1CRUdJT"}, 16384, pemBase64Check),
 		// user:password@ in a URL; a multi-host URL (postgres://u:p1@h1,u:p2@h2/db) has one per
 		// host; the password may hold '@' (the last '@' before the host ends it)
@@ -235,22 +258,28 @@ func compileBuiltinRules() []*rule {
 			}),
 		sec(RulePasswordHash, passwordHashRE, passwordHashKeywords, 200, nil),
 		sec(RulePasswordKey, `([A-Za-z][A-Za-z0-9_.\-]{0,48})["'\]]?[ \t]*(?:=>|::?=|:|=)[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|`+"`"+`([^`+"`"+`\r\n]{1,256})`+"`"+`|([^\s"'`+"`"+`,;&<>()\[\]{}]{1,256}))`,
-			slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
-				[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
-					"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"}), 300,
-			passwordKeyCheck),
+			passwordKeyKeywords, 300, passwordKeyCheck),
+		// <add key="ApiSecret" value="..."/> (.NET appSettings), <param name="password" value="..."/>,
+		// <entry key="db.password" value="..."/> (Spring, Log4j): the name is in one attribute,
+		// the credential in the next; an explicit context (explicitPlaceholder)
+		sec(RuleNamedValue, `(?i)\b(?:key|name)[ \t]*=[ \t]*["']([A-Za-z0-9_.:\-]{1,64})["'][ \t]+value[ \t]*=[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})')`,
+			passwordKeyKeywords, 300, namedValueCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
 		{name: RulePrefixedToken, cat: CategorySecret}, // found by the byte scanner (scanPrefixedTokens), no regex
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)
 		switch r.name {
-		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash:
+		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash,
+			RuleGoogleOAuthClient, RuleNamedValue: // keywords inside a word: the id's suffix, reCaptchaSecret
 		default:
 			r.kwBoundary = true
 		}
-		if r.name == RulePasswordKey {
+		switch r.name {
+		case RulePasswordKey:
 			r.narrow = keyValueWindow
+		case RuleNamedValue:
+			r.narrow = namedValueWindow
 		}
 		switch r.name {
 		case RuleAWSSecretKey, RuleAWSSigV4, RuleCookie, RuleURLCredentials, RuleURLToken:
@@ -300,6 +329,62 @@ func compileBuiltinRules() []*rule {
 		}
 	}
 	return rs
+}
+
+// passwordKeyKeywords trigger password_key and named_value: the credential words of a name.
+var passwordKeyKeywords = slices.Concat(caseVariants("password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "credential", "private_key", "privatekey", "access_key", "accesskey", "accountkey"),
+	[]string{"apiKey", "ApiKey", "APIKey", "secretKey", "SecretKey", "privateKey", "PrivateKey", "accessKey", "AccessKey", "AccountKey",
+		"accountKey", "signingKey", "SigningKey", "encryptionKey", "EncryptionKey", "masterKey", "MasterKey", "PassPhrase", "amz-signature", "goog-signature"})
+
+// namedValueCheck accepts the value attribute of a name/value pair whose name is a credential
+// name (sensitiveKey, not a bare "token") unless it is an explicit placeholder; only the value
+// is replaced. The allowlists of gitleaks' generic-api-key rule (CSRF tokens such as Rails'
+// authenticity_token, public keys) apply, as for password_key.
+func namedValueCheck(s string, m []int, _, _ int) (int, int, bool) {
+	key := s[m[2]:m[3]]
+	name, weak, ok := sensitiveKey(key)
+	if !ok || weak || name != RulePasswordKey || csrfName(key) {
+		return 0, 0, false
+	}
+	g := 2
+	if m[4] < 0 {
+		g = 3
+	}
+	a, b := m[2*g], m[2*g+1]
+	if explicitPlaceholder(s[a:b]) || genericAllowed(s[m[0]:m[1]], lineAround(s, m[0], m[1])) {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// csrfName reports whether a form field's name is an anti-forgery token's (csrf_token,
+// _csrf, Rails' authenticity_token): bound to a page, not a credential, and the hidden field
+// forms carry in every recorded page.
+func csrfName(name string) bool {
+	l := strings.ToLower(name)
+	return strings.Contains(l, "csrf") || strings.Contains(l, "xsrf") || l == "authenticity_token"
+}
+
+// oauthClientWindow is how far from a Google OAuth client id its client secret may stand, in
+// bytes either side: a client_secret.json (the "installed" or "web" object of Google's download,
+// about 400 bytes) or an env file with the two a few lines apart. Veles pairs them up to 10 KiB
+// apart (gcpoauth2client maxDistance), in files; in a payload a kilobyte keeps the pair local.
+const oauthClientWindow = 1024
+
+// oauthClientSecretRE is a Google OAuth client secret: GOCSPX- and 28 bytes (Veles'
+// gcpoauth2client clientSecretRe), or a value given to a client_secret name.
+var oauthClientSecretRE = regexp.MustCompile(`\bGOCSPX-[A-Za-z0-9_\-]{28}|(?i)client[_\-]?secret["']?\s*[:=]\s*["']?[A-Za-z0-9_\-]{16,}`)
+
+// oauthClientPaired accepts a Google OAuth client id when a client secret stands in the window s
+// (within oauthClientWindow bytes of the id's keyword) and the id's part between the project
+// number and the suffix is not a placeholder of the format (formatPlaceholder: the suffix names
+// the format).
+func oauthClientPaired(s string, m []int, a, b int) (int, int, bool) {
+	id := s[m[0]:m[1]]
+	if formatPlaceholder(id[strings.IndexByte(id, '-')+1 : strings.IndexByte(id, '.')]) {
+		return 0, 0, false
+	}
+	return a, b, oauthClientSecretRE.MatchString(s)
 }
 
 // BuiltinRules lists the names of the built-in rules in priority order.
@@ -638,6 +723,56 @@ func keyValueWindow(s string, a, b int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return lo, min(len(s), j+1+300), true
+}
+
+// namedValueWindow narrows a credential-word trigger to a name/value pair of attributes
+// (named_value): the name token around the keyword is a quoted attribute value after key= or
+// name=, and "value" follows its closing quote; otherwise no window. The regex then runs on
+// [key=, closing quote + 300).
+func namedValueWindow(s string, a, b int) (int, int, bool) {
+	lo := a
+	for lo > 0 && (isKeyByte(s[lo-1]) || s[lo-1] == ':') && a-lo < 64 {
+		lo--
+	}
+	if lo == 0 || (s[lo-1] != '"' && s[lo-1] != '\'') {
+		return 0, 0, false
+	}
+	q := s[lo-1]
+	i := lo - 1
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	if i == 0 || s[i-1] != '=' {
+		return 0, 0, false
+	}
+	i--
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	var start int
+	switch {
+	case i >= 3 && strings.EqualFold(s[i-3:i], "key"):
+		start = i - 3
+	case i >= 4 && strings.EqualFold(s[i-4:i], "name"):
+		start = i - 4
+	default:
+		return 0, 0, false
+	}
+	hi := b
+	for hi < len(s) && (isKeyByte(s[hi]) || s[hi] == ':') && hi-b < 64 {
+		hi++
+	}
+	if hi >= len(s) || s[hi] != q {
+		return 0, 0, false
+	}
+	j := hi + 1
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j+5 > len(s) || !strings.EqualFold(s[j:j+5], "value") {
+		return 0, 0, false
+	}
+	return start, min(len(s), j+5+300), true
 }
 
 // lowVariety: one digit makes up more than 60% of the digits (9999999893, 1000000000).

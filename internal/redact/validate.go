@@ -354,3 +354,55 @@ func phoneValidStrict(v string) bool {
 	}
 	return false
 }
+
+// placeholderIn reports whether v, the secret a rule with the literal prefixes kw matched, is a
+// placeholder: formatPlaceholder when v starts with one of kw that marks a format (formatPrefix),
+// isPlaceholder otherwise.
+func placeholderIn(v string, kw []string) bool {
+	for _, k := range kw {
+		if formatPrefix(k) && len(v) > len(k) && strings.EqualFold(v[:len(k)], k) {
+			return formatPlaceholder(v[len(k):])
+		}
+	}
+	return isPlaceholder(v)
+}
+
+// formatPrefix reports whether a rule keyword is an issuer's token prefix (sk_live_, SG., A3-,
+// glpat-, ops_eyJ): 3 bytes or more with a byte that is not a letter, so that a word (key,
+// token, eyJ) never counts as one.
+func formatPrefix(k string) bool {
+	return len(k) >= 3 && strings.ContainsFunc(k, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') })
+}
+
+// formatPlaceholder reports whether body, what follows an issuer's prefix in a match of its
+// token format (sk_live_<body>), is a placeholder anyway. The prefix names the value a
+// credential as explicitly as KEY=VALUE does, so, as there (issue 33), only the placeholders the
+// issue lets pass are left: a template (<your-key>, ${VAR}, {{ x }}), an elision (xxxx, ****,
+// "..."), a marker no credential holds (placeholder, changeme, redacted, your_...), words that
+// name the credential with no digit (my-bot-token), an environment variable name, or a token
+// this package made. A filler of another byte
+// (sk_live_aaaa...), an example word or a counting run after a live prefix is taken: in a
+// debugging store a kept credential is the costlier mistake.
+func formatPlaceholder(body string) bool {
+	if body == "" || isToken(body) || isEnvVarName(body) {
+		return true
+	}
+	n := len(body)
+	first, last := body[0], body[n-1]
+	switch {
+	case first == '<' && last == '>', first == '{' && last == '}', first == '%' && last == '%',
+		strings.HasSuffix(body, "...") || strings.HasSuffix(body, "…"):
+		return true
+	}
+	l := strings.ToLower(body)
+	for _, m := range placeholderSubstrings {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	if strings.Contains(l, "xxx") || strings.Contains(body, "...") || strings.Contains(body, "<") && strings.Contains(body, ">") {
+		return true
+	}
+	// words that name the credential, with no digit: xoxb-my-bot-token, sk-your-key-here
+	return strings.ContainsAny(body, "-_ ") && exampleWords(body) && !strings.ContainsFunc(body, func(r rune) bool { return r >= '0' && r <= '9' })
+}

@@ -16,12 +16,13 @@ import (
 // format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
 // for.
 var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true, redact.RuleURLToken: true,
-	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true}
+	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true, redact.RuleNamedValue: true}
 
-// formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519), not by
-// one family's: leaving a family out keeps them, except for the family named after the format
-// itself (Veles' and gitleaks' jwt), whose own rule they are.
-var formatRules = map[string]string{redact.RuleJWT: "jwt"}
+// formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519; a PEM
+// private key block, RFC 7468, also base64-encoded as in Kubernetes secrets), not by one
+// family's: leaving a family out keeps them, except for the family named after the format
+// itself (Veles' and gitleaks' jwt, gitleaks' privatekey), whose own rule they are.
+var formatRules = map[string]string{redact.RuleJWT: "jwt", redact.RulePEMPrivateKey: "privatekey", redact.RulePEMBase64: "privatekey"}
 
 // keptInLOFO reports whether rule stays on when family is left out.
 func keptInLOFO(rule, family string) bool {

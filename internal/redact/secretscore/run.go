@@ -19,12 +19,14 @@ const (
 	FloorPrecision      = 0.95 // gitleaks, detect-secrets
 )
 
-// Ratchets hold the leave-one-family-out figures reached (2026-12-02: gitleaks 0.934 of 6,111,
-// Veles 0.882 of its 346 honest positives) about two points below, so that a change that gives
-// back what the generic detectors gained fails the gate before the goal is lost.
+// Ratchets hold the figures reached (2026-12-04: leave-one-family-out gitleaks 0.935 of 6,111,
+// Veles 0.896 of its 346 honest positives; Veles with a rule 0.952 of all 454, fake-looking
+// values included) about two points below, so that a change that gives back what was gained
+// fails the gate before the goal is lost.
 const (
-	RatchetLOFOGitleaks    = 0.92
-	RatchetLOFOVelesHonest = 0.86
+	RatchetLOFOGitleaks     = 0.92
+	RatchetLOFOVelesHonest  = 0.87
+	RatchetVelesWithRuleAll = 0.93
 )
 
 // Report holds every figure of one run of the score.
@@ -151,6 +153,9 @@ func (rep *Report) Failures() []string {
 	}
 	below("gitleaks recall on families with a rule", ratio(rep.WithRuleFound["gitleaks"], rep.WithRule["gitleaks"]), FloorRecallWithRule)
 	below("veles recall on families with a rule (values that do not look fake)", ratio(rep.VelesRealFound, rep.VelesReal), FloorRecallWithRule)
+	if rep.LOFO != nil { // WithRule holds the families LOFO scored only with lofo
+		below("veles recall on families with a rule (every value), ratchet", ratio(rep.WithRuleFound["veles"], rep.WithRule["veles"]), RatchetVelesWithRuleAll)
+	}
 	for _, src := range []string{"detect-secrets", "recordings"} {
 		u, _, _ := rep.Unchanged(src)
 		below(src+" negatives unchanged", u, FloorUnchanged)

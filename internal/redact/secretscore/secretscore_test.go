@@ -71,10 +71,10 @@ func TestFailuresLOFORatchet(t *testing.T) {
 	rep := &Report{LOFO: []LOFO{
 		{Source: "gitleaks", Positives: 100, Found: 90},
 		{Source: "veles", Positives: 100, Found: 60, Real: 50, RealFound: 50, Honest: 80, HonestFound: 68},
-	}}
+	}, WithRule: map[string]int{"veles": 10}, WithRuleFound: map[string]int{"veles": 10}}
 	got := rep.Failures()
 	want := []string{"gitleaks leave-one-family-out recall, ratchet 0.900, below 0.92",
-		"veles leave-one-family-out recall (honest denominator), ratchet 0.850, below 0.86"}
+		"veles leave-one-family-out recall (honest denominator), ratchet 0.850, below 0.87"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("failures %q, want %q", got, want)
 	}
@@ -108,5 +108,26 @@ func TestFailuresNameFloors(t *testing.T) {
 	fails := rep.Failures()
 	if len(fails) != 1 || fails[0] != "gitleaks recall on families with a rule 0.900, below 0.95" {
 		t.Errorf("failures %q", fails)
+	}
+}
+
+// TestKeptInLOFO: the standard-format rules (JWT, PEM private keys) stay on when another
+// family is left out and go off for the family named after the format.
+func TestKeptInLOFO(t *testing.T) {
+	for _, c := range []struct {
+		rule, family string
+		want         bool
+	}{
+		{redact.RulePEMPrivateKey, "salesforceoauth2jwt", true},
+		{redact.RulePEMBase64, "gcpsak", true},
+		{redact.RulePEMPrivateKey, "privatekey", false},
+		{redact.RuleJWT, "supabase", true},
+		{redact.RuleJWT, "jwt", false},
+		{redact.RuleNamedValue, "recaptchakey", true},
+		{redact.RuleGoogleOAuthClient, "gcpoauth2client", false},
+	} {
+		if got := keptInLOFO(c.rule, c.family); got != c.want {
+			t.Errorf("keptInLOFO(%s, %s) = %v, want %v", c.rule, c.family, got, c.want)
+		}
 	}
 }
