@@ -115,6 +115,17 @@ func (w *warmSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.db.WriteLogs(ctx, ld)
 }
 
+// PatternRuns implements store.PatternReader over the warm file's run index (agent_guard's
+// pattern watcher reads it when the hot tier keeps no signatures).
+func (w *warmSQLite) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return w.db.PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (w *warmSQLite) PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error) {
+	return w.db.PatternSignatures(ctx, variantIDs)
+}
+
 func (w *warmSQLite) TraceRecords(td ptrace.Traces) store.Records { return w.db.TraceRecords(td) }
 
 func (w *warmSQLite) LogRecords(ld plog.Logs) store.Records { return w.db.LogRecords(ld) }
@@ -159,6 +170,22 @@ func (w *warmClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	return w.w.WriteWarmLogs(ctx, ld)
+}
+
+// reader reads what the writer wrote (clickhousestore.WarmReader on the same handle).
+func (w *warmClickHouse) reader() *clickhousestore.WarmReader {
+	return &clickhousestore.WarmReader{DB: w.w.DB, Schema: w.w.Schema, SessionKeys: w.w.SessionKeys}
+}
+
+// PatternRuns implements store.PatternReader over the ClickHouse warm tier's run index and its
+// failure signatures (clickhousestore, patternindex.go).
+func (w *warmClickHouse) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return w.reader().PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (w *warmClickHouse) PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error) {
+	return w.reader().PatternSignatures(ctx, variantIDs)
 }
 
 func (w *warmClickHouse) TraceRecords(td ptrace.Traces) store.Records {
@@ -281,6 +308,10 @@ var (
 	_ RecordBackend = (*warmClickHouse)(nil)
 	_ RecordBackend = (*coldParquet)(nil)
 	_ RecordBackend = (*coldClickHouse)(nil)
+
+	_ store.PatternReader = (*hotSQLite)(nil)
+	_ store.PatternReader = (*warmSQLite)(nil)
+	_ store.PatternReader = (*warmClickHouse)(nil)
 )
 
 func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, error) {
