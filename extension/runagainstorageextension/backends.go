@@ -61,6 +61,8 @@ type openOptions struct {
 	pins   func() pins.Source
 	// payloads is the payload store the hot tier's retention sweeps (nil for none).
 	payloads *writer.Store
+	// noSignatures: failure_signatures is read (the writers sign no run).
+	noSignatures bool
 }
 
 // hot tier on SQLite: full spans and logs.
@@ -94,7 +96,8 @@ func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
-	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		NoSignatures: o.noSignatures})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +218,7 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices, NoSignatures: o.noSignatures,
 			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, WarmTTL: cfg.Retention}}
 		b := &warmClickHouse{clickhouseBackend{w: w}}
 		if ch.CreateSchema {
@@ -223,7 +226,8 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		}
 		return &opened{backend: b, close: db.Close}, nil
 	}
-	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		NoSignatures: o.noSignatures})
 	if err != nil {
 		return nil, err
 	}
