@@ -20,6 +20,7 @@ import (
 
 	"github.com/runagain/runagain/exporter/tieredexporter"
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 	"github.com/runagain/runagain/internal/testutil/chdbtest"
@@ -108,4 +109,30 @@ func TestConfigReadsClickHouseWithCost(t *testing.T) {
 	require.Len(t, rows, 1)
 	assert.Equal(t, "hot", rows[0].Tier)
 	assert.InDelta(t, want, rows[0].CostUSD, 1e-12, "the hot row carries the warm tier's cost")
+}
+
+// TestPatternsOnChDB: `runagain patterns` over tiers written by the tiered exporter into
+// ClickHouse (--clickhouse): the warm tier's run index holds the failing run's signature, read
+// through the tiers' reader (before, the ClickHouse tiers had none and the listing was empty).
+func TestPatternsOnChDB(t *testing.T) {
+	ctx := context.Background()
+	srv := chdbtest.Start(t)
+	run := storetest.Run{Seed: "cli-pat", Session: "conv-pat", Service: "svc", Agent: "weather", Model: "gpt-4.1",
+		Start: time.Now().Add(-time.Minute).UnixNano(), LLMCalls: 1, ToolFail: true}
+	writeTieredChDB(ctx, t, srv.Endpoint, storetest.Traces(run))
+
+	flags := [3]string{clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag}
+	t.Cleanup(func() { clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag = flags[0], flags[1], flags[2] })
+	clickhouseFlag, clickhouseDBFlag, clickhouseHotDBFlag = srv.Endpoint, "runagain", "otel"
+	dir := dataDirFlag
+	t.Cleanup(func() { dataDirFlag = dir })
+	dataDirFlag = t.TempDir()
+	pr, closeFn, err := openPatternReader()
+	require.NoError(t, err)
+	defer closeFn()
+	rep, err := patterns.List(ctx, pr, store.PatternFilter{})
+	require.NoError(t, err)
+	require.Len(t, rep.Patterns, 1)
+	assert.Equal(t, `tool get_weather: TimeoutError "timeout"`, rep.Patterns[0].Title)
+	assert.Equal(t, []string{storetest.TraceID("cli-pat").String()}, rep.Patterns[0].Examples)
 }

@@ -69,7 +69,8 @@ type JoinWindowConfig struct {
 }
 
 // PatternsConfig configures the pattern watcher: new failure patterns and rate jumps, read from
-// the hot tier's run index (internal/patterns signatures, written when a run is indexed).
+// the hot tier's run index, else the warm tier's (internal/patterns signatures, written when a
+// run is indexed).
 type PatternsConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 	// Interval is how often the run index is read for runs not read yet.

@@ -55,7 +55,16 @@ type patternSource func(ctx context.Context, since, until time.Time, yield func(
 //   - a pattern_rate_jump alert when the pattern's runs in the last rate_jump.window reach
 //     rate_jump.min_runs and rate_jump.factor times its baseline (runs that left the window,
 //     exponentially decayed with rate_jump.baseline_half_life, per window); at most one per
-//     pattern per window; a pattern younger than one window has no baseline and raises none.
+//     pattern per window; a pattern whose first run started less than two windows before has
+//     no baseline and raises none.
+//
+// Runs are counted by their start time (event time), in start order, so the windows, the
+// baseline and the alerts depend on the runs alone, not on when they were read. At start the
+// watcher reads the index's history once (seed): the patterns it holds are known (not new), each
+// pattern's first run dates it, and the runs of the last historyWindow are replayed through the
+// windows and the baseline without raising anything. A watcher started again (a collector
+// restart) therefore holds the state one that ran through holds, raises the rate jumps it would
+// have raised, with the same record ids, and none for a window already alerted.
 //
 // Each alert record points at the run that raised it (its trace id; no span id) and has a
 // deterministic runagain.record.id: the kind, the pattern, and the run (new) or the window's
@@ -70,7 +79,7 @@ type patternWatcher struct {
 }
 
 type patternState struct {
-	first     time.Time // when the watcher began to follow it (start, or first seen)
+	first     time.Time // start of the pattern's first run in the index
 	buckets   [nBuckets]bucket
 	base      float64 // decayed runs that left the window
 	lastFold  int64
@@ -91,21 +100,56 @@ func newPatternWatcher(cfg PatternsConfig, source patternSource, now time.Time) 
 
 func (w *patternWatcher) width() int64 { return max(int64(w.cfg.RateJump.Window)/nBuckets, 1) }
 
-// seed reads the patterns the index already holds: they are not new.
+// historyWindow is how far back the seed replays runs into the windows and baselines: the
+// window and ten baseline half-lives, past which a run weighs less than 2^-10 of its weight in
+// the baseline (with the defaults, 10 days and an hour).
+func (w *patternWatcher) historyWindow() time.Duration {
+	return w.cfg.RateJump.Window + 10*w.cfg.RateJump.BaselineHalfLife
+}
+
+// seed reads the patterns the index already holds (they are not new), the start of each one's
+// first run, and replays the runs of the last historyWindow before the cursor into their
+// windows and baselines, oldest first, raising nothing: what a watcher that ran through counted.
+// The read is one pass over the index's history; it keeps a pattern id and start per run of the
+// history window.
 func (w *patternWatcher) seed(ctx context.Context) error {
+	first := map[string]time.Time{}
+	var replay []patternRun
+	from := w.cursor.Add(-w.historyWindow())
 	err := w.source(ctx, time.Time{}, w.cursor, func(r patternRun) error {
 		if r.pattern == "" {
 			return nil
 		}
-		if _, ok := w.known.Get(r.pattern); !ok {
-			w.known.Add(r.pattern, w.newState(w.cursor))
+		if f, ok := first[r.pattern]; !ok || r.start.Before(f) {
+			first[r.pattern] = r.start
+		}
+		if !r.start.Before(from) {
+			replay = append(replay, patternRun{trace: r.trace, pattern: r.pattern, start: r.start})
 		}
 		return nil
 	})
-	if err == nil {
-		w.seeded = true
+	if err != nil {
+		return err
 	}
-	return err
+	ids := make([]string, 0, len(first))
+	for id := range first {
+		ids = append(ids, id)
+	}
+	// Oldest first, so the LRU keeps the most recent patterns when there are more than it holds.
+	slices.SortFunc(ids, func(a, b string) int { return first[a].Compare(first[b]) })
+	for _, id := range ids {
+		if _, ok := w.known.Get(id); !ok {
+			w.known.Add(id, w.newState(first[id]))
+		}
+	}
+	sortRuns(replay)
+	for _, r := range replay {
+		if ps, ok := w.known.Get(r.pattern); ok {
+			w.add(ps, r.start)
+		}
+	}
+	w.seeded = true
+	return nil
 }
 
 func (w *patternWatcher) newState(first time.Time) *patternState {
@@ -159,16 +203,16 @@ func (w *patternWatcher) apply(runs []patternRun, now time.Time, b *batch) {
 		b.st.agg.record(s, 1, exemplar{trace: trace, ts: ts})
 		ps, ok := w.known.Get(r.pattern)
 		if !ok {
-			ps = w.newState(now)
+			ps = w.newState(r.start)
 			w.known.Add(r.pattern, ps)
 			b.st.agg.record(b.st.agg.get(mPatternsNew, "", nil, ts), 1, exemplar{trace: trace, ts: ts})
 			b.raisePattern(&alert{kind: AlertPatternNew, agent: r.agent, session: r.session, at: ref, subject: kv{AttrPattern, r.pattern},
 				message: fmt.Sprintf("new failure pattern %s: first seen in run %s (runagain patterns show %s)", r.pattern, r.trace, r.pattern)},
 				r.pattern, r.trace)
 		}
-		n, expected, jump := w.add(ps, now)
+		n, expected, jump := w.add(ps, r.start)
 		if jump {
-			win := w.windowIndex(now)
+			win := w.windowIndex(r.start)
 			b.raisePattern(&alert{kind: AlertPatternRateJump, agent: r.agent, session: r.session, at: ref, subject: kv{AttrPattern, r.pattern},
 				evidence: []evidence{{AttrPatternRuns, int64(n)}, {AttrPatternExpected, expected}},
 				message:  fmt.Sprintf("failure pattern %s: %d runs in %s, its baseline expects %.1f (runagain patterns show %s)", r.pattern, n, w.cfg.RateJump.Window, expected, r.pattern)},
@@ -181,12 +225,11 @@ func (w *patternWatcher) windowIndex(now time.Time) int64 {
 	return now.UnixNano() / max(int64(w.cfg.RateJump.Window), 1)
 }
 
-// add counts one run of ps at now (the watcher's clock: when the run was read, so the window
-// counts the runs of the pattern arriving) and tells whether the window's count jumped. The
-// expected runs per window are the baseline's decayed count over the decayed time it covers:
-// with T the time between when the watcher began to follow the pattern and the window's start,
-// the count of a steady rate r decays to r*h/ln2*(1-2^(-T/h)) for half-life h. No jump before
-// one whole window of baseline (T >= window).
+// add counts one run of ps that started at now (event time: runs are added in start order) and
+// tells whether the window's count jumped. The expected runs per window are the baseline's
+// decayed count over the decayed time it covers: with T the time between the pattern's first
+// run and the window's start, the count of a steady rate r decays to r*h/ln2*(1-2^(-T/h)) for
+// half-life h. No jump before one whole window of baseline (T >= window).
 func (w *patternWatcher) add(ps *patternState, now time.Time) (n int, expected float64, jump bool) {
 	width := w.width()
 	idx := now.UnixNano() / width

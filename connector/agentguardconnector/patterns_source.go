@@ -4,6 +4,7 @@ package agentguardconnector // import "github.com/runagain/runagain/connector/ag
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension"
@@ -11,21 +12,26 @@ import (
 )
 
 // patternSourceOf is the run index the pattern watcher reads: the hot tier's, when the
-// runagain_storage extension's hot backend keeps failure signatures in its run index
-// (store.PatternReader: the SQLite hot tier). Otherwise nil and why.
+// runagain_storage extension's hot backend keeps failure signatures in its run index (the SQLite
+// hot tier), else the warm tier's (SQLite or ClickHouse: the gateway's shape, whose hot tier is
+// the contrib clickhouseexporter's tables). Otherwise nil and why.
 func patternSourceOf(st runagainstorageextension.Storage) (patternSource, string) {
 	if st == nil {
 		return nil, "the collector has no runagain_storage extension"
 	}
-	b, err := st.Backend("hot")
-	if err != nil {
-		return nil, "no hot tier to read patterns from: " + err.Error()
+	var why []string
+	for _, tier := range []string{"hot", "warm"} {
+		b, err := st.Backend(tier)
+		if err != nil {
+			why = append(why, "no "+tier+" tier: "+err.Error())
+			continue
+		}
+		if pr, ok := b.(store.PatternReader); ok {
+			return readerSource(pr), ""
+		}
+		why = append(why, "the "+tier+" tier's backend keeps no failure patterns in its run index")
 	}
-	pr, ok := b.(store.PatternReader)
-	if !ok {
-		return nil, "the hot tier's backend keeps no failure patterns in its run index (only the SQLite hot tier does)"
-	}
-	return readerSource(pr), ""
+	return nil, "no tier to read patterns from (" + strings.Join(why, "; ") + ")"
 }
 
 // readerSource streams a store.PatternReader's failing runs as the watcher reads them.

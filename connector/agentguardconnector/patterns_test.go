@@ -54,9 +54,15 @@ func (x *fakeIndex) source(_ context.Context, since, until time.Time, yield func
 // patternHarness is a guard whose pattern watcher reads idx, started after after on the clock.
 func patternHarness(t *testing.T, cfg *Config, idx *fakeIndex, after time.Duration) *harness {
 	t.Helper()
+	return patternHarnessOn(t, cfg, idx.source, after)
+}
+
+// patternHarnessOn is patternHarness over any source (a real run index).
+func patternHarnessOn(t *testing.T, cfg *Config, src patternSource, after time.Duration) *harness {
+	t.Helper()
 	h := newHarness(t, cfg)
 	h.clock.Advance(after)
-	require.NoError(t, h.g.watchPatterns(idx.source))
+	require.NoError(t, h.g.watchPatterns(src))
 	return h
 }
 

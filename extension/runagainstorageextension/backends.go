@@ -61,6 +61,8 @@ type openOptions struct {
 	pins   func() pins.Source
 	// payloads is the payload store the hot tier's retention sweeps (nil for none).
 	payloads *writer.Store
+	// noSignatures: failure_signatures is read (the writers sign no run).
+	noSignatures bool
 }
 
 // hot tier on SQLite: full spans and logs.
@@ -94,7 +96,8 @@ func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
-	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		NoSignatures: o.noSignatures})
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +116,17 @@ func (w *warmSQLite) WriteTraces(ctx context.Context, td ptrace.Traces) error {
 
 func (w *warmSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.db.WriteLogs(ctx, ld)
+}
+
+// PatternRuns implements store.PatternReader over the warm file's run index (agent_guard's
+// pattern watcher reads it when the hot tier keeps no signatures).
+func (w *warmSQLite) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return w.db.PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (w *warmSQLite) PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error) {
+	return w.db.PatternSignatures(ctx, variantIDs)
 }
 
 func (w *warmSQLite) TraceRecords(td ptrace.Traces) store.Records { return w.db.TraceRecords(td) }
@@ -161,6 +175,22 @@ func (w *warmClickHouse) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.w.WriteWarmLogs(ctx, ld)
 }
 
+// reader reads what the writer wrote (clickhousestore.WarmReader on the same handle).
+func (w *warmClickHouse) reader() *clickhousestore.WarmReader {
+	return &clickhousestore.WarmReader{DB: w.w.DB, Schema: w.w.Schema, SessionKeys: w.w.SessionKeys}
+}
+
+// PatternRuns implements store.PatternReader over the ClickHouse warm tier's run index and its
+// failure signatures (clickhousestore, patternindex.go).
+func (w *warmClickHouse) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return w.reader().PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (w *warmClickHouse) PatternSignatures(ctx context.Context, variantIDs []string) (map[string][]byte, error) {
+	return w.reader().PatternSignatures(ctx, variantIDs)
+}
+
 func (w *warmClickHouse) TraceRecords(td ptrace.Traces) store.Records {
 	return w.w.WarmRecords(td, plog.Logs{})
 }
@@ -188,7 +218,7 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		w := &clickhousestore.Writer{DB: db, SessionKeys: o.keys, Now: o.now, Prices: o.prices, NoSignatures: o.noSignatures,
 			Schema: clickhousestore.Schema{Database: ch.Database, Cluster: ch.ClusterName, WarmTTL: cfg.Retention}}
 		b := &warmClickHouse{clickhouseBackend{w: w}}
 		if ch.CreateSchema {
@@ -196,7 +226,8 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		}
 		return &opened{backend: b, close: db.Close}, nil
 	}
-	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices})
+	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
+		NoSignatures: o.noSignatures})
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +312,10 @@ var (
 	_ RecordBackend = (*warmClickHouse)(nil)
 	_ RecordBackend = (*coldParquet)(nil)
 	_ RecordBackend = (*coldClickHouse)(nil)
+
+	_ store.PatternReader = (*hotSQLite)(nil)
+	_ store.PatternReader = (*warmSQLite)(nil)
+	_ store.PatternReader = (*warmClickHouse)(nil)
 )
 
 func openCold(ctx context.Context, cfg *ColdConfig, o openOptions) (*opened, error) {

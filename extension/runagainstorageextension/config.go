@@ -57,8 +57,21 @@ type Config struct {
 	// every LLM call (agent_guard's runagain.cost, the tiers' summaries, the CLI's views).
 	Pricing pricing.Config `mapstructure:"pricing"`
 
+	// FailureSignatures says when the run index computes each failing run's failure signature
+	// (internal/patterns): FailureSignaturesIngest (default) when the hot and warm writers index
+	// the run, FailureSignaturesRead when a reader lists patterns (runagain patterns, the UI,
+	// agent_guard's watcher): no cost on the write path, each listing signs every failing run
+	// of its range again.
+	FailureSignatures string `mapstructure:"failure_signatures"`
+
 	_ struct{}
 }
+
+// Values of Config.FailureSignatures.
+const (
+	FailureSignaturesIngest = "ingest"
+	FailureSignaturesRead   = "read"
+)
 
 // HotConfig configures the hot tier: exactly one of sqlite, clickhouse.
 type HotConfig struct {
@@ -225,9 +238,10 @@ func createDefaultConfig() component.Config {
 		}),
 		Payloads: configoptional.Default(PayloadsConfig{URL: "file://./data/blobs?create_dir=true&metadata=skip", Dir: "./data/payloads", Pack: DefaultPack,
 			DedupCacheSize: DefaultDedupCacheSize, CompressionLevel: DefaultCompressionLevel}),
-		Datasets:        configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
-		SessionKeys:     append([]string(nil), genai.DefaultSessionKeys...),
-		JanitorInterval: DefaultJanitorInterval,
+		Datasets:          configoptional.Default(DatasetsConfig{URL: "file://./data/datasets?create_dir=true&metadata=skip"}),
+		SessionKeys:       append([]string(nil), genai.DefaultSessionKeys...),
+		JanitorInterval:   DefaultJanitorInterval,
+		FailureSignatures: FailureSignaturesIngest,
 	}
 }
 
@@ -250,6 +264,11 @@ func (c *Config) Validate() error {
 // a read-only mount).
 func (c *Config) ValidateForReading() error {
 	var errs []error
+	switch c.FailureSignatures {
+	case "", FailureSignaturesIngest, FailureSignaturesRead:
+	default:
+		errs = append(errs, fmt.Errorf("failure_signatures: want %q or %q, got %q", FailureSignaturesIngest, FailureSignaturesRead, c.FailureSignatures))
+	}
 	if c.Hot.HasValue() {
 		h := c.Hot.Get()
 		errs = append(errs, retention("hot", h.Retention))

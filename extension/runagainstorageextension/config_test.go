@@ -83,3 +83,15 @@ func TestLoadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureSignaturesValidated: failure_signatures is ingest (the default) or read; anything
+// else fails with the field named.
+func TestFailureSignaturesValidated(t *testing.T) {
+	cfg := NewDefaultConfig()
+	assert.Equal(t, FailureSignaturesIngest, cfg.FailureSignatures)
+	require.NoError(t, cfg.ValidateForReading())
+	cfg.FailureSignatures = FailureSignaturesRead
+	require.NoError(t, cfg.ValidateForReading())
+	cfg.FailureSignatures = "later"
+	assert.ErrorContains(t, cfg.ValidateForReading(), `failure_signatures: want "ingest" or "read", got "later"`)
+}

@@ -103,7 +103,7 @@ func (s *Extension) Start(ctx context.Context, _ component.Host) error {
 		return nil
 	}
 	o := openOptions{logger: s.logger, keys: s.cfg.SessionKeys, prices: s.prices, now: s.now,
-		every: s.cfg.JanitorInterval, pins: s.pinSource}
+		every: s.cfg.JanitorInterval, pins: s.pinSource, noSignatures: s.cfg.FailureSignatures == FailureSignaturesRead}
 	if o.every <= 0 {
 		o.every = DefaultJanitorInterval
 	}

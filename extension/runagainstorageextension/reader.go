@@ -35,7 +35,8 @@ func (c *Config) OpenReader(ctx context.Context) (store.Reader, error) {
 			readers = append(readers, closing{&clickhousestore.HotReader{DB: t.ClickHouse, Tables: clickhousestore.HotTables{Database: t.CH.Database},
 				SessionKeys: c.SessionKeys}, t.ClickHouse.Close})
 		case t.Name == "warm":
-			readers = append(readers, closing{&clickhousestore.WarmReader{DB: t.ClickHouse, Schema: clickhousestore.Schema{Database: t.CH.Database}}, t.ClickHouse.Close})
+			readers = append(readers, patternClosing{closing{&clickhousestore.WarmReader{DB: t.ClickHouse, Schema: clickhousestore.Schema{Database: t.CH.Database},
+				SessionKeys: c.SessionKeys}, t.ClickHouse.Close}})
 		default:
 			readers = append(readers, closing{&clickhousestore.ColdReader{DB: t.ClickHouse, Schema: clickhousestore.Schema{Database: t.CH.Database}}, t.ClickHouse.Close})
 		}
@@ -74,4 +75,18 @@ func (c closing) Close() error { return errors.Join(c.Reader.Close(), c.closeDB(
 func (c closing) ListsSessions() bool {
 	s, ok := c.Reader.(store.SessionLister)
 	return ok && s.ListsSessions()
+}
+
+// patternClosing is closing over a reader whose run index holds failure signatures (the
+// ClickHouse warm tier): store.Tiered reads patterns through it.
+type patternClosing struct{ closing }
+
+// PatternRuns implements store.PatternReader.
+func (c patternClosing) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
+	return c.Reader.(store.PatternReader).PatternRuns(ctx, f, yield)
+}
+
+// PatternSignatures implements store.PatternReader.
+func (c patternClosing) PatternSignatures(ctx context.Context, ids []string) (map[string][]byte, error) {
+	return c.Reader.(store.PatternReader).PatternSignatures(ctx, ids)
 }

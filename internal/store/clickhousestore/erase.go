@@ -265,13 +265,15 @@ func (w *WarmEraser) SessionTraces(ctx context.Context, session string) ([]strin
 	return sessionTracesOf(ctx, w.DB, session, w.Schema.Table(TableSpanSummaries), w.Schema.Table(TableKeyEvents))
 }
 
-// Erase implements store.Eraser: span summaries and key events.
+// Erase implements store.Eraser: span summaries and key events, and their runs' index and
+// signature rows.
 func (w *WarmEraser) Erase(ctx context.Context, e store.Erasure) (store.Removed, error) {
 	r := store.Removed{Tier: store.TierWarm}
 	if e.Empty() {
 		return r, nil
 	}
-	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents, "runs": TableRuns} {
+	for kind, t := range map[string]string{"span_summaries": TableSpanSummaries, "key_events": TableKeyEvents, "runs": TableRuns,
+		"run_patterns": TableRunPatterns} {
 		n, err := deleteWhere(ctx, w.DB, w.Schema.Table(t), sessionCond("session_id", e))
 		if err != nil {
 			return r, err

@@ -157,6 +157,6 @@ var (
 // order hot, warm, cold; the returned reader's Close closes the connection.
 func Open(db *sql.DB, hot HotTables, schema Schema, sessionKeys []string) store.Reader {
 	t := store.NewTiered(&HotReader{DB: db, Tables: hot, SessionKeys: sessionKeys},
-		&WarmReader{DB: db, Schema: schema}, &ColdReader{DB: db, Schema: schema, closer: db.Close})
+		&WarmReader{DB: db, Schema: schema, SessionKeys: sessionKeys}, &ColdReader{DB: db, Schema: schema, closer: db.Close})
 	return t
 }

@@ -38,6 +38,7 @@ func TestDDLGolden(t *testing.T) {
 	for name, ddl := range map[string][]string{
 		"warm_90d_cluster": Schema{Database: "rg", WarmTTL: 90 * 24 * time.Hour, Cluster: "c1"}.WarmDDL(),
 		"warm_no_ttl":      Schema{}.WarmDDL(),
+		"patterns_90d":     Schema{Database: "rg", WarmTTL: 90 * 24 * time.Hour, Cluster: "c1"}.PatternsDDL(),
 		"cold_forever":     Schema{Database: "rg"}.ColdDDL(),
 		"cold_1h":          Schema{ColdTTL: time.Hour}.ColdDDL(),
 		"database":         {Schema{}.DatabaseDDL()},

@@ -14,7 +14,10 @@ import (
 type WarmReader struct {
 	DB     Querier
 	Schema Schema
-	closer func() error
+	// SessionKeys name a run's session when a run is signed on the spot (PatternRuns); nil:
+	// genai.DefaultSessionKeys.
+	SessionKeys []string
+	closer      func() error
 }
 
 // Close closes the connection when the reader owns it (Open's last tier); otherwise nothing:

@@ -56,6 +56,9 @@ type Writer struct {
 	Prices      *pricing.Prices  // prices each LLM call; default the embedded table
 	// Join applies the counting rule to the cold partials across batches (nil: within each).
 	Join *rule.Window
+	// NoSignatures turns off computing failure signatures when warm batches are written
+	// (patternindex.go); readers then sign each failing run when they list patterns.
+	NoSignatures bool
 }
 
 func (w *Writer) now() int64 {
@@ -72,13 +75,17 @@ func (w *Writer) keys() []string {
 	return w.SessionKeys
 }
 
-// CreateWarm creates the database, the warm tables and the run index (runagain_runs and its
-// view), filling the index from the stored summaries when it did not exist.
+// CreateWarm creates the database, the warm tables, the run index (runagain_runs and its
+// view), filling the index from the stored summaries when it did not exist, and the failure
+// signature tables (patternindex.go; runs stored before them are signed by readers).
 func (w *Writer) CreateWarm(ctx context.Context) error {
 	if err := w.exec(ctx, append([]string{w.Schema.DatabaseDDL()}, w.Schema.WarmDDL()...)); err != nil {
 		return err
 	}
-	return w.createRuns(ctx)
+	if err := w.createRuns(ctx); err != nil {
+		return err
+	}
+	return w.exec(ctx, w.Schema.PatternsDDL())
 }
 
 // CreateCold creates the database and the cold table.
@@ -108,7 +115,10 @@ func (w *Writer) WriteWarmTraces(ctx context.Context, td ptrace.Traces) error {
 	if err := w.insertSpans(ctx, spans); err != nil {
 		return err
 	}
-	return w.insertEvents(ctx, events)
+	if err := w.insertEvents(ctx, events); err != nil {
+		return err
+	}
+	return w.signWarm(ctx, spans, events)
 }
 
 // WarmRecords is what WriteWarmTraces and WriteWarmLogs store of td and ld (either may be
@@ -124,12 +134,16 @@ func (w *Writer) WarmRecords(td ptrace.Traces, ld plog.Logs) store.Records {
 	return r
 }
 
-// WriteWarmRecords appends the span summaries and key events of r.
+// WriteWarmRecords appends the span summaries and key events of r, then signs the failing runs
+// among them (patternindex.go).
 func (w *Writer) WriteWarmRecords(ctx context.Context, r store.Records) error {
 	if err := w.insertSpans(ctx, r.Spans); err != nil {
 		return err
 	}
-	return w.insertEvents(ctx, r.Events)
+	if err := w.insertEvents(ctx, r.Events); err != nil {
+		return err
+	}
+	return w.signWarm(ctx, r.Spans, r.Events)
 }
 
 // ColdRecords is what WriteCold stores of td and ld: their session partials.
@@ -145,9 +159,13 @@ func (w *Writer) WriteColdRecords(ctx context.Context, r store.Records) error {
 	return w.insertPartials(ctx, r.Partials)
 }
 
-// WriteWarmLogs appends the alert records of ld as key events.
+// WriteWarmLogs appends the alert records of ld as key events, then signs their runs.
 func (w *Writer) WriteWarmLogs(ctx context.Context, ld plog.Logs) error {
-	return w.insertEvents(ctx, store.AlertEvents(ld, w.keys()))
+	events := store.AlertEvents(ld, w.keys())
+	if err := w.insertEvents(ctx, events); err != nil {
+		return err
+	}
+	return w.signWarm(ctx, nil, events)
 }
 
 // SpanColumns is the insert column list of runagain_span_summaries.

@@ -4,6 +4,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -121,5 +122,46 @@ func TestPatternsOfAnOlderSignatureVersion(t *testing.T) {
 		assert.Equal(t, want.Patterns[i].ID, got.Patterns[i].ID)
 		assert.Equal(t, want.Patterns[i].Runs, got.Patterns[i].Runs)
 		assert.NotEqual(t, "pstale", got.Patterns[i].ID)
+	}
+}
+
+// TestPatternsSignedWhenReadWithNoSignatures: with Options.NoSignatures (runagain_storage
+// failure_signatures: read) the writers store no signature, and the listing, which signs the
+// failing runs on the spot, is the one of files signed at ingest.
+func TestPatternsSignedWhenReadWithNoSignatures(t *testing.T) {
+	ctx := context.Background()
+	runs := indexRuns()
+	type file interface {
+		store.PatternReader
+		SQL() *sql.DB
+	}
+	open := func(no bool) (file, file) {
+		hot, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{NoSignatures: no})
+		require.NoError(t, err)
+		t.Cleanup(func() { hot.Close() })
+		warm, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{NoSignatures: no})
+		require.NoError(t, err)
+		t.Cleanup(func() { warm.Close() })
+		for _, r := range runs {
+			_, err := hot.WriteTraces(ctx, storetest.Traces(r))
+			require.NoError(t, err)
+			require.NoError(t, warm.WriteTraces(ctx, storetest.Traces(r)))
+		}
+		require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+		require.NoError(t, warm.WriteLogs(ctx, storetest.Alert(runs[1], "loop")))
+		return hot, warm
+	}
+	hotOn, warmOn := open(false)
+	hotOff, warmOff := open(true)
+	for name, pair := range map[string][2]file{"hot": {hotOn, hotOff}, "warm": {warmOn, warmOff}} {
+		var n int
+		require.NoError(t, pair[1].SQL().QueryRow(`SELECT COUNT(*) FROM run_patterns`).Scan(&n))
+		assert.Zero(t, n, "%s: nothing signed when written", name)
+		want, err := patterns.List(ctx, pair[0], store.PatternFilter{})
+		require.NoError(t, err)
+		got, err := patterns.List(ctx, pair[1], store.PatternFilter{})
+		require.NoError(t, err)
+		assert.Equal(t, want, got, name)
+		assert.EqualValues(t, 4, got.Failing, "%s: 3 tool failures and the alerted run", name)
 	}
 }

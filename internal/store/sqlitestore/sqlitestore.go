@@ -70,6 +70,9 @@ type Options struct {
 	// Prices prices each LLM call when written (hot cost_usd, warm summaries); default the
 	// embedded genai-prices table without overrides (pricing.DefaultPrices).
 	Prices *pricing.Prices
+	// NoSignatures makes the writer mark and sign no run (patternindex.go): readers sign the
+	// failing runs when they list patterns (runagain_storage failure_signatures: read).
+	NoSignatures bool
 }
 
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
@@ -86,7 +89,7 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version,
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures,
 		ranks: version >= 3 && hasRankIndexes(context.Background(), db)}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
@@ -318,9 +321,12 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	if err := hotIndex.apply(ctx, tx, &batch); err != nil {
 		return err
 	}
-	marked, err := markPatterns(ctx, tx, &batch)
-	if err != nil {
-		return err
+	var marked []string
+	if !d.noPatterns {
+		var err error
+		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err

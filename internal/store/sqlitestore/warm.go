@@ -121,6 +121,7 @@ CREATE INDEX IF NOT EXISTS key_events_ingested ON key_events (ingested_unix_nano
 // WarmDB is an open warm-tier SQLite file.
 type WarmDB struct {
 	db          *sql.DB
+	noPatterns  bool // Options.NoSignatures
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
@@ -164,7 +165,7 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version,
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures,
 		ranks: version >= 2 && hasRankIndexes(context.Background(), db)}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
@@ -573,9 +574,11 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	if err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
-	marked, err := markPatterns(ctx, tx, &batch)
-	if err != nil {
-		return fmt.Errorf("sqlite warm tier: %w", err)
+	var marked []string
+	if !w.noPatterns {
+		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+			return fmt.Errorf("sqlite warm tier: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
