@@ -268,6 +268,14 @@ const (
 	IncompleteOrphans = "orphans"
 )
 
+// IncompleteOnly is the signature of a run whose only failure is being incomplete (roots root
+// spans, orphans orphan spans: IncompleteFlags), as the run indexes compute it from their row
+// without reading the run: its pattern id, variant id and signature JSON.
+func IncompleteOnly(roots, orphans int64) (patternID, variantID string, sig []byte) {
+	s := Signature{Version: SignatureVersion, Incomplete: IncompleteFlags(roots, orphans)}
+	return s.ID(), s.VariantID(), s.JSON()
+}
+
 // IncompleteFlags are the incomplete flags of a run with roots root spans and orphans orphan
 // spans (store.Completeness's inputs).
 func IncompleteFlags(roots, orphans int64) []string {

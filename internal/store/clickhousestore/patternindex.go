@@ -288,13 +288,7 @@ func (r *WarmReader) sign(ctx context.Context, ids []string) (map[string]signed,
 func (r *WarmReader) PatternRunsQuery(f store.PatternFilter) string {
 	runs := r.Schema.Table(TableRuns)
 	pick := fmt.Sprintf("SELECT trace_id FROM %s GROUP BY trace_id", runs)
-	var conds []string
-	if !f.Since.IsZero() {
-		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) >= %d", f.Since.UnixNano()))
-	}
-	if !f.Until.IsZero() {
-		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) < %d", f.Until.UnixNano()))
-	}
+	conds := startConds(f.Since, f.Until)
 	if len(conds) > 0 {
 		pick += " HAVING " + strings.Join(conds, " AND ")
 	}
@@ -378,8 +372,7 @@ func (r *WarmReader) PatternRuns(ctx context.Context, f store.PatternFilter, yie
 		case p.PatternID == "":
 			p.Agent = ""
 			if roots == 0 || orphans > 0 {
-				sig := patterns.Signature{Version: patterns.SignatureVersion, Incomplete: patterns.IncompleteFlags(roots, orphans)}
-				p.PatternID, p.VariantID, p.Signature = sig.ID(), sig.VariantID(), sig.JSON()
+				p.PatternID, p.VariantID, p.Signature = patterns.IncompleteOnly(roots, orphans)
 			}
 		}
 		if ruled == 1 {

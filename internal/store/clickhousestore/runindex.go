@@ -169,13 +169,7 @@ func (w *Writer) count(ctx context.Context, q string) (uint64, error) {
 func (r *WarmReader) IndexedRunsQuery(f store.RunFilter) string {
 	runs := r.Schema.Table(TableRuns)
 	pick := fmt.Sprintf("SELECT trace_id FROM %s GROUP BY trace_id", runs)
-	var conds []string
-	if !f.Since.IsZero() {
-		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) >= %d", f.Since.UnixNano()))
-	}
-	if !f.Until.IsZero() {
-		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) < %d", f.Until.UnixNano()))
-	}
+	conds := startConds(f.Since, f.Until)
 	if f.SessionID != "" {
 		conds = append(conds, fmt.Sprintf("if(max(session_id) != '', max(session_id), trace_id) = %s", Quote(f.SessionID)))
 	}
@@ -274,4 +268,17 @@ func (r *WarmReader) scanIndexed(ctx context.Context, rows *sql.Rows) ([]store.R
 		out[i].InputTokens, out[i].OutputTokens, out[i].CostUSD, out[i].Unpriced = t.InputTokens, t.OutputTokens, t.CostUSD, t.Unpriced
 	}
 	return out, nil
+}
+
+// startConds are the HAVING conditions of a run index query for runs that started in [since,
+// until) (a zero bound is left open).
+func startConds(since, until time.Time) []string {
+	var conds []string
+	if !since.IsZero() {
+		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) >= %d", since.UnixNano()))
+	}
+	if !until.IsZero() {
+		conds = append(conds, fmt.Sprintf("min(start_time_unix_nano) < %d", until.UnixNano()))
+	}
+	return conds
 }

@@ -278,8 +278,7 @@ func patternRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string,
 			continue
 		case version < 0 && (roots == 0 || orphans > 0):
 			// incomplete only: no row, the flags are in the index row
-			sig := patterns.Signature{Version: patterns.SignatureVersion, Incomplete: patterns.IncompleteFlags(roots, orphans)}
-			r.PatternID, r.VariantID, r.Signature = sig.ID(), sig.VariantID(), sig.JSON()
+			r.PatternID, r.VariantID, r.Signature = patterns.IncompleteOnly(roots, orphans)
 		}
 		if !f.Keep(r) {
 			continue
