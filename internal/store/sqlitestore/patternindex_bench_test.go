@@ -4,6 +4,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -252,25 +253,50 @@ func TestSignedFromTheBatchAsReadBack(t *testing.T) {
 	reqs := benchRequests(40, 5)
 	inBatch := 0
 	for _, td := range reqs {
-		ids := map[string]bool{}
-		for _, rs := range td.ResourceSpans().All() {
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, sp := range ss.Spans().All() {
-					ids[sp.TraceID().String()] = true
-				}
-			}
-		}
 		if _, err := db.WriteTraces(ctx, td); err != nil {
 			t.Fatal(err)
 		}
 		w := &traceWrite{td: td}
-		for id, b := range batchRuns([]*traceWrite{w}, keys(ids)) {
+		for id, b := range batchRuns([]*traceWrite{w}, keys(traceIDsOf(td))) {
 			if db.wholeInBatch(ctx, id, len(b.spans)) {
 				inBatch++
 			}
 		}
 	}
-	rows, err := db.db.QueryContext(ctx, `SELECT trace_id, pattern_id, variant_id, agent, dirty FROM run_patterns`)
+	checkSignedAsReadBack(t, db.db, db.Run, db.sessionKeys, inBatch)
+}
+
+// TestWarmSignedFromTheBatchAsReadBack: the warm writer signs a run whose every summary and key
+// event is in its batch from the batch (the tiered exporter's trimmed spans, as it writes them),
+// and every stored signature equals the one computed from the run read back.
+func TestWarmSignedFromTheBatchAsReadBack(t *testing.T) {
+	ctx := context.Background()
+	w, err := OpenWarm(filepath.Join(t.TempDir(), "warm.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	inBatch := 0
+	for _, td := range benchRequests(40, 5) {
+		r := w.TraceRecords(store.TrimTraces(td, nil))
+		if err := w.WriteRecords(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		for id, b := range warmBatchRuns(r.Spans, r.Events, keys(traceIDsOf(td))) {
+			if w.wholeInBatch(ctx, id, len(b.spans), len(b.events)) {
+				inBatch++
+			}
+		}
+	}
+	checkSignedAsReadBack(t, w.db, w.Run, w.sessionKeys, inBatch)
+}
+
+// checkSignedAsReadBack asserts that every signature row of db is clean and equals the signature
+// of its run read back with load, that enough runs failed and some were whole in their batch.
+func checkSignedAsReadBack(t *testing.T, db *sql.DB, load runLoader, sessionKeys []string, inBatch int) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id, variant_id, agent, dirty FROM run_patterns`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,13 +315,12 @@ func TestSignedFromTheBatchAsReadBack(t *testing.T) {
 	rows.Close() // the file's one connection, which signature's read needs
 	n := 0
 	for _, r := range all {
-		id, pid, vid, agent, dirty := r.id, r.pid, r.vid, r.agent, r.dirty
-		sig, a, err := signature(ctx, db.Run, db.sessionKeys, id)
+		sig, a, err := signature(ctx, load, sessionKeys, r.id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dirty != 0 || pid != sig.ID() || vid != sig.VariantID() || agent != a {
-			t.Errorf("run %s: stored %s/%s agent %q dirty %d, read back %s/%s agent %q", id, pid, vid, agent, dirty, sig.ID(), sig.VariantID(), a)
+		if r.dirty != 0 || r.pid != sig.ID() || r.vid != sig.VariantID() || r.agent != a {
+			t.Errorf("run %s: stored %s/%s agent %q dirty %d, read back %s/%s agent %q", r.id, r.pid, r.vid, r.agent, r.dirty, sig.ID(), sig.VariantID(), a)
 		}
 		n++
 	}
@@ -303,6 +328,19 @@ func TestSignedFromTheBatchAsReadBack(t *testing.T) {
 		t.Fatalf("%d failing runs signed, %d runs whole in their batch: the traffic does not exercise both paths", n, inBatch)
 	}
 	t.Logf("%d failing runs; %d runs were whole in their batch", n, inBatch)
+}
+
+// traceIDsOf is the set of td's trace ids.
+func traceIDsOf(td ptrace.Traces) map[string]bool {
+	ids := map[string]bool{}
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				ids[sp.TraceID().String()] = true
+			}
+		}
+	}
+	return ids
 }
 
 func keys(m map[string]bool) []string {

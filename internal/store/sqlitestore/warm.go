@@ -42,6 +42,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -584,8 +585,101 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		return err
 	}
 	// A failure leaves the runs marked; readers compute them (patternindex.go).
-	_ = signRuns(ctx, w.db, w.Run, w.keys(), marked)
+	w.sign(ctx, marked, spans, events)
 	return nil
+}
+
+// sign writes the signatures of the runs a committed batch marked. A run whose every stored
+// summary and key event is in the batch is signed from the batch's records (store.WarmRun, as Run
+// rebuilds it from the same rows) instead of being read back: the warm writer's share of signing
+// at ingest (BENCHMARKS.md, "Failure patterns").
+func (w *WarmDB) sign(ctx context.Context, marked []string, spans []store.SpanSummary, events []store.KeyEvent) {
+	if len(marked) == 0 {
+		return
+	}
+	inBatch := warmBatchRuns(spans, events, marked)
+	load := func(ctx context.Context, traceID string) (*store.Run, error) {
+		if b := inBatch[traceID]; b != nil && w.wholeInBatch(ctx, traceID, len(b.spans), len(b.events)) {
+			return store.WarmRun(traceID, b.spans, b.events)
+		}
+		return w.Run(ctx, traceID)
+	}
+	_ = signRuns(ctx, w.db, load, w.keys(), marked)
+}
+
+// warmBatch is one run's records in a warm batch, as Run reads them back: a span id or event id
+// once (its last copy, which the write kept), spans by start time then span id, events by time
+// then event id.
+type warmBatch struct {
+	spans  []store.SpanSummary
+	events []store.KeyEvent
+}
+
+// warmBatchRuns collects the records of the runs ids from a batch.
+func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []string) map[string]*warmBatch {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	spanAt := map[[2]string]int{}
+	eventAt := map[string]int{}
+	out := map[string]*warmBatch{}
+	get := func(id string) *warmBatch {
+		b := out[id]
+		if b == nil {
+			b = &warmBatch{}
+			out[id] = b
+		}
+		return b
+	}
+	for _, s := range spans {
+		if !want[s.TraceID] {
+			continue
+		}
+		b := get(s.TraceID)
+		k := [2]string{s.TraceID, s.SpanID}
+		if i, ok := spanAt[k]; ok {
+			b.spans[i] = s
+			continue
+		}
+		spanAt[k] = len(b.spans)
+		b.spans = append(b.spans, s)
+	}
+	for _, e := range events {
+		if !want[e.TraceID] {
+			continue
+		}
+		b := get(e.TraceID)
+		if i, ok := eventAt[e.EventID]; ok {
+			b.events[i] = e
+			continue
+		}
+		eventAt[e.EventID] = len(b.events)
+		b.events = append(b.events, e)
+	}
+	for _, b := range out {
+		sort.Slice(b.spans, func(i, j int) bool {
+			if b.spans[i].Start != b.spans[j].Start {
+				return b.spans[i].Start < b.spans[j].Start
+			}
+			return b.spans[i].SpanID < b.spans[j].SpanID
+		})
+		sort.Slice(b.events, func(i, j int) bool {
+			if b.events[i].Time != b.events[j].Time {
+				return b.events[i].Time < b.events[j].Time
+			}
+			return b.events[i].EventID < b.events[j].EventID
+		})
+	}
+	return out
+}
+
+// wholeInBatch reports whether the committed run traceID has exactly spans summaries and events
+// key events: then the batch's records of it are the whole run as stored.
+func (w *WarmDB) wholeInBatch(ctx context.Context, traceID string, spans, events int) bool {
+	var n, e int
+	err := w.db.QueryRowContext(ctx, `SELECT spans, (SELECT count(*) FROM key_events WHERE trace_id = ?1) FROM `+RunsTable+` WHERE trace_id = ?1`, traceID).Scan(&n, &e)
+	return err == nil && n == spans && e == events
 }
 
 func (w *WarmDB) keys() []string { return w.sessionKeys }
