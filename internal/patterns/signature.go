@@ -533,22 +533,77 @@ func SpanSignal(attrs pcommon.Map) bool {
 	return false
 }
 
-// SummarySignal is SpanSignal over a warm span summary's attributes JSON
-// (store.SpanSummary.Attributes): a finish reason or status code recorded there.
+// SummarySignal is SpanSignal over a warm span summary's attributes JSON (the object
+// store.Summarize writes: json.Marshal of the raw values, keys sorted). It reads the two
+// attributes' values where their keys stand, without decoding the object: the warm writers call
+// it for every summary, and most summaries' objects are a few hundred bytes to kilobytes. A
+// finish-reasons value it cannot read (not a string or an array of strings) counts as a signal,
+// so a run that may fail is marked and its signature, computed through the read model, decides.
 func SummarySignal(attrsJSON string) bool {
 	if attrsJSON == "" || attrsJSON == "{}" {
 		return false
 	}
-	if strings.Contains(attrsJSON, genai.AttrFinishReasons) {
-		for r := range finishReasons {
-			if strings.Contains(attrsJSON, `"`+r+`"`) {
+	if v, ok := valueAfter(attrsJSON, `"`+genai.AttrFinishReasons+`":`); ok {
+		var reasons []string
+		if strings.HasPrefix(v, `"`) {
+			var r string
+			if json.Unmarshal([]byte(v), &r) != nil {
+				return true
+			}
+			reasons = []string{r}
+		} else if json.Unmarshal([]byte(v), &reasons) != nil {
+			return true
+		}
+		for _, r := range reasons {
+			if _, ok := finishReasons[r]; ok {
 				return true
 			}
 		}
 	}
-	if i := strings.Index(attrsJSON, `"http.response.status_code":`); i >= 0 {
-		rest := strings.TrimLeft(attrsJSON[i+len(`"http.response.status_code":`):], " ")
-		return len(rest) > 0 && rest[0] >= '4' && rest[0] <= '9' && len(rest) > 2 && rest[1] >= '0' && rest[1] <= '9'
+	if v, ok := valueAfter(attrsJSON, `"http.response.status_code":`); ok {
+		return len(v) > 2 && v[0] >= '4' && v[0] <= '9' && v[1] >= '0' && v[1] <= '9'
 	}
 	return false
+}
+
+// valueAfter returns the JSON value text after key (a quoted key and its colon) in the object
+// text obj: a string up to its closing quote, an array up to its first ']' (finish reasons hold
+// no bracket), any other value up to the next ',' or '}'. A key text inside a string value is
+// escaped (\"), so the first occurrence not preceded by a backslash is the key.
+func valueAfter(obj, key string) (string, bool) {
+	off := 0
+	for {
+		i := strings.Index(obj[off:], key)
+		if i < 0 {
+			return "", false
+		}
+		i += off
+		if i > 0 && obj[i-1] == '\\' {
+			off = i + len(key)
+			continue
+		}
+		v := strings.TrimLeft(obj[i+len(key):], " ")
+		switch {
+		case strings.HasPrefix(v, `"`):
+			for j := 1; j < len(v); j++ {
+				switch v[j] {
+				case '\\':
+					j++
+				case '"':
+					return v[:j+1], true
+				}
+			}
+			return v, true
+		case strings.HasPrefix(v, "["):
+			if j := strings.IndexByte(v, ']'); j >= 0 {
+				return v[:j+1], true
+			}
+			return v, true
+		default:
+			if j := strings.IndexAny(v, ",}"); j >= 0 {
+				return v[:j], true
+			}
+			return v, true
+		}
+	}
 }

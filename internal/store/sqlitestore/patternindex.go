@@ -195,18 +195,7 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
 	for _, s := range out {
-		if !s.sig.Failing() {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id = ? AND dirty = ?`, s.id, gen[s.id]); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature) VALUES (?,?,?)`,
-			s.sig.VariantID(), s.sig.ID(), string(s.sig.JSON())); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = ?, variant_id = ?, agent = ?, version = ?, dirty = 0
-		  WHERE trace_id = ? AND dirty = ?`, s.sig.ID(), s.sig.VariantID(), s.agent, patterns.SignatureVersion, s.id, gen[s.id]); err != nil {
+		if err := writeSignature(ctx, tx, s.id, gen[s.id], s.sig, s.agent); err != nil {
 			return err
 		}
 	}
@@ -214,6 +203,90 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 		return errors.Join(append(errs, err)...)
 	}
 	return errors.Join(errs...)
+}
+
+// wholeRun is a marked run of a write transaction whose rows the batch holds: n span rows (hot:
+// span rows; warm: summaries) and events key events (warm; the hot writer takes only runs with
+// no log record), and run builds it from the batch as Run would read it back.
+type wholeRun struct {
+	n, events int
+	run       func() (*store.Run, error)
+}
+
+// signWhole signs, in the write transaction tx that marked them, the runs of batch whose every
+// stored row is the batch's (the run index row in tx counts exactly the batch's rows, and no
+// log record or key event beyond the batch's): they need no read back and no second
+// transaction. wholeQuery selects (trace_id, stored rows, stored events) for the ids of a JSON
+// array. It returns the marked runs it did not sign, for signRuns after the commit. A run whose
+// signature cannot be built keeps its mark (signRuns and readers try again); an SQL error fails
+// the transaction, like any other write of it.
+func signWhole(ctx context.Context, tx *sql.Tx, keys []string, marked []string, batch map[string]wholeRun, wholeQuery string) ([]string, error) {
+	if len(batch) == 0 {
+		return marked, nil
+	}
+	ids := make([]string, 0, len(batch))
+	for _, id := range marked {
+		if _, ok := batch[id]; ok {
+			ids = append(ids, id)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, wholeQuery, idsJSON(ids))
+	if err != nil {
+		return nil, fmt.Errorf("run index: patterns: %w", err)
+	}
+	whole := map[string]bool{}
+	for rows.Next() {
+		var id string
+		var n, events int
+		if err := rows.Scan(&id, &n, &events); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if b := batch[id]; b.n == n && b.events == events {
+			whole[id] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var rest []string
+	for _, id := range marked {
+		if !whole[id] {
+			rest = append(rest, id)
+			continue
+		}
+		sig, agent, err := signature(ctx, func(context.Context, string) (*store.Run, error) { return batch[id].run() }, keys, id)
+		if err != nil {
+			rest = append(rest, id)
+			continue
+		}
+		if err := writeSignature(ctx, tx, id, -1, sig, agent); err != nil {
+			return nil, fmt.Errorf("run index: patterns: %w", err)
+		}
+	}
+	return rest, nil
+}
+
+// writeSignature stores, in tx, the signature sig of run id computed when its mark was gen
+// (-1: in the transaction that marked it, which no other write can interleave): the row of a
+// run that does not fail is deleted; a run marked again since gen keeps its mark.
+func writeSignature(ctx context.Context, tx *sql.Tx, id string, gen int64, sig patterns.Signature, agent string) error {
+	cond, args := ` AND dirty = ?`, []any{id, gen}
+	if gen < 0 {
+		cond, args = ``, []any{id}
+	}
+	if !sig.Failing() {
+		_, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id = ?`+cond, args...)
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature) VALUES (?,?,?)`,
+		sig.VariantID(), sig.ID(), string(sig.JSON())); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = ?, variant_id = ?, agent = ?, version = ?, dirty = 0
+	  WHERE trace_id = ?`+cond, append([]any{sig.ID(), sig.VariantID(), agent, patterns.SignatureVersion}, args...)...)
+	return err
 }
 
 // hasTable reports whether db holds table name.
@@ -441,11 +514,22 @@ func (b *batchRun) run(traceID string) *store.Run {
 	return run
 }
 
-// wholeInBatch reports whether the committed run traceID has exactly n span rows and no log
-// record: then the batch's n spans of it are the whole run as stored.
-func (d *DB) wholeInBatch(ctx context.Context, traceID string, n int) bool {
-	var spans int
-	var logs bool
-	err := d.db.QueryRowContext(ctx, `SELECT spans, EXISTS (SELECT 1 FROM logs WHERE trace_id = ?1) FROM runs WHERE trace_id = ?1`, traceID).Scan(&spans, &logs)
-	return err == nil && spans == n && !logs
+// hotWholeQuery selects the stored span rows of the runs of a JSON array, and 1 for a run with a
+// log record (signWhole: the batch path takes no run with one).
+const hotWholeQuery = `SELECT r.trace_id, r.spans, EXISTS (SELECT 1 FROM logs l WHERE l.trace_id = r.trace_id)
+  FROM runs r WHERE r.trace_id IN (SELECT value FROM json_each(?))`
+
+// hotWholeRuns are the marked runs of the requests ws with their spans, each built as DB.Run
+// reads it back (batchRun.run): signWhole signs those the batch holds whole, instead of reading
+// them back and decompressing them, the cost of signing at ingest (BENCHMARKS.md, "Failure
+// patterns").
+func hotWholeRuns(ws []*traceWrite, marked []string) map[string]wholeRun {
+	if len(marked) == 0 {
+		return nil
+	}
+	out := map[string]wholeRun{}
+	for id, b := range batchRuns(ws, marked) {
+		out[id] = wholeRun{n: len(b.spans), run: func() (*store.Run, error) { return b.run(id), nil }}
+	}
+	return out
 }

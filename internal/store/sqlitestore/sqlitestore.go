@@ -222,12 +222,15 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
 			return err
 		}
+		if marked, err = signWhole(ctx, tx, d.sessionKeys, marked, hotWholeRuns(ws, marked), hotWholeQuery); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
 	d.committedRefs(&refs)
-	d.sign(ctx, marked, ws)
+	d.sign(ctx, marked)
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
 	// a later batch (maybeTrain), and must not make the caller retry stored spans.
 	_ = d.codec.maybeTrain(ctx)
@@ -332,29 +335,17 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 		return err
 	}
 	d.committedRefs(&refs)
-	d.sign(ctx, marked, nil)
+	d.sign(ctx, marked)
 	return nil
 }
 
-// sign writes the signatures of the runs a committed batch marked (patternindex.go). A failure
-// leaves them marked, and readers compute them: the stored batch is not retried for it. A run
-// whose every stored span is in ws and that has no log record is signed from ws's spans
-// (batchRuns) instead of being read back and decompressed, the cost of signing at ingest
-// (BENCHMARKS.md, "Failure patterns").
-func (d *DB) sign(ctx context.Context, marked []string, ws []*traceWrite) {
-	if len(marked) == 0 {
-		return
+// sign writes the signatures of the runs a committed batch marked and did not sign in its
+// transaction (signWhole): those are read back. A failure leaves them marked, and readers
+// compute them: the stored batch is not retried for it.
+func (d *DB) sign(ctx context.Context, marked []string) {
+	if len(marked) > 0 {
+		_ = signRuns(ctx, d.db, d.Run, d.sessionKeys, marked)
 	}
-	load := runLoader(d.Run)
-	if inBatch := batchRuns(ws, marked); len(inBatch) > 0 {
-		load = func(ctx context.Context, traceID string) (*store.Run, error) {
-			if b := inBatch[traceID]; b != nil && d.wholeInBatch(ctx, traceID, len(b.spans)) {
-				return b.run(traceID), nil
-			}
-			return d.Run(ctx, traceID)
-		}
-	}
-	_ = signRuns(ctx, d.db, load, d.sessionKeys, marked)
 }
 
 func hexOrEmpty(id pcommon.TraceID) string {

@@ -580,31 +580,40 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
+		if marked, err = signWhole(ctx, tx, w.keys(), marked, warmWholeRuns(spans, events, marked), warmWholeQuery); err != nil {
+			return fmt.Errorf("sqlite warm tier: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	// A failure leaves the runs marked; readers compute them (patternindex.go).
-	w.sign(ctx, marked, spans, events)
+	// The runs not signed in the transaction are read back; a failure leaves them marked, and
+	// readers compute them (patternindex.go).
+	if len(marked) > 0 {
+		_ = signRuns(ctx, w.db, w.Run, w.keys(), marked)
+	}
 	return nil
 }
 
-// sign writes the signatures of the runs a committed batch marked. A run whose every stored
-// summary and key event is in the batch is signed from the batch's records (store.WarmRun, as Run
-// rebuilds it from the same rows) instead of being read back: the warm writer's share of signing
-// at ingest (BENCHMARKS.md, "Failure patterns").
-func (w *WarmDB) sign(ctx context.Context, marked []string, spans []store.SpanSummary, events []store.KeyEvent) {
+// warmWholeQuery selects the stored summaries and key events of the runs of a JSON array
+// (signWhole).
+const warmWholeQuery = `SELECT r.trace_id, r.spans, (SELECT count(*) FROM key_events e WHERE e.trace_id = r.trace_id)
+  FROM ` + RunsTable + ` r WHERE r.trace_id IN (SELECT value FROM json_each(?))`
+
+// warmWholeRuns are the marked runs of a warm batch with their records, each built as Run
+// rebuilds it from the same rows (store.WarmRun): signWhole signs those the batch holds whole,
+// the warm writer's share of signing at ingest (BENCHMARKS.md, "Failure patterns").
+func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []string) map[string]wholeRun {
 	if len(marked) == 0 {
-		return
+		return nil
 	}
-	inBatch := warmBatchRuns(spans, events, marked)
-	load := func(ctx context.Context, traceID string) (*store.Run, error) {
-		if b := inBatch[traceID]; b != nil && w.wholeInBatch(ctx, traceID, len(b.spans), len(b.events)) {
-			return store.WarmRun(traceID, b.spans, b.events)
-		}
-		return w.Run(ctx, traceID)
+	out := map[string]wholeRun{}
+	for id, b := range warmBatchRuns(spans, events, marked) {
+		out[id] = wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
+			return store.WarmRun(id, b.spans, b.events)
+		}}
 	}
-	_ = signRuns(ctx, w.db, load, w.keys(), marked)
+	return out
 }
 
 // warmBatch is one run's records in a warm batch, as Run reads them back: a span id or event id
@@ -672,14 +681,6 @@ func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []str
 		})
 	}
 	return out
-}
-
-// wholeInBatch reports whether the committed run traceID has exactly spans summaries and events
-// key events: then the batch's records of it are the whole run as stored.
-func (w *WarmDB) wholeInBatch(ctx context.Context, traceID string, spans, events int) bool {
-	var n, e int
-	err := w.db.QueryRowContext(ctx, `SELECT spans, (SELECT count(*) FROM key_events WHERE trace_id = ?1) FROM `+RunsTable+` WHERE trace_id = ?1`, traceID).Scan(&n, &e)
-	return err == nil && n == spans && e == events
 }
 
 func (w *WarmDB) keys() []string { return w.sessionKeys }
