@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
@@ -63,6 +64,8 @@ type openOptions struct {
 	payloads *writer.Store
 	// noSignatures: failure_signatures is read (the writers sign no run).
 	noSignatures bool
+	// memo is shared by the SQLite hot and warm writers: a failing run is signed once.
+	memo *patterns.Memo
 }
 
 // hot tier on SQLite: full spans and logs.
@@ -97,7 +100,7 @@ func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 
 func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
 	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-		NoSignatures: o.noSignatures})
+		NoSignatures: o.noSignatures, Memo: o.memo})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +230,7 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		return &opened{backend: b, close: db.Close}, nil
 	}
 	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-		NoSignatures: o.noSignatures})
+		NoSignatures: o.noSignatures, Memo: o.memo})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/runagain/runagain/extension/runagainstorageextension/internal/metadata"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/payloadref/writer"
 	"github.com/runagain/runagain/internal/pins"
 	"github.com/runagain/runagain/internal/pricing"
@@ -103,7 +104,8 @@ func (s *Extension) Start(ctx context.Context, _ component.Host) error {
 		return nil
 	}
 	o := openOptions{logger: s.logger, keys: s.cfg.SessionKeys, prices: s.prices, now: s.now,
-		every: s.cfg.JanitorInterval, pins: s.pinSource, noSignatures: s.cfg.FailureSignatures == FailureSignaturesRead}
+		every: s.cfg.JanitorInterval, pins: s.pinSource, noSignatures: s.cfg.FailureSignatures == FailureSignaturesRead,
+		memo: patterns.NewMemo(0)}
 	if o.every <= 0 {
 		o.every = DefaultJanitorInterval
 	}

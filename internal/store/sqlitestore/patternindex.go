@@ -35,6 +35,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -170,11 +171,7 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	type signed struct {
-		id, agent string
-		sig       patterns.Signature
-	}
-	var out []signed
+	var out []signedRun
 	var errs []error
 	for _, id := range order {
 		sig, agent, err := signature(ctx, load, keys, id)
@@ -184,7 +181,7 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 			}
 			continue
 		}
-		out = append(out, signed{id: id, agent: agent, sig: sig})
+		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: gen[id]})
 	}
 	if len(out) == 0 {
 		return errors.Join(errs...)
@@ -194,10 +191,8 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 		return errors.Join(append(errs, err)...)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	for _, s := range out {
-		if err := writeSignature(ctx, tx, s.id, gen[s.id], s.sig, s.agent); err != nil {
-			return err
-		}
+	if err := writeSignatures(ctx, tx, out); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return errors.Join(append(errs, err)...)
@@ -211,6 +206,8 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 type wholeRun struct {
 	n, events int
 	run       func() (*store.Run, error)
+	// fp identifies the spans run is built from (patterns.Memo); zero: not remembered
+	fp patterns.Fingerprint
 }
 
 // signWhole signs, in the write transaction tx that marked them, the runs of batch whose every
@@ -220,7 +217,7 @@ type wholeRun struct {
 // array. It returns the marked runs it did not sign, for signRuns after the commit. A run whose
 // signature cannot be built keeps its mark (signRuns and readers try again); an SQL error fails
 // the transaction, like any other write of it.
-func signWhole(ctx context.Context, tx *sql.Tx, keys []string, marked []string, batch map[string]wholeRun, wholeQuery string) ([]string, error) {
+func signWhole(ctx context.Context, tx *sql.Tx, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun, wholeQuery string) ([]string, error) {
 	if len(batch) == 0 {
 		return marked, nil
 	}
@@ -251,42 +248,84 @@ func signWhole(ctx context.Context, tx *sql.Tx, keys []string, marked []string, 
 		return nil, err
 	}
 	var rest []string
+	var out []signedRun
 	for _, id := range marked {
 		if !whole[id] {
 			rest = append(rest, id)
 			continue
 		}
-		sig, agent, err := signature(ctx, func(context.Context, string) (*store.Run, error) { return batch[id].run() }, keys, id)
-		if err != nil {
-			rest = append(rest, id)
-			continue
+		b := batch[id]
+		sig, agent, ok := memo.Get(id, b.fp)
+		if !ok {
+			var err error
+			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, id); err != nil {
+				rest = append(rest, id)
+				continue
+			}
+			memo.Put(id, b.fp, sig, agent)
 		}
-		if err := writeSignature(ctx, tx, id, -1, sig, agent); err != nil {
-			return nil, fmt.Errorf("run index: patterns: %w", err)
-		}
+		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: -1})
+	}
+	if err := writeSignatures(ctx, tx, out); err != nil {
+		return nil, fmt.Errorf("run index: patterns: %w", err)
 	}
 	return rest, nil
 }
 
-// writeSignature stores, in tx, the signature sig of run id computed when its mark was gen
-// (-1: in the transaction that marked it, which no other write can interleave): the row of a
-// run that does not fail is deleted; a run marked again since gen keeps its mark.
-func writeSignature(ctx context.Context, tx *sql.Tx, id string, gen int64, sig patterns.Signature, agent string) error {
-	cond, args := ` AND dirty = ?`, []any{id, gen}
-	if gen < 0 {
-		cond, args = ``, []any{id}
+// signedRun is a run's signature and the mark it was computed at (gen; -1: in the transaction
+// that marked it, which no other write can interleave).
+type signedRun struct {
+	id, agent string
+	sig       patterns.Signature
+	gen       int64
+}
+
+// writeSignatures stores, in tx, the signatures of runs, three statements whatever their
+// number (rows as JSON arrays, json_each): the rows of runs that do not fail are deleted, the
+// others take their pattern, variant and agent and lose their mark, unless the run was marked
+// again since gen (then the later write signs it).
+func writeSignatures(ctx context.Context, tx *sql.Tx, runs []signedRun) error {
+	var sigs, rows, gone, goneAt [][]any
+	for _, r := range runs {
+		switch {
+		case r.sig.Failing():
+			sigs = append(sigs, []any{r.sig.VariantID(), r.sig.ID(), string(r.sig.JSON())})
+			rows = append(rows, []any{r.id, r.sig.ID(), r.sig.VariantID(), r.agent, r.gen})
+		case r.gen < 0:
+			gone = append(gone, []any{r.id})
+		default:
+			goneAt = append(goneAt, []any{r.id, r.gen})
+		}
 	}
-	if !sig.Failing() {
-		_, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id = ?`+cond, args...)
+	// Each statement looks the runs up by primary key (j.value ->> 0: a run id).
+	if len(gone) > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id IN (SELECT value ->> 0 FROM json_each(?))`, rowsJSON(gone)); err != nil {
+			return err
+		}
+	}
+	if len(goneAt) > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE (trace_id, dirty) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, rowsJSON(goneAt)); err != nil {
+			return err
+		}
+	}
+	if len(sigs) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature)
+	  SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, rowsJSON(sigs)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature) VALUES (?,?,?)`,
-		sig.VariantID(), sig.ID(), string(sig.JSON())); err != nil {
-		return err
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = ?, variant_id = ?, agent = ?, version = ?, dirty = 0
-	  WHERE trace_id = ?`+cond, append([]any{sig.ID(), sig.VariantID(), agent, patterns.SignatureVersion}, args...)...)
+	_, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
+	  agent = j.value ->> 3, version = ?, dirty = 0
+	  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND (j.value ->> 4 < 0 OR run_patterns.dirty = j.value ->> 4)`,
+		patterns.SignatureVersion, rowsJSON(rows))
 	return err
+}
+
+// rowsJSON is rows as one JSON array of arrays (writeSignatures).
+func rowsJSON(rows [][]any) string {
+	b, _ := json.Marshal(rows)
+	return string(b)
 }
 
 // hasTable reports whether db holds table name.
@@ -529,7 +568,13 @@ func hotWholeRuns(ws []*traceWrite, marked []string) map[string]wholeRun {
 	}
 	out := map[string]wholeRun{}
 	for id, b := range batchRuns(ws, marked) {
-		out[id] = wholeRun{n: len(b.spans), run: func() (*store.Run, error) { return b.run(id), nil }}
+		r := wholeRun{n: len(b.spans), run: func() (*store.Run, error) { return b.run(id), nil }}
+		for _, s := range b.spans {
+			sp := s.sp
+			r.fp.Add(sp.SpanID().String(), sp.Name(), int64(sp.StartTimestamp()), int64(store.SaneEnd(sp.StartTimestamp(), sp.EndTimestamp())),
+				int32(sp.Status().Code()), sp.Status().Message())
+		}
+		out[id] = r
 	}
 	return out
 }

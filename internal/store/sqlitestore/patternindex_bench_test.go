@@ -282,6 +282,87 @@ func TestWarmSignedFromTheBatchAsReadBack(t *testing.T) {
 	checkSignedAsReadBack(t, w.db, w.Run, w.sessionKeys, inBatch)
 }
 
+// TestHotAndWarmSignaturesAgree: the same traffic written to a hot file and, trimmed as the
+// tiered exporter writes it, to a warm file gives every failing run the same pattern, variant
+// and agent in both (the listing merges the tiers by run), each tier signing on its own and
+// with the two writers sharing a patterns.Memo (the collector's set-up), where the warm writer
+// takes most signatures from the hot writer's and every stored one equals the run read back.
+func TestHotAndWarmSignaturesAgree(t *testing.T) {
+	t.Run("own", func(t *testing.T) { hotAndWarmAgree(t, nil) })
+	t.Run("memo", func(t *testing.T) {
+		memo := patterns.NewMemo(0)
+		hot, warm := hotAndWarmAgree(t, memo)
+		hits, misses := memo.Stats()
+		t.Logf("memo: %d hits, %d misses", hits, misses)
+		if hits < 50 || hits < misses {
+			t.Fatalf("memo: %d hits, %d misses: the warm writer signed most runs again", hits, misses)
+		}
+		checkSignedAsReadBack(t, hot.db, hot.Run, hot.sessionKeys, 1)
+		checkSignedAsReadBack(t, warm.db, warm.Run, warm.sessionKeys, 1)
+	})
+}
+
+func hotAndWarmAgree(t *testing.T, memo *patterns.Memo) (*DB, *WarmDB) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	hot, err := Open(filepath.Join(dir, "hot.db"), Options{Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hot.Close() })
+	warm, err := OpenWarm(filepath.Join(dir, "warm.db"), Options{Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm.Close() })
+	for _, td := range benchRequests(40, 7) {
+		if _, err := hot.WriteTraces(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.WriteRecords(ctx, warm.TraceRecords(store.TrimTraces(td, nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(db *sql.DB) map[string]string {
+		rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id || ' ' || variant_id || ' ' || agent, dirty FROM run_patterns`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var id, v string
+			var dirty int
+			if err := rows.Scan(&id, &v, &dirty); err != nil {
+				t.Fatal(err)
+			}
+			if dirty != 0 {
+				t.Fatalf("run %s still marked", id)
+			}
+			out[id] = v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	h, w := read(hot.db), read(warm.db)
+	if len(h) < 50 {
+		t.Fatalf("only %d failing runs in the traffic", len(h))
+	}
+	for id, v := range h {
+		if w[id] != v {
+			t.Errorf("run %s: hot %q, warm %q", id, v, w[id])
+		}
+	}
+	for id := range w {
+		if _, ok := h[id]; !ok {
+			t.Errorf("run %s fails in warm only: %q", id, w[id])
+		}
+	}
+	return hot, warm
+}
+
 // countWhole counts the runs of batch that the committed file db holds exactly as the batch
 // did (signWhole's test, run after the commit: no later write touched them).
 func countWhole(t *testing.T, db *sql.DB, batch map[string]wholeRun, query string) int {

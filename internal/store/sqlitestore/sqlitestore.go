@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
@@ -45,6 +46,7 @@ type DB struct {
 	// noPatterns makes the writer mark and sign no run (patternindex.go): the same-run baseline
 	// of BenchmarkHotWritePatterns.
 	noPatterns bool
+	memo       *patterns.Memo // Options.Memo
 	group      groupCommit
 	stmts      stmtCache                 // the writer's prepared statements
 	prefixIDs  *lru.Cache[string, int64] // committed payload_prefixes ids (refs.go)
@@ -73,6 +75,9 @@ type Options struct {
 	// NoSignatures makes the writer mark and sign no run (patternindex.go): readers sign the
 	// failing runs when they list patterns (runagain_storage failure_signatures: read).
 	NoSignatures bool
+	// Memo is shared by the hot and the warm writer of one process: a failing run both sign from
+	// their batches is signed once (patterns.Memo); nil: each signs its own.
+	Memo *patterns.Memo
 }
 
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
@@ -89,7 +94,7 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures,
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo,
 		ranks: version >= 3 && hasRankIndexes(context.Background(), db)}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
@@ -222,7 +227,7 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
 			return err
 		}
-		if marked, err = signWhole(ctx, tx, d.sessionKeys, marked, hotWholeRuns(ws, marked), hotWholeQuery); err != nil {
+		if marked, err = signWhole(ctx, tx, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked), hotWholeQuery); err != nil {
 			return err
 		}
 	}

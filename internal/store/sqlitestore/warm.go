@@ -42,6 +42,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,7 +123,8 @@ CREATE INDEX IF NOT EXISTS key_events_ingested ON key_events (ingested_unix_nano
 // WarmDB is an open warm-tier SQLite file.
 type WarmDB struct {
 	db          *sql.DB
-	noPatterns  bool // Options.NoSignatures
+	noPatterns  bool           // Options.NoSignatures
+	memo        *patterns.Memo // Options.Memo
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
@@ -166,7 +168,7 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures,
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo,
 		ranks: version >= 2 && hasRankIndexes(context.Background(), db)}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
@@ -580,7 +582,7 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
-		if marked, err = signWhole(ctx, tx, w.keys(), marked, warmWholeRuns(spans, events, marked), warmWholeQuery); err != nil {
+		if marked, err = signWhole(ctx, tx, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked), warmWholeQuery); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
 	}
@@ -609,9 +611,18 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 	}
 	out := map[string]wholeRun{}
 	for id, b := range warmBatchRuns(spans, events, marked) {
-		out[id] = wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
+		r := wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
 			return store.WarmRun(id, b.spans, b.events)
 		}}
+		// A key event other than a span's exception (an alert, a divergence) comes from a log
+		// record, which the hot writer's batch path never signs with: no fingerprint, no memo.
+		if !slices.ContainsFunc(b.events, func(e store.KeyEvent) bool { return e.Kind != "exception" }) {
+			for i := range b.spans {
+				s := &b.spans[i]
+				r.fp.Add(s.SpanID, s.Name, s.Start, s.End, s.StatusCode, s.StatusMessage)
+			}
+		}
+		out[id] = r
 	}
 	return out
 }
