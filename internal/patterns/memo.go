@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/runagain/runagain/internal/store"
 )
 
 // MemoSize is the default number of runs a Memo keeps: a few seconds of failing runs at the
@@ -17,7 +19,8 @@ const MemoSize = 4096
 
 // Memo remembers the signatures the writers of one process computed, by run and by a
 // Fingerprint of the spans each was computed from, so the hot and the warm writer, which both
-// receive every span and sign the same failing runs from their own batches, compute each once
+// receive every span and sign the same failing runs, each from its own batch or, for a run
+// whose spans came in several requests, read back after the write, compute each once
 // (sqlitestore "Failure signatures in the run index"; BENCHMARKS.md "Failure patterns"). A
 // signature is the same whichever tier computes it from the same spans
 // (TestHotAndWarmSignaturesAgree). A nil *Memo remembers nothing. Safe for concurrent use.
@@ -107,4 +110,27 @@ func (f *Fingerprint) Add(spanID, name string, start, end int64, statusCode int3
 	h.WriteString(statusMessage)
 	f.n++
 	f.sum += h.Sum64()
+}
+
+// RunFingerprint is the Fingerprint of run's spans, as a tier's writer computes it from its batch;
+// zero (matching nothing) when run has a log record: an alert or a divergence is signed from
+// and is not in the fingerprint.
+func RunFingerprint(run *store.Run) Fingerprint {
+	var f Fingerprint
+	if run == nil || run.Logs.LogRecordCount() > 0 {
+		return f
+	}
+	rss := run.Traces.ResourceSpans()
+	for i := range rss.Len() {
+		sss := rss.At(i).ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				f.Add(sp.SpanID().String(), sp.Name(), int64(sp.StartTimestamp()), int64(store.SaneEnd(sp.StartTimestamp(), sp.EndTimestamp())),
+					int32(sp.Status().Code()), sp.Status().Message())
+			}
+		}
+	}
+	return f
 }

@@ -130,24 +130,32 @@ func markPatterns(ctx context.Context, tx *sql.Tx, b *RunBatch) ([]string, error
 // runLoader reads one run whole (DB.Run, WarmDB.Run).
 type runLoader func(ctx context.Context, traceID string) (*store.Run, error)
 
-// signature computes a run's signature through the read model.
-func signature(ctx context.Context, load runLoader, keys []string, traceID string) (patterns.Signature, string, error) {
+// signature computes a run's signature through the read model, or takes it from memo when the
+// run's spans are those memo remembers it by (patterns.RunFingerprint), and remembers it.
+func signature(ctx context.Context, load runLoader, keys []string, memo *patterns.Memo, traceID string) (patterns.Signature, string, error) {
 	run, err := load(ctx, traceID)
 	if err != nil {
 		return patterns.Signature{}, "", err
+	}
+	fp := patterns.RunFingerprint(run)
+	if sig, agent, ok := memo.Get(traceID, fp); ok {
+		return sig, agent, nil
 	}
 	v, err := runview.Build(ctx, run, runview.Options{SessionKeys: keys})
 	if err != nil {
 		return patterns.Signature{}, "", err
 	}
-	return patterns.FromView(v), patterns.Agent(v), nil
+	sig, agent := patterns.FromView(v), patterns.Agent(v)
+	memo.Put(traceID, fp, sig, agent)
+	return sig, agent, nil
 }
 
 // signRuns computes and writes the signatures of the marked runs ids (after the commit that
 // marked them). A run marked again meanwhile keeps its mark (the later write signs it); a run
 // that cannot be read keeps its mark (a reader computes it). Errors are returned joined; the
-// batch they follow is stored either way.
-func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, ids []string) error {
+// batch they follow is stored either way. A run memo remembers with the same spans is not
+// signed again (the other tier signed it from its batch).
+func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -174,7 +182,7 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, id
 	var out []signedRun
 	var errs []error
 	for _, id := range order {
-		sig, agent, err := signature(ctx, load, keys, id)
+		sig, agent, err := signature(ctx, load, keys, memo, id)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("run %s: %w", id, err))
@@ -258,7 +266,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, keys []string, memo *patterns.Me
 		sig, agent, ok := memo.Get(id, b.fp)
 		if !ok {
 			var err error
-			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, id); err != nil {
+			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, nil, id); err != nil {
 				rest = append(rest, id)
 				continue
 			}
@@ -405,7 +413,7 @@ func patternRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string,
 		return err
 	}
 	for _, r := range later {
-		sig, agent, err := signature(ctx, load, keys, r.TraceID)
+		sig, agent, err := signature(ctx, load, keys, nil, r.TraceID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // deleted meanwhile
 		}

@@ -397,6 +397,17 @@ func countWhole(t *testing.T, db *sql.DB, batch map[string]wholeRun, query strin
 // of its run read back with load, that enough runs failed and some were whole in their batch.
 func checkSignedAsReadBack(t *testing.T, db *sql.DB, load runLoader, sessionKeys []string, inBatch int) {
 	t.Helper()
+	n := checkStoredAsReadBack(t, db, load, sessionKeys)
+	if n < 10 || inBatch == 0 {
+		t.Fatalf("%d failing runs signed, %d runs whole in their batch: the traffic does not exercise both paths", n, inBatch)
+	}
+	t.Logf("%d failing runs; %d runs were whole in their batch", n, inBatch)
+}
+
+// checkStoredAsReadBack checks that every run_patterns row of db is signed, as the run read back
+// signs, and returns the number of rows.
+func checkStoredAsReadBack(t *testing.T, db *sql.DB, load runLoader, sessionKeys []string) int {
+	t.Helper()
 	ctx := context.Background()
 	rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id, variant_id, agent, dirty FROM run_patterns`)
 	if err != nil {
@@ -417,7 +428,7 @@ func checkSignedAsReadBack(t *testing.T, db *sql.DB, load runLoader, sessionKeys
 	rows.Close() // the file's one connection, which signature's read needs
 	n := 0
 	for _, r := range all {
-		sig, a, err := signature(ctx, load, sessionKeys, r.id)
+		sig, a, err := signature(ctx, load, sessionKeys, nil, r.id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,10 +437,7 @@ func checkSignedAsReadBack(t *testing.T, db *sql.DB, load runLoader, sessionKeys
 		}
 		n++
 	}
-	if n < 10 || inBatch == 0 {
-		t.Fatalf("%d failing runs signed, %d runs whole in their batch: the traffic does not exercise both paths", n, inBatch)
-	}
-	t.Logf("%d failing runs; %d runs were whole in their batch", n, inBatch)
+	return n
 }
 
 // traceIDsOf is the set of td's trace ids.

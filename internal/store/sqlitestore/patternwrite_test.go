@@ -4,10 +4,17 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/patterns"
+	"github.com/runagain/runagain/internal/store"
 )
 
 // TestWriteSignaturesKeepsLaterMarks: signatures computed at a mark are stored only where the
@@ -70,4 +77,111 @@ func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 		failing.VariantID(), string(failing.JSON())).Scan(&sigs); err != nil || sigs != 1 {
 		t.Fatalf("pattern_signatures: %d rows of the variant (%v)", sigs, err)
 	}
+}
+
+// TestReadBackSignatureServesTheOtherTier: a run whose spans one tier receives in two requests is
+// read back and signed after the second commit (signRuns); the other tier, receiving the same
+// spans in one batch, takes that signature from the shared memo instead of computing it again,
+// and the two tiers store the same pattern. Either way round.
+func TestReadBackSignatureServesTheOtherTier(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	memo := patterns.NewMemo(0)
+	hot, err := Open(filepath.Join(dir, "hot.db"), Options{Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hot.Close()
+	warm, err := OpenWarm(filepath.Join(dir, "warm.db"), Options{Memo: memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	toWarm := func(td ptrace.Traces) {
+		t.Helper()
+		if err := warm.WriteRecords(ctx, warm.TraceRecords(store.TrimTraces(td, nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toHot := func(td ptrace.Traces) {
+		t.Helper()
+		if _, err := hot.WriteTraces(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, hotSplit := range []bool{true, false} {
+		first, second, both := splitFailingRun(byte(i + 1))
+		hits0, _ := memo.Stats()
+		if hotSplit {
+			toHot(first)
+			toHot(second)
+			toWarm(both)
+		} else {
+			toWarm(first)
+			toWarm(second)
+			toHot(both)
+		}
+		if hits, _ := memo.Stats(); hits != hits0+1 {
+			t.Errorf("split in the %s tier: %d memo hits, want 1 (the read-back signature of the split run)",
+				map[bool]string{true: "hot", false: "warm"}[hotSplit], hits-hits0)
+		}
+	}
+	rowsOf := func(db *sql.DB) map[string]string {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id || '/' || dirty FROM run_patterns`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var id, v string
+			if err := rows.Scan(&id, &v); err != nil {
+				t.Fatal(err)
+			}
+			out[id] = v
+		}
+		return out
+	}
+	h, w := rowsOf(hot.db), rowsOf(warm.db)
+	if len(h) != 2 || fmt.Sprint(h) != fmt.Sprint(w) {
+		t.Fatalf("hot %v, warm %v: want the same two signed runs", h, w)
+	}
+	checkStoredAsReadBack(t, hot.db, hot.Run, hot.sessionKeys)
+	checkStoredAsReadBack(t, warm.db, warm.Run, warm.sessionKeys)
+}
+
+// splitFailingRun is one failing run (trace id ending in b): an agent span in first, its failed
+// tool call in second, both spans in both.
+func splitFailingRun(b byte) (first, second, both ptrace.Traces) {
+	tid := pcommon.TraceID{15: b}
+	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	add := func(td ptrace.Traces, root bool) {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "support")
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(tid)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(2 * time.Second)))
+		if root {
+			sp.SetSpanID(pcommon.SpanID{7: 1})
+			sp.SetName("invoke_agent support")
+			sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+			return
+		}
+		sp.SetSpanID(pcommon.SpanID{7: 2})
+		sp.SetParentSpanID(pcommon.SpanID{7: 1})
+		sp.SetName("execute_tool lookup_order")
+		sp.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+		sp.Attributes().PutStr("gen_ai.tool.name", "lookup_order")
+		sp.Attributes().PutStr("error.type", "TimeoutError")
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage("order 4417 timed out after 30s")
+	}
+	first, second, both = ptrace.NewTraces(), ptrace.NewTraces(), ptrace.NewTraces()
+	add(first, true)
+	add(second, false)
+	add(both, true)
+	add(both, false)
+	return first, second, both
 }

@@ -592,7 +592,7 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	// The runs not signed in the transaction are read back; a failure leaves them marked, and
 	// readers compute them (patternindex.go).
 	if len(marked) > 0 {
-		_ = signRuns(ctx, w.db, w.Run, w.keys(), marked)
+		_ = signRuns(ctx, w.db, w.Run, w.keys(), w.memo, marked)
 	}
 	return nil
 }
