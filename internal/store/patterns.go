@@ -34,6 +34,11 @@ type PatternFilter struct {
 	// PatternID keeps the runs of one pattern (failing runs only); '' streams every run, failing
 	// or not (a listing's shares need the passing runs' count).
 	PatternID string
+	// TraceIDs, when not nil, keeps only these runs (32 lower-case hex characters each): a
+	// reader looks them up by key in its index instead of walking the range, so asking which of
+	// a page of runs are in a pattern costs the page, not the store. Readers apply it in their
+	// query; Keep does not check it.
+	TraceIDs []string
 }
 
 // Keep reports whether r's start is in f's range and r in f's pattern.

@@ -328,13 +328,6 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 	alertsFromIndex := diverged != nil
 	needDetail := f.Agent != "" || f.Alerts && !alertsFromIndex || f.Query != ""
 	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session, MinCostUSD: f.CostMin, ErrorsOnly: f.Errors}
-	var inPattern map[string]bool
-	if f.Pattern != "" {
-		var err error
-		if inPattern, err = s.patternRuns(ctx, f.Pattern, since, until); err != nil {
-			return nil, 0, false, 0, fmt.Errorf("pattern %s: %w", f.Pattern, err)
-		}
-	}
 	startOrder := f.Sort == "" || f.Sort == "start" && !f.Asc
 	size := s.opts.PageSize
 	from := (f.Page - 1) * size
@@ -343,7 +336,7 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 	var page, best []sessionRow
 	// ranked: the sorted page came from the run index; the walk below only counts.
 	ranked := false
-	if !startOrder && !needDetail && inPattern == nil && f.Model == "" && !f.Alerts {
+	if !startOrder && !needDetail && f.Pattern == "" && f.Model == "" && !f.Alerts {
 		sub := rf
 		sub.Limit = keep
 		rows, err := store.RankedRuns(ctx, s.opts.Reader, sub, store.RunOrder{Key: f.Sort, Asc: f.Asc})
@@ -359,10 +352,7 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 		}
 	}
 	n, more, read, searched := 0, false, 0, 0
-	err := store.EachRun(ctx, s.opts.Reader, rf, func(sum store.RunSummary) bool {
-		if inPattern != nil && !inPattern[sum.TraceID] {
-			return true
-		}
+	visit := func(sum store.RunSummary) bool {
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
 			return true
 		}
@@ -404,7 +394,17 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 			best = best[:keep]
 		}
 		return true
-	})
+	}
+	walk := visit
+	var inPattern *patternPages
+	if f.Pattern != "" {
+		inPattern = &patternPages{s: s, ctx: ctx, id: f.Pattern, visit: visit}
+		walk = inPattern.add
+	}
+	err := store.EachRun(ctx, s.opts.Reader, rf, walk)
+	if err == nil && inPattern != nil {
+		err = inPattern.close()
+	}
 	if err != nil {
 		return nil, 0, false, 0, err
 	}

@@ -381,17 +381,72 @@ func (s *Server) addPatternToDataset(w http.ResponseWriter, r *http.Request) {
 // patternRuns is the set of trace ids of pattern id among the runs started in [since, until)
 // (the sessions page's ?pattern= filter): read from the run index, one entry per run of the
 // pattern.
-func (s *Server) patternRuns(ctx context.Context, id string, since, until time.Time) (map[string]bool, error) {
+func (s *Server) patternRuns(ctx context.Context, id string, ids []string) (map[string]bool, error) {
 	pr, err := s.patternReader()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
-	err = pr.PatternRuns(ctx, store.PatternFilter{Since: since, Until: until, PatternID: id}, func(r store.PatternRun) error {
+	err = pr.PatternRuns(ctx, store.PatternFilter{PatternID: id, TraceIDs: ids}, func(r store.PatternRun) error {
 		out[r.TraceID] = true
 		return nil
 	})
 	return out, err
+}
+
+// patternChunk is how many listed runs the sessions page's pattern filter looks up at once.
+const patternChunk = 256
+
+// patternPages is the sessions page's pattern filter: the runs of the walk, newest first, are
+// looked up patternChunk at a time in the run index (store.PatternFilter.TraceIDs), and those of
+// pattern id are passed on to visit in the walk's order. The cost is that of the runs walked
+// until the page and its count are full, not of the pattern's or the store's size.
+type patternPages struct {
+	s       *Server
+	ctx     context.Context
+	id      string
+	visit   func(store.RunSummary) bool
+	pending []store.RunSummary
+	stopped bool
+	err     error
+}
+
+// add is the walk's callback (store.EachRun): false once visit stopped or a lookup failed.
+func (p *patternPages) add(sum store.RunSummary) bool {
+	p.pending = append(p.pending, sum)
+	if len(p.pending) < patternChunk {
+		return true
+	}
+	return p.flush()
+}
+
+func (p *patternPages) flush() bool {
+	if len(p.pending) == 0 || p.stopped {
+		return !p.stopped
+	}
+	ids := make([]string, len(p.pending))
+	for i, r := range p.pending {
+		ids[i] = r.TraceID
+	}
+	in, err := p.s.patternRuns(p.ctx, p.id, ids)
+	if err != nil {
+		p.err, p.stopped = fmt.Errorf("pattern %s: %w", p.id, err), true
+		return false
+	}
+	for _, r := range p.pending {
+		if in[r.TraceID] && !p.visit(r) {
+			p.stopped = true
+			break
+		}
+	}
+	p.pending = p.pending[:0]
+	return !p.stopped
+}
+
+// close passes on the runs of the walk's last, partial chunk and returns a lookup's error.
+func (p *patternPages) close() error {
+	p.flush()
+	return p.err
 }
 
 // runPattern is a run's pattern as the run page links it ("" when the run is not failing).

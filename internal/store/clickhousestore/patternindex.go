@@ -288,6 +288,13 @@ func (r *WarmReader) sign(ctx context.Context, ids []string) (map[string]signed,
 func (r *WarmReader) PatternRunsQuery(f store.PatternFilter) string {
 	runs := r.Schema.Table(TableRuns)
 	pick := fmt.Sprintf("SELECT trace_id FROM %s GROUP BY trace_id", runs)
+	if f.TraceIDs != nil {
+		ids := quoteIDs(f.TraceIDs)
+		if ids == "" {
+			ids = "''"
+		}
+		pick = fmt.Sprintf("SELECT trace_id FROM %s WHERE trace_id IN (%s) GROUP BY trace_id", runs, ids)
+	}
 	conds := startConds(f.Since, f.Until)
 	if len(conds) > 0 {
 		pick += " HAVING " + strings.Join(conds, " AND ")

@@ -369,6 +369,11 @@ func patternRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string,
 		where = append(where, `r.start_time_unix_nano < ?`)
 		args = append(args, f.Until.UnixNano())
 	}
+	if f.TraceIDs != nil {
+		// Looked up by primary key (runs.trace_id), then sorted: the page, not the store.
+		where = append(where, `r.trace_id IN (SELECT value FROM json_each(?))`)
+		args = append(args, idsJSON(f.TraceIDs))
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -41,9 +41,10 @@ type Run struct {
 	Service  string
 	Agent    string
 	Model    string
-	Start    int64 // Unix ns
-	LLMCalls int   // each with 100 input and 20 output tokens
-	ToolFail bool  // add a failing tool call with an exception event
+	Start    int64  // Unix ns
+	LLMCalls int    // each with 100 input and 20 output tokens
+	ToolFail bool   // add a failing tool call with an exception event
+	FailTool string // the failing tool's gen_ai.tool.name ('' for get_weather)
 }
 
 // Spans is how many spans Add creates for r.
@@ -103,13 +104,17 @@ func Add(td ptrace.Traces, r Run) {
 		s.SetTraceID(tid)
 		s.SetSpanID(SpanID(r.Seed, i))
 		s.SetParentSpanID(root.SpanID())
-		s.SetName("execute_tool get_weather")
+		tool := r.FailTool
+		if tool == "" {
+			tool = "get_weather"
+		}
+		s.SetName("execute_tool " + tool)
 		s.SetStartTimestamp(pcommon.Timestamp(r.Start + int64(i)*1_000_000_000))
 		s.SetEndTimestamp(pcommon.Timestamp(r.Start + int64(i)*1_000_000_000 + 100_000_000))
 		s.Status().SetCode(ptrace.StatusCodeError)
 		s.Status().SetMessage("timeout")
 		s.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
-		s.Attributes().PutStr("gen_ai.tool.name", "get_weather")
+		s.Attributes().PutStr("gen_ai.tool.name", tool)
 		s.Attributes().PutStr("gen_ai.tool.call.arguments", `{"city":"PAYLOAD-SECRET"}`)
 		ev := s.Events().AppendEmpty()
 		ev.SetName("exception")
