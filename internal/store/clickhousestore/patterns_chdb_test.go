@@ -192,6 +192,38 @@ func TestPatternsOnChDBMatchSQLite(t *testing.T) {
 	assert.EqualValues(t, 4, show.Runs)
 	assert.Len(t, runs, 4)
 
+	// Runs looked up by id (the sessions page's pattern filter, store.PatternFilter.TraceIDs):
+	// the pattern's runs among them, as the SQLite warm file answers, and none of an empty list.
+	lookup := func(r store.PatternReader, f store.PatternFilter) []string {
+		t.Helper()
+		var ids []string
+		require.NoError(t, r.PatternRuns(ctx, f, func(p store.PatternRun) error {
+			ids = append(ids, p.TraceID)
+			return nil
+		}))
+		return ids
+	}
+	asked := []string{storetest.TraceID("no-such-run").String()}
+	for _, r := range runs {
+		asked = append(asked, r.TraceID)
+	}
+	var passing string
+	require.NoError(t, ch.PatternRuns(ctx, store.PatternFilter{}, func(p store.PatternRun) error {
+		if p.PatternID == "" {
+			passing = p.TraceID
+		}
+		return nil
+	}))
+	require.NotEmpty(t, passing)
+	f := store.PatternFilter{PatternID: rep.Patterns[0].ID, TraceIDs: append(asked, passing)}
+	got := lookup(ch, f)
+	assert.Len(t, got, 4, "the pattern's four runs, not the passing run nor an unknown id")
+	assert.Equal(t, lookup(warm, f), got)
+	f.TraceIDs = asked[:2]
+	assert.Len(t, lookup(ch, f), 1)
+	f.TraceIDs = []string{}
+	assert.Empty(t, lookup(ch, f), "an empty list asks for no run")
+
 	e := &WarmEraser{DB: db, Schema: schema}
 	_, err = e.Erase(ctx, store.Erasure{TraceIDs: []string{storetest.TraceID("pc-order-0").String()}})
 	require.NoError(t, err)
