@@ -72,9 +72,54 @@ CREATE TRIGGER IF NOT EXISTS runs_patterns_delete AFTER DELETE ON runs BEGIN
 END;
 `
 
+// The pattern index's statements, prepared once in the hot and the warm writer's stmtCache
+// (patternSQL) like their other statements: at each batch's few statements, compiling them again
+// was a visible share of signing (BENCHMARKS.md, "Failure patterns").
+var (
+	stmtMarkSignals = stmtKey{kind: "patterns.mark"}
+	stmtMarkOthers  = stmtKey{kind: "patterns.mark-others"}
+	stmtWhole       = stmtKey{kind: "patterns.whole"}
+	stmtSigGone     = stmtKey{kind: "patterns.gone"}
+	stmtSigGoneAt   = stmtKey{kind: "patterns.gone-at"}
+	stmtSigVariants = stmtKey{kind: "patterns.variants"}
+	stmtSigRows     = stmtKey{kind: "patterns.rows"}
+)
+
+// patternKeys are the pattern index's statements.
+var patternKeys = []stmtKey{stmtMarkSignals, stmtMarkOthers, stmtWhole, stmtSigGone, stmtSigGoneAt, stmtSigVariants, stmtSigRows}
+
+// patternSQL returns the SQL of the pattern index's statement k, whole being the tier's
+// wholeQuery (hotWholeQuery, warmWholeQuery); false for another statement.
+func patternSQL(k stmtKey, whole string) (string, bool) {
+	switch k {
+	case stmtMarkSignals:
+		return `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
+		  SELECT value, '', '', '', 0, 1 FROM json_each(?) WHERE true
+		  ON CONFLICT (trace_id) DO UPDATE SET dirty = dirty + 1`, true
+	case stmtMarkOthers:
+		return `UPDATE run_patterns SET dirty = dirty + 1
+		  WHERE trace_id IN (SELECT value FROM json_each(?)) RETURNING trace_id`, true
+	case stmtWhole:
+		return whole, true
+	// Each of the following looks the runs up by primary key (j.value ->> 0: a run id).
+	case stmtSigGone:
+		return `DELETE FROM run_patterns WHERE trace_id IN (SELECT value ->> 0 FROM json_each(?))`, true
+	case stmtSigGoneAt:
+		return `DELETE FROM run_patterns WHERE (trace_id, dirty) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, true
+	case stmtSigVariants:
+		return `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature)
+		  SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, true
+	case stmtSigRows:
+		return `UPDATE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
+		  agent = j.value ->> 3, version = ?, dirty = 0
+		  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND (j.value ->> 4 < 0 OR run_patterns.dirty = j.value ->> 4)`, true
+	}
+	return "", false
+}
+
 // markPatterns marks dirty, in tx, the runs of b that hold a signal or already have a
 // signature row, and returns them (for signRuns after the commit).
-func markPatterns(ctx context.Context, tx *sql.Tx, b *RunBatch) ([]string, error) {
+func markPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, b *RunBatch) ([]string, error) {
 	var all traceSet
 	for _, id := range b.traces() {
 		all.add(id)
@@ -90,9 +135,7 @@ func markPatterns(ctx context.Context, tx *sql.Tx, b *RunBatch) ([]string, error
 	}
 	var marked traceSet
 	if len(b.signals.ids) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
-		  SELECT value, '', '', '', 0, 1 FROM json_each(?) WHERE true
-		  ON CONFLICT (trace_id) DO UPDATE SET dirty = dirty + 1`, idsJSON(b.signals.ids)); err != nil {
+		if err := stmts.exec(ctx, tx, stmtMarkSignals, idsJSON(b.signals.ids)); err != nil {
 			return nil, fmt.Errorf("run index: patterns: %w", err)
 		}
 		for _, id := range b.signals.ids {
@@ -106,8 +149,7 @@ func markPatterns(ctx context.Context, tx *sql.Tx, b *RunBatch) ([]string, error
 		}
 	}
 	if len(rest) > 0 {
-		rows, err := tx.QueryContext(ctx, `UPDATE run_patterns SET dirty = dirty + 1
-		  WHERE trace_id IN (SELECT value FROM json_each(?)) RETURNING trace_id`, idsJSON(rest))
+		rows, err := stmts.query(ctx, tx, stmtMarkOthers, idsJSON(rest))
 		if err != nil {
 			return nil, fmt.Errorf("run index: patterns: %w", err)
 		}
@@ -155,7 +197,7 @@ func signature(ctx context.Context, load runLoader, keys []string, memo *pattern
 // that cannot be read keeps its mark (a reader computes it). Errors are returned joined; the
 // batch they follow is stored either way. A run memo remembers with the same spans is not
 // signed again (the other tier signed it from its batch).
-func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
+func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -199,7 +241,7 @@ func signRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string, me
 		return errors.Join(append(errs, err)...)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if err := writeSignatures(ctx, tx, out); err != nil {
+	if err := writeSignatures(ctx, tx, stmts, out); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -222,10 +264,10 @@ type wholeRun struct {
 // stored row is the batch's (the run index row in tx counts exactly the batch's rows, and no
 // log record or key event beyond the batch's): they need no read back and no second
 // transaction. wholeQuery selects (trace_id, stored rows, stored events) for the ids of a JSON
-// array. It returns the marked runs it did not sign, for signRuns after the commit. A run whose
+// array (stmtWhole). It returns the marked runs it did not sign, for signRuns after the commit. A run whose
 // signature cannot be built keeps its mark (signRuns and readers try again); an SQL error fails
 // the transaction, like any other write of it.
-func signWhole(ctx context.Context, tx *sql.Tx, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun, wholeQuery string) ([]string, error) {
+func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun) ([]string, error) {
 	if len(batch) == 0 {
 		return marked, nil
 	}
@@ -235,7 +277,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, keys []string, memo *patterns.Me
 			ids = append(ids, id)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, wholeQuery, idsJSON(ids))
+	rows, err := stmts.query(ctx, tx, stmtWhole, idsJSON(ids))
 	if err != nil {
 		return nil, fmt.Errorf("run index: patterns: %w", err)
 	}
@@ -274,7 +316,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, keys []string, memo *patterns.Me
 		}
 		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: -1})
 	}
-	if err := writeSignatures(ctx, tx, out); err != nil {
+	if err := writeSignatures(ctx, tx, stmts, out); err != nil {
 		return nil, fmt.Errorf("run index: patterns: %w", err)
 	}
 	return rest, nil
@@ -292,7 +334,7 @@ type signedRun struct {
 // number (rows as JSON arrays, json_each): the rows of runs that do not fail are deleted, the
 // others take their pattern, variant and agent and lose their mark, unless the run was marked
 // again since gen (then the later write signs it).
-func writeSignatures(ctx context.Context, tx *sql.Tx, runs []signedRun) error {
+func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, runs []signedRun) error {
 	var sigs, rows, gone, goneAt [][]any
 	for _, r := range runs {
 		switch {
@@ -305,29 +347,23 @@ func writeSignatures(ctx context.Context, tx *sql.Tx, runs []signedRun) error {
 			goneAt = append(goneAt, []any{r.id, r.gen})
 		}
 	}
-	// Each statement looks the runs up by primary key (j.value ->> 0: a run id).
 	if len(gone) > 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE trace_id IN (SELECT value ->> 0 FROM json_each(?))`, rowsJSON(gone)); err != nil {
+		if err := stmts.exec(ctx, tx, stmtSigGone, rowsJSON(gone)); err != nil {
 			return err
 		}
 	}
 	if len(goneAt) > 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM run_patterns WHERE (trace_id, dirty) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, rowsJSON(goneAt)); err != nil {
+		if err := stmts.exec(ctx, tx, stmtSigGoneAt, rowsJSON(goneAt)); err != nil {
 			return err
 		}
 	}
 	if len(sigs) == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature)
-	  SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, rowsJSON(sigs)); err != nil {
+	if err := stmts.exec(ctx, tx, stmtSigVariants, rowsJSON(sigs)); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
-	  agent = j.value ->> 3, version = ?, dirty = 0
-	  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND (j.value ->> 4 < 0 OR run_patterns.dirty = j.value ->> 4)`,
-		patterns.SignatureVersion, rowsJSON(rows))
-	return err
+	return stmts.exec(ctx, tx, stmtSigRows, patterns.SignatureVersion, rowsJSON(rows))
 }
 
 // rowsJSON is rows as one JSON array of arrays (writeSignatures).

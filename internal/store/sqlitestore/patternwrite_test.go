@@ -36,7 +36,7 @@ func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = writeSignatures(ctx, tx, []signedRun{
+	err = writeSignatures(ctx, tx, nil, []signedRun{
 		{id: "a", agent: "support", sig: failing, gen: 1},               // current: stored
 		{id: "b", agent: "support", sig: failing, gen: 1},               // marked again (2): kept marked
 		{id: "c", agent: "support", sig: patterns.Signature{}, gen: 1},  // passes: row deleted

@@ -224,10 +224,10 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	}
 	var marked []string
 	if !d.noPatterns {
-		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+		if marked, err = markPatterns(ctx, tx, &d.stmts, &batch); err != nil {
 			return err
 		}
-		if marked, err = signWhole(ctx, tx, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked), hotWholeQuery); err != nil {
+		if marked, err = signWhole(ctx, tx, &d.stmts, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked)); err != nil {
 			return err
 		}
 	}
@@ -332,7 +332,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	var marked []string
 	if !d.noPatterns {
 		var err error
-		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+		if marked, err = markPatterns(ctx, tx, &d.stmts, &batch); err != nil {
 			return err
 		}
 	}
@@ -349,7 +349,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 // compute them: the stored batch is not retried for it.
 func (d *DB) sign(ctx context.Context, marked []string) {
 	if len(marked) > 0 {
-		_ = signRuns(ctx, d.db, d.Run, d.sessionKeys, d.memo, marked)
+		_ = signRuns(ctx, d.db, &d.stmts, d.Run, d.sessionKeys, d.memo, marked)
 	}
 }
 

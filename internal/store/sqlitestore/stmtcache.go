@@ -57,12 +57,15 @@ func writerSQL(k stmtKey) string {
 	case "refs":
 		return valuesSQL(`INSERT OR IGNORE INTO payload_refs (trace_id, row_id, prefix_id, name) VALUES`, "(?,?,?,?)", k.rows, "")
 	}
+	if q, ok := patternSQL(k, hotWholeQuery); ok {
+		return q
+	}
 	panic("sqlitestore: unknown writer statement " + k.kind)
 }
 
 // writerKeys are every statement of the writer: each kind, each multi-row size.
 func writerKeys() []stmtKey {
-	keys := []stmtKey{stmtFrame, stmtRemove, stmtPrefix}
+	keys := append([]stmtKey{stmtFrame, stmtRemove, stmtPrefix}, patternKeys...)
 	for n := 1; n <= maxChunkRows; n *= 2 {
 		keys = append(keys, stmtSpans(n), stmtRefs(n))
 	}
@@ -94,8 +97,12 @@ func (c *stmtCache) prepareKeys(ctx context.Context, db *sql.DB, keys []stmtKey,
 }
 
 // stmt returns the statement key names bound to tx; one that was not prepared (a write while
-// the file is opened) is prepared in tx, for tx only.
+// the file is opened) is prepared in tx, for tx only. A nil cache prepares every statement in tx
+// (writerSQL).
 func (c *stmtCache) stmt(ctx context.Context, tx *sql.Tx, key stmtKey) (*sql.Stmt, error) {
+	if c == nil {
+		return tx.PrepareContext(ctx, writerSQL(key))
+	}
 	c.mu.Lock()
 	st, ok := c.m[key]
 	sqlOf := c.sqlOf
@@ -107,6 +114,25 @@ func (c *stmtCache) stmt(ctx context.Context, tx *sql.Tx, key stmtKey) (*sql.Stm
 		return tx.PrepareContext(ctx, sqlOf(key))
 	}
 	return tx.StmtContext(ctx, st), nil
+}
+
+// exec runs statement key in tx.
+func (c *stmtCache) exec(ctx context.Context, tx *sql.Tx, key stmtKey, args ...any) error {
+	st, err := c.stmt(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, args...)
+	return err
+}
+
+// query runs statement key in tx and returns its rows.
+func (c *stmtCache) query(ctx context.Context, tx *sql.Tx, key stmtKey, args ...any) (*sql.Rows, error) {
+	st, err := c.stmt(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
 }
 
 // close closes every statement.

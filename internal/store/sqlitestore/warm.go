@@ -362,7 +362,7 @@ func stmtWarmSummaries(rows int) stmtKey { return stmtKey{kind: "warm.summaries"
 // warmKeys are every statement of the warm writer: each kind, each multi-row size
 // (warmInsertSizes).
 func warmKeys() []stmtKey {
-	keys := []stmtKey{stmtWarmReplace, stmtWarmEvent, stmtWarmEventAgain}
+	keys := append([]stmtKey{stmtWarmReplace, stmtWarmEvent, stmtWarmEventAgain}, patternKeys...)
 	for _, n := range warmInsertSizes {
 		keys = append(keys, stmtWarmSummaries(n))
 	}
@@ -390,6 +390,9 @@ func warmSQL(k stmtKey) string {
 		  severity_number, service_name, message, attributes, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
 	case "warm.event-again":
 		return `UPDATE key_events SET ingested_unix_nano = ? WHERE event_id = ?`
+	}
+	if q, ok := patternSQL(k, warmWholeQuery); ok {
+		return q
 	}
 	panic("sqlitestore: unknown warm writer statement " + k.kind)
 }
@@ -579,10 +582,10 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	}
 	var marked []string
 	if !w.noPatterns {
-		if marked, err = markPatterns(ctx, tx, &batch); err != nil {
+		if marked, err = markPatterns(ctx, tx, &w.stmts, &batch); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
-		if marked, err = signWhole(ctx, tx, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked), warmWholeQuery); err != nil {
+		if marked, err = signWhole(ctx, tx, &w.stmts, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked)); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
 	}
@@ -592,7 +595,7 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	// The runs not signed in the transaction are read back; a failure leaves them marked, and
 	// readers compute them (patternindex.go).
 	if len(marked) > 0 {
-		_ = signRuns(ctx, w.db, w.Run, w.keys(), w.memo, marked)
+		_ = signRuns(ctx, w.db, &w.stmts, w.Run, w.keys(), w.memo, marked)
 	}
 	return nil
 }
