@@ -324,27 +324,12 @@ func hotAndWarmAgree(t *testing.T, memo *patterns.Memo) (*DB, *WarmDB) {
 		}
 	}
 	read := func(db *sql.DB) map[string]string {
-		rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id || ' ' || variant_id || ' ' || agent, dirty FROM run_patterns`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var id, v string
-			var dirty int
-			if err := rows.Scan(&id, &v, &dirty); err != nil {
-				t.Fatal(err)
-			}
-			if dirty != 0 {
+		for id, dirty := range runPatternRows(t, db, "dirty") {
+			if dirty != "0" {
 				t.Fatalf("run %s still marked", id)
 			}
-			out[id] = v
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return runPatternRows(t, db, "pattern_id || ' ' || variant_id || ' ' || agent")
 	}
 	h, w := read(hot.db), read(warm.db)
 	if len(h) < 50 {
@@ -361,6 +346,28 @@ func hotAndWarmAgree(t *testing.T, memo *patterns.Memo) (*DB, *WarmDB) {
 		}
 	}
 	return hot, warm
+}
+
+// runPatternRows is expr of every run_patterns row of db, by run.
+func runPatternRows(t *testing.T, db *sql.DB, expr string) map[string]string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT trace_id, `+expr+` FROM run_patterns`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // countWhole counts the runs of batch that the committed file db holds exactly as the batch

@@ -4,7 +4,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -126,24 +125,8 @@ func TestReadBackSignatureServesTheOtherTier(t *testing.T) {
 				map[bool]string{true: "hot", false: "warm"}[hotSplit], hits-hits0)
 		}
 	}
-	rowsOf := func(db *sql.DB) map[string]string {
-		t.Helper()
-		rows, err := db.QueryContext(ctx, `SELECT trace_id, pattern_id || '/' || dirty FROM run_patterns`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var id, v string
-			if err := rows.Scan(&id, &v); err != nil {
-				t.Fatal(err)
-			}
-			out[id] = v
-		}
-		return out
-	}
-	h, w := rowsOf(hot.db), rowsOf(warm.db)
+	const row = "pattern_id || '/' || dirty"
+	h, w := runPatternRows(t, hot.db, row), runPatternRows(t, warm.db, row)
 	if len(h) != 2 || fmt.Sprint(h) != fmt.Sprint(w) {
 		t.Fatalf("hot %v, warm %v: want the same two signed runs", h, w)
 	}
