@@ -410,6 +410,14 @@ func patternRuns(ctx context.Context, db *sql.DB, load runLoader, keys []string,
 		where = append(where, `r.trace_id IN (SELECT value FROM json_each(?))`)
 		args = append(args, idsJSON(f.TraceIDs))
 	}
+	if f.PatternID != "" && has {
+		// Only the rows the loop below can put in the pattern: signed in it, to sign again
+		// (marked, another version), or without a row but with what signs a run on the spot
+		// (errors, alerts) or makes it incomplete. Passing runs, most of a store, stay in SQLite.
+		where = append(where, `(p.pattern_id = ? OR p.dirty > 0 OR p.version != ?
+		  OR p.trace_id IS NULL AND (r.errors > 0 OR r.alerts > 0 OR r.roots = 0 OR r.orphans > 0))`)
+		args = append(args, f.PatternID, patterns.SignatureVersion)
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

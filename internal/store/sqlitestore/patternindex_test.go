@@ -72,6 +72,18 @@ func TestPatternsIndexedAtWrite(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(2), show.Runs, "%s: runs 4 and 8 are in the range", name)
 		assert.Len(t, got, 2, name)
+
+		checkPatternFilter(t, db, name+": signed")
+		// A run marked and not signed again, one signed by another version under a pattern id
+		// that no longer exists, one with no row (written before signatures were kept): each is
+		// signed on the spot and found in its pattern.
+		_, err = sqlDB.Exec(`UPDATE run_patterns SET dirty = 1, pattern_id = '' WHERE trace_id = ?`, storetest.TraceID(runs[0].Seed).String())
+		require.NoError(t, err)
+		_, err = sqlDB.Exec(`UPDATE run_patterns SET version = version - 1, pattern_id = 'pold' WHERE trace_id = ?`, storetest.TraceID(runs[4].Seed).String())
+		require.NoError(t, err)
+		_, err = sqlDB.Exec(`DELETE FROM run_patterns WHERE trace_id = ?`, storetest.TraceID(runs[8].Seed).String())
+		require.NoError(t, err)
+		checkPatternFilter(t, db, name+": stale")
 	}
 
 	// The root arrives: the run is complete and passing, and leaves its pattern.
@@ -163,5 +175,38 @@ func TestPatternsSignedWhenReadWithNoSignatures(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, got, name)
 		assert.EqualValues(t, 4, got.Failing, "%s: 3 tool failures and the alerted run", name)
+	}
+}
+
+// checkPatternFilter checks that PatternRuns with a PatternID streams exactly the runs, in the
+// same order, that PatternRuns without one puts in that pattern, for each pattern of db, and
+// with TraceIDs those of them it names.
+func checkPatternFilter(t *testing.T, db store.PatternReader, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	byPattern := map[string][]string{}
+	var order []string
+	require.NoError(t, db.PatternRuns(ctx, store.PatternFilter{}, func(r store.PatternRun) error {
+		if r.PatternID != "" {
+			byPattern[r.PatternID] = append(byPattern[r.PatternID], r.TraceID)
+		}
+		order = append(order, r.TraceID)
+		return nil
+	}))
+	require.GreaterOrEqual(t, len(byPattern), 3, msg)
+	for id, want := range byPattern {
+		var got []string
+		require.NoError(t, db.PatternRuns(ctx, store.PatternFilter{PatternID: id}, func(r store.PatternRun) error {
+			assert.Equal(t, id, r.PatternID, msg)
+			got = append(got, r.TraceID)
+			return nil
+		}))
+		assert.Equal(t, want, got, "%s: pattern %s", msg, id)
+		got = nil
+		require.NoError(t, db.PatternRuns(ctx, store.PatternFilter{PatternID: id, TraceIDs: append([]string{want[0]}, order...)[:2]}, func(r store.PatternRun) error {
+			got = append(got, r.TraceID)
+			return nil
+		}))
+		assert.Contains(t, got, want[0], "%s: pattern %s looked up by id", msg, id)
 	}
 }
