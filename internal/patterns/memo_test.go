@@ -39,3 +39,15 @@ func TestMemoMatchesTheSameSpansOnly(t *testing.T) {
 		t.Error("nil memo remembered")
 	}
 }
+
+// TestKeysAreTheIDs: Keys gives what ID, VariantID and JSON give, and nothing for a passing run.
+func TestKeysAreTheIDs(t *testing.T) {
+	sig := Signature{Version: SignatureVersion, FinishReasons: []string{"length"}, Shape: []string{"chat", "tool lookup"}}
+	id, vid, js := sig.Keys()
+	if id != sig.ID() || vid != sig.VariantID() || string(js) != string(sig.JSON()) || id == "" || id == vid {
+		t.Fatalf("Keys %q %q %s; ID %q VariantID %q JSON %s", id, vid, js, sig.ID(), sig.VariantID(), sig.JSON())
+	}
+	if id, vid, js := (Signature{}).Keys(); id != "" || vid != "" || js != nil {
+		t.Fatalf("passing run: %q %q %s", id, vid, js)
+	}
+}

@@ -199,6 +199,16 @@ func (s Signature) VariantID() string {
 	return "v" + hash12(s.JSON())
 }
 
+// Keys returns ID, VariantID and JSON of s, marshalling s twice rather than once for each (the
+// writers store all three for each failing run); "", "" and nil for a passing run.
+func (s Signature) Keys() (id, variantID string, js []byte) {
+	if !s.Failing() {
+		return "", "", nil
+	}
+	js = s.JSON()
+	return "p" + hash12(s.Canonical().JSON()), "v" + hash12(js), js
+}
+
 func hash12(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])

@@ -38,10 +38,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -197,7 +199,7 @@ func signature(ctx context.Context, load runLoader, keys []string, memo *pattern
 // that cannot be read keeps its mark (a reader computes it). Errors are returned joined; the
 // batch they follow is stored either way. A run memo remembers with the same spans is not
 // signed again (the other tier signed it from its batch).
-func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
+func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantSet, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -241,12 +243,14 @@ func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, load runLoader,
 		return errors.Join(append(errs, err)...)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if err := writeSignatures(ctx, tx, stmts, out); err != nil {
+	added, err := writeSignatures(ctx, tx, stmts, known, out)
+	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	known.add(added)
 	return errors.Join(errs...)
 }
 
@@ -267,9 +271,9 @@ type wholeRun struct {
 // array (stmtWhole). It returns the marked runs it did not sign, for signRuns after the commit. A run whose
 // signature cannot be built keeps its mark (signRuns and readers try again); an SQL error fails
 // the transaction, like any other write of it.
-func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun) ([]string, error) {
+func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun) (rest, added []string, err error) {
 	if len(batch) == 0 {
-		return marked, nil
+		return marked, nil, nil
 	}
 	ids := make([]string, 0, len(batch))
 	for _, id := range marked {
@@ -279,7 +283,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 	}
 	rows, err := stmts.query(ctx, tx, stmtWhole, idsJSON(ids))
 	if err != nil {
-		return nil, fmt.Errorf("run index: patterns: %w", err)
+		return nil, nil, fmt.Errorf("run index: patterns: %w", err)
 	}
 	whole := map[string]bool{}
 	for rows.Next() {
@@ -287,7 +291,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 		var n, events int
 		if err := rows.Scan(&id, &n, &events); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		if b := batch[id]; b.n == n && b.events == events {
 			whole[id] = true
@@ -295,9 +299,8 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var rest []string
 	var out []signedRun
 	for _, id := range marked {
 		if !whole[id] {
@@ -307,7 +310,6 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 		b := batch[id]
 		sig, agent, ok := memo.Get(id, b.fp)
 		if !ok {
-			var err error
 			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, nil, id); err != nil {
 				rest = append(rest, id)
 				continue
@@ -316,10 +318,10 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 		}
 		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: -1})
 	}
-	if err := writeSignatures(ctx, tx, stmts, out); err != nil {
-		return nil, fmt.Errorf("run index: patterns: %w", err)
+	if added, err = writeSignatures(ctx, tx, stmts, known, out); err != nil {
+		return nil, nil, fmt.Errorf("run index: patterns: %w", err)
 	}
-	return rest, nil
+	return rest, added, nil
 }
 
 // signedRun is a run's signature and the mark it was computed at (gen; -1: in the transaction
@@ -333,14 +335,20 @@ type signedRun struct {
 // writeSignatures stores, in tx, the signatures of runs, three statements whatever their
 // number (rows as JSON arrays, json_each): the rows of runs that do not fail are deleted, the
 // others take their pattern, variant and agent and lose their mark, unless the run was marked
-// again since gen (then the later write signs it).
-func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, runs []signedRun) error {
+// again since gen (then the later write signs it). A variant known stored (known) is not sent
+// again; it returns the variants it stored, for known.add once tx is committed.
+func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, runs []signedRun) ([]string, error) {
 	var sigs, rows, gone, goneAt [][]any
+	var added []string
 	for _, r := range runs {
 		switch {
 		case r.sig.Failing():
-			sigs = append(sigs, []any{r.sig.VariantID(), r.sig.ID(), string(r.sig.JSON())})
-			rows = append(rows, []any{r.id, r.sig.ID(), r.sig.VariantID(), r.agent, r.gen})
+			pid, vid, js := r.sig.Keys()
+			if !known.has(vid) && !slices.Contains(added, vid) {
+				sigs = append(sigs, []any{vid, pid, string(js)})
+				added = append(added, vid)
+			}
+			rows = append(rows, []any{r.id, pid, vid, r.agent, r.gen})
 		case r.gen < 0:
 			gone = append(gone, []any{r.id})
 		default:
@@ -349,21 +357,51 @@ func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, runs []s
 	}
 	if len(gone) > 0 {
 		if err := stmts.exec(ctx, tx, stmtSigGone, rowsJSON(gone)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(goneAt) > 0 {
 		if err := stmts.exec(ctx, tx, stmtSigGoneAt, rowsJSON(goneAt)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if len(sigs) == 0 {
-		return nil
+	if len(sigs) > 0 {
+		if err := stmts.exec(ctx, tx, stmtSigVariants, rowsJSON(sigs)); err != nil {
+			return nil, err
+		}
 	}
-	if err := stmts.exec(ctx, tx, stmtSigVariants, rowsJSON(sigs)); err != nil {
-		return err
+	if len(rows) == 0 {
+		return added, nil
 	}
-	return stmts.exec(ctx, tx, stmtSigRows, patterns.SignatureVersion, rowsJSON(rows))
+	return added, stmts.exec(ctx, tx, stmtSigRows, patterns.SignatureVersion, rowsJSON(rows))
+}
+
+// variantSetSize bounds a variantSet: a store's variants are far fewer (readbench's 10^6 runs
+// hold 4 patterns; loadgen's planted faults a few dozen variants).
+const variantSetSize = 4096
+
+// variantSet remembers variant ids a file's pattern_signatures holds, added once the
+// transaction that stored them is committed (nothing deletes a variant's row), so the writer
+// sends each signature's JSON once, not with every failing run. A nil set knows none.
+type variantSet struct{ c *lru.Cache[string, struct{}] }
+
+func newVariantSet() *variantSet {
+	c, err := lru.New[string, struct{}](variantSetSize)
+	if err != nil { // only for a size <= 0
+		panic(err)
+	}
+	return &variantSet{c: c}
+}
+
+func (v *variantSet) has(id string) bool { return v != nil && v.c.Contains(id) }
+
+func (v *variantSet) add(ids []string) {
+	if v == nil {
+		return
+	}
+	for _, id := range ids {
+		v.c.Add(id, struct{}{})
+	}
 }
 
 // rowsJSON is rows as one JSON array of arrays (writeSignatures).

@@ -35,7 +35,7 @@ func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = writeSignatures(ctx, tx, nil, []signedRun{
+	_, err = writeSignatures(ctx, tx, nil, nil, []signedRun{
 		{id: "a", agent: "support", sig: failing, gen: 1},               // current: stored
 		{id: "b", agent: "support", sig: failing, gen: 1},               // marked again (2): kept marked
 		{id: "c", agent: "support", sig: patterns.Signature{}, gen: 1},  // passes: row deleted
@@ -167,4 +167,53 @@ func splitFailingRun(b byte) (first, second, both ptrace.Traces) {
 	add(both, true)
 	add(both, false)
 	return first, second, both
+}
+
+// TestWriteSignaturesSendsAVariantOnce: a variant the file is known to hold (variantSet) is not
+// sent again, the runs still take it; a new one shared by two runs is stored once and returned
+// once, for the caller to add after its commit.
+func TestWriteSignaturesSendsAVariantOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.db.ExecContext(ctx, `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty) VALUES
+	  ('a','','','',0,1), ('b','','','',0,1), ('c','','','',0,1)`); err != nil {
+		t.Fatal(err)
+	}
+	length := patterns.Signature{Version: patterns.SignatureVersion, FinishReasons: []string{"length"}}
+	filter := patterns.Signature{Version: patterns.SignatureVersion, FinishReasons: []string{"content_filter"}}
+	known := newVariantSet()
+	known.add([]string{length.VariantID()}) // as if stored by an earlier commit (it is not)
+	tx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := writeSignatures(ctx, tx, &db.stmts, known, []signedRun{
+		{id: "a", agent: "x", sig: length, gen: -1},
+		{id: "b", agent: "x", sig: filter, gen: -1},
+		{id: "c", agent: "x", sig: filter, gen: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(added) != fmt.Sprint([]string{filter.VariantID()}) {
+		t.Fatalf("added %v, want only %s", added, filter.VariantID())
+	}
+	got := runPatternRows(t, db.db, "variant_id")
+	if got["a"] != length.VariantID() || got["b"] != filter.VariantID() || got["c"] != filter.VariantID() {
+		t.Fatalf("rows %v", got)
+	}
+	var n int
+	if err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM pattern_signatures WHERE variant_id = ?`, length.VariantID()).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the known variant was sent again: %d rows (%v)", n, err)
+	}
+	if err := db.db.QueryRowContext(ctx, `SELECT count(*) FROM pattern_signatures WHERE variant_id = ?`, filter.VariantID()).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the new variant: %d rows (%v)", n, err)
+	}
 }

@@ -47,6 +47,7 @@ type DB struct {
 	// of BenchmarkHotWritePatterns.
 	noPatterns bool
 	memo       *patterns.Memo // Options.Memo
+	variants   *variantSet    // the variants pattern_signatures holds (writeSignatures)
 	group      groupCommit
 	stmts      stmtCache                 // the writer's prepared statements
 	prefixIDs  *lru.Cache[string, int64] // committed payload_prefixes ids (refs.go)
@@ -94,7 +95,7 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo,
+	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
 		ranks: version >= 3 && hasRankIndexes(context.Background(), db)}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
@@ -222,18 +223,19 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	if err != nil {
 		return err
 	}
-	var marked []string
+	var marked, variants []string
 	if !d.noPatterns {
 		if marked, err = markPatterns(ctx, tx, &d.stmts, &batch); err != nil {
 			return err
 		}
-		if marked, err = signWhole(ctx, tx, &d.stmts, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked)); err != nil {
+		if marked, variants, err = signWhole(ctx, tx, &d.stmts, d.variants, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked)); err != nil {
 			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	d.variants.add(variants)
 	d.committedRefs(&refs)
 	d.sign(ctx, marked)
 	// The batch is stored: a dictionary that cannot be trained or stored now is tried again with
@@ -349,7 +351,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 // compute them: the stored batch is not retried for it.
 func (d *DB) sign(ctx context.Context, marked []string) {
 	if len(marked) > 0 {
-		_ = signRuns(ctx, d.db, &d.stmts, d.Run, d.sessionKeys, d.memo, marked)
+		_ = signRuns(ctx, d.db, &d.stmts, d.variants, d.Run, d.sessionKeys, d.memo, marked)
 	}
 }
 

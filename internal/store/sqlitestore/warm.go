@@ -125,6 +125,7 @@ type WarmDB struct {
 	db          *sql.DB
 	noPatterns  bool           // Options.NoSignatures
 	memo        *patterns.Memo // Options.Memo
+	variants    *variantSet    // the variants pattern_signatures holds (writeSignatures)
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
@@ -168,7 +169,7 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo,
+	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
 		ranks: version >= 2 && hasRankIndexes(context.Background(), db)}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
@@ -580,22 +581,23 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	if err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
-	var marked []string
+	var marked, variants []string
 	if !w.noPatterns {
 		if marked, err = markPatterns(ctx, tx, &w.stmts, &batch); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
-		if marked, err = signWhole(ctx, tx, &w.stmts, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked)); err != nil {
+		if marked, variants, err = signWhole(ctx, tx, &w.stmts, w.variants, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked)); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	w.variants.add(variants)
 	// The runs not signed in the transaction are read back; a failure leaves them marked, and
 	// readers compute them (patternindex.go).
 	if len(marked) > 0 {
-		_ = signRuns(ctx, w.db, &w.stmts, w.Run, w.keys(), w.memo, marked)
+		_ = signRuns(ctx, w.db, &w.stmts, w.variants, w.Run, w.keys(), w.memo, marked)
 	}
 	return nil
 }
