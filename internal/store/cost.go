@@ -3,6 +3,9 @@
 package store
 
 import (
+	"strings"
+
+	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -35,6 +38,22 @@ func EditedExchange(span ptrace.Span, kind genai.Kind) bool {
 	_, ok := span.Attributes().Get(runagainattr.RerunEdits)
 	return ok
 }
+
+// SummaryExchange is DerivedExchange and EditedExchange read from a span summary's GenAIKind and
+// Attributes JSON (SummaryAttribute keeps the three runagain keys they test), as the ClickHouse
+// run index reads them (clickhousestore derivedExpr): for summaries read back from a sending
+// queue's encoding (UnmarshalRecords), which carries neither flag.
+func SummaryExchange(kind, attrs string) (exchange, edited bool) {
+	if kind != string(genai.KindLLM) && kind != string(genai.KindTool) || !strings.Contains(attrs, runagainattr.GenAIDerived) {
+		return false, false
+	}
+	r := gjson.GetMany(attrs, gjsonKey(runagainattr.GenAIDerived), gjsonKey(runagainattr.FixtureSource), gjsonKey(runagainattr.RerunEdits))
+	exchange = r[0].Type == gjson.True && r[1].Exists()
+	return exchange, exchange && r[2].Exists()
+}
+
+// gjsonKey is a gjson path naming the top-level key k (its dots escaped).
+func gjsonKey(k string) string { return strings.ReplaceAll(k, ".", `\.`) }
 
 // spanCost prices one span with prices (nil: the embedded table without overrides). It returns
 // the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose

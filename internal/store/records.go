@@ -327,6 +327,7 @@ func UnmarshalRecords(enc []byte) (Records, error) {
 		s.CostUSD = d.float()
 		s.Unpriced = int32(d.varint())
 		d.strs(&s.ToolName, &s.AgentName, &s.ErrorType, &s.Attributes)
+		s.Exchange, s.Edited = SummaryExchange(s.GenAIKind, s.Attributes)
 	}
 	if n = d.count(); n > 0 {
 		r.Events = make([]KeyEvent, n)

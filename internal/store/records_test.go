@@ -10,7 +10,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 )
@@ -120,4 +122,46 @@ func TestRecordsRefuseWhatCannotBeReadBack(t *testing.T) {
 	_, err := store.MarshalRecords(big)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "1 spans")
+}
+
+// TestRecordsKeepDerivedExchanges: the flags the counting rule reads (SpanSummary.Exchange, a
+// proxy-derived exchange; Edited, one a rerun's --set changed) survive the persistent queue's
+// encoding, so the warm run index, written from the queue, counts an instrumented call and the
+// exchange it made once, as the hot tier does.
+func TestRecordsKeepDerivedExchanges(t *testing.T) {
+	td := storetest.Traces(runB)
+	ss := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i, edited := range []bool{false, true} {
+		ex := ss.AppendEmpty()
+		ex.SetTraceID(ss.At(0).TraceID())
+		ex.SetSpanID(pcommon.SpanID{7: byte(0xe0 + i)})
+		ex.SetParentSpanID(ss.At(0).SpanID())
+		ex.SetName("POST /v1/chat/completions")
+		a := ex.Attributes()
+		a.PutStr("gen_ai.operation.name", "chat")
+		a.PutStr("gen_ai.request.model", "gpt-4.1")
+		a.PutInt("gen_ai.usage.input_tokens", 100)
+		a.PutStr(runagainattr.FixtureSource, "proxy")
+		a.PutBool(runagainattr.GenAIDerived, true)
+		if edited {
+			a.PutStr(runagainattr.RerunEdits, "model=gpt-4.1")
+		}
+	}
+	spans, _ := store.Summarize(td, nil, nil)
+	var exchanges, edits int
+	for _, s := range spans {
+		if s.Exchange {
+			exchanges++
+		}
+		if s.Edited {
+			edits++
+		}
+	}
+	require.Equal(t, 2, exchanges, "the two exchanges are derived")
+	require.Equal(t, 1, edits)
+	enc, err := store.MarshalRecords(store.Records{Spans: spans})
+	require.NoError(t, err)
+	out, err := store.UnmarshalRecords(enc)
+	require.NoError(t, err)
+	assert.Equal(t, spans, out.Spans, "the queue gives back what was queued, the exchange flags too")
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
 	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/store/sqlitestore"
 	"github.com/runagain/runagain/internal/testutil/collectortest"
 )
 
@@ -81,6 +83,7 @@ func TestFrameworkAgentsJoinUnderProxyRecord(t *testing.T) {
 			assert.Equal(t, byTrace[solo].InputTokens, byTrace[joined].InputTokens)
 			assert.Equal(t, byTrace[solo].OutputTokens, byTrace[joined].OutputTokens)
 			assert.InDelta(t, byTrace[solo].CostUSD, byTrace[joined].CostUSD, 1e-12)
+			assertWarmIndexAsHot(t, c.DataDir, byTrace[joined])
 
 			soloSteps, soloLLM, _ := readModelSteps(t, c, solo)
 			steps, llm, covered := readModelSteps(t, c, joined)
@@ -173,4 +176,35 @@ func readModelSteps(t *testing.T, c *collectortest.Collector, trace string) (ste
 		}
 	}
 	return steps, llm, covered
+}
+
+// assertWarmIndexAsHot waits for the warm SQLite run index (written from the warm tier's
+// persistent sending queue, config/default.yaml) to hold every span of hot's run, then checks it
+// counts the run's tokens and cost as the hot tier does: a derived exchange covered by an
+// instrumented call counts once there too.
+func assertWarmIndexAsHot(t *testing.T, dataDir string, hot store.RunSummary) {
+	t.Helper()
+	var warm store.RunSummary
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		w, err := sqlitestore.OpenWarm(filepath.Join(dataDir, "warm.db"), sqlitestore.Options{ReadOnly: true})
+		if err == nil {
+			var rows []store.RunSummary
+			rows, err = w.Runs(context.Background(), store.RunFilter{SessionID: hot.SessionID})
+			w.Close()
+			for _, r := range rows {
+				if r.TraceID == hot.TraceID {
+					warm = r
+				}
+			}
+		}
+		if err == nil && warm.Spans == hot.Spans {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, hot.Spans, warm.Spans, "the warm run index holds the run's every span")
+	assert.Equal(t, hot.InputTokens, warm.InputTokens, "warm input tokens")
+	assert.Equal(t, hot.OutputTokens, warm.OutputTokens, "warm output tokens")
+	assert.InDelta(t, hot.CostUSD, warm.CostUSD, 1e-12, "warm cost")
 }
