@@ -16,20 +16,27 @@ import (
 	"github.com/runagain/runagain/internal/store"
 )
 
+// hotWithPatternRows is a new hot file whose run_patterns holds rows (SQL VALUES tuples of
+// trace_id, pattern_id, variant_id, agent, version, dirty), closed when t ends.
+func hotWithPatternRows(t *testing.T, rows string) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.db.Exec(`INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty) VALUES ` + rows); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestWriteSignaturesKeepsLaterMarks: signatures computed at a mark are stored only where the
 // run was not marked again since (a later write signs it), a run that no longer fails loses its
 // row, and those computed in the marking transaction (gen -1) are stored whatever the mark.
 func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.db.ExecContext(ctx, `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty) VALUES
-	  ('a','','','',0,1), ('b','','','',0,2), ('c','','','',0,1), ('d','old','old','x',1,3), ('e','','','',0,5), ('f','','','',0,1)`); err != nil {
-		t.Fatal(err)
-	}
+	db := hotWithPatternRows(t, `('a','','','',0,1), ('b','','','',0,2), ('c','','','',0,1), ('d','old','old','x',1,3), ('e','','','',0,5), ('f','','','',0,1)`)
 	failing := patterns.Signature{Version: patterns.SignatureVersion, FinishReasons: []string{"length"}}
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -174,15 +181,7 @@ func splitFailingRun(b byte) (first, second, both ptrace.Traces) {
 // once, for the caller to add after its commit.
 func TestWriteSignaturesSendsAVariantOnce(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(filepath.Join(t.TempDir(), "hot.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.db.ExecContext(ctx, `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty) VALUES
-	  ('a','','','',0,1), ('b','','','',0,1), ('c','','','',0,1)`); err != nil {
-		t.Fatal(err)
-	}
+	db := hotWithPatternRows(t, `('a','','','',0,1), ('b','','','',0,1), ('c','','','',0,1)`)
 	length := patterns.Signature{Version: patterns.SignatureVersion, FinishReasons: []string{"length"}}
 	filter := patterns.Signature{Version: patterns.SignatureVersion, FinishReasons: []string{"content_filter"}}
 	known := newVariantSet()
