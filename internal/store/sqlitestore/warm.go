@@ -617,6 +617,7 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 	out := map[string]wholeRun{}
 	for id, b := range warmBatchRuns(spans, events, marked) {
 		r := wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
+			b.sorted()
 			return store.WarmRun(id, b.spans, b.events)
 		}}
 		// A key event other than a span's exception (an alert, a divergence) comes from a log
@@ -633,14 +634,14 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 }
 
 // warmBatch is one run's records in a warm batch, as Run reads them back: a span id or event id
-// once (its last copy, which the write kept), spans by start time then span id, events by time
-// then event id.
+// once (its last copy, which the write kept); once sorted, spans by start time then span id,
+// events by time then event id.
 type warmBatch struct {
 	spans  []store.SpanSummary
 	events []store.KeyEvent
 }
 
-// warmBatchRuns collects the records of the runs ids from a batch.
+// warmBatchRuns collects the records of the runs ids from a batch, unsorted (warmBatch.sorted).
 func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []string) map[string]*warmBatch {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -682,21 +683,25 @@ func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []str
 		eventAt[e.EventID] = len(b.events)
 		b.events = append(b.events, e)
 	}
-	for _, b := range out {
-		sort.Slice(b.spans, func(i, j int) bool {
-			if b.spans[i].Start != b.spans[j].Start {
-				return b.spans[i].Start < b.spans[j].Start
-			}
-			return b.spans[i].SpanID < b.spans[j].SpanID
-		})
-		sort.Slice(b.events, func(i, j int) bool {
-			if b.events[i].Time != b.events[j].Time {
-				return b.events[i].Time < b.events[j].Time
-			}
-			return b.events[i].EventID < b.events[j].EventID
-		})
-	}
 	return out
+}
+
+// sorted puts b's records in the order Run reads them back (the warmBatch comment). Only a run
+// signed from the batch needs it, not one the memo holds.
+func (b *warmBatch) sorted() *warmBatch {
+	sort.Slice(b.spans, func(i, j int) bool {
+		if b.spans[i].Start != b.spans[j].Start {
+			return b.spans[i].Start < b.spans[j].Start
+		}
+		return b.spans[i].SpanID < b.spans[j].SpanID
+	})
+	sort.Slice(b.events, func(i, j int) bool {
+		if b.events[i].Time != b.events[j].Time {
+			return b.events[i].Time < b.events[j].Time
+		}
+		return b.events[i].EventID < b.events[j].EventID
+	})
+	return b
 }
 
 func (w *WarmDB) keys() []string { return w.sessionKeys }
