@@ -174,6 +174,20 @@ func markPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, b *RunBatch
 // runLoader reads one run whole (DB.Run, WarmDB.Run).
 type runLoader func(ctx context.Context, traceID string) (*store.Run, error)
 
+// runPeeker reads the patterns.Fingerprint of a stored run without rebuilding it
+// (WarmDB.fingerprint).
+type runPeeker func(ctx context.Context, traceID string) (patterns.Fingerprint, error)
+
+// errNoPeek: the tier has no runPeeker.
+var errNoPeek = errors.New("no fingerprint from the stored rows")
+
+func peekRun(ctx context.Context, peek runPeeker, traceID string) (patterns.Fingerprint, error) {
+	if peek == nil {
+		return patterns.Fingerprint{}, errNoPeek
+	}
+	return peek(ctx, traceID)
+}
+
 // signature computes a run's signature through the read model, or takes it from memo when the
 // run's spans are those memo remembers it by (patterns.RunFingerprint), and remembers it.
 func signature(ctx context.Context, load runLoader, keys []string, memo *patterns.Memo, traceID string) (patterns.Signature, string, error) {
@@ -198,8 +212,9 @@ func signature(ctx context.Context, load runLoader, keys []string, memo *pattern
 // marked them). A run marked again meanwhile keeps its mark (the later write signs it); a run
 // that cannot be read keeps its mark (a reader computes it). Errors are returned joined; the
 // batch they follow is stored either way. A run memo remembers with the same spans is not
-// signed again (the other tier signed it from its batch).
-func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantSet, load runLoader, keys []string, memo *patterns.Memo, ids []string) error {
+// signed again (the other tier signed it from its batch); peek, when not nil, gives a run's
+// fingerprint from its stored rows, so such a run is not even read back.
+func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantSet, load runLoader, peek runPeeker, keys []string, memo *patterns.Memo, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -226,7 +241,21 @@ func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantS
 	var out []signedRun
 	var errs []error
 	for _, id := range order {
-		sig, agent, err := signature(ctx, load, keys, memo, id)
+		var sig patterns.Signature
+		var agent string
+		var err error
+		if fp, perr := peekRun(ctx, peek, id); perr == nil {
+			var ok bool
+			if sig, agent, ok = memo.Get(id, fp); ok {
+				out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: gen[id]})
+				continue
+			}
+			if sig, agent, err = signature(ctx, load, keys, nil, id); err == nil {
+				memo.Put(id, fp, sig, agent)
+			}
+		} else {
+			sig, agent, err = signature(ctx, load, keys, memo, id)
+		}
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("run %s: %w", id, err))

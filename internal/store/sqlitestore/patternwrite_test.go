@@ -115,27 +115,47 @@ func TestReadBackSignatureServesTheOtherTier(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, hotSplit := range []bool{true, false} {
+	for i, c := range []struct {
+		name string
+		send func(first, second, both ptrace.Traces)
+	}{
+		// the hot writer reads the split run back; the warm takes it from the memo
+		{"split in the hot tier", func(first, second, both ptrace.Traces) { toHot(first); toHot(second); toWarm(both) }},
+		// the warm writer reads it back; the hot takes it from the memo
+		{"split in the warm tier", func(first, second, both ptrace.Traces) { toWarm(first); toWarm(second); toHot(both) }},
+		// the hot signs it whole; the warm finds it by the fingerprint of its stored summaries,
+		// without reading the run back
+		{"split in the warm tier, signed by the hot first", func(first, second, both ptrace.Traces) { toHot(both); toWarm(first); toWarm(second) }},
+	} {
 		first, second, both := splitFailingRun(byte(i + 1))
 		hits0, _ := memo.Stats()
-		if hotSplit {
-			toHot(first)
-			toHot(second)
-			toWarm(both)
-		} else {
-			toWarm(first)
-			toWarm(second)
-			toHot(both)
-		}
+		c.send(first, second, both)
 		if hits, _ := memo.Stats(); hits != hits0+1 {
-			t.Errorf("split in the %s tier: %d memo hits, want 1 (the read-back signature of the split run)",
-				map[bool]string{true: "hot", false: "warm"}[hotSplit], hits-hits0)
+			t.Errorf("%s: %d memo hits, want 1 (the run signed once)", c.name, hits-hits0)
 		}
+	}
+	// The warm writer's read-back of a run the memo holds by its stored summaries' fingerprint
+	// does not rebuild the run: marked again, it is signed without a load.
+	_, _, both := splitFailingRun(3)
+	id := traceIDsOf(both)
+	var ids []string
+	for k := range id {
+		ids = append(ids, k)
+	}
+	if _, err := warm.db.ExecContext(ctx, `UPDATE run_patterns SET dirty = 1 WHERE trace_id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	noLoad := func(context.Context, string) (*store.Run, error) {
+		t.Errorf("run %s read back although the memo holds its signature", ids[0])
+		return nil, store.ErrNotFound
+	}
+	if err := signRuns(ctx, warm.db, &warm.stmts, warm.variants, noLoad, warm.fingerprint, warm.keys(), memo, ids); err != nil {
+		t.Fatal(err)
 	}
 	const row = "pattern_id || '/' || dirty"
 	h, w := runPatternRows(t, hot.db, row), runPatternRows(t, warm.db, row)
-	if len(h) != 2 || fmt.Sprint(h) != fmt.Sprint(w) {
-		t.Fatalf("hot %v, warm %v: want the same two signed runs", h, w)
+	if len(h) != 3 || fmt.Sprint(h) != fmt.Sprint(w) {
+		t.Fatalf("hot %v, warm %v: want the same three signed runs", h, w)
 	}
 	checkStoredAsReadBack(t, hot.db, hot.Run, hot.sessionKeys)
 	checkStoredAsReadBack(t, warm.db, warm.Run, warm.sessionKeys)

@@ -351,7 +351,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 // compute them: the stored batch is not retried for it.
 func (d *DB) sign(ctx context.Context, marked []string) {
 	if len(marked) > 0 {
-		_ = signRuns(ctx, d.db, &d.stmts, d.variants, d.Run, d.sessionKeys, d.memo, marked)
+		_ = signRuns(ctx, d.db, &d.stmts, d.variants, d.Run, nil, d.sessionKeys, d.memo, marked)
 	}
 }
 

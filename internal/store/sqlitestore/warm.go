@@ -597,9 +597,37 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	// The runs not signed in the transaction are read back; a failure leaves them marked, and
 	// readers compute them (patternindex.go).
 	if len(marked) > 0 {
-		_ = signRuns(ctx, w.db, &w.stmts, w.variants, w.Run, w.keys(), w.memo, marked)
+		_ = signRuns(ctx, w.db, &w.stmts, w.variants, w.Run, w.fingerprint, w.keys(), w.memo, marked)
 	}
 	return nil
+}
+
+// fingerprint is the patterns.Fingerprint of run traceID's stored summaries, as warmWholeRuns
+// computes it from a batch: zero when the run has a key event other than an exception (an alert
+// or a divergence, which the fingerprint does not cover). signRuns looks the memo up by it before
+// reading the run back.
+func (w *WarmDB) fingerprint(ctx context.Context, traceID string) (patterns.Fingerprint, error) {
+	var f patterns.Fingerprint
+	var other bool
+	if err := w.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM key_events WHERE trace_id = ? AND kind != 'exception')`, traceID).Scan(&other); err != nil || other {
+		return f, err
+	}
+	rows, err := w.db.QueryContext(ctx, `SELECT span_id, name, start_time_unix_nano, end_time_unix_nano, status_code, status_message
+	  FROM span_summaries WHERE trace_id = ?`, traceID)
+	if err != nil {
+		return f, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var spanID, name, message string
+		var start, end int64
+		var code int32
+		if err := rows.Scan(&spanID, &name, &start, &end, &code, &message); err != nil {
+			return patterns.Fingerprint{}, err
+		}
+		f.Add(spanID, name, start, end, code, message)
+	}
+	return f, rows.Err()
 }
 
 // warmWholeQuery selects the stored summaries and key events of the runs of a JSON array
