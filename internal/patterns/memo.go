@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/store"
 )
@@ -112,6 +113,17 @@ func (f *Fingerprint) Add(spanID, name string, start, end int64, statusCode int3
 	f.sum += h.Sum64()
 }
 
+// AddSpan adds sp (its end as store.SaneEnd gives it, as the warm summaries store it).
+func (f *Fingerprint) AddSpan(sp ptrace.Span) {
+	f.Add(sp.SpanID().String(), sp.Name(), int64(sp.StartTimestamp()), int64(store.SaneEnd(sp.StartTimestamp(), sp.EndTimestamp())),
+		int32(sp.Status().Code()), sp.Status().Message())
+}
+
+// AddSummary adds the span s summarises.
+func (f *Fingerprint) AddSummary(s *store.SpanSummary) {
+	f.Add(s.SpanID, s.Name, s.Start, s.End, s.StatusCode, s.StatusMessage)
+}
+
 // RunFingerprint is the Fingerprint of run's spans, as a tier's writer computes it from its batch;
 // zero (matching nothing) when run has a log record: an alert or a divergence is signed from
 // and is not in the fingerprint.
@@ -126,9 +138,7 @@ func RunFingerprint(run *store.Run) Fingerprint {
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
-				sp := spans.At(k)
-				f.Add(sp.SpanID().String(), sp.Name(), int64(sp.StartTimestamp()), int64(store.SaneEnd(sp.StartTimestamp(), sp.EndTimestamp())),
-					int32(sp.Status().Code()), sp.Status().Message())
+				f.AddSpan(spans.At(k))
 			}
 		}
 	}

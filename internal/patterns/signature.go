@@ -188,7 +188,7 @@ func (s Signature) ID() string {
 	if !s.Failing() {
 		return ""
 	}
-	return "p" + hash12(s.Canonical().JSON())
+	return patternIDOf(s.Canonical().JSON())
 }
 
 // VariantID is the ID of the whole signature: "v" + 12 hex digits; "" for a passing run.
@@ -196,7 +196,7 @@ func (s Signature) VariantID() string {
 	if !s.Failing() {
 		return ""
 	}
-	return "v" + hash12(s.JSON())
+	return variantIDOf(s.JSON())
 }
 
 // Keys returns ID, VariantID and JSON of s, marshalling s twice rather than once for each (the
@@ -206,8 +206,13 @@ func (s Signature) Keys() (id, variantID string, js []byte) {
 		return "", "", nil
 	}
 	js = s.JSON()
-	return "p" + hash12(s.Canonical().JSON()), "v" + hash12(js), js
+	return patternIDOf(s.Canonical().JSON()), variantIDOf(js), js
 }
+
+// patternIDOf and variantIDOf are ID and VariantID of a canonical signature's JSON and of a whole
+// one's.
+func patternIDOf(canonical []byte) string { return "p" + hash12(canonical) }
+func variantIDOf(js []byte) string        { return "v" + hash12(js) }
 
 func hash12(b []byte) string {
 	sum := sha256.Sum256(b)

@@ -47,13 +47,10 @@ func SummaryExchange(kind, attrs string) (exchange, edited bool) {
 	if kind != string(genai.KindLLM) && kind != string(genai.KindTool) || !strings.Contains(attrs, runagainattr.GenAIDerived) {
 		return false, false
 	}
-	r := gjson.GetMany(attrs, gjsonKey(runagainattr.GenAIDerived), gjsonKey(runagainattr.FixtureSource), gjsonKey(runagainattr.RerunEdits))
+	r := gjson.GetMany(attrs, gjson.Escape(runagainattr.GenAIDerived), gjson.Escape(runagainattr.FixtureSource), gjson.Escape(runagainattr.RerunEdits))
 	exchange = r[0].Type == gjson.True && r[1].Exists()
 	return exchange, exchange && r[2].Exists()
 }
-
-// gjsonKey is a gjson path naming the top-level key k (its dots escaped).
-func gjsonKey(k string) string { return strings.ReplaceAll(k, ".", `\.`) }
 
 // spanCost prices one span with prices (nil: the embedded table without overrides). It returns
 // the cost in USD and whether the span is an unpriced LLM call: one that recorded usage but whose

@@ -22,21 +22,20 @@ import (
 
 var dataTrace = regexp.MustCompile(`<tr data-trace="([0-9a-f]{32})"`)
 
-// patternLog records what a reader was asked: run listings and pattern lookups.
+// patternLog records what a reader was asked: run listings (filterLog) and pattern lookups.
 type patternLog struct {
-	*sqlitestore.DB
-	listed  []store.RunFilter
+	filterLog
+	db      *sqlitestore.DB
 	lookups []store.PatternFilter
-}
-
-func (p *patternLog) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
-	p.listed = append(p.listed, f)
-	return p.DB.Runs(ctx, f)
 }
 
 func (p *patternLog) PatternRuns(ctx context.Context, f store.PatternFilter, yield func(store.PatternRun) error) error {
 	p.lookups = append(p.lookups, f)
-	return p.DB.PatternRuns(ctx, f, yield)
+	return p.db.PatternRuns(ctx, f, yield)
+}
+
+func (p *patternLog) PatternSignatures(ctx context.Context, ids []string) (map[string][]byte, error) {
+	return p.db.PatternSignatures(ctx, ids)
 }
 
 // TestSessionsPatternFilterReadsThePage: the sessions page's ?pattern= filter over a real hot
@@ -86,7 +85,7 @@ func TestSessionsPatternFilterReadsThePage(t *testing.T) {
 		return nil
 	}))
 	require.NotEmpty(t, pid)
-	rd := &patternLog{DB: r}
+	rd := &patternLog{filterLog: filterLog{Reader: r}, db: r}
 	s, err := New(Options{Reader: rd, PageSize: 50})
 	require.NoError(t, err)
 	ts := httptest.NewServer(s)
@@ -95,7 +94,7 @@ func TestSessionsPatternFilterReadsThePage(t *testing.T) {
 	pages := (len(want) + 49) / 50
 	var got []string
 	for page := 1; page <= pages; page++ {
-		rd.listed, rd.lookups = nil, nil
+		rd.asked, rd.lookups = nil, nil
 		_, body := get(t, fmt.Sprintf("%s/?pattern=%s&page=%d", ts.URL, pid, page))
 		last := min(page*50, len(want))
 		assert.Contains(t, body, fmt.Sprintf("%d–%d of %d runs", (page-1)*50+1, last, len(want)), "page %d", page)
@@ -105,7 +104,7 @@ func TestSessionsPatternFilterReadsThePage(t *testing.T) {
 		for _, m := range dataTrace.FindAllStringSubmatch(body, -1) {
 			got = append(got, m[1])
 		}
-		for _, f := range rd.listed {
+		for _, f := range rd.asked {
 			assert.Positive(t, f.Limit, "never an unbounded listing")
 		}
 		for _, f := range rd.lookups {

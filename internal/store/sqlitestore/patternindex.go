@@ -178,16 +178,6 @@ type runLoader func(ctx context.Context, traceID string) (*store.Run, error)
 // (WarmDB.fingerprint).
 type runPeeker func(ctx context.Context, traceID string) (patterns.Fingerprint, error)
 
-// errNoPeek: the tier has no runPeeker.
-var errNoPeek = errors.New("no fingerprint from the stored rows")
-
-func peekRun(ctx context.Context, peek runPeeker, traceID string) (patterns.Fingerprint, error) {
-	if peek == nil {
-		return patterns.Fingerprint{}, errNoPeek
-	}
-	return peek(ctx, traceID)
-}
-
 // signature computes a run's signature through the read model, or takes it from memo when the
 // run's spans are those memo remembers it by (patterns.RunFingerprint), and remembers it.
 func signature(ctx context.Context, load runLoader, keys []string, memo *patterns.Memo, traceID string) (patterns.Signature, string, error) {
@@ -241,21 +231,15 @@ func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantS
 	var out []signedRun
 	var errs []error
 	for _, id := range order {
-		var sig patterns.Signature
-		var agent string
-		var err error
-		if fp, perr := peekRun(ctx, peek, id); perr == nil {
-			var ok bool
-			if sig, agent, ok = memo.Get(id, fp); ok {
-				out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: gen[id]})
-				continue
+		if peek != nil {
+			if fp, err := peek(ctx, id); err == nil {
+				if sig, agent, ok := memo.Get(id, fp); ok {
+					out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: gen[id]})
+					continue
+				}
 			}
-			if sig, agent, err = signature(ctx, load, keys, nil, id); err == nil {
-				memo.Put(id, fp, sig, agent)
-			}
-		} else {
-			sig, agent, err = signature(ctx, load, keys, memo, id)
 		}
+		sig, agent, err := signature(ctx, load, keys, memo, id)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("run %s: %w", id, err))
@@ -694,9 +678,7 @@ func hotWholeRuns(ws []*traceWrite, marked []string) map[string]wholeRun {
 	for id, b := range batchRuns(ws, marked) {
 		r := wholeRun{n: len(b.spans), run: func() (*store.Run, error) { return b.run(id), nil }}
 		for _, s := range b.spans {
-			sp := s.sp
-			r.fp.Add(sp.SpanID().String(), sp.Name(), int64(sp.StartTimestamp()), int64(store.SaneEnd(sp.StartTimestamp(), sp.EndTimestamp())),
-				int32(sp.Status().Code()), sp.Status().Message())
+			r.fp.AddSpan(s.sp)
 		}
 		out[id] = r
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/patterns"
@@ -159,6 +160,22 @@ func TestReadBackSignatureServesTheOtherTier(t *testing.T) {
 	}
 	checkStoredAsReadBack(t, hot.db, hot.Run, hot.sessionKeys)
 	checkStoredAsReadBack(t, warm.db, warm.Run, warm.sessionKeys)
+	// A run with an alert is fingerprinted as nothing: the alert is signed from and is not in
+	// the fingerprint, so the memo can never answer for it.
+	if fp, err := warm.fingerprint(ctx, ids[0]); err != nil || fp == (patterns.Fingerprint{}) {
+		t.Fatalf("fingerprint of the stored run: %v, %v", fp, err)
+	}
+	alert := plog.NewLogs()
+	lr := alert.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTraceID(pcommon.TraceID{15: 3})
+	lr.SetEventName("runagain.alert")
+	lr.Attributes().PutStr("runagain.alert.kind", "loop")
+	if err := warm.WriteLogs(ctx, alert); err != nil {
+		t.Fatal(err)
+	}
+	if fp, err := warm.fingerprint(ctx, ids[0]); err != nil || fp != (patterns.Fingerprint{}) {
+		t.Fatalf("fingerprint of the run with an alert: %v, %v; want none", fp, err)
+	}
 }
 
 // splitFailingRun is one failing run (trace id ending in b): an agent span in first, its failed

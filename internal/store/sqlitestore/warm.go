@@ -608,24 +608,19 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 // reading the run back.
 func (w *WarmDB) fingerprint(ctx context.Context, traceID string) (patterns.Fingerprint, error) {
 	var f patterns.Fingerprint
-	var other bool
-	if err := w.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM key_events WHERE trace_id = ? AND kind != 'exception')`, traceID).Scan(&other); err != nil || other {
-		return f, err
-	}
 	rows, err := w.db.QueryContext(ctx, `SELECT span_id, name, start_time_unix_nano, end_time_unix_nano, status_code, status_message
-	  FROM span_summaries WHERE trace_id = ?`, traceID)
+	  FROM span_summaries WHERE trace_id = ?1
+	    AND NOT EXISTS (SELECT 1 FROM key_events WHERE trace_id = ?1 AND kind != 'exception')`, traceID)
 	if err != nil {
 		return f, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var spanID, name, message string
-		var start, end int64
-		var code int32
-		if err := rows.Scan(&spanID, &name, &start, &end, &code, &message); err != nil {
+		var s store.SpanSummary
+		if err := rows.Scan(&s.SpanID, &s.Name, &s.Start, &s.End, &s.StatusCode, &s.StatusMessage); err != nil {
 			return patterns.Fingerprint{}, err
 		}
-		f.Add(spanID, name, start, end, code, message)
+		f.AddSummary(&s)
 	}
 	return f, rows.Err()
 }
@@ -645,15 +640,14 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 	out := map[string]wholeRun{}
 	for id, b := range warmBatchRuns(spans, events, marked) {
 		r := wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
-			b.sorted()
+			b.sort()
 			return store.WarmRun(id, b.spans, b.events)
 		}}
 		// A key event other than a span's exception (an alert, a divergence) comes from a log
 		// record, which the hot writer's batch path never signs with: no fingerprint, no memo.
 		if !slices.ContainsFunc(b.events, func(e store.KeyEvent) bool { return e.Kind != "exception" }) {
 			for i := range b.spans {
-				s := &b.spans[i]
-				r.fp.Add(s.SpanID, s.Name, s.Start, s.End, s.StatusCode, s.StatusMessage)
+				r.fp.AddSummary(&b.spans[i])
 			}
 		}
 		out[id] = r
@@ -662,14 +656,14 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 }
 
 // warmBatch is one run's records in a warm batch, as Run reads them back: a span id or event id
-// once (its last copy, which the write kept); once sorted, spans by start time then span id,
+// once (its last copy, which the write kept); once sorted (sort), spans by start time then span id,
 // events by time then event id.
 type warmBatch struct {
 	spans  []store.SpanSummary
 	events []store.KeyEvent
 }
 
-// warmBatchRuns collects the records of the runs ids from a batch, unsorted (warmBatch.sorted).
+// warmBatchRuns collects the records of the runs ids from a batch, unsorted (warmBatch.sort).
 func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []string) map[string]*warmBatch {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -714,9 +708,9 @@ func warmBatchRuns(spans []store.SpanSummary, events []store.KeyEvent, ids []str
 	return out
 }
 
-// sorted puts b's records in the order Run reads them back (the warmBatch comment). Only a run
+// sort puts b's records in the order Run reads them back (the warmBatch comment). Only a run
 // signed from the batch needs it, not one the memo holds.
-func (b *warmBatch) sorted() *warmBatch {
+func (b *warmBatch) sort() {
 	sort.Slice(b.spans, func(i, j int) bool {
 		if b.spans[i].Start != b.spans[j].Start {
 			return b.spans[i].Start < b.spans[j].Start
@@ -729,7 +723,6 @@ func (b *warmBatch) sorted() *warmBatch {
 		}
 		return b.events[i].EventID < b.events[j].EventID
 	})
-	return b
 }
 
 func (w *WarmDB) keys() []string { return w.sessionKeys }
