@@ -5,6 +5,8 @@ package patterns
 import (
 	"regexp"
 	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Placeholders that Normalise puts in place of what changes from run to run.
@@ -24,20 +26,52 @@ const (
 const MaxMessage = 200
 
 // The rules, applied in this order (an earlier rule's placeholder is not touched by a later one).
+// need is what a string must hold for the rule to change it (any byte of it; "://" whole), so
+// a rule is not run on one that cannot match: the same results, without the regexp's cost at
+// ingest, where every failing span's name and message are normalised (BENCHMARKS.md,
+// "Signatures at ingest").
 var normalisers = []struct {
 	re   *regexp.Regexp
 	with string
+	need string
 }{
-	{regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`"), PlaceholderQuoted},
-	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), PlaceholderUUID},
-	{regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`), PlaceholderURL},
-	{regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), PlaceholderEmail},
-	{regexp.MustCompile(`(?:\b[A-Za-z]:\\|\.{0,2}/)?(?:[\w.@%+-]+[/\\])+[\w.@%+-]+`), PlaceholderPath},
-	{regexp.MustCompile(`(?:^|[\s(=:])/[\w.@%+-]+`), PlaceholderPath},
-	{regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b`), PlaceholderHex},
-	{regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), PlaceholderID},
-	{regexp.MustCompile(`[-+]?\b[0-9]+(?:[.,][0-9]+)*(?:[eE][-+]?[0-9]+)?[a-zA-Z%]*\b`), PlaceholderNumber},
+	{regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`"), PlaceholderQuoted, "\"'`"},
+	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), PlaceholderUUID, "-"},
+	{regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`), PlaceholderURL, "://"},
+	{regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), PlaceholderEmail, "@"},
+	{regexp.MustCompile(`(?:\b[A-Za-z]:\\|\.{0,2}/)?(?:[\w.@%+-]+[/\\])+[\w.@%+-]+`), PlaceholderPath, "/\\"},
+	{regexp.MustCompile(`(?:^|[\s(=:])/[\w.@%+-]+`), PlaceholderPath, "/"},
+	// hex that holds no digit is kept (below); 0x… holds one
+	{regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b`), PlaceholderHex, digits},
+	{regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), PlaceholderID, digits},
+	{regexp.MustCompile(`[-+]?\b[0-9]+(?:[.,][0-9]+)*(?:[eE][-+]?[0-9]+)?[a-zA-Z%]*\b`), PlaceholderNumber, digits},
 }
+
+const digits = "0123456789"
+
+// mayMatch reports whether s holds what need asks for (normalisers).
+func mayMatch(s, need string) bool {
+	if len(need) > 1 && need[0] == ':' {
+		return strings.Contains(s, need)
+	}
+	return strings.ContainsAny(s, need)
+}
+
+// normalised remembers Normalise's results for strings of up to normaliseMemoMax bytes: the
+// names and messages of a failure repeat from run to run, and Normalise is a pure function of
+// its input (at most normaliseMemoSize entries, so at most 4 MiB of keys).
+var normalised = func() *lru.Cache[string, string] {
+	c, err := lru.New[string, string](normaliseMemoSize)
+	if err != nil { // only for a size <= 0
+		panic(err)
+	}
+	return c
+}()
+
+const (
+	normaliseMemoSize = 4096
+	normaliseMemoMax  = 1024
+)
 
 var spaces = regexp.MustCompile(`\s+`)
 
@@ -55,7 +89,24 @@ func Normalise(s string) string {
 	if s == "" {
 		return ""
 	}
+	if len(s) > normaliseMemoMax {
+		return normalise(s, true)
+	}
+	if n, ok := normalised.Get(s); ok {
+		return n
+	}
+	n := normalise(s, true)
+	normalised.Add(s, n)
+	return n
+}
+
+// normalise is Normalise without the memo; filter false runs every rule whatever s holds (the
+// prefilter's test).
+func normalise(s string, filter bool) string {
 	for _, n := range normalisers {
+		if filter && !mayMatch(s, n.need) {
+			continue
+		}
 		if n.with == PlaceholderPath {
 			s = n.re.ReplaceAllStringFunc(s, func(m string) string {
 				if isPlaceholder(m) {
@@ -80,8 +131,10 @@ func Normalise(s string) string {
 			return n.with
 		})
 	}
-	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
-	return cut(s, MaxMessage)
+	if !filter || strings.ContainsAny(s, "\t\n\f\r") || strings.Contains(s, "  ") {
+		s = spaces.ReplaceAllString(s, " ")
+	}
+	return cut(strings.TrimSpace(s), MaxMessage)
 }
 
 // isPlaceholder reports whether m is one of Normalise's placeholders (or holds only them), so a

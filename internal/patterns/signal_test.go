@@ -61,3 +61,36 @@ func TestSummarySignalAgreesWithSpanSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonSignalAsJSONDecodes: reasonSignal (gjson) reads a finish-reasons value text as
+// encoding/json's decode into a string or []string did: a failing reason, or a value neither
+// decodes (a signal), escaped reasons included.
+func TestReasonSignalAsJSONDecodes(t *testing.T) {
+	decoded := func(v string) bool {
+		var reasons []string
+		if len(v) > 0 && v[0] == '"' {
+			var r string
+			if json.Unmarshal([]byte(v), &r) != nil {
+				return true
+			}
+			reasons = []string{r}
+		} else if json.Unmarshal([]byte(v), &reasons) != nil {
+			return true
+		}
+		for _, r := range reasons {
+			if _, ok := finishReasons[r]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range []string{
+		`["stop"]`, `["length"]`, `"length"`, `"stop"`, `null`, `[]`, `[1]`, `{"a":1}`, `[`, `"`,
+		`["stop",null]`, `[null,"length"]`, `true`, `12`, `"\u006cength"`, `["st\"op"]`,
+		`[ "stop" , "MAX_TOKENS" ]`, `["stop"`, `[["length"]]`, ``,
+	} {
+		if got, want := reasonSignal(v), decoded(v); got != want {
+			t.Errorf("reasonSignal(%s) = %v, encoding/json %v", v, got, want)
+		}
+	}
+}
