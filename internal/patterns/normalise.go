@@ -26,36 +26,30 @@ const (
 const MaxMessage = 200
 
 // The rules, applied in this order (an earlier rule's placeholder is not touched by a later one).
-// need is what a string must hold for the rule to change it (any byte of it; "://" whole), so
+// need is what a string must hold for the rule to change it (any one of its bytes; all of
+// needAll, in order), so
 // a rule is not run on one that cannot match: the same results, without the regexp's cost at
 // ingest, where every failing span's name and message are normalised (BENCHMARKS.md,
 // "Signatures at ingest").
 var normalisers = []struct {
-	re   *regexp.Regexp
-	with string
-	need string
+	re      *regexp.Regexp
+	with    string
+	need    string
+	needAll string
 }{
-	{regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`"), PlaceholderQuoted, "\"'`"},
-	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), PlaceholderUUID, "-"},
-	{regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`), PlaceholderURL, "://"},
-	{regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), PlaceholderEmail, "@"},
-	{regexp.MustCompile(`(?:\b[A-Za-z]:\\|\.{0,2}/)?(?:[\w.@%+-]+[/\\])+[\w.@%+-]+`), PlaceholderPath, "/\\"},
-	{regexp.MustCompile(`(?:^|[\s(=:])/[\w.@%+-]+`), PlaceholderPath, "/"},
+	{regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`"), PlaceholderQuoted, "\"'`", ""},
+	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), PlaceholderUUID, "-", ""},
+	{regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`), PlaceholderURL, "", "://"},
+	{regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`), PlaceholderEmail, "@", ""},
+	{regexp.MustCompile(`(?:\b[A-Za-z]:\\|\.{0,2}/)?(?:[\w.@%+-]+[/\\])+[\w.@%+-]+`), PlaceholderPath, "/\\", ""},
+	{regexp.MustCompile(`(?:^|[\s(=:])/[\w.@%+-]+`), PlaceholderPath, "/", ""},
 	// hex that holds no digit is kept (below); 0x… holds one
-	{regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b`), PlaceholderHex, digits},
-	{regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), PlaceholderID, digits},
-	{regexp.MustCompile(`[-+]?\b[0-9]+(?:[.,][0-9]+)*(?:[eE][-+]?[0-9]+)?[a-zA-Z%]*\b`), PlaceholderNumber, digits},
+	{regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b`), PlaceholderHex, digits, ""},
+	{regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), PlaceholderID, digits, ""},
+	{regexp.MustCompile(`[-+]?\b[0-9]+(?:[.,][0-9]+)*(?:[eE][-+]?[0-9]+)?[a-zA-Z%]*\b`), PlaceholderNumber, digits, ""},
 }
 
 const digits = "0123456789"
-
-// mayMatch reports whether s holds what need asks for (normalisers).
-func mayMatch(s, need string) bool {
-	if len(need) > 1 && need[0] == ':' {
-		return strings.Contains(s, need)
-	}
-	return strings.ContainsAny(s, need)
-}
 
 // normalised remembers Normalise's results for strings of up to normaliseMemoMax bytes: the
 // names and messages of a failure repeat from run to run, and Normalise is a pure function of
@@ -104,7 +98,7 @@ func Normalise(s string) string {
 // prefilter's test).
 func normalise(s string, filter bool) string {
 	for _, n := range normalisers {
-		if filter && !mayMatch(s, n.need) {
+		if filter && (n.need != "" && !strings.ContainsAny(s, n.need) || n.needAll != "" && !strings.Contains(s, n.needAll)) {
 			continue
 		}
 		if n.with == PlaceholderPath {
