@@ -85,10 +85,11 @@ var (
 	stmtSigGoneAt   = stmtKey{kind: "patterns.gone-at"}
 	stmtSigVariants = stmtKey{kind: "patterns.variants"}
 	stmtSigRows     = stmtKey{kind: "patterns.rows"}
+	stmtSigUpsert   = stmtKey{kind: "patterns.upsert"}
 )
 
 // patternKeys are the pattern index's statements.
-var patternKeys = []stmtKey{stmtMarkSignals, stmtMarkOthers, stmtWhole, stmtSigGone, stmtSigGoneAt, stmtSigVariants, stmtSigRows}
+var patternKeys = []stmtKey{stmtMarkSignals, stmtMarkOthers, stmtWhole, stmtSigGone, stmtSigGoneAt, stmtSigVariants, stmtSigRows, stmtSigUpsert}
 
 // patternSQL returns the SQL of the pattern index's statement k, whole being the tier's
 // wholeQuery (hotWholeQuery, warmWholeQuery); false for another statement.
@@ -114,61 +115,83 @@ func patternSQL(k stmtKey, whole string) (string, bool) {
 	case stmtSigRows:
 		return `UPDATE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
 		  agent = j.value ->> 3, version = ?, dirty = 0
-		  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND (j.value ->> 4 < 0 OR run_patterns.dirty = j.value ->> 4)`, true
+		  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND run_patterns.dirty = j.value ->> 4`, true
+	case stmtSigUpsert:
+		return `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
+		  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, ?, 0 FROM json_each(?) WHERE true
+		  ON CONFLICT (trace_id) DO UPDATE SET pattern_id = excluded.pattern_id, variant_id = excluded.variant_id,
+		    agent = excluded.agent, version = excluded.version, dirty = 0`, true
 	}
 	return "", false
 }
 
-// markPatterns marks dirty, in tx, the runs of b that hold a signal or already have a
-// signature row, and returns them (for signRuns after the commit).
-func markPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, b *RunBatch) ([]string, error) {
-	var all traceSet
-	for _, id := range b.traces() {
-		all.add(id)
-	}
-	for _, id := range b.alertIDs {
-		all.add(id)
-	}
-	for _, id := range b.signals.ids {
-		all.add(id)
-	}
-	if len(all.ids) == 0 {
-		return nil, nil
-	}
-	var marked traceSet
-	if len(b.signals.ids) > 0 {
-		if err := stmts.exec(ctx, tx, stmtMarkSignals, idsJSON(b.signals.ids)); err != nil {
-			return nil, fmt.Errorf("run index: patterns: %w", err)
-		}
-		for _, id := range b.signals.ids {
-			marked.add(id)
+// indexPatterns keeps, in the write transaction tx, the pattern index of the runs batch b wrote,
+// and returns the runs it marked dirty (for signRuns after the commit) and the variants it stored
+// (for known.add once tx is committed). whole gives the runs ids as the batch holds them
+// (hotWholeRuns, warmWholeRuns); nil: the batch holds no run whole (a batch of log records).
+//
+// A run with a signal in b (b.signals) whose every stored row is the batch's (whole: its rows, as
+// Run would read them back; stmtWhole) is signed here, its row written in its final state by one
+// upsert (or deleted, when it does not fail): no mark, no read back, no second transaction. Every
+// other run with a signal is marked (stmtMarkSignals), as is any other run of b that already has a
+// row (stmtMarkOthers). Whole runs are the common case (a run arrives in one request, a warm batch
+// moves runs whole), so a batch costs the lookup and one or two statements (BENCHMARKS.md,
+// "Signatures at ingest"). A run whose signature cannot be built is marked (signRuns and readers
+// try again); an SQL error fails the transaction, like any other write of it.
+func indexPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, keys []string, memo *patterns.Memo, b *RunBatch, whole func(ids []string) map[string]wholeRun) (marked, added []string, err error) {
+	signals := b.signals.ids
+	var signed []signedRun
+	if len(signals) > 0 && whole != nil {
+		if signed, err = signWhole(ctx, tx, stmts, keys, memo, signals, whole(signals)); err != nil {
+			return nil, nil, fmt.Errorf("run index: patterns: %w", err)
 		}
 	}
-	var rest []string
-	for _, id := range all.ids {
-		if !marked.seen[id] {
-			rest = append(rest, id)
+	done := make(map[string]bool, len(signed))
+	for _, r := range signed {
+		done[r.id] = true
+	}
+	var mark []string
+	for _, id := range signals {
+		if !done[id] {
+			mark = append(mark, id)
 		}
 	}
-	if len(rest) > 0 {
-		rows, err := stmts.query(ctx, tx, stmtMarkOthers, idsJSON(rest))
+	if len(mark) > 0 {
+		if err := stmts.exec(ctx, tx, stmtMarkSignals, idsJSON(mark)); err != nil {
+			return nil, nil, fmt.Errorf("run index: patterns: %w", err)
+		}
+	}
+	var others traceSet
+	for _, ids := range [][]string{b.traces(), b.alertIDs} {
+		for _, id := range ids {
+			if !b.signals.seen[id] {
+				others.add(id)
+			}
+		}
+	}
+	marked = mark
+	if len(others.ids) > 0 {
+		rows, err := stmts.query(ctx, tx, stmtMarkOthers, idsJSON(others.ids))
 		if err != nil {
-			return nil, fmt.Errorf("run index: patterns: %w", err)
+			return nil, nil, fmt.Errorf("run index: patterns: %w", err)
 		}
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			marked.add(id)
+			marked = append(marked, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return marked.ids, nil
+	if added, err = writeSignatures(ctx, tx, stmts, known, signed); err != nil {
+		return nil, nil, fmt.Errorf("run index: patterns: %w", err)
+	}
+	return marked, added, nil
 }
 
 // runLoader reads one run whole (DB.Run, WarmDB.Run).
@@ -277,26 +300,24 @@ type wholeRun struct {
 	fp patterns.Fingerprint
 }
 
-// signWhole signs, in the write transaction tx that marked them, the runs of batch whose every
-// stored row is the batch's (the run index row in tx counts exactly the batch's rows, and no
-// log record or key event beyond the batch's): they need no read back and no second
-// transaction. wholeQuery selects (trace_id, stored rows, stored events) for the ids of a JSON
-// array (stmtWhole). It returns the marked runs it did not sign, for signRuns after the commit. A run whose
-// signature cannot be built keeps its mark (signRuns and readers try again); an SQL error fails
-// the transaction, like any other write of it.
-func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, keys []string, memo *patterns.Memo, marked []string, batch map[string]wholeRun) (rest, added []string, err error) {
+// signWhole returns the signatures of the runs ids (with a signal in a write transaction tx)
+// whose every stored row is the batch's: the run index row in tx counts exactly the batch's rows,
+// and no log record or key event beyond the batch's. wholeQuery selects (trace_id, stored rows,
+// stored events) for the ids of a JSON array (stmtWhole). A run that is not whole, or whose
+// signature cannot be built, is left out (indexPatterns marks it).
+func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string, memo *patterns.Memo, ids []string, batch map[string]wholeRun) ([]signedRun, error) {
 	if len(batch) == 0 {
-		return marked, nil, nil
+		return nil, nil
 	}
-	ids := make([]string, 0, len(batch))
-	for _, id := range marked {
+	in := make([]string, 0, len(batch))
+	for _, id := range ids {
 		if _, ok := batch[id]; ok {
-			ids = append(ids, id)
+			in = append(in, id)
 		}
 	}
-	rows, err := stmts.query(ctx, tx, stmtWhole, idsJSON(ids))
+	rows, err := stmts.query(ctx, tx, stmtWhole, idsJSON(in))
 	if err != nil {
-		return nil, nil, fmt.Errorf("run index: patterns: %w", err)
+		return nil, err
 	}
 	whole := map[string]bool{}
 	for rows.Next() {
@@ -304,7 +325,7 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variant
 		var n, events int
 		if err := rows.Scan(&id, &n, &events); err != nil {
 			rows.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		if b := batch[id]; b.n == n && b.events == events {
 			whole[id] = true
@@ -312,29 +333,24 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variant
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var out []signedRun
-	for _, id := range marked {
+	for _, id := range in {
 		if !whole[id] {
-			rest = append(rest, id)
 			continue
 		}
 		b := batch[id]
 		sig, agent, ok := memo.Get(id, b.fp)
 		if !ok {
 			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, nil, id); err != nil {
-				rest = append(rest, id)
 				continue
 			}
 			memo.Put(id, b.fp, sig, agent)
 		}
 		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: -1})
 	}
-	if added, err = writeSignatures(ctx, tx, stmts, known, out); err != nil {
-		return nil, nil, fmt.Errorf("run index: patterns: %w", err)
-	}
-	return rest, added, nil
+	return out, nil
 }
 
 // signedRun is a run's signature and the mark it was computed at (gen; -1: in the transaction
@@ -345,13 +361,15 @@ type signedRun struct {
 	gen       int64
 }
 
-// writeSignatures stores, in tx, the signatures of runs, three statements whatever their
-// number (rows as JSON arrays, json_each): the rows of runs that do not fail are deleted, the
-// others take their pattern, variant and agent and lose their mark, unless the run was marked
-// again since gen (then the later write signs it). A variant known stored (known) is not sent
-// again; it returns the variants it stored, for known.add once tx is committed.
+// writeSignatures stores, in tx, the signatures of runs, a statement per kind whatever their
+// number (rows as JSON arrays, json_each): the rows of runs that do not fail are deleted; a run
+// signed after the commit that marked it (gen >= 0) takes its pattern, variant and agent and loses
+// its mark, unless the run was marked again since gen (then the later write signs it); a run
+// signed in the transaction that wrote it (gen < 0: no other write can interleave) has its row
+// inserted or replaced. A variant known stored (known) is not sent again; it returns the
+// variants it stored, for known.add once tx is committed.
 func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, runs []signedRun) ([]string, error) {
-	var sigs, rows, gone, goneAt [][]any
+	var sigs, rows, upserts, gone, goneAt [][]any
 	var added []string
 	for _, r := range runs {
 		switch {
@@ -361,32 +379,38 @@ func writeSignatures(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *v
 				sigs = append(sigs, []any{vid, pid, string(js)})
 				added = append(added, vid)
 			}
-			rows = append(rows, []any{r.id, pid, vid, r.agent, r.gen})
+			if r.gen < 0 {
+				upserts = append(upserts, []any{r.id, pid, vid, r.agent})
+			} else {
+				rows = append(rows, []any{r.id, pid, vid, r.agent, r.gen})
+			}
 		case r.gen < 0:
 			gone = append(gone, []any{r.id})
 		default:
 			goneAt = append(goneAt, []any{r.id, r.gen})
 		}
 	}
-	if len(gone) > 0 {
-		if err := stmts.exec(ctx, tx, stmtSigGone, rowsJSON(gone)); err != nil {
-			return nil, err
+	for _, w := range []struct {
+		k    stmtKey
+		rows [][]any
+	}{{stmtSigGone, gone}, {stmtSigGoneAt, goneAt}, {stmtSigVariants, sigs}} {
+		if len(w.rows) > 0 {
+			if err := stmts.exec(ctx, tx, w.k, rowsJSON(w.rows)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if len(goneAt) > 0 {
-		if err := stmts.exec(ctx, tx, stmtSigGoneAt, rowsJSON(goneAt)); err != nil {
-			return nil, err
+	for _, w := range []struct {
+		k    stmtKey
+		rows [][]any
+	}{{stmtSigRows, rows}, {stmtSigUpsert, upserts}} {
+		if len(w.rows) > 0 {
+			if err := stmts.exec(ctx, tx, w.k, patterns.SignatureVersion, rowsJSON(w.rows)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if len(sigs) > 0 {
-		if err := stmts.exec(ctx, tx, stmtSigVariants, rowsJSON(sigs)); err != nil {
-			return nil, err
-		}
-	}
-	if len(rows) == 0 {
-		return added, nil
-	}
-	return added, stmts.exec(ctx, tx, stmtSigRows, patterns.SignatureVersion, rowsJSON(rows))
+	return added, nil
 }
 
 // variantSetSize bounds a variantSet: a store's variants are far fewer (readbench's 10^6 runs

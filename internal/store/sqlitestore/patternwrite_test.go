@@ -34,7 +34,8 @@ func hotWithPatternRows(t *testing.T, rows string) *DB {
 
 // TestWriteSignaturesKeepsLaterMarks: signatures computed at a mark are stored only where the
 // run was not marked again since (a later write signs it), a run that no longer fails loses its
-// row, and those computed in the marking transaction (gen -1) are stored whatever the mark.
+// row, and those computed in the transaction that wrote the run (gen -1) are stored whatever the
+// mark, inserted when the run has no row yet (indexPatterns does not mark a run it signs whole).
 func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 	ctx := context.Background()
 	db := hotWithPatternRows(t, `('a','','','',0,1), ('b','','','',0,2), ('c','','','',0,1), ('d','old','old','x',1,3), ('e','','','',0,5), ('f','','','',0,1)`)
@@ -50,6 +51,8 @@ func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 		{id: "d", agent: "support", sig: patterns.Signature{}, gen: 2},  // passes, marked again: kept
 		{id: "e", agent: "support", sig: failing, gen: -1},              // in the marking transaction: stored
 		{id: "f", agent: "support", sig: patterns.Signature{}, gen: -1}, // in it, passes: deleted
+		{id: "g", agent: "support", sig: failing, gen: -1},              // in it, no row yet (never marked): inserted
+		{id: "h", agent: "support", sig: patterns.Signature{}, gen: -1}, // in it, passes, no row: none
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +73,7 @@ func TestWriteSignaturesKeepsLaterMarks(t *testing.T) {
 		}
 		got[id] = v
 	}
-	want := map[string]string{"a": failing.ID() + "/support/0", "b": "//2", "d": "old/x/3", "e": failing.ID() + "/support/0"}
+	want := map[string]string{"a": failing.ID() + "/support/0", "b": "//2", "d": "old/x/3", "e": failing.ID() + "/support/0", "g": failing.ID() + "/support/0"}
 	if len(got) != len(want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}

@@ -225,10 +225,8 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 	}
 	var marked, variants []string
 	if !d.noPatterns {
-		if marked, err = markPatterns(ctx, tx, &d.stmts, &batch); err != nil {
-			return err
-		}
-		if marked, variants, err = signWhole(ctx, tx, &d.stmts, d.variants, d.sessionKeys, d.memo, marked, hotWholeRuns(ws, marked)); err != nil {
+		whole := func(ids []string) map[string]wholeRun { return hotWholeRuns(ws, ids) }
+		if marked, variants, err = indexPatterns(ctx, tx, &d.stmts, d.variants, d.sessionKeys, d.memo, &batch, whole); err != nil {
 			return err
 		}
 	}
@@ -334,7 +332,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	var marked []string
 	if !d.noPatterns {
 		var err error
-		if marked, err = markPatterns(ctx, tx, &d.stmts, &batch); err != nil {
+		if marked, _, err = indexPatterns(ctx, tx, &d.stmts, d.variants, d.sessionKeys, d.memo, &batch, nil); err != nil {
 			return err
 		}
 	}
@@ -347,7 +345,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 // sign writes the signatures of the runs a committed batch marked and did not sign in its
-// transaction (signWhole): those are read back. A failure leaves them marked, and readers
+// transaction (indexPatterns): those are read back. A failure leaves them marked, and readers
 // compute them: the stored batch is not retried for it.
 func (d *DB) sign(ctx context.Context, marked []string) {
 	if len(marked) > 0 {

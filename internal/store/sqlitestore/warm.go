@@ -583,10 +583,8 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	}
 	var marked, variants []string
 	if !w.noPatterns {
-		if marked, err = markPatterns(ctx, tx, &w.stmts, &batch); err != nil {
-			return fmt.Errorf("sqlite warm tier: %w", err)
-		}
-		if marked, variants, err = signWhole(ctx, tx, &w.stmts, w.variants, w.keys(), w.memo, marked, warmWholeRuns(spans, events, marked)); err != nil {
+		whole := func(ids []string) map[string]wholeRun { return warmWholeRuns(spans, events, ids) }
+		if marked, variants, err = indexPatterns(ctx, tx, &w.stmts, w.variants, w.keys(), w.memo, &batch, whole); err != nil {
 			return fmt.Errorf("sqlite warm tier: %w", err)
 		}
 	}
