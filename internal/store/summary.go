@@ -61,7 +61,22 @@ type SpanSummary struct {
 	// (EditedExchange), for the run index's counting rule.
 	Exchange bool `parquet:"-"`
 	Edited   bool `parquet:"-"`
+	// Signal is whether the span's attributes can make its run fail besides its status
+	// (patterns.SpanSignal), when the summariser was given the check (SummarizeSignals); a
+	// record decoded from a queue or built elsewhere has SignalUnknown, and the warm writer
+	// reads it from Attributes instead (patterns.SummarySignal).
+	Signal SignalState `parquet:"-"`
 }
+
+// SignalState is SpanSummary.Signal: unknown, or the check's answer.
+type SignalState uint8
+
+// SignalState values.
+const (
+	SignalUnknown SignalState = iota
+	SignalNo
+	SignalYes
+)
 
 // KeyEvent is the warm tier's record of an exception span event or an alert log record.
 type KeyEvent struct {
@@ -121,6 +136,14 @@ var usageKeys = func() map[string]bool {
 // ids, and one KeyEvent per exception span event. sessionKeys default to genai.DefaultSessionKeys;
 // prices (nil: the embedded table) prices each LLM call.
 func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) ([]SpanSummary, []KeyEvent) {
+	return SummarizeSignals(td, sessionKeys, prices, nil)
+}
+
+// SummarizeSignals is Summarize, setting each summary's Signal to signal(the span's attributes)
+// when signal is not nil (patterns.SpanSignal: the warm writer then need not read it back from
+// the summary's Attributes JSON, a visible share of signing at ingest; BENCHMARKS.md,
+// "Signatures at ingest").
+func SummarizeSignals(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices, signal func(pcommon.Map) bool) ([]SpanSummary, []KeyEvent) {
 	if sessionKeys == nil {
 		sessionKeys = genai.DefaultSessionKeys
 	}
@@ -163,6 +186,12 @@ func Summarize(td ptrace.Traces, sessionKeys []string, prices *pricing.Prices) (
 			return true
 		})
 		sum.Attributes, buf = aj.text(buf, false)
+		if signal != nil {
+			sum.Signal = SignalNo
+			if signal(attrs) {
+				sum.Signal = SignalYes
+			}
+		}
 		for i := 0; i < s.Events().Len(); i++ {
 			ev := s.Events().At(i)
 			if ev.Name() != "exception" {

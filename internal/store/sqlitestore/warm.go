@@ -276,7 +276,7 @@ func (w *WarmDB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[
 
 // WriteTraces stores the summaries and exception events of td in one transaction (idempotent).
 func (w *WarmDB) WriteTraces(ctx context.Context, td ptrace.Traces) error {
-	spans, events := store.Summarize(td, w.sessionKeys, w.prices)
+	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, patterns.SpanSignal)
 	return w.write(ctx, spans, events)
 }
 
@@ -289,7 +289,7 @@ func (w *WarmDB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 // and prices), built without writing: the tiered exporter builds it before the warm tier's
 // sending queue and writes it with WriteRecords.
 func (w *WarmDB) TraceRecords(td ptrace.Traces) store.Records {
-	spans, events := store.Summarize(td, w.sessionKeys, w.prices)
+	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, patterns.SpanSignal)
 	return store.Records{Spans: spans, Events: events}
 }
 
@@ -520,7 +520,8 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
 		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange, Edited: s.Edited,
 		LLM:    s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
-		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || patterns.SummarySignal(s.Attributes)}
+		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || s.Signal == store.SignalYes ||
+			s.Signal == store.SignalUnknown && patterns.SummarySignal(s.Attributes)}
 }
 
 // writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or one row
