@@ -519,7 +519,7 @@ func spanFacts(s *store.SpanSummary) SpanFacts {
 		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
 		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange, Edited: s.Edited,
-		LLM:    s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
+		LLM: s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
 		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || s.Signal == store.SignalYes ||
 			s.Signal == store.SignalUnknown && patterns.SummarySignal(s.Attributes)}
 }
