@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -163,10 +164,14 @@ func BatchOf(ps []SessionPartial) (id string, several bool) {
 // The records' binary form (what the warm and cold sending queues persist):
 //
 //	"RAR1" | zstd frame of: uvarint count, then each record's fields in declaration order
-//	(span summaries, then key events, then partials)
+//	(span summaries, then key events, then partials), then, when every span summary's Signal
+//	is known, a signals section
 //
 // strings are a uvarint length and the bytes; integers zigzag varints; floats the 8 bytes of
-// their IEEE 754 bits, little endian; string lists a uvarint count and the strings.
+// their IEEE 754 bits, little endian; string lists a uvarint count and the strings. The signals
+// section is the byte 's' then ceil(spans/8) bytes, bit i%8 of byte i/8 set when summary i's
+// Signal is SignalYes; an entry without it (written before it was, or with a Signal unknown)
+// decodes with every Signal SignalUnknown.
 
 // RecordsMagic starts every encoded Records; anything else in a queue is an older entry (an
 // OTLP request, queued by a build that persisted requests).
@@ -273,6 +278,25 @@ func appendRecords(b []byte, r *Records) []byte {
 			b = binary.AppendVarint(b, v)
 		}
 	}
+	return appendSignals(b, r.Spans)
+}
+
+// signalsTag starts the optional signals section of the records' binary form.
+const signalsTag = 's'
+
+// appendSignals appends the signals section of spans, when every Signal is known.
+func appendSignals(b []byte, spans []SpanSummary) []byte {
+	if len(spans) == 0 || slices.ContainsFunc(spans, func(s SpanSummary) bool { return s.Signal == SignalUnknown }) {
+		return b
+	}
+	b = append(b, signalsTag)
+	at := len(b)
+	b = append(b, make([]byte, (len(spans)+7)/8)...)
+	for i := range spans {
+		if spans[i].Signal == SignalYes {
+			b[at+i/8] |= 1 << (i % 8)
+		}
+	}
 	return b
 }
 
@@ -352,6 +376,15 @@ func UnmarshalRecords(enc []byte) (Records, error) {
 		p.Spans, p.InputTokens, p.OutputTokens = d.varint(), d.varint(), d.varint()
 		p.CostUSD = d.float()
 		p.Unpriced, p.Errors, p.Alerts, p.Ingested = d.varint(), d.varint(), d.varint(), d.varint()
+	}
+	if d.err == nil && len(d.b) > 0 && d.b[0] == signalsTag && len(d.b) == 1+(len(r.Spans)+7)/8 {
+		for i := range r.Spans {
+			r.Spans[i].Signal = SignalNo
+			if d.b[1+i/8]&(1<<(i%8)) != 0 {
+				r.Spans[i].Signal = SignalYes
+			}
+		}
+		d.b = nil
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = errRecords

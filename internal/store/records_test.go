@@ -165,3 +165,52 @@ func TestRecordsKeepDerivedExchanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, spans, out.Spans, "the queue gives back what was queued, the exchange flags too")
 }
+
+// TestRecordsKeepSignals: the failure signals the summariser computed from the spans
+// (SummarizeSignals) survive the persistent queue's encoding, so the warm writer does not read
+// them back from each summary's attributes; records with a signal unknown (an older entry, or
+// records built without the check) decode with every signal unknown, and a signals section of
+// the wrong length is refused.
+func TestRecordsKeepSignals(t *testing.T) {
+	i := 0
+	every3 := func(pcommon.Map) bool { i++; return i%3 == 0 }
+	spans, _ := store.SummarizeSignals(storetest.Traces(runA, runB, runC), nil, nil, every3)
+	require.Greater(t, len(spans), 8, "the bitset spans more than one byte")
+	yes := 0
+	for _, s := range spans {
+		require.NotEqual(t, store.SignalUnknown, s.Signal)
+		if s.Signal == store.SignalYes {
+			yes++
+		}
+	}
+	require.Equal(t, len(spans)/3, yes)
+	in := store.Records{Spans: spans}
+	enc, err := store.MarshalRecords(in)
+	require.NoError(t, err)
+	out, err := store.UnmarshalRecords(enc)
+	require.NoError(t, err)
+	assert.Equal(t, in, out)
+
+	// One summary unknown: no section, every signal decodes unknown.
+	in.Spans = append([]store.SpanSummary(nil), spans...)
+	in.Spans[2].Signal = store.SignalUnknown
+	enc, err = store.MarshalRecords(in)
+	require.NoError(t, err)
+	out, err = store.UnmarshalRecords(enc)
+	require.NoError(t, err)
+	for _, s := range out.Spans {
+		assert.Equal(t, store.SignalUnknown, s.Signal)
+	}
+
+	// A section one byte short is malformed, not read as partly known.
+	z, err := zstd.NewReader(nil)
+	require.NoError(t, err)
+	full, err := store.MarshalRecords(store.Records{Spans: spans})
+	require.NoError(t, err)
+	body, err := z.DecodeAll(full[4:], nil)
+	require.NoError(t, err)
+	w, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	_, err = store.UnmarshalRecords(append([]byte("RAR1"), w.EncodeAll(body[:len(body)-1], nil)...))
+	assert.Error(t, err)
+}
