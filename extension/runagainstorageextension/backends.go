@@ -98,9 +98,15 @@ func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return h.db.WriteLogs(ctx, ld)
 }
 
+// signDelay is how long the SQLite writers let the runs a commit marked, and could not sign in
+// its transaction, wait before reading them back and signing them (sqlitestore.Options.SignDelay):
+// a run whose spans arrive over several requests (its root last) is read back once per second,
+// not once per request. A listing meanwhile signs such a run on the spot; Shutdown signs them all.
+const signDelay = time.Second
+
 func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
 	db, err := sqlitestore.Open(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-		NoSignatures: o.noSignatures, Memo: o.memo})
+		NoSignatures: o.noSignatures, Memo: o.memo, SignDelay: signDelay})
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +236,7 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		return &opened{backend: b, close: db.Close}, nil
 	}
 	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-		NoSignatures: o.noSignatures, Memo: o.memo})
+		NoSignatures: o.noSignatures, Memo: o.memo, SignDelay: signDelay})
 	if err != nil {
 		return nil, err
 	}

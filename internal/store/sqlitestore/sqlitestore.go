@@ -47,6 +47,7 @@ type DB struct {
 	// of BenchmarkHotWritePatterns.
 	noPatterns bool
 	memo       *patterns.Memo // Options.Memo
+	signs      *signQueue     // the marked runs waiting to be signed (Options.SignDelay)
 	variants   *variantSet    // the variants pattern_signatures holds (writeSignatures)
 	group      groupCommit
 	stmts      stmtCache                 // the writer's prepared statements
@@ -79,6 +80,11 @@ type Options struct {
 	// Memo is shared by the hot and the warm writer of one process: a failing run both sign from
 	// their batches is signed once (patterns.Memo); nil: each signs its own.
 	Memo *patterns.Memo
+	// SignDelay is how long the writer waits, from a commit that marked runs it could not sign
+	// in the transaction, before it reads them back and signs them, coalescing the marks of
+	// later commits (signQueue); 0: right after each commit. Readers sign a marked run on the
+	// spot meanwhile. Close signs what is waiting.
+	SignDelay time.Duration
 }
 
 // Open opens (creating if needed, unless ReadOnly) the SQLite file at path, in WAL mode with a
@@ -142,11 +148,15 @@ func Open(path string, o Options) (*DB, error) {
 	if d.sessionKeys == nil {
 		d.sessionKeys = genai.DefaultSessionKeys
 	}
+	d.signs = newSignQueue(o.SignDelay, func(ctx context.Context, ids []string) {
+		_ = signRuns(ctx, d.db, &d.stmts, d.variants, d.Run, nil, d.sessionKeys, d.memo, ids)
+	})
 	return d, nil
 }
 
 // Close closes the database.
 func (d *DB) Close() error {
+	d.signs.close()
 	d.stmts.close()
 	err := d.db.Close()
 	d.codec.close()
@@ -345,13 +355,9 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 // sign writes the signatures of the runs a committed batch marked and did not sign in its
-// transaction (indexPatterns): those are read back. A failure leaves them marked, and readers
-// compute them: the stored batch is not retried for it.
-func (d *DB) sign(ctx context.Context, marked []string) {
-	if len(marked) > 0 {
-		_ = signRuns(ctx, d.db, &d.stmts, d.variants, d.Run, nil, d.sessionKeys, d.memo, marked)
-	}
-}
+// transaction (indexPatterns): those are read back, after Options.SignDelay (signQueue). A
+// failure leaves them marked, and readers compute them: the stored batch is not retried for it.
+func (d *DB) sign(ctx context.Context, marked []string) { d.signs.add(ctx, marked) }
 
 func hexOrEmpty(id pcommon.TraceID) string {
 	if id.IsEmpty() {

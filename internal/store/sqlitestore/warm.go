@@ -125,6 +125,7 @@ type WarmDB struct {
 	db          *sql.DB
 	noPatterns  bool           // Options.NoSignatures
 	memo        *patterns.Memo // Options.Memo
+	signs       *signQueue     // the marked runs waiting to be signed (Options.SignDelay)
 	variants    *variantSet    // the variants pattern_signatures holds (writeSignatures)
 	sessionKeys []string
 	now         func() time.Time
@@ -184,6 +185,9 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
+	w.signs = newSignQueue(o.SignDelay, func(ctx context.Context, ids []string) {
+		_ = signRuns(ctx, w.db, &w.stmts, w.variants, w.Run, w.fingerprint, w.keys(), w.memo, ids)
+	})
 	return w, nil
 }
 
@@ -257,6 +261,7 @@ func openFile(path string, o Options, tier, ddl string, version int, migrations 
 
 // Close closes the database.
 func (w *WarmDB) Close() error {
+	w.signs.close()
 	w.stmts.close()
 	return w.db.Close()
 }
@@ -595,9 +600,7 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	w.variants.add(variants)
 	// The runs not signed in the transaction are read back; a failure leaves them marked, and
 	// readers compute them (patternindex.go).
-	if len(marked) > 0 {
-		_ = signRuns(ctx, w.db, &w.stmts, w.variants, w.Run, w.fingerprint, w.keys(), w.memo, marked)
-	}
+	w.signs.add(ctx, marked)
 	return nil
 }
 
