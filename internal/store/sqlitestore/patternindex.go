@@ -20,16 +20,19 @@ package sqlitestore
 //	pattern_signatures
 //	  variant_id  TEXT  primary key; signature TEXT: patterns.Signature.JSON; pattern_id TEXT
 //
-// A passing run has no row. The writer marks a run dirty in the transaction that writes a span
-// row, alert or divergence record that can make it fail (patterns.SpanSignal: status ERROR, an
-// exchange answered >= 400, an abnormal finish reason; every alert and divergence record), or
-// any row of a run that already has one; after the commit it reads each marked run back (Run),
-// builds its view and signature and writes them, clearing the mark only if no write marked the
-// run again meanwhile. Runs whose only signal is being incomplete (no root yet, orphans) get no
+// A passing run has no row. In the transaction that writes a span row, alert or divergence
+// record that can make a run fail (patterns.SpanSignal: status ERROR, an exchange answered >= 400,
+// an abnormal finish reason; every alert and divergence record), the writer signs the run from the
+// batch when the batch holds all of its rows, and writes its row as final (indexPatterns);
+// otherwise it marks the run dirty, as it does any other run of the batch that already has a row.
+// After the commit, once Options.SignDelay has passed (signQueue: later commits' marks
+// coalesce), it reads each marked run back (Run), builds its view and signature and writes them,
+// clearing the mark only if no write marked the run again meanwhile. Runs whose only signal is being incomplete (no root yet, orphans) get no
 // row: the listing reads their flags from runs.roots and runs.orphans. A reader computes on the
 // spot, without writing, the signature of a run still marked, of another version, or without a
 // row but with errors or alerts in its index row (a file written before signatures were).
-// The cost on the write path is one lookup per batch; only failing runs are read back.
+// The cost on the write path is one lookup per batch; only failing runs that straddle batches
+// are read back (BENCHMARKS.md, "Signatures at ingest").
 
 import (
 	"bytes"
@@ -92,15 +95,18 @@ var (
 var patternKeys = []stmtKey{stmtMarkSignals, stmtMarkOthers, stmtWhole, stmtSigGone, stmtSigGoneAt, stmtSigVariants, stmtSigRows, stmtSigUpsert}
 
 // patternSQL returns the SQL of the pattern index's statement k, whole being the tier's
-// wholeQuery (hotWholeQuery, warmWholeQuery); false for another statement.
+// wholeQuery (hotWholeQuery, warmWholeQuery); false for another statement. The writes are OR
+// IGNORE (the upserts' own conflict target still updates): with no constraint left that can
+// abort one half way, SQLite keeps no statement journal for them (as the span INSERT,
+// writerSQL); their values are never NULL.
 func patternSQL(k stmtKey, whole string) (string, bool) {
 	switch k {
 	case stmtMarkSignals:
-		return `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
+		return `INSERT OR IGNORE INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
 		  SELECT value, '', '', '', 0, 1 FROM json_each(?) WHERE true
 		  ON CONFLICT (trace_id) DO UPDATE SET dirty = dirty + 1`, true
 	case stmtMarkOthers:
-		return `UPDATE run_patterns SET dirty = dirty + 1
+		return `UPDATE OR IGNORE run_patterns SET dirty = dirty + 1
 		  WHERE trace_id IN (SELECT value FROM json_each(?)) RETURNING trace_id`, true
 	case stmtWhole:
 		return whole, true
@@ -113,11 +119,11 @@ func patternSQL(k stmtKey, whole string) (string, bool) {
 		return `INSERT OR IGNORE INTO pattern_signatures (variant_id, pattern_id, signature)
 		  SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, true
 	case stmtSigRows:
-		return `UPDATE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
+		return `UPDATE OR IGNORE run_patterns SET pattern_id = j.value ->> 1, variant_id = j.value ->> 2,
 		  agent = j.value ->> 3, version = ?, dirty = 0
 		  FROM json_each(?) j WHERE run_patterns.trace_id = j.value ->> 0 AND run_patterns.dirty = j.value ->> 4`, true
 	case stmtSigUpsert:
-		return `INSERT INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
+		return `INSERT OR IGNORE INTO run_patterns (trace_id, pattern_id, variant_id, agent, version, dirty)
 		  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, ?, 0 FROM json_each(?) WHERE true
 		  ON CONFLICT (trace_id) DO UPDATE SET pattern_id = excluded.pattern_id, variant_id = excluded.variant_id,
 		    agent = excluded.agent, version = excluded.version, dirty = 0`, true
