@@ -102,6 +102,9 @@ func (h *hotSQLite) WriteLogs(ctx context.Context, ld plog.Logs) error {
 // its transaction, wait before reading them back and signing them (sqlitestore.Options.SignDelay):
 // a run whose spans arrive over several requests (its root last) is read back once per second,
 // not once per request. A listing meanwhile signs such a run on the spot; Shutdown signs them all.
+// The warm writer waits twice as long: its records trail the hot writer's by the sending queue,
+// and signing after the hot writer lets it take the signature from the shared memo instead of
+// reading the run back (patterns.Memo).
 const signDelay = time.Second
 
 func openHotSQLite(cfg *HotConfig, o openOptions) (*opened, error) {
@@ -236,7 +239,7 @@ func openWarm(cfg *WarmConfig, o openOptions) (*opened, error) {
 		return &opened{backend: b, close: db.Close}, nil
 	}
 	db, err := sqlitestore.OpenWarm(cfg.SQLite.Get().Path, sqlitestore.Options{SessionKeys: o.keys, Now: o.now, Prices: o.prices,
-		NoSignatures: o.noSignatures, Memo: o.memo, SignDelay: signDelay})
+		NoSignatures: o.noSignatures, Memo: o.memo, SignDelay: 2 * signDelay})
 	if err != nil {
 		return nil, err
 	}
