@@ -124,7 +124,7 @@ func (d *DB) collectSpans(w *traceWrite, td ptrace.Traces) (rejected []error, er
 						Error: span.Status().Code() == ptrace.StatusCodeError, CostUSD: cost.USD, Unpriced: cost.Unpriced,
 						Exchange: store.DerivedExchange(span, genaiKind), Edited: store.EditedExchange(span, genaiKind)}}
 				r.f.LLM = genaiKind == genai.KindLLM && !r.f.Exchange
-				r.f.Signal = r.f.Error || patterns.SpanSignal(attrs)
+				r.f.Signal = r.f.Error || !d.noPatterns && patterns.SpanSignal(attrs) // read: nothing is marked
 				if cost.Unpriced {
 					r.unpriced = 1
 				}

@@ -49,6 +49,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -281,7 +282,7 @@ func (w *WarmDB) ExpireExcept(ctx context.Context, cutoff time.Time, pinned map[
 
 // WriteTraces stores the summaries and exception events of td in one transaction (idempotent).
 func (w *WarmDB) WriteTraces(ctx context.Context, td ptrace.Traces) error {
-	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, patterns.SpanSignal)
+	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, w.spanSignal())
 	return w.write(ctx, spans, events)
 }
 
@@ -290,11 +291,20 @@ func (w *WarmDB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 	return w.write(ctx, nil, store.AlertEvents(ld, w.sessionKeys))
 }
 
+// spanSignal is the check TraceRecords and WriteTraces give the summariser: patterns.SpanSignal,
+// or none when the writer signs no run (Options.NoSignatures: nothing reads the signals).
+func (w *WarmDB) spanSignal() func(pcommon.Map) bool {
+	if w.noPatterns {
+		return nil
+	}
+	return patterns.SpanSignal
+}
+
 // TraceRecords is what WriteTraces stores of td (store.Summarize with the file's session keys
 // and prices), built without writing: the tiered exporter builds it before the warm tier's
 // sending queue and writes it with WriteRecords.
 func (w *WarmDB) TraceRecords(td ptrace.Traces) store.Records {
-	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, patterns.SpanSignal)
+	spans, events := store.SummarizeSignals(td, w.sessionKeys, w.prices, w.spanSignal())
 	return store.Records{Spans: spans, Events: events}
 }
 
@@ -442,7 +452,7 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, sizes []int, spans
 			}
 			if got == int64(n) {
 				for i := range chunk {
-					batch.Inserted(spanFacts(&chunk[i]))
+					batch.Inserted(w.spanFacts(&chunk[i]))
 				}
 				continue
 			}
@@ -454,7 +464,7 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, sizes []int, spans
 					return err
 				}
 			}
-			if err := settleChunk(ctx, tx, replace, res, got, chunk, args, batch); err != nil {
+			if err := w.settleChunk(ctx, tx, replace, res, got, chunk, args, batch); err != nil {
 				return err
 			}
 		}
@@ -472,7 +482,7 @@ func (w *WarmDB) insertSpans(ctx context.Context, tx *sql.Tx, sizes []int, spans
 // a summary stored before, or a later copy of a span in the batch. The chunk is written once,
 // not the whole batch again. It returns errAlreadyStored when the rows read back are not the
 // chunk's (rowids not consecutive: write falls back to writing the batch row by row).
-func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Result, got int64,
+func (w *WarmDB) settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Result, got int64,
 	chunk []store.SpanSummary, args []any, batch *RunBatch,
 ) error {
 	inserted, err := insertedRows(ctx, tx, "span_summaries", res, got)
@@ -498,14 +508,14 @@ func settleChunk(ctx context.Context, tx *sql.Tx, replace *sql.Stmt, res sql.Res
 		k := [2]string{s.TraceID, s.SpanID}
 		if inserted[k] {
 			delete(inserted, k) // a later copy of the span in the chunk is replaced
-			batch.Inserted(spanFacts(s))
+			batch.Inserted(w.spanFacts(s))
 			continue
 		}
 		if _, err := replace.ExecContext(ctx, args[i*summaryArgs:(i+1)*summaryArgs]...); err != nil {
 			return fmt.Errorf("sqlite warm tier: replace span %s: %w", s.SpanID, err)
 		}
 		batch.Replaced(s.TraceID)
-		batch.Exchange(spanFacts(s))
+		batch.Exchange(w.spanFacts(s))
 	}
 	return nil
 }
@@ -519,14 +529,16 @@ func appendSummaryArgs(args []any, s *store.SpanSummary, attrs any, now int64) [
 }
 
 // spanFacts is what s's row contributes to its run's index row.
-func spanFacts(s *store.SpanSummary) SpanFacts {
+func (w *WarmDB) spanFacts(s *store.SpanSummary) SpanFacts {
+	errored := s.StatusCode == int32(ptrace.StatusCodeError)
 	return SpanFacts{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 		SessionID: s.SessionID, Service: s.Service, Agent: s.AgentName, Model: s.Model, Start: s.Start, End: s.End,
-		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: s.StatusCode == int32(ptrace.StatusCodeError),
+		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, Error: errored,
 		CostUSD: s.CostUSD, Unpriced: s.Unpriced != 0, Exchange: s.Exchange, Edited: s.Edited,
 		LLM: s.GenAIKind == string(genai.KindLLM) && !s.Exchange,
-		Signal: s.StatusCode == int32(ptrace.StatusCodeError) || s.Signal == store.SignalYes ||
-			s.Signal == store.SignalUnknown && patterns.SummarySignal(s.Attributes)}
+		// With NoSignatures nothing is marked, so the attributes are not read for a signal.
+		Signal: errored || !w.noPatterns && (s.Signal == store.SignalYes ||
+			s.Signal == store.SignalUnknown && patterns.SummarySignal(s.Attributes))}
 }
 
 // writeTx is one write transaction of write: spans with the multi-row INSERTs (multi) or one row
