@@ -27,8 +27,9 @@ package sqlitestore
 // otherwise it marks the run dirty, as it does any other run of the batch that already has a row.
 // After the commit, once Options.SignDelay has passed (signQueue: later commits' marks
 // coalesce), it reads each marked run back (Run), builds its view and signature and writes them,
-// clearing the mark only if no write marked the run again meanwhile. Runs whose only signal is being incomplete (no root yet, orphans) get no
-// row: the listing reads their flags from runs.roots and runs.orphans. A reader computes on the
+// clearing the mark only if no write marked the run again meanwhile. Runs whose only signal is
+// being incomplete (no root yet, orphans) get no row: the listing reads their flags from
+// runs.roots and runs.orphans. A reader computes on the
 // spot, without writing, the signature of a run still marked, of another version, or without a
 // row but with errors or alerts in its index row (a file written before signatures were).
 // The cost on the write path is one lookup per batch; only failing runs that straddle batches
@@ -140,9 +141,9 @@ func patternSQL(k stmtKey, whole string) (string, bool) {
 // Run would read them back; stmtWhole) is signed here, its row written in its final state by one
 // upsert (or deleted, when it does not fail): no mark, no read back, no second transaction. Every
 // other run with a signal is marked (stmtMarkSignals), as is any other run of b that already has a
-// row (stmtMarkOthers). Whole runs are the common case (a run arrives in one request, a warm batch
-// moves runs whole), so a batch costs the lookup and one or two statements (BENCHMARKS.md,
-// "Signatures at ingest"). A run whose signature cannot be built is marked (signRuns and readers
+// row (stmtMarkOthers). A run whose spans all come in one request is whole, and costs the batch
+// the lookup and one upsert instead of a mark, a read back and a second transaction
+// (BENCHMARKS.md, "Signatures at ingest"). A run whose signature cannot be built is marked (signRuns and readers
 // try again); an SQL error fails the transaction, like any other write of it.
 func indexPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *variantSet, keys []string, memo *patterns.Memo, b *RunBatch, whole func(ids []string) map[string]wholeRun) (marked, added []string, err error) {
 	signals := b.signals.ids
