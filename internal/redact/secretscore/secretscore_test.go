@@ -131,3 +131,14 @@ func TestKeptInLOFO(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentifierField: the halves of a Veles secret that name or pair the credential are not
+// what the score asks to be removed; the credential halves are.
+func TestIdentifierField(t *testing.T) {
+	for name, want := range map[string]bool{"ClientID": true, "AccessID": true, "RoleID": true, "PublicB64": true, "Username": true,
+		"RepoURL": true, "ClientSecret": false, "Secret": false, "SecretID": false, "PrivateB64": false, "Token": false, "FullURL": false, "Key": false} {
+		if got := identifierField(name); got != want {
+			t.Errorf("identifierField(%s) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -128,20 +128,56 @@ func (in *interp) velesCase(cl *ast.CompositeLit, fam string) (Example, bool) {
 	return e, true
 }
 
-// longestField returns the longest string field value inside e that text holds ("" if none).
+// longestField returns the longest string field value inside e that text holds ("" if none),
+// preferring the fields that hold the credential to those that name or pair it
+// (identifierField: ClientID, AccessID, RoleID, PublicB64, Username): a Veles secret of two
+// halves (bitwardenoauth2access.Token{ClientID, ClientSecret}, gcshmackey.HMACKey{AccessID,
+// Secret}, vapid.Key{PrivateB64, PublicB64}) is neutralised when its secret half is gone, and
+// the identifier or public half, often the longer, is not a credential: runagain keeps public
+// keys and ids by design. An identifier counts only when no credential field is in text.
 func (in *interp) longestField(e ast.Expr, text string) string {
-	best := ""
+	best, bestID := "", ""
 	ast.Inspect(e, func(n ast.Node) bool {
 		kv, ok := n.(*ast.KeyValueExpr)
 		if !ok {
 			return true
 		}
-		if v, err := in.str(kv.Value); err == nil && len(v.text) > len(best) && strings.Contains(text, v.text) {
+		v, err := in.str(kv.Value)
+		if err != nil || !strings.Contains(text, v.text) {
+			return true
+		}
+		if k, ok := kv.Key.(*ast.Ident); ok && identifierField(k.Name) {
+			if len(v.text) > len(bestID) {
+				bestID = v.text
+			}
+		} else if len(v.text) > len(best) {
 			best = v.text
 		}
 		return true
 	})
+	if best == "" {
+		return bestID
+	}
 	return best
+}
+
+// identifierField reports whether a field of a Veles secret names or pairs the credential rather
+// than holding it: a public half (PublicB64, PublicKey) or an identifier (ClientID, AccessID,
+// RoleID, Username, UserEmail, RepoURL, ServiceName), unless the name says secret (Vault's
+// SecretID is the credential of an AppRole).
+func identifierField(name string) bool {
+	if strings.Contains(name, "Public") {
+		return true
+	}
+	if strings.Contains(name, "Secret") {
+		return false
+	}
+	for _, suf := range []string{"ID", "Id", "Username", "Email", "URL", "Name"} {
+		if strings.HasSuffix(name, suf) && name != "FullURL" {
+			return true
+		}
+	}
+	return false
 }
 
 // VelesModuleDir returns the directory of VelesModule in the module cache
