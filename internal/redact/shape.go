@@ -82,6 +82,11 @@ func shapeBoundaryBefore(c byte) bool {
 // the separator after a prefix, and the body run after a failed one is skipped.
 func scanPrefixedTokens(s string, f func(lo, hi int)) {
 	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
+		if a, b, c, d, ok := tokenPair(s, lo, hi); ok {
+			f(a, b)
+			f(c, d)
+			return
+		}
 		if i0 := strings.IndexAny(s[lo:hi], "_-."); i0 < 0 {
 			if a, b, c, d, ok := pairedSecret(s, lo, hi); ok {
 				f(a, b)
@@ -346,12 +351,13 @@ func dropIDShapes(key string, fs []Finding, n int) []Finding {
 }
 
 // looseShapeRuns calls f for each run of bytes [A-Za-z0-9_.=-] at least shapeTokenLen long
-// holding a '_', '-' or '.': a superset, in raw JSON bytes, of the tokens scanPrefixedTokens
-// finds in any string leaf (their bytes need no escape; an escape before one, such as \n, only
-// lengthens the raw run, and \u escapes are hot on their own).
+// holding a '_', '-' or '.', or standing after ':', a blank or a '\\' (the separators of a pair,
+// tokenPair and pairedSecret, raw or escaped as \n): a superset, in raw JSON bytes, of the
+// tokens scanPrefixedTokens finds in any string leaf (their bytes need no escape; an escape
+// before one, such as \n, only lengthens the raw run, and \u escapes are hot on their own).
 func looseShapeRuns(s string, f func(lo, hi int)) {
 	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
-		if strings.ContainsAny(s[lo:hi], "_-.") {
+		if strings.ContainsAny(s[lo:hi], "_-.") || lo > 0 && strings.IndexByte(": \t\\", s[lo-1]) >= 0 {
 			f(lo, hi)
 		}
 	})
@@ -690,6 +696,71 @@ func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
 		return 0, 0, 0, 0, false
 	}
 	return j, e, lo, hi, true
+}
+
+// Token pairs (tokenPair): the bounds of each half and the floor of its entropy.
+const (
+	pairMinHalf    = 32
+	pairMaxHalf    = 128
+	pairMinEntropy = 4.0
+)
+
+// tokenPair checks the run s[lo:hi] as the second half of two random tokens joined by one ':'
+// with nothing around them: <half>:<half>, each 32 to 128 bytes of [A-Za-z0-9_-] (base64url,
+// base62) holding lower and upper case and digits at shapeMinEntropy (4.0 bits per byte) or
+// more, with no counting run of 8, no words (wordy), no UUID, not all hexadecimal and no
+// placeholder marker. That is how key pairs and id/secret pairs are printed and pasted when no
+// name goes with them: a web-push (VAPID) key pair as private:public (43 and 87 bytes of
+// base64url), an OAuth consumer key and secret, a client id and secret before they are
+// base64-encoded for basic auth. One random token is a blob like any other; two joined by ':'
+// are a credential's two parts. The pair starts and ends at a boundary (shapeBoundaryBefore; not
+// followed by a letter, a digit, ':', '@' or '.' and a letter): not a segment of a longer
+// ':'-joined list, a URL's userinfo (url_credentials has it) or a host. It returns the spans of
+// both halves.
+func tokenPair(s string, lo, hi int) (int, int, int, int, bool) {
+	if lo < pairMinHalf+1 || s[lo-1] != ':' {
+		return 0, 0, 0, 0, false
+	}
+	for hi > lo && s[hi-1] == '=' {
+		hi--
+	}
+	if hi-lo < pairMinHalf || hi-lo > pairMaxHalf || strings.IndexByte(s[lo:hi], '.') >= 0 || strings.IndexByte(s[lo:hi], '=') >= 0 {
+		return 0, 0, 0, 0, false
+	}
+	if k := hi; k < len(s) && s[k] != '=' && (isAlnum(s[k]) || s[k] == ':' || s[k] == '@' || (s[k] == '.' && k+1 < len(s) && isAlpha(s[k+1]))) {
+		return 0, 0, 0, 0, false
+	}
+	e := lo - 1
+	j := e
+	for j > 0 && e-j <= pairMaxHalf && isShapeByte(s[j-1]) {
+		j--
+	}
+	if e-j < pairMinHalf || e-j > pairMaxHalf || (j > 0 && (!shapeBoundaryBefore(s[j-1]) || s[j-1] == ':')) {
+		return 0, 0, 0, 0, false
+	}
+	if !randomHalf(s[j:e]) || !randomHalf(s[lo:hi]) {
+		return 0, 0, 0, 0, false
+	}
+	return j, e, lo, hi, true
+}
+
+// randomHalf: v holds lower and upper case and digits, at pairMinEntropy bits per byte or more,
+// with no counting run of 8, no words, no UUID and no placeholder marker, and is not all
+// hexadecimal (a digest).
+func randomHalf(v string) bool {
+	var l, u, d bool
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z':
+			l = true
+		case c >= 'A' && c <= 'Z':
+			u = true
+		case c >= '0' && c <= '9':
+			d = true
+		}
+	}
+	return l && u && d && !allHex(v) && entropy(v) >= pairMinEntropy && ascendingRun(strings.ToLower(v)) < 8 && !wordy(v) &&
+		!hasUUID(v) && !isPlaceholder(v)
 }
 
 // digestLength: n hex digits are the length of a common digest or hash id (MD5 and UUIDs without
