@@ -20,13 +20,15 @@ const (
 )
 
 // Ratchets hold the figures reached (2026-12-04: leave-one-family-out gitleaks 0.935 of 6,111,
-// Veles 0.896 of its 346 honest positives; Veles with a rule 0.952 of all 454, fake-looking
-// values included) about two points below, so that a change that gives back what was gained
-// fails the gate before the goal is lost.
+// Veles 0.896 of its 346 honest positives; 2026-12-07, Veles pairs scored by their secret half:
+// Veles 0.893 of 356 honest, Veles with a rule 0.960 of all 454, fake-looking values included,
+// Veles families with no rule in either set 0.719 of 64) about two points below, so that a
+// change that gives back what was gained fails the gate before the goal is lost.
 const (
 	RatchetLOFOGitleaks     = 0.92
 	RatchetLOFOVelesHonest  = 0.87
-	RatchetVelesWithRuleAll = 0.93
+	RatchetVelesWithRuleAll = 0.94
+	RatchetVelesNoRule      = 0.70
 )
 
 // Report holds every figure of one run of the score.
@@ -155,6 +157,7 @@ func (rep *Report) Failures() []string {
 	below("veles recall on families with a rule (values that do not look fake)", ratio(rep.VelesRealFound, rep.VelesReal), FloorRecallWithRule)
 	if rep.LOFO != nil { // WithRule holds the families LOFO scored only with lofo
 		below("veles recall on families with a rule (every value), ratchet", ratio(rep.WithRuleFound["veles"], rep.WithRule["veles"]), RatchetVelesWithRuleAll)
+		below("veles recall on families with no rule, ratchet", ratio(rep.NoRuleFound["veles"], rep.NoRule["veles"]), RatchetVelesNoRule)
 	}
 	for _, src := range []string{"detect-secrets", "recordings"} {
 		u, _, _ := rep.Unchanged(src)

@@ -142,3 +142,18 @@ func TestIdentifierField(t *testing.T) {
 		}
 	}
 }
+
+// TestFailuresNoRuleRatchet: the recall on the Veles families with no rule in either set below
+// its ratchet fails, naming it.
+func TestFailuresNoRuleRatchet(t *testing.T) {
+	rep := &Report{LOFO: []LOFO{
+		{Source: "gitleaks", Positives: 100, Found: 100},
+		{Source: "veles", Positives: 100, Found: 100, Honest: 100, HonestFound: 100},
+	}, WithRule: map[string]int{"veles": 10}, WithRuleFound: map[string]int{"veles": 10},
+		NoRule: map[string]int{"veles": 64}, NoRuleFound: map[string]int{"veles": 40}}
+	got := rep.Failures()
+	want := "veles recall on families with no rule, ratchet 0.625, below 0.70"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+}
