@@ -797,17 +797,7 @@ func looksRandom(v string) bool {
 	if len(v) < 16 || strings.ContainsAny(v, " \t\n") || entropy(v) < 3.0 {
 		return false
 	}
-	digit, upper, lower := false, false, false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c >= '0' && c <= '9':
-			digit = true
-		case c >= 'A' && c <= 'Z':
-			upper = true
-		case c >= 'a' && c <= 'z':
-			lower = true
-		}
-	}
+	lower, upper, digit := charClasses(v)
 	return digit || (upper && lower)
 }
 

@@ -681,18 +681,7 @@ func pairedSecret(s string, lo, hi int) (int, int, int, int, bool) {
 		return 0, 0, 0, 0, false
 	}
 	sec := s[lo:hi]
-	var l, u, d bool
-	for i := 0; i < len(sec); i++ {
-		switch c := sec[i]; {
-		case c >= 'a' && c <= 'z':
-			l = true
-		case c >= 'A' && c <= 'Z':
-			u = true
-		case c >= '0' && c <= '9':
-			d = true
-		}
-	}
-	if !l || !u || !d || entropy(sec) < 3.0 || isPlaceholder(sec) || isPlaceholder(id) {
+	if l, u, d := charClasses(sec); !l || !u || !d || entropy(sec) < 3.0 || isPlaceholder(sec) || isPlaceholder(id) {
 		return 0, 0, 0, 0, false
 	}
 	return j, e, lo, hi, true
@@ -748,17 +737,7 @@ func tokenPair(s string, lo, hi int) (int, int, int, int, bool) {
 // with no counting run of 8, no words, no UUID and no placeholder marker, and is not all
 // hexadecimal (a digest).
 func randomHalf(v string) bool {
-	var l, u, d bool
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c >= 'a' && c <= 'z':
-			l = true
-		case c >= 'A' && c <= 'Z':
-			u = true
-		case c >= '0' && c <= '9':
-			d = true
-		}
-	}
+	l, u, d := charClasses(v)
 	return l && u && d && !allHex(v) && entropy(v) >= pairMinEntropy && ascendingRun(strings.ToLower(v)) < 8 && !wordy(v) &&
 		!hasUUID(v) && !isPlaceholder(v)
 }
@@ -795,4 +774,19 @@ func credentialWordBefore(s string, a int) bool {
 		}
 	}
 	return false
+}
+
+// charClasses reports whether v holds an ASCII lower-case letter, an upper-case one and a digit.
+func charClasses(v string) (lower, upper, digit bool) {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= '0' && c <= '9':
+			digit = true
+		}
+	}
+	return lower, upper, digit
 }
