@@ -44,13 +44,25 @@ func (v *View) Fixtures() *FixtureCounts {
 	if v.Run == nil {
 		return nil
 	}
-	return fixtureCounts(v.Run)
+	if v.borrowed {
+		spans := make([]ptrace.Span, len(v.Nodes))
+		for i, n := range v.Nodes {
+			spans[i] = n.Span
+		}
+		return fixtureCounts(v.Run, spans)
+	}
+	return fixtureCounts(v.Run, nil)
 }
 
-func fixtureCounts(run *store.Run) *FixtureCounts {
+// fixtureCounts counts the exchanges of run's spans, or of spans when not nil (a BuildNodes
+// view), and its firewall refusals.
+func fixtureCounts(run *store.Run, spans []ptrace.Span) *FixtureCounts {
 	fc := &FixtureCounts{mcpServer: map[string]bool{}}
+	for _, sp := range spans {
+		fc.add(sp)
+	}
 	rss := run.Traces.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
+	for i := 0; i < rss.Len() && spans == nil; i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()

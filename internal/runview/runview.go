@@ -90,6 +90,8 @@ type View struct {
 	byID     map[pcommon.SpanID]int
 	resolved map[int]bool
 	owned    map[int][]int // exchange nodes by the LLM or tool node that made them (exchange.go)
+	// borrowed: built by BuildNodes, the spans are Nodes', not Run.Traces'
+	borrowed bool
 }
 
 // Node is one span of the run.
@@ -207,7 +209,45 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 		})
 		v.RehydrateErr = errors.Join(errs...)
 	}
-	_, flat := store.Order(run.Traces, opts.SequenceKeys)
+	return build(ctx, v, store.Nodes(run.Traces))
+}
+
+// BuildNodes is Build over spans given as unlinked nodes of one run (store.Nodes' fields set)
+// instead of run.Traces, which it does not read (run gives TraceID, Tier, Session and Logs, if any): a
+// view of spans that belong to another pdata, e.g. a request the hot writer is storing, read in
+// place instead of copied into a Traces of their own (the cost of signing at ingest, BENCHMARKS.md
+// "Failure patterns"). The nodes' ResourceSpans and ScopeSpans may hold other spans, and the
+// nodes are linked and ordered here (store.OrderNodes). Since the spans are not the view's, it
+// takes no Resolver (an error): rehydrating would change them in place.
+func BuildNodes(ctx context.Context, run *store.Run, nodes []*store.Node, opts Options) (*View, error) {
+	if run == nil {
+		return nil, errors.New("runview: nil run")
+	}
+	if opts.Resolver != nil {
+		return nil, errors.New("runview: BuildNodes reads spans it does not own: no Resolver")
+	}
+	if opts.Prices == nil {
+		opts.Prices = pricing.DefaultPrices()
+	}
+	if opts.SessionKeys == nil {
+		opts.SessionKeys = genai.DefaultSessionKeys
+	}
+	own := *run // with empty Traces and Logs where run has none
+	if own.Traces == (ptrace.Traces{}) {
+		own.Traces = ptrace.NewTraces()
+	}
+	if own.Logs == (plog.Logs{}) {
+		own.Logs = plog.NewLogs()
+	}
+	v := &View{TraceID: run.TraceID, Tier: run.Tier, Run: &own, Session: run.Session, opts: opts,
+		byID: map[pcommon.SpanID]int{}, resolved: map[int]bool{}, borrowed: true}
+	return build(ctx, v, nodes)
+}
+
+// build links and orders nodes (the run's spans) into v and counts them.
+func build(ctx context.Context, v *View, nodes []*store.Node) (*View, error) {
+	run, opts := v.Run, v.opts
+	_, flat := store.OrderNodes(nodes, opts.SequenceKeys)
 	flat, missing, roots, orphans := groupOrphans(flat)
 	v.Roots, v.Orphans = roots, orphans
 	if len(flat) > 0 {

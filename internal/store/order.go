@@ -33,10 +33,12 @@ type Node struct {
 // before its children (depth-first). A span whose parent is not in td becomes a root.
 // It returns the roots and the flattened pre-order list.
 func Order(td ptrace.Traces, sequenceKeys []string) (roots []*Node, flat []*Node) {
-	if sequenceKeys == nil {
-		sequenceKeys = DefaultSequenceKeys
-	}
-	byID := map[pcommon.SpanID]*Node{}
+	return OrderNodes(Nodes(td), sequenceKeys)
+}
+
+// Nodes are the spans of td as unlinked Nodes (Span, Resource, Scope, ResourceSpans and
+// ScopeSpans set), in td's order, for OrderNodes.
+func Nodes(td ptrace.Traces) []*Node {
 	var all []*Node
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -44,11 +46,26 @@ func Order(td ptrace.Traces, sequenceKeys []string) (roots []*Node, flat []*Node
 		for j := 0; j < rs.ScopeSpans().Len(); j++ {
 			ss := rs.ScopeSpans().At(j)
 			for k := 0; k < ss.Spans().Len(); k++ {
-				n := &Node{Span: ss.Spans().At(k), Resource: rs.Resource(), Scope: ss.Scope(), ResourceSpans: rs, ScopeSpans: ss}
-				byID[n.Span.SpanID()] = n
-				all = append(all, n)
+				all = append(all, &Node{Span: ss.Spans().At(k), Resource: rs.Resource(), Scope: ss.Scope(), ResourceSpans: rs, ScopeSpans: ss})
 			}
 		}
+	}
+	return all
+}
+
+// OrderNodes is Order over the unlinked nodes of one run (Nodes, or spans that belong to
+// another pdata, e.g. a request being written, whose ResourceSpans and ScopeSpans may hold other
+// spans): it sets their Children and Depth and returns the roots and the flattened pre-order
+// list. The result does not depend on the order of all (siblings' order is total, ending
+// with the span id), except that of two nodes with the same span id the later is the parent
+// its children link to.
+func OrderNodes(all []*Node, sequenceKeys []string) (roots []*Node, flat []*Node) {
+	if sequenceKeys == nil {
+		sequenceKeys = DefaultSequenceKeys
+	}
+	byID := make(map[pcommon.SpanID]*Node, len(all))
+	for _, n := range all {
+		byID[n.Span.SpanID()] = n
 	}
 	for _, n := range all {
 		p, ok := byID[n.Span.ParentSpanID()]

@@ -36,20 +36,17 @@ package sqlitestore
 // are read back (BENCHMARKS.md, "Signatures at ingest").
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/otlpid"
@@ -299,10 +296,11 @@ func signRuns(ctx context.Context, db *sql.DB, stmts *stmtCache, known *variantS
 
 // wholeRun is a marked run of a write transaction whose rows the batch holds: n span rows (hot:
 // span rows; warm: summaries) and events key events (warm; the hot writer takes only runs with
-// no log record), and run builds it from the batch as Run would read it back.
+// no log record), and view builds its runview.View from the batch as from the run Run would
+// read back.
 type wholeRun struct {
 	n, events int
-	run       func() (*store.Run, error)
+	view      func(ctx context.Context, opts runview.Options) (*runview.View, error)
 	// fp identifies the spans run is built from (patterns.Memo); zero: not remembered
 	fp patterns.Fingerprint
 }
@@ -350,9 +348,11 @@ func signWhole(ctx context.Context, tx *sql.Tx, stmts *stmtCache, keys []string,
 		b := batch[id]
 		sig, agent, ok := memo.Get(id, b.fp)
 		if !ok {
-			if sig, agent, err = signature(ctx, func(context.Context, string) (*store.Run, error) { return b.run() }, keys, nil, id); err != nil {
+			v, err := b.view(ctx, runview.Options{SessionKeys: keys})
+			if err != nil {
 				continue
 			}
+			sig, agent = patterns.FromView(v), patterns.Agent(v)
 			memo.Put(id, b.fp, sig, agent)
 		}
 		out = append(out, signedRun{id: id, agent: agent, sig: sig, gen: -1})
@@ -665,31 +665,17 @@ func batchRuns(ws []*traceWrite, ids []string) map[string]*batchRun {
 	return out
 }
 
-// run is the run as DB.Run reads it back: one resource a span, in start time then span id order.
-func (b *batchRun) run(traceID string) *store.Run {
-	spans := make([]batchSpan, 0, len(b.spans))
+// view is the run's runview.View as Build gives it for the run DB.Run reads back (which holds
+// these spans, one resource a span, in start time then span id order; the view orders them the
+// same whatever their order, store.OrderNodes), over the batch's own spans instead of a copy
+// (runview.BuildNodes: the copy was the largest part of signing a whole run, BENCHMARKS.md
+// "Failure patterns").
+func (b *batchRun) view(ctx context.Context, traceID string, opts runview.Options) (*runview.View, error) {
+	nodes := make([]*store.Node, 0, len(b.spans))
 	for _, s := range b.spans {
-		spans = append(spans, s)
+		nodes = append(nodes, &store.Node{Span: s.sp, Resource: s.rs.Resource(), Scope: s.ss.Scope(), ResourceSpans: s.rs, ScopeSpans: s.ss})
 	}
-	sort.Slice(spans, func(i, j int) bool {
-		a, c := spans[i].sp, spans[j].sp
-		if a.StartTimestamp() != c.StartTimestamp() {
-			return a.StartTimestamp() < c.StartTimestamp()
-		}
-		x, y := a.SpanID(), c.SpanID()
-		return bytes.Compare(x[:], y[:]) < 0
-	})
-	run := &store.Run{TraceID: traceID, Traces: ptrace.NewTraces(), Logs: plog.NewLogs(), Tier: store.TierHot}
-	for _, s := range spans {
-		rs := run.Traces.ResourceSpans().AppendEmpty()
-		s.rs.Resource().CopyTo(rs.Resource())
-		rs.SetSchemaUrl(s.rs.SchemaUrl())
-		ss := rs.ScopeSpans().AppendEmpty()
-		s.ss.Scope().CopyTo(ss.Scope())
-		ss.SetSchemaUrl(s.ss.SchemaUrl())
-		s.sp.CopyTo(ss.Spans().AppendEmpty())
-	}
-	return run
+	return runview.BuildNodes(ctx, &store.Run{TraceID: traceID, Tier: store.TierHot}, nodes, opts)
 }
 
 // hotWholeQuery selects the stored span rows of the runs of a JSON array, and 1 for a run with a
@@ -707,7 +693,9 @@ func hotWholeRuns(ws []*traceWrite, marked []string) map[string]wholeRun {
 	}
 	out := map[string]wholeRun{}
 	for id, b := range batchRuns(ws, marked) {
-		r := wholeRun{n: len(b.spans), run: func() (*store.Run, error) { return b.run(id), nil }}
+		r := wholeRun{n: len(b.spans), view: func(ctx context.Context, opts runview.Options) (*runview.View, error) {
+			return b.view(ctx, id, opts)
+		}}
 		for _, s := range b.spans {
 			r.fp.AddSpan(s.sp)
 		}

@@ -56,6 +56,7 @@ import (
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/pricing"
+	"github.com/runagain/runagain/internal/runview"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -653,9 +654,13 @@ func warmWholeRuns(spans []store.SpanSummary, events []store.KeyEvent, marked []
 	}
 	out := map[string]wholeRun{}
 	for id, b := range warmBatchRuns(spans, events, marked) {
-		r := wholeRun{n: len(b.spans), events: len(b.events), run: func() (*store.Run, error) {
+		r := wholeRun{n: len(b.spans), events: len(b.events), view: func(ctx context.Context, opts runview.Options) (*runview.View, error) {
 			b.sort()
-			return store.WarmRun(id, b.spans, b.events)
+			run, err := store.WarmRun(id, b.spans, b.events)
+			if err != nil {
+				return nil, err
+			}
+			return runview.Build(ctx, run, opts)
 		}}
 		// A key event other than a span's exception (an alert, a divergence) comes from a log
 		// record, which the hot writer's batch path never signs with: no fingerprint, no memo.
