@@ -582,20 +582,28 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 	assert.Contains(t, plan, "USING INDEX runs_start", "the time range is walked on the start index")
 	assert.Contains(t, plan, "TEMP B-TREE FOR ORDER BY", "ordered by cost after the walk")
 
-	// In start order, a cost or error filter that keeps few runs reads them on the key's index
-	// (then sorts them), one that keeps many walks runs_start.
+	// In start order, a cost filter that keeps few runs reads them on runs_cost (then sorts
+	// them), one that keeps many walks runs_start; the error filter walks the failing runs in
+	// start order on runs_failed, however many there are, and sorts nothing.
 	for _, c := range []struct {
-		f     store.RunFilter
-		index string
-	}{{store.RunFilter{Limit: 20, MinCostUSD: 1e-12}, "runs_cost"}, {store.RunFilter{Limit: 20, ErrorsOnly: true}, "runs_errors"}} {
+		f         store.RunFilter
+		few, many string
+	}{{store.RunFilter{Limit: 20, MinCostUSD: 1e-12}, "runs_cost", "runs_start"}, {store.RunFilter{Limit: 20, ErrorsOnly: true}, "runs_failed", "runs_failed"},
+		{store.RunFilter{Limit: 20, ErrorsOnly: true, MinCostUSD: 1e-12}, "runs_cost", "runs_failed"}} {
 		via, err := pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
 		require.NoError(t, err)
-		assert.Equal(t, c.index, via, "%+v", c.f)
+		assert.Equal(t, c.few, via, "%+v", c.f)
 		rangeSortMax = 1
 		via, err = pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
 		require.NoError(t, err)
-		assert.Equal(t, "runs_start", via, "%+v with more than rangeSortMax matches", c.f)
+		assert.Equal(t, c.many, via, "%+v with more than rangeSortMax matches", c.f)
 		rangeSortMax = saved
+	}
+	for _, f := range []store.RunFilter{{Limit: 20, ErrorsOnly: true}, {Limit: 20, ErrorsOnly: true, Since: time.Unix(0, runs[3].Start)}} {
+		q, args := rankedRunsQuery(f, store.RunOrder{}, "runs_failed")
+		plan := queryPlan(t, hot.db, q, args...)
+		assert.Contains(t, plan, "USING INDEX runs_failed", "%+v", f)
+		assert.NotContains(t, plan, "TEMP B-TREE", "%+v: in the index's order", f)
 	}
 
 	// Through a key's index, the descending listing reads the index in order (no sort), the
