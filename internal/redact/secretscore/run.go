@@ -204,6 +204,21 @@ func (rep *Report) Print(w io.Writer, verbose bool) {
 		fmt.Fprintf(w, "%-10s with a rule %5d positives recall %.3f; with none %4d positives recall %.3f\n", src,
 			rep.WithRule[src], ratio(rep.WithRuleFound[src], rep.WithRule[src]), rep.NoRule[src], ratio(rep.NoRuleFound[src], rep.NoRule[src]))
 	}
+	if verbose && rep.LOFO != nil {
+		withRule := map[string]bool{}
+		for _, l := range rep.LOFO {
+			withRule[l.Source+"\x00"+l.Name] = true
+		}
+		for _, f := range rep.Fams {
+			if f.Source != "veles" || f.Positives == 0 || withRule[f.Source+"\x00"+f.Name] {
+				continue
+			}
+			fmt.Fprintf(w, "    no rule: %-26s %3d positives recall %.3f\n", f.Name, f.Positives, f.Recall())
+			for _, o := range f.Missed {
+				fmt.Fprintf(w, "        MISS %s: %s\n", o.RuleID, clip(o.Text, o.Secret))
+			}
+		}
+	}
 	if verbose {
 		for _, o := range rep.VelesRealMissed {
 			fmt.Fprintf(w, "    MISS %s %s: %q\n", o.Family, o.RuleID, o.Text[:min(len(o.Text), 200)])
