@@ -87,6 +87,11 @@ func scanPrefixedTokens(s string, f func(lo, hi int)) {
 			f(c, d)
 			return
 		}
+		if a, b, c, d, ok := quotedPair(s, lo, hi); ok {
+			f(a, b)
+			f(c, d)
+			return
+		}
 		if i0 := strings.IndexAny(s[lo:hi], "_-."); i0 < 0 {
 			if a, b, c, d, ok := pairedSecret(s, lo, hi); ok {
 				f(a, b)
@@ -352,12 +357,14 @@ func dropIDShapes(key string, fs []Finding, n int) []Finding {
 
 // looseShapeRuns calls f for each run of bytes [A-Za-z0-9_.=-] at least shapeTokenLen long
 // holding a '_', '-' or '.', or standing after ':', a blank or a '\\' (the separators of a pair,
-// tokenPair and pairedSecret, raw or escaped as \n): a superset, in raw JSON bytes, of the
+// tokenPair and pairedSecret, raw or escaped as \n), or after a quote that is not a JSON
+// string's own (', `, \": quotedPair's literals in code held in a string): a superset, in raw JSON bytes, of the
 // tokens scanPrefixedTokens finds in any string leaf (their bytes need no escape; an escape
 // before one, such as \n, only lengthens the raw run, and \u escapes are hot on their own).
 func looseShapeRuns(s string, f func(lo, hi int)) {
 	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
-		if strings.ContainsAny(s[lo:hi], "_-.") || lo > 0 && strings.IndexByte(": \t\\", s[lo-1]) >= 0 {
+		if strings.ContainsAny(s[lo:hi], "_-.") || lo > 0 && strings.IndexByte(": \t\\'`", s[lo-1]) >= 0 ||
+			lo > 1 && s[lo-1] == '"' && s[lo-2] == '\\' {
 			f(lo, hi)
 		}
 	})
@@ -789,4 +796,200 @@ func charClasses(v string) (lower, upper, digit bool) {
 		}
 	}
 	return lower, upper, digit
+}
+
+// quotedPair checks the run s[lo:hi] as one half of two random tokens written as consecutive
+// string literals, 'A', 'B' or "A", "B" (quotes also JSON-escaped): the arguments of a call or
+// the members of a tuple, setVapidDetails(subject, '<public>', '<private>'), new
+// OAuth('<consumer key>', '<consumer secret>'), ("<client id>", "<secret>"). It is tokenPair's
+// pair written as code writes it: each half 32 to 128 bytes of [A-Za-z0-9_-] that randomHalf
+// accepts and that does not start as an id does (idLikePrefix: chatcmpl-, call_), the two
+// separated by one ',' and blanks holding at most two newlines. Exactly two: a third random
+// literal before or after them makes a list (of ids, hashes, nonces), not a pair, and a literal
+// followed by ':' is an object's key. The run reported by longRuns (33 bytes or more) is tried
+// as the second half and, when that one is shorter than a run, as the first. It returns the
+// spans of both halves.
+func quotedPair(s string, lo, hi int) (int, int, int, int, bool) {
+	for hi > lo && s[hi-1] == '=' {
+		hi--
+	}
+	if lo < 1 || hi >= len(s) || strings.IndexByte(s[lo:hi], '.') >= 0 || strings.IndexByte(s[lo:hi], '=') >= 0 {
+		return 0, 0, 0, 0, false
+	}
+	q := s[lo-1]
+	if q != '\'' && q != '"' && q != '`' || s[hi] != q && !(s[hi] == '\\' && hi+1 < len(s) && s[hi+1] == q) {
+		return 0, 0, 0, 0, false
+	}
+	if hi-lo < pairMinHalf || hi-lo > pairMaxHalf {
+		return 0, 0, 0, 0, false
+	}
+	// as the second half: the first ends before
+	if a, b, ok := quotedBefore(s, lo-1, q); ok && randomHalf(s[a:b]) && !idLikePrefix(s[a:b]) &&
+		randomHalf(s[lo:hi]) && !idLikePrefix(s[lo:hi]) && !quotedRandomAfter(s, hi, q) && !quotedRandomBefore(s, a-1, q) {
+		return a, b, lo, hi, true
+	}
+	// as the first half, when the second is too short for longRuns to report it
+	if c, d, ok := quotedAfter(s, hi, q); ok && d-c < shapeTokenLen && randomHalf(s[c:d]) && !idLikePrefix(s[c:d]) &&
+		randomHalf(s[lo:hi]) && !idLikePrefix(s[lo:hi]) && !quotedRandomAfter(s, d, q) && !quotedRandomBefore(s, lo-1, q) {
+		return lo, hi, c, d, true
+	}
+	return 0, 0, 0, 0, false
+}
+
+// quotedBefore returns the literal quoted with q that ends before the opening quote at o of
+// another, with one ',' and blanks (at most two newlines) between them: the span of its body
+// (32 to 128 token bytes).
+func quotedBefore(s string, o int, q byte) (int, int, bool) {
+	j := o
+	if j > 0 && s[j-1] == '\\' {
+		j--
+	}
+	j, ok := skipListSep(s, j, -1)
+	if !ok || j < 1 || s[j-1] != q {
+		return 0, 0, false
+	}
+	e := j - 1
+	if e > 0 && s[e-1] == '\\' {
+		e--
+	}
+	b := e
+	for b > 0 && e-b <= pairMaxHalf && isShapeByte(s[b-1]) {
+		b--
+	}
+	if e-b < pairMinHalf || e-b > pairMaxHalf || b < 1 || s[b-1] != q {
+		return 0, 0, false
+	}
+	return b, e, true
+}
+
+// quotedAfter returns the literal quoted with q that follows the closing quote at c (a ',' and
+// blanks between): the span of its body (32 to 128 token bytes), closed by q.
+func quotedAfter(s string, c int, q byte) (int, int, bool) {
+	j := c + 1
+	if s[c] == '\\' {
+		j++
+	}
+	j, ok := skipListSep(s, j, 1)
+	if !ok || j >= len(s) {
+		return 0, 0, false
+	}
+	if s[j] == '\\' && j+1 < len(s) {
+		j++
+	}
+	if s[j] != q {
+		return 0, 0, false
+	}
+	a := j + 1
+	b := a
+	for b < len(s) && b-a <= pairMaxHalf && isShapeByte(s[b]) {
+		b++
+	}
+	if b-a < pairMinHalf || b-a > pairMaxHalf || b >= len(s) || (s[b] != q && !(s[b] == '\\' && b+1 < len(s) && s[b+1] == q)) {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// skipListSep moves from i (dir -1: backwards from i, dir 1: forwards from i) over blanks, one
+// ',' and blanks again, with at most two newlines and 64 bytes: where the next element of a
+// list starts (forwards) or where the one before ends (backwards). ok is false without the ','.
+func skipListSep(s string, i, dir int) (int, bool) {
+	comma, nl, start := false, 0, i
+	for n := 0; n < 64; n++ {
+		k := i
+		if dir < 0 {
+			k = i - 1
+		}
+		if k < 0 || k >= len(s) {
+			break
+		}
+		c := s[k]
+		switch {
+		case c == ',' && !comma:
+			comma = true
+		case c == '\n':
+			if nl++; nl > 2 {
+				return 0, false
+			}
+		case c == ' ' || c == '\t' || c == '\r':
+		default:
+			return i, comma && i != start
+		}
+		i += dir
+	}
+	return i, false
+}
+
+// quotedRandomAfter: after the closing quote at c comes ':' (the literal is an object's key) or
+// another literal quoted with q that randomHalf accepts (a list).
+func quotedRandomAfter(s string, c int, q byte) bool {
+	j := c + 1
+	if s[c] == '\\' {
+		j++
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j < len(s) && s[j] == ':' {
+		return true
+	}
+	a, b, ok := quotedAfterAny(s, c, q)
+	return ok && randomHalf(s[a:b])
+}
+
+// quotedAfterAny is quotedAfter for a literal of any length of token bytes (8 or more).
+func quotedAfterAny(s string, c int, q byte) (int, int, bool) {
+	j := c + 1
+	if s[c] == '\\' {
+		j++
+	}
+	j, ok := skipListSep(s, j, 1)
+	if !ok || j >= len(s) {
+		return 0, 0, false
+	}
+	if s[j] == '\\' && j+1 < len(s) {
+		j++
+	}
+	if s[j] != q {
+		return 0, 0, false
+	}
+	a := j + 1
+	b := a
+	for b < len(s) && b-a <= pairMaxHalf && isShapeByte(s[b]) {
+		b++
+	}
+	return a, b, b-a >= 8
+}
+
+// quotedRandomBefore: before the opening quote at o stands another literal quoted with q, of 8
+// or more token bytes, that randomHalf accepts (the pair is part of a list).
+func quotedRandomBefore(s string, o int, q byte) bool {
+	j := o
+	if j > 0 && s[j-1] == '\\' {
+		j--
+	}
+	j, ok := skipListSep(s, j, -1)
+	if !ok || j < 1 || s[j-1] != q {
+		return false
+	}
+	e := j - 1
+	if e > 0 && s[e-1] == '\\' {
+		e--
+	}
+	b := e
+	for b > 0 && e-b <= pairMaxHalf && isShapeByte(s[b-1]) {
+		b--
+	}
+	return e-b >= 8 && randomHalf(s[b:e])
+}
+
+// idLikePrefix: v starts as the ids of providers do, 2 to 10 letters and digits of one case and
+// '_' or '-' (chatcmpl-..., call_..., toolu_...): an id, not one half of a key pair.
+func idLikePrefix(v string) bool {
+	p := strings.IndexAny(v, "_-")
+	if p < 2 || p > shapeMaxPrefix {
+		return false
+	}
+	l, u, _ := charClasses(v[:p])
+	return !(l && u)
 }
