@@ -86,7 +86,8 @@ func VelesExamples(moduleDir string) ([]Example, error) {
 	return out, nil
 }
 
-// velesCase reads one table case {input: ..., want: ...}.
+// velesCase reads one table case {input: ..., want: ...} (hashicorpvault's tables name the
+// field expected).
 func (in *interp) velesCase(cl *ast.CompositeLit, fam string) (Example, bool) {
 	var input, want ast.Expr
 	for _, el := range cl.Elts {
@@ -101,7 +102,7 @@ func (in *interp) velesCase(cl *ast.CompositeLit, fam string) (Example, bool) {
 		switch k.Name {
 		case "input":
 			input = kv.Value
-		case "want":
+		case "want", "expected":
 			want = kv.Value
 		}
 	}
