@@ -39,6 +39,10 @@ type Example struct {
 	Secret   string // the secret when known ("" for literal gitleaks examples)
 	// IgnoreRule: findings of this rule are not judged (recordings hold real cookies)
 	IgnoreRule string
+	// NotScored: why a positive is left out of every figure ("" when it is scored): its text
+	// holds only an identifier of the secret, or an empty password (NotScoredIdentifier,
+	// NotScoredEmpty)
+	NotScored string
 }
 
 // GitleaksStats counts what the extraction read.

@@ -21,20 +21,23 @@ const (
 
 // Ratchets hold the figures reached (2026-12-04: leave-one-family-out gitleaks 0.935 of 6,111,
 // Veles 0.896 of its 346 honest positives; 2026-12-07, Veles pairs scored by their secret half:
-// Veles 0.893 of 356 honest, Veles with a rule 0.960 of all 454, fake-looking values included,
-// Veles families with no rule in either set 0.719 of 64) about two points below, so that a
-// change that gives back what was gained fails the gate before the issue's goal is lost.
+// Veles 0.893 of 356 honest, Veles with a rule 0.960 of all 454, fake-looking values included)
+// about two points below, so that a change that gives back what was gained fails the gate
+// before the issue's goal is lost. The Veles families with no rule in either set reached issue
+// 33's goal, 0.800 of 60 (2026-12-07, hashicorpvault's tables read, positives without a
+// credential not scored, quotedPair): their ratchet is the goal itself.
 const (
 	RatchetLOFOGitleaks     = 0.92
 	RatchetLOFOVelesHonest  = 0.87
 	RatchetVelesWithRuleAll = 0.94
-	RatchetVelesNoRule      = 0.70
+	RatchetVelesNoRule      = 0.80
 )
 
 // Report holds every figure of one run of the score.
 type Report struct {
 	Gitleaks               GitleaksStats
 	VelesPos, VelesNeg     int
+	VelesNotScored         map[string]int // positives left out, by reason (Example.NotScored)
 	DetectSecrets, Records int
 	Fams, FamsBefore       []*Family // every rule; without the issue 33 rules (same run)
 	LOFO                   []LOFO    // nil without lofo
@@ -88,13 +91,21 @@ func Run(corpusDir string, lofo bool) (*Report, error) {
 	}
 	rep := &Report{Gitleaks: st, DetectSecrets: len(ds), Records: len(rec),
 		WithRule: map[string]int{}, WithRuleFound: map[string]int{}, NoRule: map[string]int{}, NoRuleFound: map[string]int{}}
+	rep.VelesNotScored = map[string]int{}
+	scored := ve[:0:0]
 	for _, e := range ve {
-		if e.Positive {
+		switch {
+		case e.NotScored != "":
+			rep.VelesNotScored[e.NotScored]++
+			continue
+		case e.Positive:
 			rep.VelesPos++
-		} else {
+		default:
 			rep.VelesNeg++
 		}
+		scored = append(scored, e)
 	}
+	ve = scored
 	all := append(append(append(append([]Example(nil), gl...), ve...), ds...), rec...)
 	rep.Fams = Score(r, all)
 	rep.FamsBefore = Score(r0, all)
@@ -184,7 +195,12 @@ func (rep *Report) Print(w io.Writer, verbose bool) {
 	st := rep.Gitleaks
 	fmt.Fprintf(w, "gitleaks %s: %d rule files, %d rules, %d positive and %d negative examples (%d expressions not evaluated)\n",
 		GitleaksModule, st.Files, st.Rules, st.Positives, st.Negatives, st.Skipped)
-	fmt.Fprintf(w, "veles %s: %d positive and %d negative examples from its detector tests\n", VelesModule, rep.VelesPos, rep.VelesNeg)
+	fmt.Fprintf(w, "veles %s: %d positive and %d negative examples from its detector tests", VelesModule, rep.VelesPos, rep.VelesNeg)
+	if n := rep.VelesNotScored[NotScoredIdentifier] + rep.VelesNotScored[NotScoredEmpty]; n > 0 {
+		fmt.Fprintf(w, " (%d positives not scored: %d holding %s of the secret, %d %s, which issue 33 lets pass)",
+			n, rep.VelesNotScored[NotScoredIdentifier], NotScoredIdentifier, rep.VelesNotScored[NotScoredEmpty], NotScoredEmpty)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "detect-secrets: %d labelled examples\n", rep.DetectSecrets)
 	fmt.Fprintf(w, "recordings: %d corpus agent recordings as negatives\n", rep.Records)
 	Print(w, rep.Fams, verbose)

@@ -71,7 +71,7 @@ func VelesExamples(moduleDir string) ([]Example, error) {
 					if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "AcceptDetector" && len(x.Args) >= 4 {
 						if ex, err := in.str(x.Args[2]); err == nil && ex.text != "" {
 							e := Example{Source: "veles", Family: fam.Name(), RuleID: "acceptance", Text: ex.text, Positive: true}
-							e.Secret = in.longestField(x.Args[3], ex.text)
+							e.Secret, e.NotScored = in.longestField(x.Args[3], ex.text)
 							out = append(out, e)
 						}
 					}
@@ -120,7 +120,7 @@ func (in *interp) velesCase(cl *ast.CompositeLit, fam string) (Example, bool) {
 			return Example{}, false // a validation status or another kind of want
 		}
 		e.Positive = true
-		e.Secret = in.longestField(w, s.text)
+		e.Secret, e.NotScored = in.longestField(w, s.text)
 	} else if want != nil {
 		if id, ok := want.(*ast.Ident); !ok || id.Name != "nil" {
 			return Example{}, false // not a detection case
@@ -135,8 +135,14 @@ func (in *interp) velesCase(cl *ast.CompositeLit, fam string) (Example, bool) {
 // halves (bitwardenoauth2access.Token{ClientID, ClientSecret}, gcshmackey.HMACKey{AccessID,
 // Secret}, vapid.Key{PrivateB64, PublicB64}) is neutralised when its secret half is gone, and
 // the identifier or public half, often the longer, is not a credential: runagain keeps public
-// keys and ids by design. An identifier counts only when no credential field is in text.
-func (in *interp) longestField(e ast.Expr, text string) string {
+// keys and ids by design. Where the text labels the halves the other way round (a name saying
+// public before the secret half, one saying private or secret before the other: Veles' vapid
+// test that swaps them), the score follows the text, as runagain reads it: the half it names
+// private is the credential. notScored says why the example is not scored: its text holds only
+// an identifier of the secret (hashicorpvault's role_id alone; Veles' secret, runagain's id),
+// or the credential is an empty password, which issue 33 lets pass (urlcreds'
+// http://user:@host).
+func (in *interp) longestField(e ast.Expr, text string) (secret, notScored string) {
 	best, bestID := "", ""
 	ast.Inspect(e, func(n ast.Node) bool {
 		kv, ok := n.(*ast.KeyValueExpr)
@@ -156,10 +162,52 @@ func (in *interp) longestField(e ast.Expr, text string) string {
 		}
 		return true
 	})
-	if best == "" {
-		return bestID
+	switch {
+	case best == "" && bestID != "":
+		return bestID, NotScoredIdentifier
+	case emptyPassword(best):
+		return best, NotScoredEmpty
+	case best != "" && bestID != "" && labelledBefore(text, best, "public") && !labelledBefore(text, best, "private") &&
+		(labelledBefore(text, bestID, "private") || labelledBefore(text, bestID, "secret")):
+		return bestID, ""
 	}
-	return best
+	return best, ""
+}
+
+// Reasons a positive example is not scored (Example.NotScored).
+const (
+	NotScoredIdentifier = "only an identifier"
+	NotScoredEmpty      = "an empty password"
+)
+
+// labelledBefore reports whether the first occurrence of v in text follows word (lower case) in
+// the 64 bytes before it on its line: the name the text gives the value.
+func labelledBefore(text, v, word string) bool {
+	i := strings.Index(text, v)
+	if i < 0 {
+		return false
+	}
+	lo := max(0, i-64)
+	if nl := strings.LastIndexByte(text[lo:i], '\n'); nl >= 0 {
+		lo += nl + 1
+	}
+	return strings.Contains(strings.ToLower(text[lo:i]), word)
+}
+
+// emptyPassword reports whether v is a URL whose userinfo holds a user and an empty password
+// (http://user:@example.com): no credential, as issue 33 has empty values pass.
+func emptyPassword(v string) bool {
+	i := strings.Index(v, "://")
+	if i < 0 {
+		return false
+	}
+	rest := v[i+3:]
+	at := strings.IndexByte(rest, '@')
+	if at < 0 || strings.ContainsAny(rest[:at], "/?#") {
+		return false
+	}
+	c := strings.IndexByte(rest[:at], ':')
+	return c > 0 && c == at-1
 }
 
 // identifierField reports whether a field of a Veles secret names or pairs the credential rather
