@@ -178,8 +178,14 @@ func fileRules(path, fam string) (rules []Rule, skipped []string) {
 				}
 				kws := keywords(re)
 				if len(kws) == 0 {
-					skipped = append(skipped, id+" (no literal of 3 bytes or more that every match holds: cannot be prefiltered)")
-					continue
+					if kept, dropped, ok := literalBranches(re); ok {
+						// the branches with a literal become the rule; the others stay skipped
+						skipped = append(skipped, id+" (branches "+strings.Join(dropped, ", ")+": no literal of 3 bytes or more, cannot be prefiltered)")
+						re, kws = kept, keywords(kept)
+					} else {
+						skipped = append(skipped, id+" (no literal of 3 bytes or more that every match holds: cannot be prefiltered)")
+						continue
+					}
 				}
 				r := Rule{ID: id, Regex: re, Keywords: kws}
 				if cre := regexp.MustCompile(re); cre.NumSubexp() > 0 {
@@ -198,7 +204,7 @@ func skipReason(name, re string) string {
 	}
 	ws := words(name)
 	for _, w := range ws {
-		if contextWords[w] {
+		if contextWords[w] && !capturesSecret(ws, re) {
 			return "context, not a credential"
 		}
 	}
@@ -234,6 +240,24 @@ func words(name string) []string {
 		out = append(out, strings.ToLower(cur))
 	}
 	return out
+}
+
+// capturesSecret: a context regex whose name also names a secret (appRoleSecretIDContext:
+// "secret_id: <uuid>") and which captures a group finds the secret in its context, as the
+// key/value rules of gitleaks do; its group is the credential, not the context.
+func capturesSecret(ws []string, re string) bool {
+	named := false
+	for _, w := range ws {
+		switch w {
+		case "secret", "password", "token", "key", "pat", "credential", "credentials":
+			named = true
+		}
+	}
+	if !named {
+		return false
+	}
+	cre, err := regexp.Compile(re)
+	return err == nil && cre.NumSubexp() > 0
 }
 
 func isMustCompile(c *ast.CallExpr) bool {
@@ -304,6 +328,45 @@ func keywords(re string) []string {
 }
 
 const maxSet = 16
+
+// literalBranches splits a regex without capture groups that alternates at its start
+// ((?:hv[sb]|[sbr])\.[A-Za-z0-9_-]{24,}: Vault's hvs./hvb. tokens and its one-letter legacy
+// ones), or at its top, into its branches, each with the rest of the regex: kept is the
+// alternation of the branches that hold a literal of 3 bytes or more (which can be prefiltered,
+// hv[sb]\.[A-Za-z0-9_-]{24,}), dropped the others. ok is false when no branch or every branch
+// holds one (keywords then decides), or the regex is of another form.
+func literalBranches(re string) (kept string, dropped []string, ok bool) {
+	p, err := syntax.Parse(re, syntax.Perl)
+	if err != nil || p.CapNames() != nil && len(p.CapNames()) > 1 {
+		return "", nil, false
+	}
+	var branches []*syntax.Regexp
+	switch {
+	case p.Op == syntax.OpAlternate:
+		branches = p.Sub
+	case p.Op == syntax.OpConcat && len(p.Sub) > 1 && p.Sub[0].Op == syntax.OpAlternate:
+		for _, b := range p.Sub[0].Sub {
+			branches = append(branches, &syntax.Regexp{Op: syntax.OpConcat, Flags: p.Flags, Sub: append([]*syntax.Regexp{b}, p.Sub[1:]...)})
+		}
+	default:
+		return "", nil, false
+	}
+	var keep []string
+	for _, b := range branches {
+		if s := b.String(); len(keywords(s)) > 0 {
+			keep = append(keep, s)
+		} else {
+			dropped = append(dropped, s)
+		}
+	}
+	if len(keep) == 0 || len(dropped) == 0 {
+		return "", nil, false
+	}
+	if len(keep) == 1 {
+		return keep[0], dropped, true
+	}
+	return "(?:" + strings.Join(keep, "|") + ")", dropped, true
+}
 
 // exact returns the strings re matches when they are few (a literal, a small class, an
 // alternation of those, a concatenation of those).

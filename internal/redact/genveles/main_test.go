@@ -3,6 +3,7 @@
 package main
 
 import (
+	"regexp"
 	"slices"
 	"testing"
 )
@@ -28,6 +29,28 @@ func TestWords(t *testing.T) {
 	for name, want := range map[string][]string{"reStsWindows": {"re", "sts", "windows"}, "clientID": {"client", "id"}, "userPat": {"user", "pat"}, "appConfigRefreshToken": {"app", "config", "refresh", "token"}} {
 		if got := words(name); !slices.Equal(got, want) {
 			t.Errorf("words(%s) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestLiteralBranches: an alternation at the start of a regex is split into the branches that
+// hold a literal of 3 bytes (kept, to be prefiltered) and those that do not (dropped).
+func TestLiteralBranches(t *testing.T) {
+	kept, dropped, ok := literalBranches(`(?:hv[sb]|[sbr])\.[A-Za-z0-9_-]{24,}`)
+	if !ok || len(dropped) != 1 {
+		t.Fatalf("literalBranches = %q, %q, %v", kept, dropped, ok)
+	}
+	re := regexp.MustCompile(kept)
+	if !re.MatchString("hvs.CAESIB8KI2QJk0ePUYdOQXaxl0") || !re.MatchString("hvb.AAAAAQJz0zBvWUNOIKTkDhYX") || re.MatchString("s.CAESIB8KI2QJk0ePUYdOQXaxl0") {
+		t.Errorf("kept %q matches the wrong tokens", kept)
+	}
+	if !slices.Equal(keywords(kept), []string{"hvb.", "hvs."}) {
+		t.Errorf("keywords(%q) = %q", kept, keywords(kept))
+	}
+	// not an alternation; every branch with a literal; a capture group (the secret's number)
+	for _, re := range []string{`\b[A-Za-z0-9]{32}\b`, `(?:ab|cd)x{3}`, `(x|abcd)[0-9]+`} {
+		if _, _, ok := literalBranches(re); ok {
+			t.Errorf("literalBranches(%s) split", re)
 		}
 	}
 }
