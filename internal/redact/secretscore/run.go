@@ -200,6 +200,9 @@ func (rep *Report) Print(w io.Writer, verbose bool) {
 		fmt.Fprintf(w, " (%d positives not scored: %d holding %s of the secret, %d %s, which issue 33 lets pass)",
 			n, rep.VelesNotScored[NotScoredIdentifier], NotScoredIdentifier, rep.VelesNotScored[NotScoredEmpty], NotScoredEmpty)
 	}
+	if n := rep.VelesNotScored[NotScoredKnownMiss]; n > 0 {
+		fmt.Fprintf(w, "; %d texts of Veles' tests of its own misses (a credential its detector does not find) not scored as negatives", n)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "detect-secrets: %d labelled examples\n", rep.DetectSecrets)
 	fmt.Fprintf(w, "recordings: %d corpus agent recordings as negatives\n", rep.Records)

@@ -180,3 +180,40 @@ func TestLabelledHalves(t *testing.T) {
 		t.Error("a label on the line before counted")
 	}
 }
+
+// TestVelesExamplesFixture reads a Veles-style test of an invented family
+// (testdata/velesmod): cases with want or expected, a case holding only an identifier and one
+// with an empty password (not scored), labels swapped between a pair's halves (the half the text
+// names private is the secret), and a test of known misses (not negatives).
+func TestVelesExamplesFixture(t *testing.T) {
+	exs, err := VelesExamples("testdata/velesmod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		pos               bool
+		secret, notScored string
+	}
+	by := map[string]got{}
+	for _, e := range exs {
+		by[e.Text] = got{e.Positive, e.Secret, e.NotScored}
+	}
+	want := map[string]got{
+		"ZORP_TOKEN=zorp_Wq7Rk2Lp9Xz4Mn6Bv1Tc8Hy3": {true, "zorp_Wq7Rk2Lp9Xz4Mn6Bv1Tc8Hy3", ""},
+		"no token here": {false, "", ""},
+		"zorp_id: 87654321-4321-4321-4321-210987654321":                                     {true, "87654321-4321-4321-4321-210987654321", NotScoredIdentifier},
+		"http://zorp:@zorp.test":                                                            {true, "http://zorp:@zorp.test", NotScoredEmpty},
+		"ZorpPublicKey: \"Kq9mVx4LpT8sZb3N\"\nZorpPrivateKey: \"R2d7wY6cHf1JgE5aUo0iBfPq\"": {true, "R2d7wY6cHf1JgE5aUo0iBfPq", ""},
+		"zorp.Wq7Rk2Lp9Xz4Mn6Bv1Tc8Hy3":                                                     {true, "zorp.Wq7Rk2Lp9Xz4Mn6Bv1Tc8Hy3", ""},
+		"zorp.short":                                                                        {false, "", ""},
+		"ZXhhbXBsZQ==":                                                                      {false, "", NotScoredKnownMiss},
+	}
+	if len(by) != len(want) {
+		t.Errorf("read %d examples, want %d: %+v", len(by), len(want), by)
+	}
+	for text, w := range want {
+		if g, ok := by[text]; !ok || g != w {
+			t.Errorf("%q: %+v (read %v), want %+v", text, g, ok, w)
+		}
+	}
+}
