@@ -652,7 +652,7 @@ func mixedCase(v string) bool {
 // the detectors of shape (prefixed_token, url_token), password hashes and the Veles rule set.
 // Benchmarks disable them for a baseline measured in the same run.
 func Issue33Rules() []string {
-	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken, RuleGoogleOAuthClient, RuleNamedValue}
+	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken, RuleGoogleOAuthClient, RuleNamedValue, RuleEncodedCredential}
 	for _, r := range velesData().Rules {
 		out = append(out, r.ID)
 	}

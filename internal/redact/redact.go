@@ -136,6 +136,9 @@ func New(cfg Config) (*Redactor, error) {
 		if ru.name == RuleGenericCredential {
 			r.generic = i
 		}
+		if ru.name == RuleEncodedCredential && ru.re == nil {
+			ru.scan = r.encodedScan // its own copy (builtinRules): the decoded text is scanned with r's rules
+		}
 		switch {
 		case ru.name == RuleIPv6 && ru.re == nil:
 			r.ipv6 = i

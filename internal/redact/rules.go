@@ -265,7 +265,8 @@ func compileBuiltinRules() []*rule {
 		sec(RuleNamedValue, `(?i)\b(?:key|name)[ \t]*=[ \t]*["']([A-Za-z0-9_.:\-]{1,64})["'][ \t]+value[ \t]*=[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})')`,
 			passwordKeyKeywords, 300, namedValueCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
-		{name: RulePrefixedToken, cat: CategorySecret}, // found by the byte scanner (scanPrefixedTokens), no regex
+		{name: RulePrefixedToken, cat: CategorySecret},                                    // found by the byte scanner (scanPrefixedTokens), no regex
+		{name: RuleEncodedCredential, cat: CategorySecret, keywords: encodedJSONKeywords}, // scan set by New (encodedScan)
 	}
 	for _, r := range rs {
 		r.before = max(r.before, 64)

@@ -12,11 +12,13 @@ import (
 )
 
 // contextRules find a credential by its context (a key, a URL, a header) or by a shape common to
-// many families (prefixed_token: a short prefix and a long random body), not by one family's
-// format: leaving a family out keeps them, as they are what finds a family nobody wrote a rule
-// for.
+// many families (prefixed_token: a short prefix and a long random body; encoded_credential: a
+// base64-encoded JSON document in which the rules that are on find a secret), not by one
+// family's format: leaving a family out keeps them, as they are what finds a family nobody
+// wrote a rule for (encoded_credential finds only what the other rules still on find, decoded).
 var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true, redact.RuleURLToken: true,
-	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true, redact.RuleNamedValue: true}
+	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true, redact.RuleNamedValue: true,
+	redact.RuleEncodedCredential: true}
 
 // formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519; a PEM
 // private key block, RFC 7468, also base64-encoded as in Kubernetes secrets), not by one
