@@ -108,17 +108,21 @@ of each listed run: bound it with --since or --limit on a large store.`,
 				js = &jsonArray{w: out}
 			}
 			var werr error
-			// --failed: a run whose index row counts no error span and no alert, and which holds
-			// no divergence record, is not read (nil: the store cannot say; each run is read).
+			// --failed: a run whose index row counts no error span, no alert and no divergence
+			// record is not read; on a store whose tiers do not count divergences
+			// (store.FiltersRunIndex), its list of runs with one decides (nil: the store cannot
+			// say; each run is read).
+			counted := store.FiltersRunIndex(r)
 			var diverged map[string]bool
-			if failed {
+			if failed && !counted {
 				if diverged, err = store.DivergedSet(cmd.Context(), r); err != nil {
 					return err
 				}
 			}
 			err = store.EachRun(cmd.Context(), r, f, func(run store.RunSummary) bool {
 				why := ""
-				if failed && diverged != nil && run.Tier != store.TierCold && run.Errors == 0 && run.Alerts == 0 && !diverged[run.TraceID] {
+				if failed && (counted || diverged != nil) && run.Tier != store.TierCold && run.Errors == 0 && run.Alerts == 0 &&
+					run.Divergences == 0 && !diverged[run.TraceID] {
 					return true
 				}
 				if failed {

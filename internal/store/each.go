@@ -13,7 +13,7 @@ const EachRunPage = 500
 
 // EachRun calls fn with every run r lists that matches f, newest first (the order of
 // Reader.Runs), until fn returns false, f.Limit runs were given (0: no limit) or the runs run
-// out. f's index-only fields (MinCostUSD, ErrorsOnly) go to a reader that applies them
+// out. f's index-only fields (MinCostUSD, ErrorsOnly, Flagged) go to a reader that applies them
 // (RunIndexFilterer) and are checked here for any other. It reads them in pages of EachRunPage
 // through Runs itself (keyset paging: each page asks for the runs that started no later than the
 // last one given, skipping those already given),

@@ -44,6 +44,10 @@ type RunSummary struct {
 	// Unpriced counts the LLM calls with usage but no known price: their cost is unknown, not 0.
 	Unpriced int64 `json:"unpriced"`
 	Alerts   int64 `json:"alerts,omitempty"` // agent_guard alert records (the run index's count; cold: the session's)
+	// Divergences counts the run's replay divergence records (runagainattr.EventDivergence), as
+	// the hot SQLite file's run index counts them; 0 where a tier keeps none (warm, cold) or
+	// cannot count them (ClickHouse).
+	Divergences int64 `json:"divergences,omitempty"`
 	// Incomplete is set when the stored record of the run is partial (hot and warm tiers): no
 	// root span arrived, or spans name a parent that is not stored (an SDK that flushed in the
 	// middle of a run, a process that died). IncompleteReason says what is missing ("no root
@@ -94,6 +98,11 @@ type RunFilter struct {
 	// clear them for any other reader and apply them to its rows (Keep).
 	MinCostUSD float64
 	ErrorsOnly bool
+	// Flagged keeps the runs with an alert or a replay divergence record (RunSummary.Alerts or
+	// Divergences above 0: the sessions page's "alerts" filter), like MinCostUSD an index-only
+	// field. A reader without a divergence count gives 0 Divergences: only a store whose every
+	// per-run tier filters the run index (RunIndexFilterer) lists the diverged runs.
+	Flagged bool
 }
 
 // Keep reports whether a row that a reader returned matches f (Limit aside): what every reader
@@ -111,15 +120,23 @@ func (f RunFilter) Keep(r RunSummary) bool {
 	if f.ErrorsOnly && r.Errors == 0 {
 		return false
 	}
+	if f.Flagged && r.Alerts == 0 && r.Divergences == 0 {
+		return false
+	}
 	return f.SessionID == "" || r.SessionID == f.SessionID
 }
 
-// RunIndexFilterer is a reader whose Runs applies RunFilter.MinCostUSD and ErrorsOnly in its
-// run index (the SQLite hot and warm files), so that a filtered listing's pages hold only
+// RunIndexFilterer is a reader whose Runs applies RunFilter.MinCostUSD, ErrorsOnly and Flagged
+// in its run index (the SQLite hot and warm files), so that a filtered listing's pages hold only
 // matching rows and its Limit counts them. A reader without it is given a filter without them.
 type RunIndexFilterer interface {
 	FiltersRunIndex() bool
 }
+
+// FiltersRunIndex reports whether r applies RunFilter's index-only fields (MinCostUSD,
+// ErrorsOnly, Flagged) in its run index (RunIndexFilterer), so that a listing with them reads
+// only matching rows.
+func FiltersRunIndex(r Reader) bool { return filtersIndex(r) }
 
 // filtersIndex reports whether r applies the index-only filter fields itself.
 func filtersIndex(r Reader) bool {
@@ -128,13 +145,13 @@ func filtersIndex(r Reader) bool {
 }
 
 // indexOnly reports whether f sets a field only a RunIndexFilterer applies in its index.
-func (f RunFilter) indexOnly() bool { return f.MinCostUSD > 0 || f.ErrorsOnly }
+func (f RunFilter) indexOnly() bool { return f.MinCostUSD > 0 || f.ErrorsOnly || f.Flagged }
 
 // forReader is f as r is asked for it: without the fields r does not apply (filtersIndex); the
 // caller applies f.Keep to r's rows.
 func (f RunFilter) forReader(r Reader) RunFilter {
 	if !filtersIndex(r) {
-		f.MinCostUSD, f.ErrorsOnly = 0, false
+		f.MinCostUSD, f.ErrorsOnly, f.Flagged = 0, false, false
 	}
 	return f
 }

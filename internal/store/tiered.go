@@ -90,7 +90,7 @@ func listsSessions(r Reader) bool {
 // rows list the runs no earlier tier holds any more, which retention removed from them because
 // they are older than what they keep. Without f.Limit every tier is read whole, as before.
 //
-// A per-run tier that applies f's index-only fields (MinCostUSD, ErrorsOnly) returns only the
+// A per-run tier that applies f's index-only fields (MinCostUSD, ErrorsOnly, Flagged) returns only the
 // runs that pass them, so its rows cannot tell which runs of a session row it holds: with such a
 // filter, a session row is listed only when it started before the oldest run those tiers hold
 // (sessionsBefore), as RankedRuns lists them. A range that starts at or after the oldest run of

@@ -309,25 +309,28 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 //   - sorted with any other filter, or on a store that cannot rank, every run in the time range
 //     is read and counted, keeping only the best page*PageSize rows (at most maxSortedRows).
 //
-// The cost and error filters are applied in the run index (store.RunFilter.MinCostUSD and
-// ErrorsOnly), so they read no run; nor does the alerts filter, from the index's alert count and
-// the store's runs with a divergence record (store.DivergedRunLister; a store without that list
-// reads each run); filters on agents and text read each candidate run once, at most maxSearched
+// The cost, error and alerts filters are applied in the run index (store.RunFilter.MinCostUSD,
+// ErrorsOnly and Flagged), so they read no run (on a store whose tiers cannot filter alerts, the
+// alerts filter takes the index's alert count and the store's runs with a divergence record,
+// store.DivergedRunLister; a store without that list reads each run); filters on agents and text read each candidate run once, at most maxSearched
 // of them a page; the result is kept per run (a bounded cache, maxDetails) until its span count
 // changes.
 func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, int, error) {
-	// The alerts filter reads the run index's alert count and the store's list of runs with a
-	// divergence record (store.DivergedRunLister) when the store has one; else each run.
+	// The alerts filter is the run index's (store.RunFilter.Flagged: its alert and divergence
+	// counts, the runs_flagged index) where every tier filters it; else the index's alert count
+	// and the store's list of runs with a divergence record (store.DivergedRunLister) when the
+	// store has one; else each run.
+	flagged := f.Alerts && store.FiltersRunIndex(s.opts.Reader)
 	var diverged map[string]bool
-	if f.Alerts {
+	if f.Alerts && !flagged {
 		var err error
 		if diverged, err = store.DivergedSet(ctx, s.opts.Reader); err != nil {
 			return nil, 0, false, 0, err
 		}
 	}
-	alertsFromIndex := diverged != nil
+	alertsFromIndex := flagged || diverged != nil
 	needDetail := f.Agent != "" || f.Alerts && !alertsFromIndex || f.Query != ""
-	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session, MinCostUSD: f.CostMin, ErrorsOnly: f.Errors}
+	rf := store.RunFilter{Since: since, Until: until, SessionID: f.Session, MinCostUSD: f.CostMin, ErrorsOnly: f.Errors, Flagged: flagged}
 	startOrder := f.Sort == "" || f.Sort == "start" && !f.Asc
 	size := s.opts.PageSize
 	from := (f.Page - 1) * size
@@ -336,7 +339,7 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 	var page, best []sessionRow
 	// ranked: the sorted page came from the run index; the walk below only counts.
 	ranked := false
-	if !startOrder && !needDetail && f.Pattern == "" && f.Model == "" && !f.Alerts {
+	if !startOrder && !needDetail && f.Pattern == "" && f.Model == "" && (!f.Alerts || flagged) {
 		sub := rf
 		sub.Limit = keep
 		rows, err := store.RankedRuns(ctx, s.opts.Reader, sub, store.RunOrder{Key: f.Sort, Asc: f.Asc})
@@ -356,7 +359,7 @@ func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, un
 		if f.Model != "" && !anyContains(sum.Models, f.Model) {
 			return true
 		}
-		if alertsFromIndex && sum.Alerts == 0 && !diverged[sum.TraceID] {
+		if diverged != nil && sum.Alerts == 0 && !diverged[sum.TraceID] {
 			return true
 		}
 		row := sessionRow{RunSummary: sum}

@@ -166,7 +166,7 @@ func indexPatterns(ctx context.Context, tx *sql.Tx, stmts *stmtCache, known *var
 		}
 	}
 	var others traceSet
-	for _, ids := range [][]string{b.traces(), b.alertIDs} {
+	for _, ids := range [][]string{b.traces(), b.alerts.ids} {
 		for _, id := range ids {
 			if !b.signals.seen[id] {
 				others.add(id)

@@ -49,6 +49,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -73,7 +74,8 @@ CREATE TABLE IF NOT EXISTS runs (
   roots                INTEGER NOT NULL,
   orphans              INTEGER NOT NULL,
   alerts               INTEGER NOT NULL,
-  ingested_unix_nano   INTEGER NOT NULL
+  ingested_unix_nano   INTEGER NOT NULL,
+  divergences          INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_start ON runs (start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_session ON runs (session_id, start_time_unix_nano DESC, trace_id);
@@ -84,6 +86,9 @@ type runIndex struct {
 	spans  string // span table: spans (hot) or span_summaries (warm)
 	agent  string // aggregate of the agent name ("''" where the table has none)
 	alerts string // correlated count of the run's alert records (s.trace_id is the run)
+	// divergences is the correlated count of the run's replay divergence records ("0": the tier
+	// keeps none), and divergencesDDL what keeps it right when they are deleted (flagsDDL)
+	divergences, divergencesDDL string
 	// orphans is the orphans table ('' for none: the index is only recomputed, never applied)
 	orphans string
 	// sessions is the table of the runs' other sessions ('' for none: hot run_sessions)
@@ -99,7 +104,13 @@ type runIndex struct {
 
 var (
 	hotIndex = runIndex{spans: "spans", agent: "''", orphans: "span_orphans", sessions: "run_sessions", exchanges: "run_rule_spans",
-		alerts: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
+		alerts:      `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + store.AlertEventName + `')`,
+		divergences: `(SELECT COUNT(*) FROM logs l WHERE l.trace_id = s.trace_id AND l.event_name = '` + runagainattr.EventDivergence + `')`,
+		divergencesDDL: `
+CREATE TRIGGER IF NOT EXISTS logs_runs_divergence_delete AFTER DELETE ON logs WHEN old.event_name = '` + runagainattr.EventDivergence + `' BEGIN
+  UPDATE runs SET divergences = divergences - 1 WHERE trace_id = old.trace_id;
+END;
+`,
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS spans_runs_delete AFTER DELETE ON spans BEGIN
   DELETE FROM runs WHERE trace_id = old.trace_id;
@@ -109,7 +120,8 @@ CREATE TRIGGER IF NOT EXISTS logs_runs_delete AFTER DELETE ON logs WHEN old.even
 END;
 `}
 	warmIndex = runIndex{spans: "span_summaries", agent: "MAX(agent_name)", orphans: "summary_orphans", exchanges: "summary_rule_spans",
-		alerts: `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
+		alerts:      `(SELECT COUNT(*) FROM key_events e WHERE e.trace_id = s.trace_id AND e.kind = 'alert')`,
+		divergences: "0",
 		triggers: `
 CREATE TRIGGER IF NOT EXISTS span_summaries_runs_delete AFTER DELETE ON span_summaries BEGIN
   DELETE FROM runs WHERE trace_id = old.trace_id;
@@ -174,13 +186,14 @@ func (x runIndex) fillSessions(where string) string {
 // fill returns the statement that (re)computes the index rows of the traces where selects.
 func (x runIndex) fill(where string) string {
 	return `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models,
-	    service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts, ingested_unix_nano)
+	    service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts, ingested_unix_nano,
+	    divergences)
 	  SELECT trace_id, COALESCE(MAX(NULLIF(session_id, '')), ''), MIN(start_time_unix_nano),
 	    MAX(MAX(end_time_unix_nano, start_time_unix_nano)), COUNT(*), COALESCE(GROUP_CONCAT(DISTINCT NULLIF(model, '')), ''),
 	    MAX(service_name), ` + x.agent + `, SUM(input_tokens), SUM(output_tokens), SUM(status_code = 2),
 	    SUM(cost_usd), SUM(unpriced), SUM(parent_span_id = ''),
 	    SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + x.spans + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)),
-	    ` + x.alerts + `, MAX(ingested_unix_nano)
+	    ` + x.alerts + `, MAX(ingested_unix_nano), ` + x.divergences + `
 	  FROM ` + x.spans + ` AS s WHERE ` + where + ` GROUP BY trace_id`
 }
 
@@ -258,7 +271,11 @@ type queryer interface {
 
 // runColumns are the run index columns scanRuns reads, in its order.
 const runColumns = `trace_id, session_id, start_time_unix_nano, end_time_unix_nano, spans, models, input_tokens,
-	  output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts`
+	  output_tokens, errors, cost_usd, unpriced, roots, orphans, alerts, divergences`
+
+// runColumnsNoDivergences are runColumns for a file without the divergences column (a file of
+// schema version 8 or before, opened read-only): none counted.
+var runColumnsNoDivergences = strings.TrimSuffix(runColumns, "divergences") + "0"
 
 // RunsQuery is the SQL the indexed listing issues for f, with its arguments: newest first
 // (start descending, then trace id), on runs_start, or runs_session with f.SessionID; the cost
@@ -307,14 +324,100 @@ CREATE INDEX IF NOT EXISTS runs_errors ON runs (errors DESC, start_time_unix_nan
 CREATE INDEX IF NOT EXISTS runs_failed ON runs (start_time_unix_nano DESC, trace_id) WHERE errors > 0;
 `
 
+// flagsDDL creates runs_flagged, the runs with an alert or a divergence record in start order
+// (the sessions page's alerts filter, store.RunFilter.Flagged), and the tier's trigger on
+// deleted divergence records: once the runs table has its divergences column (ensureFlags), so
+// not in runsDDL, which an older file runs before it has.
+func (x runIndex) flagsDDL() string {
+	return `CREATE INDEX IF NOT EXISTS runs_flagged ON runs (start_time_unix_nano DESC, trace_id) WHERE alerts > 0 OR divergences > 0;
+` + x.divergencesDDL
+}
+
+// ensureFlags gives the runs table of a file written before schema version 9 (hot) or 5 (warm)
+// its divergences column, counted from the stored records in one transaction, then flagsDDL.
+// It is idempotent: a file whose table has the column (a new file, or one whose run index an
+// older migration built from the current runsDDL) is only given what flagsDDL creates.
+func (x runIndex) ensureFlags(ctx context.Context, db *sql.DB) error {
+	has, err := hasDivergences(ctx, db)
+	if err != nil {
+		return err
+	}
+	if !has {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck // no-op after Commit
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN divergences INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return fmt.Errorf("run index: add divergences: %w", err)
+		}
+		if x.divergences != "0" { // the hot file: its log records
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET divergences = (SELECT COUNT(*) FROM logs l
+			    WHERE l.trace_id = runs.trace_id AND l.event_name = ?1)
+			  WHERE trace_id IN (SELECT trace_id FROM logs WHERE event_name = ?1)`, runagainattr.EventDivergence); err != nil {
+				return fmt.Errorf("run index: count divergences: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	if _, err := db.ExecContext(ctx, x.flagsDDL()); err != nil {
+		return fmt.Errorf("run index: %w", err)
+	}
+	return nil
+}
+
+// runsQueryer is db for the run listings (indexedRuns), which read runColumns: over a file
+// without the divergences column (flags false: a file of an older version opened read-only), one
+// that reads 0 for it.
+func runsQueryer(db queryer, flags bool) queryer {
+	if flags {
+		return db
+	}
+	return noDivergences{db}
+}
+
+// noDivergences reads the run listings of a file whose runs table has no divergences column.
+type noDivergences struct{ queryer }
+
+func (n noDivergences) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return n.queryer.QueryContext(ctx, strings.ReplaceAll(query, runColumns, runColumnsNoDivergences), args...)
+}
+
+// openFlags is, for a file just opened with its run index (indexed), whether its runs table has
+// the divergences column, which a file opened for writing is given first (ensureFlags).
+func openFlags(ctx context.Context, db *sql.DB, x runIndex, indexed, readOnly bool) (bool, error) {
+	if !indexed {
+		return false, nil
+	}
+	if !readOnly {
+		if err := x.ensureFlags(ctx, db); err != nil {
+			return false, err
+		}
+	}
+	return hasDivergences(ctx, db)
+}
+
+// hasDivergences reports whether the runs table of db has its divergences column.
+func hasDivergences(ctx context.Context, db queryer) (bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT 1 FROM pragma_table_info('runs') WHERE name = 'divergences'`)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	has := rows.Next()
+	return has, rows.Err()
+}
+
 // hasRankIndexes reports whether the file of db has every rankIndex index and runs_failed (a
 // file written by a build before them, opened read-only, has none or some: its listings let
 // SQLite pick the index).
 func hasRankIndexes(ctx context.Context, db *sql.DB) bool {
 	var n int
 	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'
-	  AND name IN ('runs_duration', 'runs_cost', 'runs_tokens', 'runs_errors', 'runs_failed')`).Scan(&n)
-	return err == nil && n == len(rankIndex)+1
+	  AND name IN ('runs_duration', 'runs_cost', 'runs_tokens', 'runs_errors', 'runs_failed', 'runs_flagged')`).Scan(&n)
+	return err == nil && n == len(rankIndex)+2
 }
 
 // rangeSortMax is the number of runs in a ranked listing's time range below which the range is
@@ -361,6 +464,9 @@ func rankedRunsQuery(f store.RunFilter, o store.RunOrder, via string, terms ...s
 	}
 	if f.ErrorsOnly {
 		where = append(where, `errors > 0`)
+	}
+	if f.Flagged {
+		where = append(where, `(alerts > 0 OR divergences > 0)`)
 	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
@@ -428,7 +534,8 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 //   - in start order, runs_start, unless f's cost filter (MinCostUSD) keeps fewer than
 //     rangeSortMax runs: then those runs, read on runs_cost and sorted (a rare match is found
 //     without walking every run of the range); with the error filter (ErrorsOnly), else
-//     runs_failed (the failing runs in start order);
+//     runs_failed (the failing runs in start order), and with the alerts filter (Flagged)
+//     runs_flagged;
 //   - in another order, the key's index, unless f's time range holds fewer than rangeSortMax
 //     runs: then runs_start (the range, sorted).
 func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, ranks bool) (string, error) {
@@ -443,8 +550,11 @@ func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOr
 				return "runs_cost", err
 			}
 		}
-		if f.ErrorsOnly {
+		switch {
+		case f.ErrorsOnly:
 			return "runs_failed", nil
+		case f.Flagged:
+			return "runs_flagged", nil
 		}
 		return "runs_start", nil
 	case f.Since.IsZero() && f.Until.IsZero():
@@ -537,7 +647,7 @@ func scanRuns(ctx context.Context, db queryer, q string, args []any, tier string
 		var start, end, roots int64
 		var models string
 		if err := rows.Scan(&r.TraceID, &r.SessionID, &start, &end, &r.Spans, &models, &r.InputTokens,
-			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans, &r.Alerts); err != nil {
+			&r.OutputTokens, &r.Errors, &r.CostUSD, &r.Unpriced, &roots, &r.Orphans, &r.Alerts, &r.Divergences); err != nil {
 			return nil, err
 		}
 		r.Incomplete, r.IncompleteReason = store.Completeness(roots, r.Orphans)
@@ -687,13 +797,13 @@ type RunBatch struct {
 	// Ingested is the transaction's ingestion time (Unix ns): the index rows' ingested_unix_nano.
 	Ingested int64
 
-	order    []string
-	runs     map[string]*runDelta
-	spans    []SpanFacts        // inserted rows, in order
-	ids      map[[2]string]bool // (trace, span) of inserted rows
-	full     traceSet           // runs recomputed from their rows
-	alerts   map[string]int64   // alert records inserted, by run
-	alertIDs []string
+	order []string
+	runs  map[string]*runDelta
+	spans []SpanFacts        // inserted rows, in order
+	ids   map[[2]string]bool // (trace, span) of inserted rows
+	full  traceSet           // runs recomputed from their rows
+	// alerts and divergences are the alert and replay divergence records inserted, by run
+	alerts, divergences recordCounts
 	// exchanges are the (trace, span) of rows that make the counting rule apply (countrule.go);
 	// llm the instrumented LLM rows inserted
 	exchanges [][3]any // trace, span, 1 for a derived exchange, 2 for an edited one (0: a nested LLM call)
@@ -761,14 +871,34 @@ func (b *RunBatch) Alert(traceID string) {
 	if traceID == "" {
 		return
 	}
-	if b.alerts == nil {
-		b.alerts = map[string]int64{}
-	}
-	if b.alerts[traceID] == 0 {
-		b.alertIDs = append(b.alertIDs, traceID)
+	b.signals.add(traceID)
+	b.alerts.add(traceID)
+}
+
+// Divergence records a replay divergence record the transaction inserted for the run traceID
+// (runagainattr.EventDivergence; a signal too).
+func (b *RunBatch) Divergence(traceID string) {
+	if traceID == "" {
+		return
 	}
 	b.signals.add(traceID)
-	b.alerts[traceID]++
+	b.divergences.add(traceID)
+}
+
+// recordCounts counts a batch's records of one kind by run, runs in first-seen order.
+type recordCounts struct {
+	n   map[string]int64
+	ids []string
+}
+
+func (c *recordCounts) add(traceID string) {
+	if c.n == nil {
+		c.n = map[string]int64{}
+	}
+	if c.n[traceID] == 0 {
+		c.ids = append(c.ids, traceID)
+	}
+	c.n[traceID]++
 }
 
 // apply brings the index rows of the batch's runs up to date in tx (the batch's transaction). It
@@ -784,17 +914,22 @@ func (x runIndex) apply(ctx context.Context, tx *sql.Tx, b *RunBatch) error {
 	if err := x.rebuild(ctx, tx, b.full.ids, false); err != nil {
 		return err
 	}
-	var alerts [][2]any
-	for _, id := range b.alertIDs {
-		if !b.full.seen[id] && b.runs[id] == nil { // else counted from the records when its row was made
-			alerts = append(alerts, [2]any{id, b.alerts[id]})
+	for _, c := range []struct {
+		column string
+		counts *recordCounts
+	}{{"alerts", &b.alerts}, {"divergences", &b.divergences}} {
+		var add [][2]any
+		for _, id := range c.counts.ids {
+			if !b.full.seen[id] && b.runs[id] == nil { // else counted from the records when its row was made
+				add = append(add, [2]any{id, c.counts.n[id]})
+			}
 		}
-	}
-	if len(alerts) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET alerts = alerts + j.n
-		  FROM (SELECT value->>0 AS trace_id, value->>1 AS n FROM json_each(?)) AS j WHERE runs.trace_id = j.trace_id`,
-			jsonArg(alerts)); err != nil {
-			return fmt.Errorf("run index: %w", err)
+		if len(add) > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET `+c.column+` = `+c.column+` + j.n
+			  FROM (SELECT value->>0 AS trace_id, value->>1 AS n FROM json_each(?)) AS j WHERE runs.trace_id = j.trace_id`,
+				jsonArg(add)); err != nil {
+				return fmt.Errorf("run index: %w", err)
+			}
 		}
 	}
 	return x.applyRule(ctx, tx, b.order)
@@ -905,6 +1040,7 @@ type runRow struct {
 	session, models, service, agent          string
 	start, end, spans, input, output         int64
 	errors, unpriced, roots, orphans, alerts int64
+	divergences                              int64
 	cost                                     float64
 }
 
@@ -923,7 +1059,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 	}
 	cur := map[string]*runRow{}
 	rows, err := tx.QueryContext(ctx, `SELECT trace_id, session_id, models, service_name, agent_name, start_time_unix_nano,
-	  end_time_unix_nano, spans, input_tokens, output_tokens, errors, unpriced, roots, orphans, alerts, cost_usd
+	  end_time_unix_nano, spans, input_tokens, output_tokens, errors, unpriced, roots, orphans, alerts, divergences, cost_usd
 	  FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))`, jsonArg(ids))
 	if err != nil {
 		return err
@@ -932,7 +1068,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 		var id string
 		var r runRow
 		if err := rows.Scan(&id, &r.session, &r.models, &r.service, &r.agent, &r.start, &r.end, &r.spans,
-			&r.input, &r.output, &r.errors, &r.unpriced, &r.roots, &r.orphans, &r.alerts, &r.cost); err != nil {
+			&r.input, &r.output, &r.errors, &r.unpriced, &r.roots, &r.orphans, &r.alerts, &r.divergences, &r.cost); err != nil {
 			rows.Close()
 			return err
 		}
@@ -950,16 +1086,16 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 	}
 	if len(fresh) > 0 {
 		// A new run: its rows are the batch's (else it lost its index row to a DELETE: recompute),
-		// its alert records may have come first.
-		rows, err := tx.QueryContext(ctx, `SELECT s.trace_id, (SELECT COUNT(*) FROM `+x.spans+` c WHERE c.trace_id = s.trace_id), `+x.alerts+`
-		  FROM (SELECT value AS trace_id FROM json_each(?)) AS s`, jsonArg(fresh))
+		// its alert and divergence records may have come first.
+		rows, err := tx.QueryContext(ctx, `SELECT s.trace_id, (SELECT COUNT(*) FROM `+x.spans+` c WHERE c.trace_id = s.trace_id), `+x.alerts+`,
+		    `+x.divergences+` FROM (SELECT value AS trace_id FROM json_each(?)) AS s`, jsonArg(fresh))
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var id string
-			var stored, alerts int64
-			if err := rows.Scan(&id, &stored, &alerts); err != nil {
+			var stored, alerts, divergences int64
+			if err := rows.Scan(&id, &stored, &alerts, &divergences); err != nil {
 				rows.Close()
 				return err
 			}
@@ -968,7 +1104,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 				continue
 			}
 			d := b.runs[id]
-			cur[id] = &runRow{start: d.start, end: d.end, alerts: alerts}
+			cur[id] = &runRow{start: d.start, end: d.end, alerts: alerts, divergences: divergences}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -1021,7 +1157,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 		whole = append(whole, []any{id, session, start, max(r.end, d.end), r.spans + d.spans,
 			models, max(r.service, d.service), max(r.agent, d.agent), r.input + d.input, r.output + d.output,
 			r.errors + d.errors, r.cost + d.cost, r.unpriced + d.unpriced, r.roots + d.roots, r.orphans + d.orphans,
-			r.alerts, b.Ingested})
+			r.alerts, b.Ingested, r.divergences})
 	}
 	if len(others) > 0 {
 		if _, err := tx.ExecContext(ctx, valuesSQL(`INSERT OR IGNORE INTO `+x.sessions+` (session_id, trace_id) VALUES`,
@@ -1050,7 +1186,7 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 	}
 	st, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano,
 	  end_time_unix_nano, spans, models, service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced,
-	  roots, orphans, alerts, ingested_unix_nano) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	  roots, orphans, alerts, ingested_unix_nano, divergences) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return err
 	}

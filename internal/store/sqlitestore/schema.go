@@ -93,13 +93,20 @@ package sqlitestore
 // run_sessions from its span rows (one transaction); read-only it is read as it is (its
 // sessions found through spans_session).
 //
+// Version 9 counts each run's replay divergence records in the run index (runs.divergences, kept
+// as alerts is) and indexes the runs with an alert or a divergence in start order (runs_flagged),
+// so the sessions page's alerts filter reads only those runs (store.RunFilter.Flagged). A file of
+// an older version opened for writing gains the column, counted from its log records in one
+// transaction (ensureFlags); read-only it is read as it is (no divergence counted, and its
+// listings filter in Go: DB.FiltersRunIndex).
+//
 // The logs_event index (event_name, trace_id) lists the runs with a record of one event (the
 // replay divergences, DB.DivergedRuns) without a scan; it is part of the schema (ddl), so a file
 // of any version gains it when opened for writing, and read-only without it the same query
 // scans the logs table. So are the run index's sort indexes (runs_cost, runs_duration,
 // runs_tokens, runs_errors: runindex.go), in the hot and the warm file: read-only without them a
 // ranked listing sorts the runs of its range.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -168,4 +175,5 @@ COMMIT;`,
 DROP INDEX IF EXISTS spans_session;` + hotIndex.sessionsDDL() + hotIndex.fillSessions("1") + `;
 PRAGMA user_version = 8;
 COMMIT;`,
+	8: `SELECT 1;`, // the runs table's divergences column: ensureFlags, which checks for it
 }

@@ -34,6 +34,7 @@ type DB struct {
 	prices      *pricing.Prices
 	version     int    // the file's schema version (1: no cost columns, read-only)
 	ranks       bool   // the run index has its rankIndex indexes (runindex.go)
+	flags       bool   // the run index has its divergences column (ensureFlags)
 	hasRefs     bool   // the payload_refs table exists (always when opened for writing)
 	refsShape   string // its shape (refsShape): "split" when opened for writing
 	codec       *otlpCodec
@@ -101,8 +102,13 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	flags, err := openFlags(context.Background(), db, hotIndex, version >= 3, o.ReadOnly)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
+	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
-		ranks: version >= 3 && hasRankIndexes(context.Background(), db)}
+		ranks: version >= 3 && hasRankIndexes(context.Background(), db), flags: flags}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
@@ -325,7 +331,7 @@ func (d *DB) WriteLogs(ctx context.Context, ld plog.Logs) error {
 				} else if lr.EventName() == store.AlertEventName {
 					batch.Alert(hexOrEmpty(lr.TraceID()))
 				} else if lr.EventName() == runagainattr.EventDivergence {
-					batch.Signal(hexOrEmpty(lr.TraceID()))
+					batch.Divergence(hexOrEmpty(lr.TraceID()))
 				}
 				for _, uri := range store.LogPayloadRefs(lr) {
 					refs.add(hexOrEmpty(lr.TraceID()), logRowID(key), uri)
@@ -385,7 +391,7 @@ func stringAttr(m pcommon.Map, k string) string {
 // aggregating its span rows (listRuns), as before the index existed.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if d.version >= 3 {
-		return indexedRuns(ctx, d.db, f, store.RunOrder{}, store.TierHot, d.ranks)
+		return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, store.RunOrder{}, store.TierHot, d.ranks)
 	}
 	cost := "SUM(cost_usd), SUM(unpriced)"
 	if d.version < 2 {
@@ -394,9 +400,9 @@ func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, e
 	return listRuns(ctx, d.db, f, "spans", cost, "hot")
 }
 
-// FiltersRunIndex implements store.RunIndexFilterer: a file with the run index applies the cost
-// and error filters in it (RunsQuery).
-func (d *DB) FiltersRunIndex() bool { return d.version >= 3 }
+// FiltersRunIndex implements store.RunIndexFilterer: a file with the run index and its
+// divergences column applies the cost, error and alert filters in it (RunsQuery).
+func (d *DB) FiltersRunIndex() bool { return d.version >= 3 && d.flags }
 
 // RankedRuns implements store.RankedRunLister from the run index (RankedRunsQuery). A file
 // without it fails with errors.ErrUnsupported.
@@ -404,7 +410,7 @@ func (d *DB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder
 	if d.version < 3 {
 		return nil, fmt.Errorf("sqlite hot tier: schema version %d has no run index: %w", d.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, d.db, f, o, store.TierHot, d.ranks)
+	return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, o, store.TierHot, d.ranks)
 }
 
 // AggregateRunsQuery is the listing over span rows that file versions without the run index are
@@ -417,7 +423,7 @@ func AggregateRunsQuery(f store.RunFilter, table, costCols string) (q string, ar
 	        SUM(status_code = 2), ` + costCols + `,
 	        SUM(parent_span_id = ''),
 	        SUM(parent_span_id != '' AND NOT EXISTS (SELECT 1 FROM ` + table + ` p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)),
-	        ` + aggregateAlerts(table) + `
+	        ` + aggregateAlerts(table) + `, ` + aggregateDivergences(table) + `
 	      FROM ` + table + ` AS s GROUP BY trace_id`
 	var having []string
 	if !f.Since.IsZero() {
@@ -450,6 +456,15 @@ func aggregateAlerts(table string) string {
 		return hotIndex.alerts
 	case warmIndex.spans:
 		return warmIndex.alerts
+	}
+	return "0"
+}
+
+// aggregateDivergences is the replay divergence records of the trace s.trace_id, as the hot run
+// index counts them; 0 for another table.
+func aggregateDivergences(table string) string {
+	if table == hotIndex.spans {
+		return hotIndex.divergences
 	}
 	return "0"
 }

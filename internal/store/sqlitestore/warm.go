@@ -68,13 +68,17 @@ import (
 // it is. Version 4 maintains the run index incrementally (its orphans table summary_orphans,
 // runindex.go) and stores the attributes in a compact form (warmattrs.go): a version 3 file
 // opened for writing builds the orphans table from its rows; read-only it is read as it is.
-const WarmSchemaVersion = 4
+// Version 5 gives the run index the divergences column and runs_flagged, as the hot file's
+// version 9 (the warm file keeps no divergence record: its count is 0, runs_flagged its runs
+// with alerts).
+const WarmSchemaVersion = 5
 
 // warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
 var warmMigrations = map[int]string{
 	1: warmIndex.buildSQL(),
 	2: `DROP INDEX IF EXISTS span_summaries_start; DROP INDEX IF EXISTS span_summaries_session;`,
 	3: warmIndex.buildOrphansSQL(),
+	4: `SELECT 1;`, // the runs table's divergences column: ensureFlags, which checks for it
 }
 
 const warmDDL = `
@@ -134,6 +138,7 @@ type WarmDB struct {
 	prices      *pricing.Prices
 	version     int  // the file's schema version (1: no run index, read-only)
 	ranks       bool // the run index has its rankIndex indexes (runindex.go)
+	flags       bool // the run index has its divergences column (ensureFlags)
 	// recomputeIndex recomputes each touched run from its rows instead of applying the batch
 	// (the benchmark's baseline).
 	recomputeIndex bool
@@ -172,8 +177,13 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 	if err != nil {
 		return nil, err
 	}
+	flags, err := openFlags(context.Background(), db, warmIndex, version >= 2, o.ReadOnly)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite warm tier: %s: %w", path, err)
+	}
 	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
-		ranks: version >= 2 && hasRankIndexes(context.Background(), db)}
+		ranks: version >= 2 && hasRankIndexes(context.Background(), db), flags: flags}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
 			w.stmts.close()
@@ -750,20 +760,20 @@ func (w *WarmDB) keys() []string { return w.sessionKeys }
 // read-only, by aggregating span_summaries.
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if w.version >= 2 {
-		return indexedRuns(ctx, w.db, f, store.RunOrder{}, store.TierWarm, w.ranks)
+		return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, store.RunOrder{}, store.TierWarm, w.ranks)
 	}
 	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
 }
 
 // FiltersRunIndex implements store.RunIndexFilterer (DB.FiltersRunIndex).
-func (w *WarmDB) FiltersRunIndex() bool { return w.version >= 2 }
+func (w *WarmDB) FiltersRunIndex() bool { return w.version >= 2 && w.flags }
 
 // RankedRuns implements store.RankedRunLister (DB.RankedRuns) for the warm file.
 func (w *WarmDB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder) ([]store.RunSummary, error) {
 	if w.version < 2 {
 		return nil, fmt.Errorf("sqlite warm tier: schema version %d has no run index: %w", w.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, w.db, f, o, store.TierWarm, w.ranks)
+	return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, o, store.TierWarm, w.ranks)
 }
 
 // Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
