@@ -38,3 +38,22 @@ func TestEncodedCredentialKept(t *testing.T) {
 		}
 	}
 }
+
+// TestVaultRules: Vault's hvs./hvb. tokens and AppRole secret ids are found by the Veles rules
+// genveles keeps; another prefix, a short body, the one-letter legacy prefix and role ids are not.
+func TestVaultRules(t *testing.T) {
+	r := newTest(t, Config{})
+	for _, c := range readCases(t, "vault_found.txt") {
+		if len(c) != 2 {
+			t.Fatalf("case %q: want input and value", c)
+		}
+		if out, fs := r.Redact(c[0]); strings.Contains(out, c[1]) {
+			t.Errorf("%q: %q kept (%v)", c[0], c[1], fs)
+		}
+	}
+	for _, c := range readCases(t, "vault_kept.txt") {
+		if out, fs := r.Redact(c[0]); out != c[0] {
+			t.Errorf("changed %q -> %q (%v)", c[0], out, fs)
+		}
+	}
+}

@@ -54,3 +54,25 @@ func TestLiteralBranches(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipReasonContextCapture: a context regex is skipped unless its name also names a secret
+// and it captures a group (appRoleSecretIDContext); a role id's stays skipped.
+func TestSkipReasonContextCapture(t *testing.T) {
+	const uuid = `([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})`
+	for name, want := range map[string]bool{
+		"appRoleSecretIDContext": false, // kept
+		"appRoleRoleIDContext":   true,
+		"keyword":                true,
+	} {
+		re := `(?i)secret[_-]?id\s*[:\s=]\s*` + uuid
+		if name == "keyword" {
+			re = `(?i)(discord)`
+		}
+		if got := skipReason(name, re) != ""; got != want {
+			t.Errorf("skipReason(%s) skips: %v, want %v", name, got, want)
+		}
+	}
+	if skipReason("tokenContext", `(?i)token`) == "" {
+		t.Error("a context regex with a credential word and no group kept")
+	}
+}
