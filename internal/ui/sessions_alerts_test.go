@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/sqlitestore"
 	"github.com/runagain/runagain/internal/store/storetest"
@@ -54,10 +53,8 @@ func TestSessionsAlertsFromRunIndex(t *testing.T) {
 			require.NoError(t, warm.WriteLogs(ctx, ld))
 		}
 		if i%11 == 0 {
-			ld := storetest.Alert(r, "diverged at request 2")
-			lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
-			lr.SetEventName(runagainattr.EventDivergence)
-			require.NoError(t, hot.WriteLogs(ctx, ld)) // replay sends it; the warm file keeps none
+			// replay sends it; the warm file keeps none
+			require.NoError(t, hot.WriteLogs(ctx, storetest.Divergence(r, "diverged at request 2")))
 		}
 	}
 	tiered := store.NewTiered(hot, warm)

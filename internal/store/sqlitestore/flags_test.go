@@ -11,20 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
 )
-
-// divergence is a replay divergence record of r (as replay writes it on the attempt's run).
-func divergence(r storetest.Run, at int) plog.Logs {
-	ld := storetest.Alert(r, fmt.Sprintf("diverged at request %d", at))
-	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName(runagainattr.EventDivergence)
-	return ld
-}
 
 // flaggedFixture writes 120 runs to hot: every 7th with an alert, every 11th with a divergence
 // record (two for every 22nd, one of them before the run's spans arrived), and returns them.
@@ -39,7 +31,7 @@ func flaggedFixture(t *testing.T, hot *DB) []storetest.Run {
 			Start: t0 + int64(i)*int64(time.Minute)}
 		runs = append(runs, r)
 		if i%22 == 0 {
-			require.NoError(t, hot.WriteLogs(ctx, divergence(r, 1))) // before its spans
+			require.NoError(t, hot.WriteLogs(ctx, storetest.Divergence(r, "diverged at request 1"))) // before its spans
 		}
 		storetest.Add(td, r)
 	}
@@ -50,7 +42,7 @@ func flaggedFixture(t *testing.T, hot *DB) []storetest.Run {
 			require.NoError(t, hot.WriteLogs(ctx, storetest.Alert(r, "loop")))
 		}
 		if i%11 == 0 {
-			require.NoError(t, hot.WriteLogs(ctx, divergence(r, 2)))
+			require.NoError(t, hot.WriteLogs(ctx, storetest.Divergence(r, "diverged at request 2")))
 		}
 	}
 	return runs

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/runagain/runagain/internal/runagainattr"
 )
 
 // TraceID derives a deterministic trace id from seed.
@@ -150,5 +152,13 @@ func Alert(r Run, body string) plog.Logs {
 	if r.Session != "" {
 		lr.Attributes().PutStr("gen_ai.conversation.id", r.Session)
 	}
+	return ld
+}
+
+// Divergence returns logs holding one replay divergence record (runagainattr.EventDivergence, as
+// replay writes it on the attempt's run) pointing at r's first LLM span.
+func Divergence(r Run, body string) plog.Logs {
+	ld := Alert(r, body)
+	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName(runagainattr.EventDivergence)
 	return ld
 }
