@@ -46,15 +46,18 @@ func TestQuotedPairKept(t *testing.T) {
 }
 
 // TestLooseShapeRunsQuotedLiterals: in raw JSON bytes, a run after a quote that is not the JSON
-// string's own (', `, \") is hot, so that the prefilter lets quotedPair see code held in a
-// string; a run that is a whole JSON string of its own is not.
+// string's own (', `, \") next to a ',' is hot, so that the prefilter lets quotedPair see code
+// held in a string; a lone literal and a run that is a whole JSON string of its own are not.
 func TestLooseShapeRunsQuotedLiterals(t *testing.T) {
 	const tok = "aFCMyKs9UroWcskzbwfh0mP89yvpZyc2pRYiHkY6yN4We2NFmX"
 	for raw, want := range map[string]bool{
-		`{"c":"f(\"` + tok + `\")"}`:   true,
-		`{"c":"f('` + tok + `')"}`:     true,
-		"{\"c\":\"f(`" + tok + "`)\"}": true,
-		`{"c":"` + tok + `"}`:          false,
+		`{"c":"f(\"x\", \"` + tok + `\")"}`:     true,
+		`{"c":"f(\"` + tok + `\",\n  \"x\")"}`:  true,
+		`{"c":"f('x',\n\t'` + tok + `')"}`:      true,
+		"{\"c\":\"f(`" + tok + "`, `x`)\"}":     true,
+		`{"c":"f(\"` + tok + `\")"}`:            false,
+		`{"c":"` + tok + `"}`:                   false,
+		`{"a":"x", "c":"` + tok + `", "d":"y"}`: false,
 	} {
 		got := false
 		looseShapeRuns(raw, func(lo, hi int) { got = got || strings.Contains(raw[lo:hi], tok) })

@@ -363,11 +363,63 @@ func dropIDShapes(key string, fs []Finding, n int) []Finding {
 // before one, such as \n, only lengthens the raw run, and \u escapes are hot on their own).
 func looseShapeRuns(s string, f func(lo, hi int)) {
 	longRuns(s, shapeTokenLen, looseShapeSet, func(lo, hi int) {
-		if strings.ContainsAny(s[lo:hi], "_-.") || lo > 0 && strings.IndexByte(": \t\\'`", s[lo-1]) >= 0 ||
-			lo > 1 && s[lo-1] == '"' && s[lo-2] == '\\' {
+		if strings.ContainsAny(s[lo:hi], "_-.") || lo > 0 && strings.IndexByte(": \t\\", s[lo-1]) >= 0 || looseQuotedPair(s, lo, hi) {
 			f(lo, hi)
 		}
 	})
+}
+
+// looseQuotedPair: the run s[lo:hi] of raw JSON bytes stands after a quote that is not a JSON
+// string's own (', `, \") and next to a ',' (blanks and \n, \t, \r escapes between): before
+// it, as the second literal of quotedPair's pair, or after its closing quote, as the first.
+func looseQuotedPair(s string, lo, hi int) bool {
+	if lo < 1 {
+		return false
+	}
+	o := lo - 1
+	switch q := s[o]; {
+	case q == '\'' || q == '`':
+	case q == '"' && o > 0 && s[o-1] == '\\':
+		o--
+	default:
+		return false
+	}
+	// backwards from the opening quote
+	k := o
+	for n := 0; k > 0 && n < 64; n++ {
+		if c := s[k-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			k--
+		} else if k > 1 && s[k-2] == '\\' && (c == 'n' || c == 't' || c == 'r') {
+			k -= 2
+		} else {
+			break
+		}
+	}
+	if k > 0 && s[k-1] == ',' {
+		return true
+	}
+	// forwards from the closing quote
+	k = hi
+	for k < len(s) && s[k] == '=' {
+		k++
+	}
+	if k < len(s) && s[k] == '\\' {
+		k++
+	}
+	if k >= len(s) || s[k] != s[lo-1] {
+		return false
+	}
+	k++
+	for n := 0; k < len(s) && n < 64; n++ {
+		if c := s[k]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			k++
+		} else if c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 't' || s[k+1] == 'r') {
+			k += 2
+		} else {
+			break
+		}
+	}
+	return k < len(s) && s[k] == ','
 }
 
 func looseShapeByte(c byte) bool { return isShapeByte(c) || c == '.' || c == '=' }
@@ -810,27 +862,30 @@ func charClasses(v string) (lower, upper, digit bool) {
 // as the second half and, when that one is shorter than a run, as the first. It returns the
 // spans of both halves.
 func quotedPair(s string, lo, hi int) (int, int, int, int, bool) {
-	for hi > lo && s[hi-1] == '=' {
-		hi--
-	}
-	if lo < 1 || hi >= len(s) || strings.IndexByte(s[lo:hi], '.') >= 0 || strings.IndexByte(s[lo:hi], '=') >= 0 {
+	if lo < 1 {
 		return 0, 0, 0, 0, false
 	}
 	q := s[lo-1]
-	if q != '\'' && q != '"' && q != '`' || s[hi] != q && !(s[hi] == '\\' && hi+1 < len(s) && s[hi+1] == q) {
+	if q != '\'' && q != '"' && q != '`' {
+		return 0, 0, 0, 0, false // the common case: no literal
+	}
+	for hi > lo && s[hi-1] == '=' {
+		hi--
+	}
+	if hi >= len(s) || s[hi] != q && !(s[hi] == '\\' && hi+1 < len(s) && s[hi+1] == q) {
 		return 0, 0, 0, 0, false
 	}
-	if hi-lo < pairMinHalf || hi-lo > pairMaxHalf {
+	if hi-lo < pairMinHalf || hi-lo > pairMaxHalf || idLikePrefix(s[lo:hi]) || strings.IndexByte(s[lo:hi], '.') >= 0 || strings.IndexByte(s[lo:hi], '=') >= 0 {
 		return 0, 0, 0, 0, false
 	}
 	// as the second half: the first ends before
-	if a, b, ok := quotedBefore(s, lo-1, q); ok && randomHalf(s[a:b]) && !idLikePrefix(s[a:b]) &&
-		randomHalf(s[lo:hi]) && !idLikePrefix(s[lo:hi]) && !quotedRandomAfter(s, hi, q) && !quotedRandomBefore(s, a-1, q) {
+	if a, b, ok := quotedBefore(s, lo-1, q); ok && !idLikePrefix(s[a:b]) && randomHalf(s[a:b]) && randomHalf(s[lo:hi]) &&
+		!quotedRandomAfter(s, hi, q) && !quotedRandomBefore(s, a-1, q) {
 		return a, b, lo, hi, true
 	}
-	// as the first half, when the second is too short for longRuns to report it
-	if c, d, ok := quotedAfter(s, hi, q); ok && d-c < shapeTokenLen && randomHalf(s[c:d]) && !idLikePrefix(s[c:d]) &&
-		randomHalf(s[lo:hi]) && !idLikePrefix(s[lo:hi]) && !quotedRandomAfter(s, d, q) && !quotedRandomBefore(s, lo-1, q) {
+	// as the first half, when the second (32 bytes) is too short for longRuns to report it
+	if c, d, ok := quotedAfter(s, hi, q); ok && d-c < shapeTokenLen && !idLikePrefix(s[c:d]) && randomHalf(s[c:d]) &&
+		randomHalf(s[lo:hi]) && !quotedRandomAfter(s, d, q) && !quotedRandomBefore(s, lo-1, q) {
 		return lo, hi, c, d, true
 	}
 	return 0, 0, 0, 0, false
