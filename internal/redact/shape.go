@@ -920,26 +920,8 @@ func quotedBefore(s string, o int, q byte) (int, int, bool) {
 // quotedAfter returns the literal quoted with q that follows the closing quote at c (a ',' and
 // blanks between): the span of its body (32 to 128 token bytes), closed by q.
 func quotedAfter(s string, c int, q byte) (int, int, bool) {
-	j := c + 1
-	if s[c] == '\\' {
-		j++
-	}
-	j, ok := skipListSep(s, j, 1)
-	if !ok || j >= len(s) {
-		return 0, 0, false
-	}
-	if s[j] == '\\' && j+1 < len(s) {
-		j++
-	}
-	if s[j] != q {
-		return 0, 0, false
-	}
-	a := j + 1
-	b := a
-	for b < len(s) && b-a <= pairMaxHalf && isShapeByte(s[b]) {
-		b++
-	}
-	if b-a < pairMinHalf || b-a > pairMaxHalf || b >= len(s) || (s[b] != q && !(s[b] == '\\' && b+1 < len(s) && s[b+1] == q)) {
+	a, b, ok := quotedAfterAny(s, c, q)
+	if !ok || b-a < pairMinHalf || b-a > pairMaxHalf || b >= len(s) || (s[b] != q && !(s[b] == '\\' && b+1 < len(s) && s[b+1] == q)) {
 		return 0, 0, false
 	}
 	return a, b, true
