@@ -895,6 +895,17 @@ func quotedPair(s string, lo, hi int) (int, int, int, int, bool) {
 // another, with one ',' and blanks (at most two newlines) between them: the span of its body
 // (32 to 128 token bytes).
 func quotedBefore(s string, o int, q byte) (int, int, bool) {
+	b, e, ok := quotedBeforeAny(s, o, q)
+	if !ok || e-b < pairMinHalf || e-b > pairMaxHalf || b < 1 || s[b-1] != q {
+		return 0, 0, false
+	}
+	return b, e, true
+}
+
+// quotedBeforeAny is the run of token bytes (8 or more, at most pairMaxHalf+1) that ends at a
+// quote q before the opening quote at o, a ',' and blanks between: quotedBefore's walk without its
+// bounds or opening quote.
+func quotedBeforeAny(s string, o int, q byte) (int, int, bool) {
 	j := o
 	if j > 0 && s[j-1] == '\\' {
 		j--
@@ -911,10 +922,7 @@ func quotedBefore(s string, o int, q byte) (int, int, bool) {
 	for b > 0 && e-b <= pairMaxHalf && isShapeByte(s[b-1]) {
 		b--
 	}
-	if e-b < pairMinHalf || e-b > pairMaxHalf || b < 1 || s[b-1] != q {
-		return 0, 0, false
-	}
-	return b, e, true
+	return b, e, e-b >= 8
 }
 
 // quotedAfter returns the literal quoted with q that follows the closing quote at c (a ',' and
@@ -1001,23 +1009,8 @@ func quotedAfterAny(s string, c int, q byte) (int, int, bool) {
 // quotedRandomBefore: before the opening quote at o stands another literal quoted with q, of 8
 // or more token bytes, that randomHalf accepts (the pair is part of a list).
 func quotedRandomBefore(s string, o int, q byte) bool {
-	j := o
-	if j > 0 && s[j-1] == '\\' {
-		j--
-	}
-	j, ok := skipListSep(s, j, -1)
-	if !ok || j < 1 || s[j-1] != q {
-		return false
-	}
-	e := j - 1
-	if e > 0 && s[e-1] == '\\' {
-		e--
-	}
-	b := e
-	for b > 0 && e-b <= pairMaxHalf && isShapeByte(s[b-1]) {
-		b--
-	}
-	return e-b >= 8 && randomHalf(s[b:e])
+	b, e, ok := quotedBeforeAny(s, o, q)
+	return ok && randomHalf(s[b:e])
 }
 
 // idLikePrefix: v starts as the ids of providers do, 2 to 10 letters and digits of one case and

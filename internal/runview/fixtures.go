@@ -3,6 +3,7 @@
 package runview
 
 import (
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/fixture"
@@ -39,51 +40,24 @@ type ReplayCounts struct {
 	Live     int64 `json:"live"`
 }
 
-// Fixtures counts the run's exchanges; nil when it has none.
+// Fixtures counts the run's exchanges and firewall refusals; nil when it has no exchange.
 func (v *View) Fixtures() *FixtureCounts {
 	if v.Run == nil {
 		return nil
 	}
-	if v.borrowed {
-		spans := make([]ptrace.Span, len(v.Nodes))
-		for i, n := range v.Nodes {
-			spans[i] = n.Span
-		}
-		return fixtureCounts(v.Run, spans)
-	}
-	return fixtureCounts(v.Run, nil)
-}
-
-// fixtureCounts counts the exchanges of run's spans, or of spans when not nil (a BuildNodes
-// view), and its firewall refusals.
-func fixtureCounts(run *store.Run, spans []ptrace.Span) *FixtureCounts {
 	fc := &FixtureCounts{mcpServer: map[string]bool{}}
-	for _, sp := range spans {
-		fc.add(sp)
-	}
-	rss := run.Traces.ResourceSpans()
-	for i := 0; i < rss.Len() && spans == nil; i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				fc.add(spans.At(k))
-			}
+	if v.borrowed { // BuildNodes: the spans are the nodes', Run.Traces is empty
+		for _, n := range v.Nodes {
+			fc.add(n.Span)
 		}
+	} else {
+		store.EachSpan(v.Run.Traces, fc.add)
 	}
-	rls := run.Logs.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				a := lrs.At(k).Attributes()
-				if _, refused := a.Get(runagainattr.ReplayRefusal); refused {
-					fc.Firewall++
-				}
-			}
+	store.EachLogRecord(v.Run.Logs, func(lr plog.LogRecord) {
+		if _, refused := lr.Attributes().Get(runagainattr.ReplayRefusal); refused {
+			fc.Firewall++
 		}
-	}
+	})
 	if fc.HTTP+fc.MCP == 0 && fc.Replay == nil {
 		return nil
 	}

@@ -187,14 +187,7 @@ func Build(ctx context.Context, run *store.Run, opts Options) (*View, error) {
 	if run == nil {
 		return nil, errors.New("runview: nil run")
 	}
-	if opts.Prices == nil {
-		opts.Prices = pricing.DefaultPrices()
-	}
-	if opts.SessionKeys == nil {
-		opts.SessionKeys = genai.DefaultSessionKeys
-	}
-	v := &View{TraceID: run.TraceID, Tier: run.Tier, Run: run, Session: run.Session, opts: opts,
-		byID: map[pcommon.SpanID]int{}, resolved: map[int]bool{}}
+	v := newView(run, opts)
 	if opts.Resolver != nil && !opts.LazyPayloads {
 		var errs []error
 		store.EachSpan(run.Traces, func(s ptrace.Span) {
@@ -226,12 +219,6 @@ func BuildNodes(ctx context.Context, run *store.Run, nodes []*store.Node, opts O
 	if opts.Resolver != nil {
 		return nil, errors.New("runview: BuildNodes reads spans it does not own: no Resolver")
 	}
-	if opts.Prices == nil {
-		opts.Prices = pricing.DefaultPrices()
-	}
-	if opts.SessionKeys == nil {
-		opts.SessionKeys = genai.DefaultSessionKeys
-	}
 	own := *run // with empty Traces and Logs where run has none
 	if own.Traces == (ptrace.Traces{}) {
 		own.Traces = ptrace.NewTraces()
@@ -239,9 +226,22 @@ func BuildNodes(ctx context.Context, run *store.Run, nodes []*store.Node, opts O
 	if own.Logs == (plog.Logs{}) {
 		own.Logs = plog.NewLogs()
 	}
-	v := &View{TraceID: run.TraceID, Tier: run.Tier, Run: &own, Session: run.Session, opts: opts,
-		byID: map[pcommon.SpanID]int{}, resolved: map[int]bool{}, borrowed: true}
+	v := newView(&own, opts)
+	v.borrowed = true
 	return build(ctx, v, nodes)
+}
+
+// newView is an empty view of run read with opts, its defaults filled in (the embedded price
+// table, the default session keys).
+func newView(run *store.Run, opts Options) *View {
+	if opts.Prices == nil {
+		opts.Prices = pricing.DefaultPrices()
+	}
+	if opts.SessionKeys == nil {
+		opts.SessionKeys = genai.DefaultSessionKeys
+	}
+	return &View{TraceID: run.TraceID, Tier: run.Tier, Run: run, Session: run.Session, opts: opts,
+		byID: map[pcommon.SpanID]int{}, resolved: map[int]bool{}}
 }
 
 // build links and orders nodes (the run's spans) into v and counts them.

@@ -312,9 +312,9 @@ func (s *Server) sessions(ctx context.Context, f SessionsFilter, since, until ti
 // The cost, error and alerts filters are applied in the run index (store.RunFilter.MinCostUSD,
 // ErrorsOnly and Flagged), so they read no run (on a store whose tiers cannot filter alerts, the
 // alerts filter takes the index's alert count and the store's runs with a divergence record,
-// store.DivergedRunLister; a store without that list reads each run); filters on agents and text read each candidate run once, at most maxSearched
-// of them a page; the result is kept per run (a bounded cache, maxDetails) until its span count
-// changes.
+// store.DivergedRunLister; a store without that list reads each run); filters on agents and text
+// read each candidate run once, at most maxSearched of them a page; the result is kept per run
+// (a bounded cache, maxDetails) until its span count changes.
 func (s *Server) searchSessions(ctx context.Context, f SessionsFilter, since, until time.Time) ([]sessionRow, int, bool, int, error) {
 	// The alerts filter is the run index's (store.RunFilter.Flagged: its alert and divergence
 	// counts, the runs_flagged index) where every tier filters it; else the index's alert count

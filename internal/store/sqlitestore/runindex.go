@@ -351,10 +351,9 @@ func (x runIndex) ensureFlags(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN divergences INTEGER NOT NULL DEFAULT 0`); err != nil {
 			return fmt.Errorf("run index: add divergences: %w", err)
 		}
-		if x.divergences != "0" { // the hot file: its log records
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET divergences = (SELECT COUNT(*) FROM logs l
-			    WHERE l.trace_id = runs.trace_id AND l.event_name = ?1)
-			  WHERE trace_id IN (SELECT trace_id FROM logs WHERE event_name = ?1)`, runagainattr.EventDivergence); err != nil {
+		if x.divergences != "0" { // the hot file: the runs with a divergence record, by logs_event
+			if _, err := tx.ExecContext(ctx, `UPDATE runs AS s SET divergences = `+x.divergences+`
+			  WHERE s.trace_id IN (SELECT trace_id FROM logs WHERE event_name = ?)`, runagainattr.EventDivergence); err != nil {
 				return fmt.Errorf("run index: count divergences: %w", err)
 			}
 		}
@@ -386,17 +385,15 @@ func (n noDivergences) QueryContext(ctx context.Context, query string, args ...a
 }
 
 // openFlags is, for a file just opened with its run index (indexed), whether its runs table has
-// the divergences column, which a file opened for writing is given first (ensureFlags).
+// the divergences column: a file opened for writing is given it (ensureFlags).
 func openFlags(ctx context.Context, db *sql.DB, x runIndex, indexed, readOnly bool) (bool, error) {
-	if !indexed {
+	switch {
+	case !indexed:
 		return false, nil
+	case readOnly:
+		return hasDivergences(ctx, db)
 	}
-	if !readOnly {
-		if err := x.ensureFlags(ctx, db); err != nil {
-			return false, err
-		}
-	}
-	return hasDivergences(ctx, db)
+	return true, x.ensureFlags(ctx, db)
 }
 
 // hasDivergences reports whether the runs table of db has its divergences column.
