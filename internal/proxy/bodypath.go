@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
@@ -86,6 +87,12 @@ func (bp bodyPath) selectLocated(v any) []*spec.LocatedNode {
 // shortToQuery rewrites a short-form path as an RFC 9535 query in bracket notation. A bracket
 // must be "[*]" or "[N]" (N a non-negative integer without sign or leading zeros).
 func shortToQuery(p string) (string, error) {
+	if !utf8.ValidString(p) {
+		// A decoded body's names are valid UTF-8 (encoding/json replaces a bad byte with U+FFFD),
+		// and writeQuotedName would write U+FFFD for it too: the path would match a name it
+		// does not spell.
+		return "", errors.New("not valid UTF-8")
+	}
 	for _, seg := range strings.Split(p, ".") {
 		if seg == "" {
 			return "", errEmptySegment

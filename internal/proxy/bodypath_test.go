@@ -77,6 +77,7 @@ func TestBodyPathErrors(t *testing.T) {
 	for p, ok := range map[string]bool{
 		"$..request_id": true, "$.messages[?@.role=='system'].id": true, "$['x-request-id']": true,
 		"$.a[": false, "$.messages[?@.role==]": false, "$a": false, "$.a.": false,
+		"me\x8bsages": false, // not UTF-8: it would have matched "me\ufffdsages"
 	} {
 		_, err := NewReplayer(Config{Logger: quietLogger()}, ptrace.NewTraces(), pcommon.TraceID{}, ReplayOptions{IgnoreBody: []string{p}})
 		switch {
