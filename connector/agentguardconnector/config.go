@@ -20,6 +20,11 @@ type Config struct {
 	// MaxSessions bounds the sessions tracked at once; the least recently active session is
 	// dropped (and ends) when a new one arrives at the limit.
 	MaxSessions int `mapstructure:"max_sessions"`
+	// MaxSessionsMiB bounds the estimated heap bytes of all sessions' state (session.heapBytes:
+	// identity strings, the loop detector's fingerprints, occurrences and run of spans), in MiB:
+	// the least recently active sessions end (reason "evicted") while the total is above it.
+	// The bound holds whatever the sessions' shape; max_sessions alone bounds a count.
+	MaxSessionsMiB int `mapstructure:"max_sessions_mib"`
 	// SessionIdleTimeout ends a session with no span for this long.
 	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
 	// MaxSeenSpans bounds the (trace id, span id) pairs remembered to count each span once: a
@@ -206,6 +211,7 @@ type ContextPressureConfig struct {
 func createDefaultConfig() *Config {
 	return &Config{
 		MaxSessions:          50000,
+		MaxSessionsMiB:       64,
 		SessionIdleTimeout:   30 * time.Minute,
 		MaxSeenSpans:         100000,
 		ExpiryInterval:       time.Minute,
@@ -254,6 +260,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	pos("max_sessions", c.MaxSessions)
+	pos("max_sessions_mib", c.MaxSessionsMiB)
 	pos("max_seen_spans", c.MaxSeenSpans)
 	dur("session_idle_timeout", c.SessionIdleTimeout)
 	dur("expiry_interval", c.ExpiryInterval)

@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 
 	custom := createDefaultConfig()
 	custom.MaxSessions = 1000
+	custom.MaxSessionsMiB = 16
 	custom.SessionIdleTimeout = 10 * time.Minute
 	custom.ExpiryInterval = 30 * time.Second
 	custom.MetricsFlushInterval = 10 * time.Second
@@ -54,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "inline_pricing"), wantErr: "pricing"},
 		{id: component.NewIDWithName(metadata.Type, "inline_session_keys"), wantErr: "session_keys"},
 		{id: component.NewIDWithName(metadata.Type, "no_sessions"), wantErr: "max_sessions: must be positive, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "no_sessions_memory"), wantErr: "max_sessions_mib: must be positive, got -1"},
 		{id: component.NewIDWithName(metadata.Type, "no_flush"), wantErr: "metrics_flush_interval: must be a positive duration, got 0s"},
 		{id: component.NewIDWithName(metadata.Type, "bad_pattern_series"), wantErr: "patterns.max_series: must be positive, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "bad_pattern_factor"), wantErr: "patterns.rate_jump.factor: must be greater than 1, got 1"},

@@ -4,6 +4,7 @@ package agentguardconnector // import "github.com/runagain/runagain/connector/ag
 
 import (
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -18,6 +19,46 @@ type session struct {
 
 	loop        loopState // loop detector
 	costAlerted bool      // cost spike detector: one alert per session
+
+	bytes int64 // heapBytes when last accounted (state.account)
+}
+
+// Sizes (bytes, 64-bit Go) heapBytes adds up. lruEntryBytes is one entry of simplelru's map and
+// list (the list element, 48, the map slot of a string key and pointer, 24, and the map's
+// per-slot overhead), mapSlotBytes one slot of a Go map of small keys and values with its share
+// of the table's control bytes and load factor (7/8).
+const (
+	sessionBytes   = int64(unsafe.Sizeof(session{}))
+	fpSeenBytes    = int64(unsafe.Sizeof(fpSeen{}))
+	spanRefBytes   = int64(unsafe.Sizeof(spanRef{}))
+	occurBytes     = int64(unsafe.Sizeof(occurrences{}))
+	subjectBytes   = int64(unsafe.Sizeof(subject{}))
+	lruEntryBytes  = 96
+	mapSlotBytes   = 24
+	mapHeaderBytes = 48
+)
+
+// heapBytes estimates the heap bytes s holds: the struct and its LRU entry, its strings (the
+// id counted twice: key and field), and the loop detector's slices and maps by capacity. It is
+// an estimate (allocator size classes round up), within about 20% of what the Go heap holds for
+// sessions of the bench's shape (TestSessionsMemoryBound).
+func (s *session) heapBytes() int64 {
+	n := sessionBytes + lruEntryBytes + int64(2*len(s.id)+len(s.agent)+len(s.service))
+	ls := &s.loop
+	n += int64(cap(ls.seen))*fpSeenBytes + int64(cap(ls.runSpans))*spanRefBytes + int64(len(ls.lastTool))
+	if ls.reps != nil {
+		n += mapHeaderBytes + int64(len(ls.reps))*(mapSlotBytes+8)
+		for _, o := range ls.reps {
+			n += occurBytes + int64(cap(o.times))*8 + int64(cap(o.spans))*spanRefBytes
+		}
+	}
+	if ls.alerted != nil {
+		n += mapHeaderBytes
+		for subj := range ls.alerted {
+			n += subjectBytes + 8 + int64(len(subj.name))
+		}
+	}
+	return n
 }
 
 // spanRef names one span.
@@ -56,6 +97,7 @@ func (st *state) session(e *event, now time.Time) *session {
 // endSession runs when a session leaves the LRU (idle expiry or eviction): the detectors that
 // learn from ended sessions see it (its cost joins the baseline of its group), then onEnd.
 func (st *state) endSession(_ string, s *session) {
+	st.bytes -= s.bytes
 	for _, d := range st.enders {
 		d.sessionEnded(s)
 	}

@@ -28,11 +28,14 @@ type state struct {
 	enders    []sessionEnder // detectors told of ended sessions
 	onEnd     func(*session, bool)
 	expiring  bool
-	call      call // the call being processed (reused: no allocation per span)
+	// bytes is the sum of the sessions' heapBytes when last accounted, limit its bound in
+	// bytes (max_sessions_mib).
+	bytes, limit int64
+	call         call // the call being processed (reused: no allocation per span)
 }
 
 func newState(cfg *Config, onEnd func(*session, bool)) (*state, error) {
-	st := &state{cfg: cfg, onEnd: onEnd, agg: newAggregator(cfg.MaxSeries, cfg.Exemplars.MaxPerDataPoint, cfg.MetricConventions.names())}
+	st := &state{cfg: cfg, onEnd: onEnd, limit: int64(cfg.MaxSessionsMiB) << 20, agg: newAggregator(cfg.MaxSeries, cfg.Exemplars.MaxPerDataPoint, cfg.MetricConventions.names())}
 	var err error
 	if st.sessions, err = simplelru.NewLRU(cfg.MaxSessions, st.endSession); err != nil {
 		return nil, fmt.Errorf("max_sessions: %w", err)
@@ -96,7 +99,20 @@ func (st *state) process(e *event, prices *pricing.Prices, b *batch) bool {
 			b.raise(a)
 		}
 	}
+	st.account(c.s)
 	return priced
+}
+
+// account brings st.bytes up to date with s's state after a span changed it, then ends the
+// least recently active other sessions while the total is above the limit (s, just seen, is
+// the most recent: it stays even alone above the limit, and is bounded by loop.max_fingerprints).
+func (st *state) account(s *session) {
+	n := s.heapBytes()
+	st.bytes += n - s.bytes
+	s.bytes = n
+	for st.limit > 0 && st.bytes > st.limit && st.sessions.Len() > 1 {
+		st.sessions.RemoveOldest()
+	}
 }
 
 // newCall reads e's span into st.call.

@@ -5,6 +5,7 @@ package agentguardconnector
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -275,4 +276,65 @@ func TestEmptyIDsSkipped(t *testing.T) {
 			assert.Empty(t, alertsOf(ld))
 		})
 	}
+}
+
+// TestSessionsMemoryBound feeds sessions of the bench's shape (an LLM call and distinct tool
+// calls each) until max_sessions_mib evicts: the accounted total stays within the bound after
+// every batch, the evicted sessions are the least recently active ones, and the estimate is
+// checked against the Go heap the sessions hold (live heap after GC with and without them).
+func TestSessionsMemoryBound(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxSessionsMiB = 1
+	cfg.MaxSeenSpans = 1 // the seen-span LRU and the join window are not session state
+	cfg.JoinWindow.MaxSpans = 0
+	h := newHarness(t, cfg)
+	const perBatch, tools = 200, 12
+	n := uint64(0)
+	feed := func(batch int) {
+		b := newTraceBuilder()
+		for i := 0; i < perBatch; i++ {
+			sess := fmt.Sprintf("session-%06d", batch*perBatch+i)
+			n++
+			tr := n
+			b.span("svc", tr, n, t0.Add(time.Duration(n)*time.Millisecond), time.Millisecond,
+				llmAttrs(sess, "agent", "gpt-4o-mini", 1000, 100, "stop"))
+			for k := 0; k < tools; k++ {
+				n++
+				b.span("svc", tr, n, t0.Add(time.Duration(n)*time.Millisecond), time.Millisecond,
+					toolAttrs(sess, "search_web", fmt.Sprintf(`{"q":"query %d of %s"}`, k, sess)))
+			}
+		}
+		h.feed(b.td)
+	}
+	accounted := func() (int64, int) {
+		h.g.mu.Lock()
+		defer h.g.mu.Unlock()
+		return h.g.state.bytes, h.g.state.sessions.Len()
+	}
+	const batches = 40
+	for batch := 0; batch < batches; batch++ {
+		feed(batch)
+		b, _ := accounted()
+		require.LessOrEqual(t, b, int64(1<<20), "batch %d", batch)
+	}
+	b, live := accounted()
+	require.Less(t, live, batches*perBatch, "the bound evicted no session")
+	require.Greater(t, b, int64(1<<20)*9/10, "the total is not near the bound: %d", b)
+	// The survivors are the newest sessions.
+	h.g.mu.Lock()
+	_, oldest, _ := h.g.state.sessions.GetOldest()
+	h.g.mu.Unlock()
+	assert.Equal(t, fmt.Sprintf("session-%06d", batches*perBatch-live), oldest.id)
+	// Sum the accounted bytes against the heap: drop every session and measure what is freed.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	h.g.mu.Lock()
+	h.g.state.sessions.Purge()
+	h.g.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	freed := int64(before.HeapAlloc) - int64(after.HeapAlloc)
+	t.Logf("%d sessions: accounted %d bytes, heap freed %d bytes (%.2f)", live, b, freed, float64(freed)/float64(b))
+	assert.InDelta(t, 1, float64(freed)/float64(b), 0.35, "estimate off: accounted %d, freed %d", b, freed)
 }

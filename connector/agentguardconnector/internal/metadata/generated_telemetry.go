@@ -68,7 +68,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ConnectorAgentGuardSessionsEnded, err = builder.meter.Int64Counter(
 		"otelcol_connector_agent_guard_sessions_ended",
-		metric.WithDescription("Sessions whose state was released, by reason (idle expiry or LRU eviction at max_sessions). [Development]"),
+		metric.WithDescription("Sessions whose state was released, by reason (idle expiry, or LRU eviction at max_sessions or max_sessions_mib). [Development]"),
 		metric.WithUnit("{session}"),
 	)
 	errs = errors.Join(errs, err)

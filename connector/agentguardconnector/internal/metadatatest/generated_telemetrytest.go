@@ -40,7 +40,7 @@ func AssertEqualConnectorAgentGuardAlerts(t *testing.T, tt *componenttest.Teleme
 func AssertEqualConnectorAgentGuardSessionsEnded(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_agent_guard_sessions_ended",
-		Description: "Sessions whose state was released, by reason (idle expiry or LRU eviction at max_sessions). [Development]",
+		Description: "Sessions whose state was released, by reason (idle expiry, or LRU eviction at max_sessions or max_sessions_mib). [Development]",
 		Unit:        "{session}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
