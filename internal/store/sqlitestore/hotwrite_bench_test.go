@@ -55,6 +55,35 @@ func benchRequests(n int, seed uint64) []ptrace.Traces {
 	return out
 }
 
+// writeConcurrently writes reqs to db from writers goroutines, each taking the next request,
+// and returns when all are written (an error fails b).
+func writeConcurrently(ctx context.Context, b *testing.B, db *DB, reqs []ptrace.Traces, writers int) {
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				if i == len(reqs) {
+					next.Unlock()
+					return
+				}
+				td := reqs[i]
+				i++
+				next.Unlock()
+				if _, err := db.WriteTraces(ctx, td); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // processCPU returns the user and system CPU time the process has used, in ns.
 func processCPU(b *testing.B) int64 {
 	var ru syscall.Rusage
@@ -137,14 +166,20 @@ func BenchmarkHotWrite(b *testing.B) {
 	}
 }
 
-func benchHotWrite(b *testing.B, writers int, mode string) {
-	ctx := context.Background()
+// openBenchHot opens a new hot file in b's temporary directory, closed when b ends.
+func openBenchHot(b *testing.B) (*DB, string) {
 	path := filepath.Join(b.TempDir(), "hot.db")
 	db, err := Open(path, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+func benchHotWrite(b *testing.B, writers int, mode string) {
+	ctx := context.Background()
+	db, path := openBenchHot(b)
 	db.rowFrames = mode == "rows"
 	db.group.off = mode != "group"
 	// Train the dictionary first (trainSpans spans), as on a file in use.
@@ -157,33 +192,10 @@ func benchHotWrite(b *testing.B, writers int, mode string) {
 		b.Fatal("no dictionary trained")
 	}
 	reqs := benchRequests(b.N, 1)
-	var next sync.Mutex
-	i := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU(b)
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				next.Lock()
-				if i == len(reqs) {
-					next.Unlock()
-					return
-				}
-				td := reqs[i]
-				i++
-				next.Unlock()
-				if _, err := db.WriteTraces(ctx, td); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	writeConcurrently(ctx, b, db, reqs, writers)
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/span")
 	// CPU time of the process (all threads, GC included) per span: on a shared machine it
