@@ -46,19 +46,20 @@ func TestGrowthRatiosAndTable(t *testing.T) {
 	g := &Growth{Rounds: []*Round{
 		{Round: 1, CPUPer1k: 0.2, SpansPerSec: 1000, LiveHeapMB: 100, DiskPerSes: 5000, RSSMB: 300, P99ms: 100, IdleReached: true,
 			Reads: []Read{{Name: "runagain sessions --limit 20", MedianMS: 50}}},
-		{Round: 2, CPUPer1k: 0.21, SpansPerSec: 990, LiveHeapMB: 105, DiskPerSes: 5000, RSSMB: 310, P99ms: 100, IdleReached: true},
-		{Round: 3, CPUPer1k: 0.3, SpansPerSec: 950, LiveHeapMB: 104, DiskPerSes: 5100, RSSMB: 320, P99ms: 110, IdleReached: true,
+		{Round: 2, CPUPer1k: 0.21, SpansPerSec: 990, LiveHeapMB: 105, DiskPerSes: 5000, AddedPerSes: 4000, RSSMB: 310, P99ms: 100, IdleReached: true},
+		{Round: 3, CPUPer1k: 0.3, SpansPerSec: 950, LiveHeapMB: 104, DiskPerSes: 5100, AddedPerSes: 4200, RSSMB: 320, P99ms: 110, IdleReached: true,
 			Reads: []Read{{Name: "runagain sessions --limit 20", MedianMS: 60}}},
 	}}
 	g.Ratios = growthRatios(g.Rounds)
-	for k, want := range map[string]float64{"cpu_per_span": 1.5, "spans_per_s": 0.95, "read runagain sessions --limit 20": 1.2} {
+	for k, want := range map[string]float64{"cpu_per_span": 1.5, "spans_per_s": 0.95, "read runagain sessions --limit 20": 1.2, "added_per_session": 1.05} {
 		if got := g.Ratios[k]; got < want-1e-9 || got > want+1e-9 {
 			t.Errorf("%s: %v, want %v", k, got, want)
 		}
 	}
 	md := growthTable(g)
 	for _, want := range []string{"| last / first | | 0.95 | 1.50 |", "CPU per span within 10% from round 1 to round 3: 1.50, MISSED",
-		"spans/s within 10% from round 1 to round 3: 0.95, met", "| `runagain sessions --limit 20` | 50 (0–0) | 60 (0–0) | 1.20 |"} {
+		"spans/s within 10% from round 1 to round 3: 0.95, met",
+		"bytes added per session within 10% from round 2 (round 1 also creates the WALs and fixed files) to round 3: 1.05, met", "| `runagain sessions --limit 20` | 50 (0–0) | 60 (0–0) | 1.20 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("growth table lacks %q:\n%s", want, md)
 		}
