@@ -108,7 +108,7 @@ type ColdConfig struct {
 
 // JoinWindowConfig configures the counting rule across batches (internal/runview/rule.Window).
 type JoinWindowConfig struct {
-	// MaxSpans bounds the spans remembered, in all traces (about 120 bytes each; the least
+	// MaxSpans bounds the spans remembered, in all traces (about 230 bytes each of Go heap, measured at the bound; the least
 	// recently seen trace is forgotten first). 0 applies the rule within each batch only.
 	MaxSpans int `mapstructure:"max_spans"`
 	// IdleTimeout forgets a trace with no span for this long.
@@ -149,7 +149,7 @@ type PayloadsConfig struct {
 	// Pack sets when the open segment is sealed and uploaded.
 	Pack PackConfig `mapstructure:"pack"`
 	// DedupCacheSize is how many object locations are cached in memory in front of the digest
-	// index (hashicorp/golang-lru, about 100 bytes each); single objects: keys remembered as
+	// index (hashicorp/golang-lru, about 270 bytes each of Go heap, measured at the bound); single objects: keys remembered as
 	// present. Default (and 0) 100000.
 	DedupCacheSize int `mapstructure:"dedup_cache_size"`
 	// CompressionLevel is the zstd level: fastest, default, better or best. "default" is zstd's
