@@ -119,7 +119,7 @@ func TestRunIndexCountsDivergences(t *testing.T) {
 	}
 
 	f := store.RunFilter{Flagged: true, Limit: 20}
-	via, err := pickIndex(ctx, hot.db, f, store.RunOrder{}, hot.ranks, hot.deferred)
+	via, err := pickIndex(ctx, hot.db, f, store.RunOrder{}, hot.ranks)
 	require.NoError(t, err)
 	assert.Equal(t, "runs_flagged", via)
 	q, args := rankedRunsQuery(f, store.RunOrder{}, via)

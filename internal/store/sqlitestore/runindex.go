@@ -25,18 +25,13 @@ package sqlitestore
 //	  alerts                INTEGER  agent_guard alert records of the run (hot: logs with event
 //	                                 runagain.alert; warm: key events of kind alert)
 //	  ingested_unix_nano    INTEGER  the latest ingestion of its span rows
-//	  divergences           INTEGER  replay divergence records of the run (hot schema 9, warm 5)
-//	  ranked                INTEGER  1: in runs_cost, runs_duration and runs_tokens; 0: a run the
-//	                                 writer has not ranked yet, in runs_unranked ("Ranking in
-//	                                 batches" below; added when a file is opened for writing)
 //
 //	indexes: runs_start (start_time_unix_nano DESC, trace_id): newest first and time ranges;
 //	         runs_session (session_id, start_time_unix_nano DESC, trace_id): the runs of a session;
 //	         runs_cost, runs_duration, runs_tokens, runs_errors (KEY DESC, start_time_unix_nano
 //	         DESC, trace_id) for each store.RunOrder key but start (runOrderSQL's expression):
-//	         the ranked listings (rankIndex), the first three over the ranked runs only. A file of
-//	         any version gains them when opened for writing; read-only without them a ranked
-//	         listing sorts, and with full ones (an older build's) it reads them as they are.
+//	         the ranked listings (rankIndex). Part of the DDL, so a file of any version gains
+//	         them when opened for writing; read-only without them a ranked listing sorts.
 //
 // Every value is the aggregate the listing computed over the span rows before the index existed
 // (listRuns): a row is recomputed from the run's span rows (through the (trace_id, span_id)
@@ -80,8 +75,7 @@ CREATE TABLE IF NOT EXISTS runs (
   orphans              INTEGER NOT NULL,
   alerts               INTEGER NOT NULL,
   ingested_unix_nano   INTEGER NOT NULL,
-  divergences          INTEGER NOT NULL DEFAULT 0,
-  ranked               INTEGER NOT NULL DEFAULT 1
+  divergences          INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_start ON runs (start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_session ON runs (session_id, start_time_unix_nano DESC, trace_id);
@@ -323,103 +317,12 @@ var rankIndex = map[string]string{
 // page and count only, where runs_start read every run in between (about ten times as many rows
 // at readbench's one failing run in ten, BENCHMARKS.md "Reads at 10^4, 10^5 and 10^6 runs").
 const rankIndexesDDL = `
+CREATE INDEX IF NOT EXISTS runs_duration ON runs (MAX(end_time_unix_nano - start_time_unix_nano, 0) DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_cost ON runs (cost_usd DESC, start_time_unix_nano DESC, trace_id);
+CREATE INDEX IF NOT EXISTS runs_tokens ON runs (input_tokens + output_tokens DESC, start_time_unix_nano DESC, trace_id);
 CREATE INDEX IF NOT EXISTS runs_errors ON runs (errors DESC, start_time_unix_nano DESC, trace_id) WHERE errors > 0;
 CREATE INDEX IF NOT EXISTS runs_failed ON runs (start_time_unix_nano DESC, trace_id) WHERE errors > 0;
 `
-
-// # Ranking in batches (runs.ranked)
-//
-// runs_duration, runs_cost and runs_tokens are ordered by a value a run gets at random, so each
-// run a commit writes dirties a leaf page of each that no other run of the commit shares once the
-// index has many more leaves than a commit has runs: a 16 KiB WAL frame per run and index,
-// copied again at the checkpoint, the largest part of the write path's growth with the store
-// (BENCHMARKS.md, "What grows"). So they hold only the runs whose ranked column is 1 (partial
-// indexes), and the writer writes a new run with ranked 0, listed by runs_unranked (in ingestion
-// order: its entries go at the end of a small index). At most every rankEvery the writer sets
-// ranked to 1 for every unranked run in one statement (rankRuns): the runs of those seconds enter
-// the three indexes together, sharing their leaves. A ranked listing through one of them reads its
-// best rows among the ranked runs and every unranked run of its filter, and keeps the best
-// (rankedUnion). A run recomputed from its span rows (fill) is ranked at once (the column's
-// default); a ranked run that gains spans stays ranked (its entries move, as before).
-const deferredRanksDDL = `
-CREATE INDEX IF NOT EXISTS runs_duration ON runs (MAX(end_time_unix_nano - start_time_unix_nano, 0) DESC, start_time_unix_nano DESC, trace_id) WHERE ranked;
-CREATE INDEX IF NOT EXISTS runs_cost ON runs (cost_usd DESC, start_time_unix_nano DESC, trace_id) WHERE ranked;
-CREATE INDEX IF NOT EXISTS runs_tokens ON runs (input_tokens + output_tokens DESC, start_time_unix_nano DESC, trace_id) WHERE ranked;
-CREATE INDEX IF NOT EXISTS runs_unranked ON runs (ingested_unix_nano) WHERE NOT ranked;
-`
-
-// rankEvery is how often, at most, a writer ranks its unranked runs (rankRuns): a ranked listing
-// reads every run of its filter written in about that long through runs_unranked.
-const rankEvery = 2 * time.Second
-
-// deferredRank reports whether via is one of the indexes of ranked runs only (deferredRanksDDL).
-func deferredRank(via string) bool {
-	return via == "runs_duration" || via == "runs_cost" || via == "runs_tokens"
-}
-
-// ensureRanked gives the runs table of a file written before the ranked column its column
-// (every run ranked) and turns its three full rank indexes into deferredRanksDDL's, in one
-// transaction; a file with the column is only given what deferredRanksDDL creates.
-func ensureRanked(ctx context.Context, db *sql.DB) error {
-	has, err := hasColumn(ctx, db, "runs", "ranked")
-	if err != nil {
-		return err
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if !has {
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE runs ADD COLUMN ranked INTEGER NOT NULL DEFAULT 1;
-		  DROP INDEX IF EXISTS runs_duration; DROP INDEX IF EXISTS runs_cost; DROP INDEX IF EXISTS runs_tokens;`); err != nil {
-			return fmt.Errorf("run index: add ranked: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, deferredRanksDDL); err != nil {
-		return fmt.Errorf("run index: %w", err)
-	}
-	return tx.Commit()
-}
-
-// openDeferred is, for a file just opened with its run index (indexed), whether its rank
-// indexes hold the ranked runs only (deferredRanksDDL): a file opened for writing is given them
-// (ensureRanked); read-only, a file of an older build has full ones.
-func openDeferred(ctx context.Context, db *sql.DB, indexed, readOnly bool) (bool, error) {
-	switch {
-	case !indexed:
-		return false, nil
-	case readOnly:
-		var n int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_unranked'`).Scan(&n)
-		return n == 1, err
-	}
-	return true, ensureRanked(ctx, db)
-}
-
-// rankRuns ranks every unranked run in tx (deferredRanksDDL) when rankEvery has passed since
-// *last, which it then sets to now.
-func rankRuns(ctx context.Context, tx *sql.Tx, last *time.Time, now time.Time) error {
-	if now.Sub(*last) < rankEvery {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs INDEXED BY runs_unranked SET ranked = 1 WHERE NOT ranked`); err != nil {
-		return fmt.Errorf("run index: rank runs: %w", err)
-	}
-	*last = now
-	return nil
-}
-
-// hasColumn reports whether table of db has column.
-func hasColumn(ctx context.Context, db queryer, table, column string) (bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT 1 FROM pragma_table_info(?) WHERE name = ?`, table, column)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	has := rows.Next()
-	return has, rows.Err()
-}
 
 // flagsDDL creates runs_flagged, the runs with an alert or a divergence record in start order
 // (the sessions page's alerts filter, store.RunFilter.Flagged), and the tier's trigger on
@@ -495,7 +398,13 @@ func openFlags(ctx context.Context, db *sql.DB, x runIndex, indexed, readOnly bo
 
 // hasDivergences reports whether the runs table of db has its divergences column.
 func hasDivergences(ctx context.Context, db queryer) (bool, error) {
-	return hasColumn(ctx, db, "runs", "divergences")
+	rows, err := db.QueryContext(ctx, `SELECT 1 FROM pragma_table_info('runs') WHERE name = 'divergences'`)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	has := rows.Next()
+	return has, rows.Err()
 }
 
 // hasRankIndexes reports whether the file of db has every rankIndex index and runs_failed (a
@@ -579,21 +488,18 @@ func rankedRunsQuery(f store.RunFilter, o store.RunOrder, via string, terms ...s
 // SQLite, without statistics, would take a key's index for the cost or errors filter and sort
 // the whole range: runs_session for a session, runs_start in start order and for a ranked
 // listing whose time range holds fewer than rangeSortMax runs, else the key's index.
-func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string, ranks, deferred bool) ([]store.RunSummary, error) {
+func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, tier string, ranks bool) ([]store.RunSummary, error) {
 	if _, ok := runOrderSQL[o.Key]; o.Key != "" && !ok {
 		return nil, fmt.Errorf("sqlite %s tier: order runs by %q: %w", tier, o.Key, errors.ErrUnsupported)
 	}
-	via, err := pickIndex(ctx, db, f, o, ranks, deferred)
+	via, err := pickIndex(ctx, db, f, o, ranks)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite %s tier: list runs: %w", tier, err)
 	}
 	var out []store.RunSummary
-	switch {
-	case via == "runs_errors" && o.Key == store.OrderErrors && f.Limit > 0:
+	if via == "runs_errors" && o.Key == store.OrderErrors && f.Limit > 0 {
 		out, err = byErrors(ctx, db, f, o, tier)
-	case deferred && deferredRank(via):
-		out, err = rankedUnion(ctx, db, f, o, via, tier)
-	default:
+	} else {
 		q, args := rankedRunsQuery(f, o, via)
 		out, err = scanRuns(ctx, db, q, args, tier)
 	}
@@ -612,17 +518,12 @@ func indexedRuns(ctx context.Context, db queryer, f store.RunFilter, o store.Run
 	if !f.Keep(own[0]) {
 		return out, nil
 	}
-	return mergeRuns(out, own, o, f.Limit), nil
-}
-
-// mergeRuns is the first limit (0: all) of out and more together in order o.
-func mergeRuns(out, more []store.RunSummary, o store.RunOrder, limit int) []store.RunSummary {
-	out = append(out, more...)
+	out = append(out, own...)
 	o.Sort(out)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
 	}
-	return out
+	return out, nil
 }
 
 // pickIndex names the index indexedRuns walks for f in order o ("" without ranks: SQLite picks):
@@ -634,9 +535,7 @@ func mergeRuns(out, more []store.RunSummary, o store.RunOrder, limit int) []stor
 //     runs_flagged;
 //   - in another order, the key's index, unless f's time range holds fewer than rangeSortMax
 //     runs: then runs_start (the range, sorted).
-//
-// With deferred (deferredRanksDDL), the count on runs_cost is of the ranked runs.
-func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, ranks, deferred bool) (string, error) {
+func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, ranks bool) (string, error) {
 	switch {
 	case !ranks:
 		return "", nil
@@ -644,11 +543,7 @@ func pickIndex(ctx context.Context, db queryer, f store.RunFilter, o store.RunOr
 		return "runs_session", nil
 	case rankIndex[o.Key] == "" || f.Limit <= 0:
 		if f.MinCostUSD > 0 {
-			var terms []string
-			if deferred {
-				terms = []string{"ranked"}
-			}
-			if small, err := fewRuns(ctx, db, store.RunFilter{MinCostUSD: f.MinCostUSD}, "runs_cost", terms...); err != nil || small {
+			if small, err := fewRuns(ctx, db, store.RunFilter{MinCostUSD: f.MinCostUSD}, "runs_cost"); err != nil || small {
 				return "runs_cost", err
 			}
 		}
@@ -700,28 +595,11 @@ func byErrors(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrd
 	return append(out, more...), err
 }
 
-// rankedUnion is the listing of f in order o through via, one of the indexes of ranked runs
-// (deferredRanksDDL): its best f.Limit ranked runs and the best f.Limit unranked ones (the runs
-// of the last rankEvery or so, on runs_unranked), merged in o's order.
-func rankedUnion(ctx context.Context, db queryer, f store.RunFilter, o store.RunOrder, via, tier string) ([]store.RunSummary, error) {
-	q, args := rankedRunsQuery(f, o, via, "ranked")
-	out, err := scanRuns(ctx, db, q, args, tier)
-	if err != nil {
-		return nil, err
-	}
-	q, args = rankedRunsQuery(f, o, "runs_unranked", "NOT ranked")
-	recent, err := scanRuns(ctx, db, q, args, tier)
-	if err != nil || len(recent) == 0 {
-		return out, err
-	}
-	return mergeRuns(out, recent, o, f.Limit), nil
-}
-
 // fewRuns reports whether fewer than rangeSortMax runs match g (its time range, cost and error
 // filters), reading at most that many rows of index.
-func fewRuns(ctx context.Context, db queryer, g store.RunFilter, index string, terms ...string) (bool, error) {
+func fewRuns(ctx context.Context, db queryer, g store.RunFilter, index string) (bool, error) {
 	g.Limit = rangeSortMax
-	q, args := rankedRunsQuery(g, store.RunOrder{}, index, terms...)
+	q, args := rankedRunsQuery(g, store.RunOrder{}, index)
 	if i := strings.Index(q, " ORDER BY "); i >= 0 {
 		q = q[:i] + fmt.Sprintf(" LIMIT %d", rangeSortMax) // any rows: the index's order
 	}
@@ -1303,11 +1181,9 @@ func (x runIndex) applyRuns(ctx context.Context, tx *sql.Tx, b *RunBatch) error 
 	if len(whole) == 0 {
 		return nil
 	}
-	// A new row is unranked (deferredRanksDDL): rankRuns ranks it with the runs of the next
-	// seconds.
 	st, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO runs (trace_id, session_id, start_time_unix_nano,
 	  end_time_unix_nano, spans, models, service_name, agent_name, input_tokens, output_tokens, errors, cost_usd, unpriced,
-	  roots, orphans, alerts, ingested_unix_nano, divergences, ranked) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)`)
+	  roots, orphans, alerts, ingested_unix_nano, divergences) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return err
 	}

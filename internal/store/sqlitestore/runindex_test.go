@@ -541,46 +541,31 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 				}), func(f store.RunFilter) ([]store.RunSummary, error) { set(ranks, max); return warm.Runs(ctx, f) }})
 		}
 	}
-	// The writer ranked the runs of its one batch in the batch's transaction (rankRuns); then half
-	// of them are made unranked, as the runs of the last seconds are, and every listing is read
-	// again: the ranked ones through the key's index and the others on runs_unranked.
-	for _, state := range []string{"ranked", "half unranked"} {
-		if state == "half unranked" {
-			for _, db := range []*sql.DB{hot.db, warm.db} {
-				_, err := db.ExecContext(ctx, `UPDATE runs SET ranked = 0 WHERE substr(trace_id, 32) < '8'`)
-				require.NoError(t, err)
-				var n int
-				require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs INDEXED BY runs_unranked WHERE NOT ranked`).Scan(&n))
-				require.Greater(t, n, 0)
-				require.Less(t, n, len(all))
-			}
-		}
-		for _, tier := range tiers {
-			tierName := strings.Fields(tier.name)[0]
-			for _, f := range fs {
-				for _, o := range orders {
-					for _, limit := range []int{f.Limit, 1, 3} {
-						ff := f
-						ff.Limit = limit
-						var want []store.RunSummary
-						for _, r := range all {
-							if ff.Keep(r) {
-								r.Tier = tierName
-								want = append(want, r)
-							}
+	for _, tier := range tiers {
+		tierName := strings.Fields(tier.name)[0]
+		for _, f := range fs {
+			for _, o := range orders {
+				for _, limit := range []int{f.Limit, 1, 3} {
+					ff := f
+					ff.Limit = limit
+					var want []store.RunSummary
+					for _, r := range all {
+						if ff.Keep(r) {
+							r.Tier = tierName
+							want = append(want, r)
 						}
-						o.Sort(want)
-						if limit > 0 && len(want) > limit {
-							want = want[:limit]
-						}
-						got, err := tier.list.RankedRuns(ctx, ff, o)
+					}
+					o.Sort(want)
+					if limit > 0 && len(want) > limit {
+						want = want[:limit]
+					}
+					got, err := tier.list.RankedRuns(ctx, ff, o)
+					require.NoError(t, err)
+					assert.Equal(t, want, got, "%s tier, filter %+v, order %+v", tier.name, ff, o)
+					if o == (store.RunOrder{}) {
+						plain, err := tier.runs(ff)
 						require.NoError(t, err)
-						assert.Equal(t, want, got, "%s tier (%s), filter %+v, order %+v", tier.name, state, ff, o)
-						if o == (store.RunOrder{}) {
-							plain, err := tier.runs(ff)
-							require.NoError(t, err)
-							assert.Equal(t, want, plain, "%s tier (%s) Runs, filter %+v", tier.name, state, ff)
-						}
+						assert.Equal(t, want, plain, "%s tier Runs, filter %+v", tier.name, ff)
 					}
 				}
 			}
@@ -605,11 +590,11 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 		few, many string
 	}{{store.RunFilter{Limit: 20, MinCostUSD: 1e-12}, "runs_cost", "runs_start"}, {store.RunFilter{Limit: 20, ErrorsOnly: true}, "runs_failed", "runs_failed"},
 		{store.RunFilter{Limit: 20, ErrorsOnly: true, MinCostUSD: 1e-12}, "runs_cost", "runs_failed"}} {
-		via, err := pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true, hot.deferred)
+		via, err := pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
 		require.NoError(t, err)
 		assert.Equal(t, c.few, via, "%+v", c.f)
 		rangeSortMax = 1
-		via, err = pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true, hot.deferred)
+		via, err = pickIndex(ctx, hot.db, c.f, store.RunOrder{}, true)
 		require.NoError(t, err)
 		assert.Equal(t, c.many, via, "%+v with more than rangeSortMax matches", c.f)
 		rangeSortMax = saved
@@ -629,11 +614,8 @@ func TestRunIndexRanksAndFilters(t *testing.T) {
 		}
 		for _, f := range []store.RunFilter{{Limit: 20}, {Limit: 20, Since: time.Unix(0, runs[3].Start), ErrorsOnly: true, MinCostUSD: mid}} {
 			var terms []string
-			switch {
-			case k == store.OrderErrors:
+			if k == store.OrderErrors {
 				terms = []string{"errors > 0"} // a partial index (byErrors)
-			case deferredRank(rankIndex[k]):
-				terms = []string{"ranked"} // the ranked runs (rankedUnion)
 			}
 			q, args := rankedRunsQuery(f, store.RunOrder{Key: k}, rankIndex[k], terms...)
 			plan := queryPlan(t, hot.db, q, args...)
@@ -697,72 +679,4 @@ func TestRankIndexesAddedOnOpen(t *testing.T) {
 	got, err = rw.RankedRuns(ctx, store.RunFilter{Limit: 3}, store.RunOrder{Key: store.OrderCost})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-}
-
-// TestRankedAddedOnOpen: a file whose rank indexes hold every run and whose runs table has no
-// ranked column (written by an earlier build) lists ranked runs through its full indexes when
-// opened read-only, and opened for writing gains the column (every stored run ranked) and the
-// partial indexes of deferredRanksDDL; a new run is then unranked until rankRuns.
-func TestRankedAddedOnOpen(t *testing.T) {
-	ctx := context.Background()
-	dir, hot, _ := openHotWarm(t)
-	_, err := hot.WriteTraces(ctx, storetest.Traces(indexRuns()...))
-	require.NoError(t, err)
-	order := store.RunOrder{Key: store.OrderCost}
-	want, err := hot.RankedRuns(ctx, store.RunFilter{Limit: 3}, order)
-	require.NoError(t, err)
-	require.Len(t, want, 3)
-	_, err = hot.db.ExecContext(ctx, `DROP INDEX runs_unranked; DROP INDEX runs_cost; DROP INDEX runs_tokens; DROP INDEX runs_duration;
-	  ALTER TABLE runs DROP COLUMN ranked;
-	  CREATE INDEX runs_duration ON runs (MAX(end_time_unix_nano - start_time_unix_nano, 0) DESC, start_time_unix_nano DESC, trace_id);
-	  CREATE INDEX runs_cost ON runs (cost_usd DESC, start_time_unix_nano DESC, trace_id);
-	  CREATE INDEX runs_tokens ON runs (input_tokens + output_tokens DESC, start_time_unix_nano DESC, trace_id);`)
-	require.NoError(t, err)
-	require.NoError(t, hot.Close())
-	path := filepath.Join(dir, "hot.db")
-
-	ro, err := Open(path, Options{ReadOnly: true})
-	require.NoError(t, err)
-	assert.True(t, ro.ranks)
-	assert.False(t, ro.deferred)
-	got, err := ro.RankedRuns(ctx, store.RunFilter{Limit: 3}, order)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
-	require.NoError(t, ro.Close())
-
-	rw, err := Open(path, Options{})
-	require.NoError(t, err)
-	defer rw.Close()
-	assert.True(t, rw.ranks)
-	assert.True(t, rw.deferred, "opened for writing, the file ranks in batches")
-	var partial, unranked int
-	require.NoError(t, rw.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'
-	  AND name IN ('runs_cost', 'runs_tokens', 'runs_duration') AND sql LIKE '% WHERE ranked'`).Scan(&partial))
-	assert.Equal(t, 3, partial)
-	require.NoError(t, rw.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs WHERE NOT ranked`).Scan(&unranked))
-	assert.Zero(t, unranked, "the stored runs are ranked")
-	got, err = rw.RankedRuns(ctx, store.RunFilter{Limit: 3}, order)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
-
-	// A run written within rankEvery of the last ranking is unranked, and listed.
-	rw.rankedAt = time.Now()
-	costly := storetest.Run{Seed: "costly", Session: "s-costly", Service: "svc", Model: "gpt-4.1", Start: 5e18, LLMCalls: 40}
-	_, err = rw.WriteTraces(ctx, storetest.Traces(costly))
-	require.NoError(t, err)
-	require.NoError(t, rw.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs WHERE NOT ranked`).Scan(&unranked))
-	assert.Equal(t, 1, unranked)
-	top, err := rw.RankedRuns(ctx, store.RunFilter{Limit: 1}, order)
-	require.NoError(t, err)
-	require.Len(t, top, 1)
-	assert.Greater(t, top[0].CostUSD, want[0].CostUSD, "the unranked costliest run comes first")
-	// The next write after rankEvery ranks it.
-	rw.rankedAt = time.Time{}
-	_, err = rw.WriteTraces(ctx, storetest.Traces(storetest.Run{Seed: "next", Session: "s-next", Service: "svc", Model: "gpt-4.1", Start: 5e18 + 1, LLMCalls: 1}))
-	require.NoError(t, err)
-	require.NoError(t, rw.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs WHERE NOT ranked`).Scan(&unranked))
-	assert.Zero(t, unranked)
-	again, err := rw.RankedRuns(ctx, store.RunFilter{Limit: 1}, order)
-	require.NoError(t, err)
-	assert.Equal(t, top, again)
 }

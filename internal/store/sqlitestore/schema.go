@@ -3,7 +3,7 @@
 // Package sqlitestore is the embedded hot tier: one SQLite file (modernc.org/sqlite, no cgo)
 // holding every span and log record completely.
 //
-// # Schema (a contract for the CLI and any other reader; version 10)
+// # Schema (a contract for the CLI and any other reader; version 8)
 //
 //	spans: one row per span, unique on (trace_id, span_id)
 //	  trace_id              TEXT     32 lowercase hex characters
@@ -106,14 +106,7 @@ package sqlitestore
 // scans the logs table. So are the run index's sort indexes (runs_cost, runs_duration,
 // runs_tokens, runs_errors: runindex.go), in the hot and the warm file: read-only without them a
 // ranked listing sorts the runs of its range.
-//
-// Version 10 ranks runs in batches (runs.ranked, runindex.go "Ranking in batches"): runs_cost,
-// runs_duration and runs_tokens hold the ranked runs only, runs_unranked the others. A file of an
-// older version opened for writing gains the column (its runs ranked) and the partial indexes in
-// one transaction (ensureRanked); read-only it is read through its full indexes. A build before
-// version 10 refuses a version 10 file (its listings would name the partial indexes without their
-// condition).
-const SchemaVersion = 10
+const SchemaVersion = 9
 
 const ddl = dictsDDL + `
 CREATE TABLE IF NOT EXISTS spans (
@@ -183,5 +176,4 @@ DROP INDEX IF EXISTS spans_session;` + hotIndex.sessionsDDL() + hotIndex.fillSes
 PRAGMA user_version = 8;
 COMMIT;`,
 	8: `SELECT 1;`, // the runs table's divergences column: ensureFlags, which checks for it
-	9: `SELECT 1;`, // the runs table's ranked column: ensureRanked, which checks for it
 }

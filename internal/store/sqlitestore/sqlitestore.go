@@ -32,13 +32,11 @@ type DB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int       // the file's schema version (1: no cost columns, read-only)
-	ranks       bool      // the run index has its rankIndex indexes (runindex.go)
-	deferred    bool      // its rank indexes hold the ranked runs only (deferredRanksDDL)
-	rankedAt    time.Time // the writer's last rankRuns (under the group commit)
-	flags       bool      // the run index has its divergences column (ensureFlags)
-	hasRefs     bool      // the payload_refs table exists (always when opened for writing)
-	refsShape   string    // its shape (refsShape): "split" when opened for writing
+	version     int    // the file's schema version (1: no cost columns, read-only)
+	ranks       bool   // the run index has its rankIndex indexes (runindex.go)
+	flags       bool   // the run index has its divergences column (ensureFlags)
+	hasRefs     bool   // the payload_refs table exists (always when opened for writing)
+	refsShape   string // its shape (refsShape): "split" when opened for writing
 	codec       *otlpCodec
 	// recomputeIndex makes the writer recompute each touched run from all of its span rows (the
 	// maintenance before version 5): the same-run baseline of the write benchmarks.
@@ -109,13 +107,8 @@ func Open(path string, o Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
 	}
-	deferred, err := openDeferred(context.Background(), db, version >= 3, o.ReadOnly)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
-	}
 	d := &DB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
-		ranks: version >= 3 && hasRankIndexes(context.Background(), db), flags: flags, deferred: deferred}
+		ranks: version >= 3 && hasRankIndexes(context.Background(), db), flags: flags}
 	if d.prefixIDs, err = lru.New[string, int64](prefixIDsSize); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite hot tier: %s: %w", path, err)
@@ -242,9 +235,6 @@ func (d *DB) commitTraces(ctx context.Context, ws []*traceWrite) error {
 		err = hotIndex.rebuild(ctx, tx, batch.traces(), false)
 	} else {
 		err = hotIndex.apply(ctx, tx, &batch)
-	}
-	if err == nil {
-		err = rankRuns(ctx, tx, &d.rankedAt, time.Now())
 	}
 	if err != nil {
 		return err
@@ -401,7 +391,7 @@ func stringAttr(m pcommon.Map, k string) string {
 // aggregating its span rows (listRuns), as before the index existed.
 func (d *DB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if d.version >= 3 {
-		return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, store.RunOrder{}, store.TierHot, d.ranks, d.deferred)
+		return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, store.RunOrder{}, store.TierHot, d.ranks)
 	}
 	cost := "SUM(cost_usd), SUM(unpriced)"
 	if d.version < 2 {
@@ -420,7 +410,7 @@ func (d *DB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunOrder
 	if d.version < 3 {
 		return nil, fmt.Errorf("sqlite hot tier: schema version %d has no run index: %w", d.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, o, store.TierHot, d.ranks, d.deferred)
+	return indexedRuns(ctx, runsQueryer(d.db, d.flags), f, o, store.TierHot, d.ranks)
 }
 
 // AggregateRunsQuery is the listing over span rows that file versions without the run index are

@@ -70,8 +70,8 @@ import (
 // opened for writing builds the orphans table from its rows; read-only it is read as it is.
 // Version 5 gives the run index the divergences column and runs_flagged, as the hot file's
 // version 9 (the warm file keeps no divergence record: its count is 0, runs_flagged its runs
-// with alerts). Version 6 ranks runs in batches, as the hot file's version 10.
-const WarmSchemaVersion = 6
+// with alerts).
+const WarmSchemaVersion = 5
 
 // warmMigrations bring an older warm file up to WarmSchemaVersion (openFile).
 var warmMigrations = map[int]string{
@@ -79,7 +79,6 @@ var warmMigrations = map[int]string{
 	2: `DROP INDEX IF EXISTS span_summaries_start; DROP INDEX IF EXISTS span_summaries_session;`,
 	3: warmIndex.buildOrphansSQL(),
 	4: `SELECT 1;`, // the runs table's divergences column: ensureFlags, which checks for it
-	5: `SELECT 1;`, // the runs table's ranked column: ensureRanked, which checks for it
 }
 
 const warmDDL = `
@@ -137,11 +136,9 @@ type WarmDB struct {
 	sessionKeys []string
 	now         func() time.Time
 	prices      *pricing.Prices
-	version     int       // the file's schema version (1: no run index, read-only)
-	ranks       bool      // the run index has its rankIndex indexes (runindex.go)
-	deferred    bool      // its rank indexes hold the ranked runs only (deferredRanksDDL)
-	rankedAt    time.Time // the writer's last rankRuns
-	flags       bool      // the run index has its divergences column (ensureFlags)
+	version     int  // the file's schema version (1: no run index, read-only)
+	ranks       bool // the run index has its rankIndex indexes (runindex.go)
+	flags       bool // the run index has its divergences column (ensureFlags)
 	// recomputeIndex recomputes each touched run from its rows instead of applying the batch
 	// (the benchmark's baseline).
 	recomputeIndex bool
@@ -185,13 +182,8 @@ func OpenWarm(path string, o Options) (*WarmDB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite warm tier: %s: %w", path, err)
 	}
-	deferred, err := openDeferred(context.Background(), db, version >= 2, o.ReadOnly)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite warm tier: %s: %w", path, err)
-	}
 	w := &WarmDB{db: db, sessionKeys: o.SessionKeys, now: o.Now, prices: o.Prices, version: version, noPatterns: o.NoSignatures, memo: o.Memo, variants: newVariantSet(),
-		ranks: version >= 2 && hasRankIndexes(context.Background(), db), flags: flags, deferred: deferred}
+		ranks: version >= 2 && hasRankIndexes(context.Background(), db), flags: flags}
 	if !o.ReadOnly {
 		if err := w.stmts.prepareKeys(context.Background(), db, warmKeys(), warmSQL); err != nil {
 			w.stmts.close()
@@ -615,9 +607,6 @@ func (w *WarmDB) writeTx(ctx context.Context, spans []store.SpanSummary, events 
 	} else {
 		err = warmIndex.apply(ctx, tx, &batch)
 	}
-	if err == nil {
-		err = rankRuns(ctx, tx, &w.rankedAt, time.Now())
-	}
 	if err != nil {
 		return fmt.Errorf("sqlite warm tier: %w", err)
 	}
@@ -771,7 +760,7 @@ func (w *WarmDB) keys() []string { return w.sessionKeys }
 // read-only, by aggregating span_summaries.
 func (w *WarmDB) Runs(ctx context.Context, f store.RunFilter) ([]store.RunSummary, error) {
 	if w.version >= 2 {
-		return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, store.RunOrder{}, store.TierWarm, w.ranks, w.deferred)
+		return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, store.RunOrder{}, store.TierWarm, w.ranks)
 	}
 	return listRuns(ctx, w.db, f, "span_summaries", "SUM(cost_usd), SUM(unpriced)", store.TierWarm)
 }
@@ -784,7 +773,7 @@ func (w *WarmDB) RankedRuns(ctx context.Context, f store.RunFilter, o store.RunO
 	if w.version < 2 {
 		return nil, fmt.Errorf("sqlite warm tier: schema version %d has no run index: %w", w.version, errors.ErrUnsupported)
 	}
-	return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, o, store.TierWarm, w.ranks, w.deferred)
+	return indexedRuns(ctx, runsQueryer(w.db, w.flags), f, o, store.TierWarm, w.ranks)
 }
 
 // Run implements store.Reader: the run rebuilt from its summaries and key events (Tier "warm").
