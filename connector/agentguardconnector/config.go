@@ -30,7 +30,8 @@ type Config struct {
 	// MaxSeenSpans bounds the (trace id, span id) pairs remembered to count each span once: a
 	// span delivered again (an OTLP client retrying after a lost acknowledgement) while its pair
 	// is among the last MaxSeenSpans LLM and tool spans is not counted again (tokens, cost,
-	// alerts). About 170 bytes each of Go heap (a 32-byte key in an LRU entry), measured at the bound.
+	// alerts). About 170 bytes each of Go heap (a 32-byte key in an LRU entry), measured at the
+	// bound.
 	MaxSeenSpans int `mapstructure:"max_seen_spans"`
 	// ExpiryInterval is how often idle sessions are looked for.
 	ExpiryInterval time.Duration `mapstructure:"expiry_interval"`
@@ -66,8 +67,9 @@ type Config struct {
 // recently seen traces are remembered, so the second half of a joined run (the agent's LLM spans
 // or the proxy's exchanges of the same calls) is not metered again.
 type JoinWindowConfig struct {
-	// MaxSpans bounds the spans remembered, in all traces (about 230 bytes each of Go heap, measured at the bound; the least
-	// recently seen trace is forgotten first). 0 applies the rule within each batch only.
+	// MaxSpans bounds the spans remembered, in all traces (about 230 bytes each of Go heap,
+	// measured at the bound; the least recently seen trace is forgotten first). 0 applies the
+	// rule within each batch only.
 	MaxSpans int `mapstructure:"max_spans"`
 	// IdleTimeout forgets a trace with no span for this long: a half arriving later meters again.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`

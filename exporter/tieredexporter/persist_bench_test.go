@@ -3,16 +3,12 @@
 package tieredexporter
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +26,7 @@ import (
 	"github.com/runagain/runagain/extension/runagainstorageextension/storagetest"
 	"github.com/runagain/runagain/internal/store"
 	"github.com/runagain/runagain/internal/store/storetest"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // countingStorage wraps the real file_storage extension and counts the bytes the sending
@@ -107,34 +104,6 @@ func (c countingRecordBackend) WriteRecords(ctx context.Context, r store.Records
 	}
 	c.spans.Add(n)
 	return nil
-}
-
-// writtenBytes is this process's wchar (/proc/self/io): bytes handed to write(2) and pwrite(2)
-// by every goroutine (queues, SQLite, Parquet files), whether or not the page cache has
-// flushed them yet. -1 where /proc is unavailable.
-func writtenBytes() int64 {
-	f, err := os.Open("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "wchar: "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // persistRequest is one request as payload_offload leaves it: 4 runs of 3 LLM calls (and a
@@ -291,7 +260,8 @@ func benchPersist(b *testing.B, m persistMode) {
 		reqs[i] = persistRequest(i)
 	}
 	perReq := int64(reqs[0].SpanCount())
-	w0, c0 := writtenBytes(), cpuTime()
+	_, w0, measured := benchtest.ProcIO()
+	c0 := benchtest.CPUTime()
 	b.ResetTimer()
 	if m.conc == 0 {
 		for i := 0; i < b.N; i++ {
@@ -327,11 +297,12 @@ func benchPersist(b *testing.B, m persistMode) {
 		}
 	}
 	b.StopTimer()
-	w1, c1 := writtenBytes(), cpuTime()
+	_, w1, _ := benchtest.ProcIO()
+	c1 := benchtest.CPUTime()
 	spans := float64(want)
 	b.ReportMetric((c1-c0).Seconds()*1000/spans*1000, "cpu-ms/1k-spans")
 	b.ReportMetric(float64(queued.Load())/spans, "queue-B/span")
-	if w0 >= 0 {
+	if measured {
 		b.ReportMetric(float64(w1-w0)/spans, "disk-B/span")
 	}
 	b.ReportMetric(spans/b.Elapsed().Seconds(), "spans/s")

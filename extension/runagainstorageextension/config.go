@@ -108,8 +108,9 @@ type ColdConfig struct {
 
 // JoinWindowConfig configures the counting rule across batches (internal/runview/rule.Window).
 type JoinWindowConfig struct {
-	// MaxSpans bounds the spans remembered, in all traces (about 230 bytes each of Go heap, measured at the bound; the least
-	// recently seen trace is forgotten first). 0 applies the rule within each batch only.
+	// MaxSpans bounds the spans remembered, in all traces (about 230 bytes each of Go heap,
+	// measured at the bound; the least recently seen trace is forgotten first). 0 applies the
+	// rule within each batch only.
 	MaxSpans int `mapstructure:"max_spans"`
 	// IdleTimeout forgets a trace with no span for this long.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`

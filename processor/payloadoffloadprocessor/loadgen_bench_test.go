@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/loadgen"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // loadgenTraffic makes batches of 256 spans of `runagain loadgen`'s default traffic (resent
@@ -63,14 +64,6 @@ func (g *loadgenTraffic) batch() ptrace.Traces {
 	return td
 }
 
-// processCPU is the process's CPU time (user and system, every goroutine: the background indexer
-// and uploader included), which a loaded machine does not inflate as it does wall time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkOffloadLoadgen measures the processor on `runagain loadgen`'s default traffic (what
 // make bench sends: resent history, 512-byte messages, 256-span batches of one agent's
 // sessions) in the pack layout (the default config: file:// bucket, staging directory on the same
@@ -112,13 +105,13 @@ func benchmarkOffloadLoadgen(b *testing.B) {
 	var gen time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := benchtest.CPUTime()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		c := processCPU()
+		c := benchtest.CPUTime()
 		td := g.batch()
 		spans += td.SpanCount()
-		gen += processCPU() - c
+		gen += benchtest.CPUTime() - c
 		b.StartTimer()
 		if err := h.traces.ConsumeTraces(ctx, td); err != nil {
 			b.Fatal(err)
@@ -128,7 +121,7 @@ func benchmarkOffloadLoadgen(b *testing.B) {
 	// The extension closes the store after the processors: the background work left counts.
 	h.stop()
 	b.StopTimer()
-	cpu := processCPU() - cpu0 - gen
+	cpu := benchtest.CPUTime() - cpu0 - gen
 	b.ReportMetric(float64(cpu.Microseconds())/float64(spans), "cpu-us/span")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(spans), "ns/span")
 	b.ReportMetric(float64(diskBytes(b, base))/float64(spans), "disk-B/span")

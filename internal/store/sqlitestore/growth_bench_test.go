@@ -3,39 +3,15 @@
 package sqlitestore
 
 import (
-	"bufio"
 	"context"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-)
 
-// procIO returns the process's rchar and wchar (bytes passed to read and write calls,
-// /proc/self/io).
-func procIO(b *testing.B) (r, w int64) {
-	f, err := os.Open("/proc/self/io")
-	if err != nil {
-		b.Skip(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch k {
-		case "rchar":
-			r = n
-		case "wchar":
-			w = n
-		}
-	}
-	return r, w
-}
+	"github.com/runagain/runagain/internal/testutil/benchtest"
+)
 
 // randomTraceIDs gives every trace of reqs a random trace id (as the OTel SDK does), keeping
 // the spans of one trace together.
@@ -98,12 +74,15 @@ func benchHotWriteGrowth(b *testing.B, mode string, rounds, per int) {
 		reqs := benchRequests(per, uint64(round))
 		randomTraceIDs(reqs, rng)
 		b.StartTimer()
-		cpu0 := processCPU(b)
-		r0, w0 := procIO(b)
+		cpu0 := benchtest.CPUTime()
+		r0, w0, ok := benchtest.ProcIO()
+		if !ok {
+			b.Skip("no /proc/self/io here")
+		}
 		writeConcurrently(ctx, b, db, reqs, 4)
-		r1, w1 := procIO(b)
+		r1, w1, _ := benchtest.ProcIO()
 		spans := float64(per * 256)
-		cur := [3]float64{float64(processCPU(b)-cpu0) / spans, float64(r1-r0) / spans, float64(w1-w0) / spans}
+		cur := [3]float64{float64(benchtest.CPUTime()-cpu0) / spans, float64(r1-r0) / spans, float64(w1-w0) / spans}
 		b.Logf("%s round %d (%d spans in the file): %.0f cpu-ns/span, %.0f read-B/span, %.0f write-B/span",
 			mode, round, round*per*256, cur[0], cur[1], cur[2])
 		switch round {

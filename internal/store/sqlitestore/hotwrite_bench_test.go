@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/runagain/runagain/internal/loadgen"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // benchRequests builds n OTLP requests of the bench's shape: the loadgen's default agent
@@ -82,15 +82,6 @@ func writeConcurrently(ctx context.Context, b *testing.B, db *DB, reqs []ptrace.
 		}()
 	}
 	wg.Wait()
-}
-
-// processCPU returns the user and system CPU time the process has used, in ns.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func newBenchScope(td ptrace.Traces) ptrace.ScopeSpans {
@@ -194,13 +185,13 @@ func benchHotWrite(b *testing.B, writers int, mode string) {
 	reqs := benchRequests(b.N, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := benchtest.CPUTime()
 	writeConcurrently(ctx, b, db, reqs, writers)
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/span")
 	// CPU time of the process (all threads, GC included) per span: on a shared machine it
 	// varies less than wall time.
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N*256), "cpu-ns/span")
+	b.ReportMetric(float64(benchtest.CPUTime()-cpu0)/float64(b.N*256), "cpu-ns/span")
 	var size int64
 	for _, p := range []string{path, path + "-wal"} {
 		if st, err := os.Stat(p); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/runagain/runagain/internal/patterns"
 	"github.com/runagain/runagain/internal/runagainattr"
 	"github.com/runagain/runagain/internal/store"
+	"github.com/runagain/runagain/internal/testutil/benchtest"
 )
 
 // BenchmarkHotWritePatterns is what computing failure signatures at ingest costs the hot tier's
@@ -53,11 +54,11 @@ func BenchmarkHotWritePatterns(b *testing.B) {
 	reqs := benchRequests(b.N, 1)
 	var cpuWith, cpuWithout int64
 	write := func(db *DB, td ptrace.Traces, sum *int64) {
-		c := processCPU(b)
+		c := benchtest.CPUTime()
 		if _, err := db.WriteTraces(ctx, td); err != nil {
 			b.Fatal(err)
 		}
-		*sum += processCPU(b) - c
+		*sum += int64(benchtest.CPUTime() - c)
 	}
 	b.ResetTimer()
 	for i, td := range reqs {
