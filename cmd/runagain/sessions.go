@@ -41,13 +41,19 @@ stored: an imported run keeps its original time.
 --failed keeps the runs worth turning into regression cases (runagain dataset add): those with
 error spans, agent_guard alerts (event runagain.alert) or replay divergences
 (runagain.replay.divergence) recorded against them, with a REASON column. It reads the records
-of each listed run: bound it with --since or --limit on a large store.`,
+of each listed run: bound it with --since or --limit on a large store (--limit N stops at the
+N newest failing runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 0 {
 				return fmt.Errorf("--limit %d: must be 0 (all) or positive", limit)
 			}
 			f := store.RunFilter{Limit: limit}
+			if failed {
+				// --failed decides per run after the index row is read (failedReason reads its
+				// records): --limit counts the runs printed, not the runs read before the filter.
+				f.Limit = 0
+			}
 			if since != "" {
 				t, err := store.ParseTimeArg("--since", since, time.Now())
 				if err != nil {
@@ -158,7 +164,7 @@ of each listed run: bound it with --since or --limit on a large store.`,
 						werr = tw.Flush()
 					}
 				}
-				return werr == nil
+				return werr == nil && (limit == 0 || rows < limit)
 			})
 			if err = errors.Join(err, werr); err != nil {
 				return err

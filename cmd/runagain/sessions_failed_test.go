@@ -19,7 +19,7 @@ import (
 // TestSessionsFailedFromRunIndex: `sessions --failed` over a real hot file, where clean runs are
 // skipped from the run index (no error span, no alert) and the diverged-runs list, lists each
 // failing run with its reason: an error span, an alert (of an older agent_guard build, its kind
-// under runagain.alert.kind), a divergence record alone.
+// under runagain.alert.kind), a divergence record alone; --limit N prints the N newest failing runs.
 func TestSessionsFailedFromRunIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -41,6 +41,9 @@ func TestSessionsFailedFromRunIndex(t *testing.T) {
 	ld := storetest.Alert(diverged, "replay diverged")
 	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName(runagainattr.EventDivergence)
 	require.NoError(t, hot.WriteLogs(ctx, ld))
+	for i := 0; i < 5; i++ { // clean runs newer than every failing one
+		mk("later"+string(rune('a'+i)), 40+i, false)
+	}
 	require.NoError(t, hot.Close())
 
 	out, errOut, err := runCLI(t, "--data-dir", dir, "sessions", "--failed", "--json")
@@ -59,4 +62,16 @@ func TestSessionsFailedFromRunIndex(t *testing.T) {
 		storetest.TraceID("alerted").String():  "alert loop x1",
 		storetest.TraceID("diverged").String(): "replay divergence",
 	}, got)
+
+	// --limit counts the failing runs printed, newest first, not the runs read before the filter
+	// (the 5 newest runs are clean).
+	out, errOut, err = runCLI(t, "--data-dir", dir, "sessions", "--failed", "--json", "--limit", "2")
+	require.NoError(t, err, errOut)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.TraceID)
+	}
+	assert.Equal(t, []string{storetest.TraceID("diverged").String(), storetest.TraceID("alerted").String()}, ids)
 }
