@@ -19,11 +19,131 @@ import (
 // where the keyword automaton (Aho-Corasick, shared with every keyword rule) found one of those
 // words, as gitleaks runs a rule only near its keywords.
 
-// RuleGenericCredential is the generic detector; RulePasswordHash finds password hashes.
+// RuleGenericCredential is the generic detector; RulePasswordHash finds password hashes;
+// RuleBlockValue is the value of a credential name written on the indented lines below it
+// (blockValueScan).
 const (
 	RuleGenericCredential = "generic_credential"
 	RulePasswordHash      = "password_hash"
+	RuleBlockValue        = "block_value"
 )
+
+// blockValueScan finds the value of a credential name (sensitiveKey) that ends its line with "="
+// or ":" and gives its value on the more indented lines below, an explicit context in the two
+// configuration forms that write values so:
+//   - an INI multi-line value (Python's configparser, detect-secrets' short_files/last_line.ini):
+//     "secrets =" then indented lines, each a part of the one value; the lines up to the first
+//     blank or less indented one are taken as one span;
+//   - a YAML mapping of one member (Travis CI's "password:" then "secure: <ciphertext>",
+//     detect-secrets' short_files/middle_line.yml): the member's value is taken unless its name
+//     is about a credential (aboutCredential: secretName, key_id) or names a person (user,
+//     username, login, email).
+//
+// The keyword at [a, b) of s is one of passwordKeyKeywords. A name that only holds a credential
+// word (SECRETS_FOR_NO_ONE_TO_FIND, a weak name) needs a line of 8 bytes or more with letters
+// and digits; any other value passes unless it is a placeholder (explicitPlaceholder).
+func blockValueScan(s string, a, b int) (int, int, bool) {
+	lo := nameStart(s, a)
+	i := b
+	for i < len(s) && i-b < 48 && (isAlnum(s[i]) || s[i] == '_' || s[i] == '-' || s[i] == '.') {
+		i++
+	}
+	// the name starts its line; its indentation
+	ls := lo
+	for ls > 0 && (s[ls-1] == ' ' || s[ls-1] == '\t') {
+		ls--
+	}
+	if ls > 0 && s[ls-1] != '\n' {
+		return 0, 0, false
+	}
+	indent := lo - ls
+	j := i
+	if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		j++
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j >= len(s) || (s[j] != '=' && s[j] != ':') {
+		return 0, 0, false
+	}
+	yaml := s[j] == ':'
+	j++
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r') {
+		j++
+	}
+	if j >= len(s) || s[j] != '\n' {
+		return 0, 0, false // a value on the line: password_key's
+	}
+	rule, weak, ok := sensitiveKey(s[lo:i])
+	if !ok || rule != RulePasswordKey {
+		return 0, 0, false
+	}
+	// the indented lines below, up to 1 KiB
+	first, last, lines, strong := -1, -1, 0, !weak
+	end := min(len(s), j+1024)
+	for p := j + 1; p < end; {
+		q := strings.IndexByte(s[p:end], '\n')
+		if q < 0 {
+			q = end - p
+		}
+		line := s[p : p+q]
+		t := strings.TrimLeft(line, " \t")
+		if len(line)-len(t) <= indent || strings.TrimSpace(t) == "" {
+			break
+		}
+		t = strings.TrimRight(t, " \t\r")
+		va := p + len(line) - len(strings.TrimLeft(line, " \t"))
+		vb := va + len(t)
+		if c := t[0]; c == '#' || c == ';' {
+			p += q + 1
+			continue // a comment line inside the value
+		}
+		if yaml {
+			k := strings.Index(t, ": ")
+			if k <= 0 || lines > 0 || !isIdent(strings.Trim(t[:k], `"'`)) {
+				return 0, 0, false // a list, a literal block, or a mapping of more members
+			}
+			name := strings.Trim(t[:k], `"'`)
+			if aboutCredential(name) != "" || personKey(name) {
+				return 0, 0, false
+			}
+			va += k + 2
+			for va < vb && (s[va] == ' ' || s[va] == '"' || s[va] == '\'') {
+				va++
+			}
+			for vb > va && (s[vb-1] == '"' || s[vb-1] == '\'') {
+				vb--
+			}
+		}
+		v := s[va:vb]
+		if explicitPlaceholder(v) || strings.ContainsAny(v, " \t") {
+			return 0, 0, false
+		}
+		if len(v) >= 8 && hasLetterAndDigit(v) {
+			strong = true
+		}
+		if first < 0 {
+			first = va
+		}
+		last = vb
+		lines++
+		p += q + 1
+	}
+	if first < 0 || !strong {
+		return 0, 0, false
+	}
+	return first, last, true
+}
+
+// personKey: a member that names who holds the credential, not the credential.
+func personKey(name string) bool {
+	switch strings.ToLower(name) {
+	case "user", "username", "user_name", "login", "email", "account", "owner":
+		return true
+	}
+	return false
+}
 
 // explicitPlaceholder reports whether v, given in an explicit credential context, is not a
 // credential: empty, a template (<your-key>, ${VAR}, {{ x }}, %VAR%, $VAR, #{x}, %(x)s), an
@@ -244,10 +364,8 @@ func genericScan(s string, a, b int) (int, int, bool) {
 		norm = append(norm, c)
 	}
 	name := string(norm)
-	for _, suf := range nonCredentialSuffixes {
-		if strings.HasSuffix(name, suf) && !strings.HasSuffix(name, "token"+suf) {
-			return 0, 0, false // key_id, SharedAccessKeyName, token_url: about a credential
-		}
+	if suf := aboutCredential(s[lo:i]); suf != "" && !strings.HasSuffix(name, "token"+suf) {
+		return 0, 0, false // key_id, SharedAccessKeyName, token_url: about a credential
 	}
 	if lookupKeyName(name) {
 		return 0, 0, false // CACHE_KEY, sort_key: the key of a lookup
@@ -652,7 +770,7 @@ func mixedCase(v string) bool {
 // the detectors of shape (prefixed_token, url_token), password hashes and the Veles rule set.
 // Benchmarks disable them for a baseline measured in the same run.
 func Issue33Rules() []string {
-	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken, RuleGoogleOAuthClient, RuleNamedValue, RuleEncodedCredential}
+	out := []string{RuleGenericCredential, RulePasswordHash, RulePrefixedToken, RuleURLToken, RuleGoogleOAuthClient, RuleNamedValue, RuleEncodedCredential, RuleBlockValue, RuleHighEntropyValue}
 	for _, r := range velesData().Rules {
 		out = append(out, r.ID)
 	}

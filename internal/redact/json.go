@@ -830,10 +830,8 @@ func credentialParent(key string) bool {
 	if !found {
 		return false
 	}
-	for _, suf := range nonCredentialSuffixes {
-		if strings.HasSuffix(k, suf) {
-			return false
-		}
+	if aboutCredential(key) != "" {
+		return false
 	}
 	for _, w := range []string{"public", "csrf", "xsrf", "hash", "count", "limit", "usage"} {
 		if strings.Contains(k, w) {

@@ -93,6 +93,7 @@ var jsonWalkSeeds = []string{
 	`{"args":"  \n{\"card\": \"4111 1111 1111 1111\", \"inner\": \"{\\\"token\\\": \\\"ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3\\\"}\"}"}`,
 	`{"k":"\ud83d\ude00 bob@example.com \ud800 x"}`,
 	`[`, `{"a":}`, `"just a string"`, `{}`, `[[[[[]]]]]`, `{} {}`, `[1] x`,
+	`{"env":"zorp=Hq7Kd2Lm9Xp4Rt6Vw1Yz3Bc5Nf8Gj0Ts+Ua/Q","py":"Z = \u0027Hq7Kd2Lm9Xp4Rt6Vw1Yz3Bc5Nf8Gj0Ts+Ua/Q\u0027\nW=Hq7Kd2Lm9Xp4Rt6Vw1Yz3Bc5\/Nf8Gj0Ts+Ua/Q"}`,
 }
 
 // FuzzJSONWalkMatchesLegacy is TestJSONWalkMatchesLegacy on fuzzed input.

@@ -61,6 +61,9 @@ func (r *Redactor) prefilter(w *walker, s string, lo, hi int) (all bool) {
 		looseShapeRuns(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
 		looseEncodedRuns(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
 	}
+	if r.entropy >= 0 {
+		looseAssignedRuns(part, func(a, b int) { w.hot = append(w.hot, hotRange{a + lo, b + lo}) })
+	}
 	for i := 0; i < len(part); i++ {
 		j := strings.IndexByte(part[i:], '\\')
 		if j < 0 {

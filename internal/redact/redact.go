@@ -42,6 +42,7 @@ type Redactor struct {
 	scanAll  []int   // rules without trigger
 	ipv6     int     // index of the scanner-driven IPv6 rule, -1 when off
 	shape    int     // index of the scanner-driven prefixed_token rule, -1 when off
+	entropy  int     // index of the scanner-driven high_entropy_value rule, -1 when off
 	generic  int     // index of the generic_credential rule, -1 when off
 	hashKey  []byte
 	macPool  sync.Pool
@@ -91,7 +92,7 @@ func New(cfg Config) (*Redactor, error) {
 	for _, n := range cfg.Disabled {
 		disabled[n] = true
 	}
-	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, shape: -1, generic: -1, prefilterOK: true}
+	r := &Redactor{byName: map[string]*rule{}, keyRuleOn: map[string]bool{}, ipv6: -1, shape: -1, entropy: -1, generic: -1, prefilterOK: true}
 	for _, br := range builtinRules() {
 		if disabled[br.name] {
 			continue
@@ -144,6 +145,8 @@ func New(cfg Config) (*Redactor, error) {
 			r.ipv6 = i
 		case ru.name == RulePrefixedToken && ru.re == nil:
 			r.shape = i
+		case ru.name == RuleHighEntropyValue && ru.re == nil:
+			r.entropy = i
 		case ru.digits:
 			r.digitIdx = append(r.digitIdx, i)
 		case ru.scanAll:
@@ -360,10 +363,112 @@ func (r *Redactor) find(s string, ms []ahocorasick.Match, known bool) []Finding 
 		scanPrefixedTokens(s, add)
 		scanEncodedTokens(s, add)
 	}
+	if r.entropy >= 0 {
+		scanAssignedEntropy(s, func(lo, hi int) { cs = append(cs, cand{prio: r.entropy, start: lo, end: hi}) })
+	}
 	if len(cs) == 0 {
 		return nil
 	}
-	return r.resolve(s, cs)
+	return repeatSecrets(s, tupleSecrets(s, r.resolve(s, cs)))
+}
+
+// tupleSecrets adds to fs (sorted, not overlapping) the further literals of a tuple whose first
+// literal a password_key finding took: SUPER_SECRET_VALUES = '60b7...', '3b5d...' (detect-secrets'
+// test files) gives the name every literal of the line, each of which must look random
+// (looksRandom) and be no placeholder, as the weakest credential name asks of its value.
+func tupleSecrets(s string, fs []Finding) []Finding {
+	n := len(fs)
+	for i := 0; i < n; i++ {
+		f := fs[i]
+		if f.Rule != RulePasswordKey || f.Start == 0 || f.End >= len(s) {
+			continue
+		}
+		q := s[f.Start-1]
+		if (q != '"' && q != '\'') || s[f.End] != q {
+			continue
+		}
+		for at := f.End + 1; ; {
+			j := at
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			if j >= len(s) || s[j] != ',' {
+				break
+			}
+			j++
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			if j >= len(s) || s[j] != q {
+				break
+			}
+			k := strings.IndexByte(s[j+1:], q)
+			if k < 0 {
+				break
+			}
+			a, b := j+1, j+1+k
+			v := s[a:b]
+			if strings.ContainsAny(v, "\r\n") || !looksRandom(v) || !secretValue(v, true, true, false) || overlapsAny(fs, a, b) {
+				break
+			}
+			g := f
+			g.Start, g.End = a, b
+			fs = append(fs, g)
+			at = b + 1
+		}
+	}
+	if len(fs) > n {
+		slices.SortFunc(fs, func(x, y Finding) int { return x.Start - y.Start })
+	}
+	return fs
+}
+
+// minRepeatedSecret is the shortest secret whose other occurrences repeatSecrets takes, in bytes:
+// shorter values (a 4-digit PIN) occur by chance.
+const minRepeatedSecret = 8
+
+// repeatSecrets adds to fs (sorted, not overlapping) every other occurrence in s of a secret a
+// finding took, as a finding of the same rule: once a value is known to be a credential, it is
+// one wherever it stands (detect-secrets' config.ini gives the secret of
+// real_secret_which_isnt_an_i_d to foreign_key_id too, a name that on its own says nothing). An
+// occurrence that overlaps a finding is left to it.
+func repeatSecrets(s string, fs []Finding) []Finding {
+	n := len(fs)
+	for i := 0; i < n; i++ {
+		f := fs[i]
+		if f.Category != CategorySecret || f.End-f.Start < minRepeatedSecret {
+			continue
+		}
+		v := s[f.Start:f.End]
+		for at := 0; ; {
+			j := strings.Index(s[at:], v)
+			if j < 0 {
+				break
+			}
+			a, b := at+j, at+j+len(v)
+			at = b
+			if a == f.Start || overlapsAny(fs, a, b) {
+				continue
+			}
+			g := f
+			g.Start, g.End = a, b
+			fs = append(fs, g)
+		}
+	}
+	if len(fs) > n {
+		slices.SortFunc(fs, func(x, y Finding) int { return x.Start - y.Start })
+	}
+	return fs
+}
+
+// overlapsAny reports whether [a, b) overlaps a finding of fs.
+func overlapsAny(fs []Finding, a, b int) bool {
+	for _, f := range fs {
+		if f.Start < b && f.End > a {
+			return true
+		}
+	}
+	return false
 }
 
 // keywordMatches returns every (overlapping) match of the keyword automaton in s, which it runs

@@ -265,6 +265,8 @@ func compileBuiltinRules() []*rule {
 		sec(RuleNamedValue, `(?i)\b(?:key|name)[ \t]*=[ \t]*["']([A-Za-z0-9_.:\-]{1,64})["'][ \t]+value[ \t]*=[ \t]*(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})')`,
 			passwordKeyKeywords, 300, namedValueCheck),
 		{name: RuleGenericCredential, cat: CategorySecret, keywords: genericKeywords, scan: genericScan},
+		{name: RuleBlockValue, cat: CategorySecret, keywords: passwordKeyKeywords, scan: blockValueScan},
+		{name: RuleHighEntropyValue, cat: CategorySecret},                                 // found by its byte scanner (scanAssignedEntropy), no regex
 		{name: RulePrefixedToken, cat: CategorySecret},                                    // found by the byte scanner (scanPrefixedTokens), no regex
 		{name: RuleEncodedCredential, cat: CategorySecret, keywords: encodedJSONKeywords}, // scan set by New (encodedScan)
 	}
@@ -272,7 +274,7 @@ func compileBuiltinRules() []*rule {
 		r.before = max(r.before, 64)
 		switch r.name {
 		case RuleURLCredentials, RuleURLToken, RulePasswordKey, RulePEMPrivateKey, RuleTelegramBot, RulePEMBase64, RuleGenericCredential, RulePasswordHash,
-			RuleGoogleOAuthClient, RuleNamedValue: // keywords inside a word: the id's suffix, reCaptchaSecret
+			RuleGoogleOAuthClient, RuleNamedValue, RuleBlockValue: // keywords inside a word: the id's suffix, reCaptchaSecret
 		default:
 			r.kwBoundary = true
 		}
@@ -593,10 +595,8 @@ func sensitiveKey(key string) (string, bool, bool) {
 	// about the credential rather than the credential itself; the value must then look random
 	for _, w := range []string{"secret", "password", "passwd", "apikey", "privatekey", "accesstoken", "authtoken"} {
 		if strings.Contains(k, w) {
-			for _, suf := range nonCredentialSuffixes {
-				if strings.HasSuffix(k, suf) {
-					return "", false, false
-				}
+			if aboutCredential(key) != "" {
+				return "", false, false
 			}
 			return RulePasswordKey, true, true
 		}
@@ -604,8 +604,61 @@ func sensitiveKey(key string) (string, bool, bool) {
 	return "", false, false
 }
 
+// aboutCredential returns the word of nonCredentialSuffixes that key ends in ("" if none): the
+// name is about a credential, not the credential (secret_name, passwordLength, TOKEN_URL,
+// apikeyid, expires_at). The suffix must be written as one run of key's letters (apikeyid,
+// api_key_id) or as its last words (expires_at, expiresAt): real_secret_which_isnt_an_i_d,
+// detect-secrets' own example of a credential whose name only spells "id" (its keyword
+// detector's tests), does not end in "id".
+func aboutCredential(key string) string {
+	// the letters and digits of key, lower-cased, from the end, with where each word starts
+	end := len(key)
+	for end > 0 && !isAlnum(key[end-1]) {
+		end--
+	}
+	for _, suf := range nonCredentialSuffixes {
+		if end < len(suf) {
+			continue
+		}
+		// one run: the last len(suf) bytes of key, case aside
+		if strings.EqualFold(key[end-len(suf):end], suf) {
+			return suf
+		}
+		// the last words: letters read back from the end across separators and camelCase
+		// boundaries, each word at least two letters, all of suf consumed at a word start
+		i, n, word := end, len(suf), 0
+		for i > 0 && n > 0 {
+			c := key[i-1]
+			if c == '_' || c == '-' || c == '.' || c == ' ' {
+				if word < 2 {
+					break
+				}
+				word = 0
+				i--
+				continue
+			}
+			if c|0x20 != suf[n-1] {
+				break
+			}
+			i--
+			n--
+			word++
+			if n > 0 && c >= 'A' && c <= 'Z' && i > 0 && key[i-1] >= 'a' && key[i-1] <= 'z' {
+				if word < 2 {
+					break
+				}
+				word = 0 // a camelCase word starts here: expiresAt
+			}
+		}
+		if n == 0 && word >= 2 && (i == 0 || !isAlnum(key[i-1]) || key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z') {
+			return suf
+		}
+	}
+	return ""
+}
+
 // nonCredentialSuffixes end names that are about a credential, not the credential (secret_name,
-// password_length, token_url, api_key_id).
+// password_length, token_url, api_key_id): aboutCredential.
 var nonCredentialSuffixes = []string{"id", "ids", "name", "names", "length", "len", "size", "type", "path", "file", "url", "uri",
 	"version", "count", "field", "label", "hint", "prompt", "policy", "manager", "store", "ref", "arn", "enabled", "required",
 	"expiry", "expires", "expiresat", "expiresin", "at", "time", "ttl", "provider", "endpoint", "header", "format", "mode",

@@ -18,7 +18,7 @@ import (
 // wrote a rule for (encoded_credential finds only what the other rules still on find, decoded).
 var contextRules = map[string]bool{redact.RuleGenericCredential: true, redact.RulePasswordKey: true, redact.RuleURLCredentials: true, redact.RuleURLToken: true,
 	redact.RuleAuthorization: true, redact.RuleCookie: true, redact.RulePrefixedToken: true, redact.RuleNamedValue: true,
-	redact.RuleEncodedCredential: true}
+	redact.RuleEncodedCredential: true, redact.RuleBlockValue: true, redact.RuleHighEntropyValue: true}
 
 // formatRules find a credential by a standard format many issuers use (a JWT, RFC 7519; a PEM
 // private key block, RFC 7468, also base64-encoded as in Kubernetes secrets), not by one

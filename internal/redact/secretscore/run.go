@@ -17,6 +17,10 @@ const (
 	FloorLOFO           = 0.80 // leave-one-family-out (issue 33's goal): gitleaks; Veles on the honest denominator (Honest)
 	FloorUnchanged      = 0.98 // negatives left unchanged: detect-secrets, corpus recordings
 	FloorPrecision      = 0.95 // gitleaks, detect-secrets
+	// FloorDetectSecrets is the recall on detect-secrets' 17 labelled secrets (issue 33's 0.95
+	// on examples of a rule: its keyword and high-entropy plugins' cases, which block_value,
+	// password_key and high_entropy_value cover): 1.000 since 2026-12-07, one miss is 0.941.
+	FloorDetectSecrets = 0.95
 )
 
 // Ratchets hold the figures reached (2026-12-04: leave-one-family-out gitleaks 0.935 of 6,111,
@@ -170,6 +174,8 @@ func (rep *Report) Failures() []string {
 		below("veles recall on families with a rule (every value), ratchet", ratio(rep.WithRuleFound["veles"], rep.WithRule["veles"]), RatchetVelesWithRuleAll)
 		below("veles recall on families with no rule, ratchet", ratio(rep.NoRuleFound["veles"], rep.NoRule["veles"]), RatchetVelesNoRule)
 	}
+	dsPos, dsFound, _, _ := Totals(rep.Fams, "detect-secrets")
+	below("detect-secrets recall", ratio(dsFound, dsPos), FloorDetectSecrets)
 	for _, src := range []string{"detect-secrets", "recordings"} {
 		u, _, _ := rep.Unchanged(src)
 		below(src+" negatives unchanged", u, FloorUnchanged)
