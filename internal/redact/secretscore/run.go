@@ -51,6 +51,9 @@ type Report struct {
 	// Veles with a rule on values that do not look fake (FakeLooking)
 	VelesReal, VelesRealFound, VelesFakes int
 	VelesRealMissed                       []Outcome
+	// Veles families with no rule, on the honest denominator (Honest), as leave-one-family-out
+	// reads it (with lofo only)
+	NoRuleHonest, NoRuleHonestFound int
 }
 
 // Run scores the redact detectors: the gitleaks rule examples (module GitleaksModule) and Veles
@@ -132,6 +135,12 @@ func Run(corpusDir string, lofo bool) (*Report, error) {
 		}
 	}
 	for _, e := range ve {
+		if lofo && e.Positive && !withRule["veles\x00"+e.Family] && Honest(e) {
+			rep.NoRuleHonest++
+			if Judge(r, e).Hit {
+				rep.NoRuleHonestFound++
+			}
+		}
 		if !e.Positive || (lofo && !withRule["veles\x00"+e.Family]) {
 			continue
 		}
@@ -228,6 +237,10 @@ func (rep *Report) Print(w io.Writer, verbose bool) {
 	for _, src := range []string{"gitleaks", "veles"} {
 		fmt.Fprintf(w, "%-10s with a rule %5d positives recall %.3f; with none %4d positives recall %.3f\n", src,
 			rep.WithRule[src], ratio(rep.WithRuleFound[src], rep.WithRule[src]), rep.NoRule[src], ratio(rep.NoRuleFound[src], rep.NoRule[src]))
+	}
+	if rep.LOFO != nil {
+		fmt.Fprintf(w, "%-10s with none, honest denominator (as leave-one-family-out): %d positives recall %.3f\n", "veles",
+			rep.NoRuleHonest, ratio(rep.NoRuleHonestFound, rep.NoRuleHonest))
 	}
 	if verbose && rep.LOFO != nil {
 		withRule := map[string]bool{}
