@@ -109,7 +109,11 @@ func growthRatios(rounds []*Round) map[string]float64 {
 	div("live_heap", l.LiveHeapMB, f.LiveHeapMB)
 	div("disk_per_session", l.DiskPerSes, f.DiskPerSes)
 	if len(rounds) >= 3 {
-		div("added_per_session", l.AddedPerSes, rounds[1].AddedPerSes) // round 2: see Round.AddedPerSes
+		// from round 2 (see Round.AddedPerSes), means of the first and the last third of the
+		// rounds after it: one round's figure swings with the granularity at which the files
+		// and packs grow (53-99 KB per session between rounds of one run)
+		e, l := addedWindows(len(rounds))
+		div("added_per_session", meanAdded(rounds[l[0]:l[1]]), meanAdded(rounds[e[0]:e[1]]))
 	}
 	byName := map[string]Read{}
 	for _, r := range f.Reads {
@@ -121,6 +125,25 @@ func growthRatios(rounds []*Round) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// addedWindows returns the rounds (as [from, to) indexes) whose bytes added per session are
+// compared: the first and the last k of the rounds after round 1, k a third of them (at least 1).
+func addedWindows(n int) (early, late [2]int) {
+	k := max(1, (n-1)/3)
+	return [2]int{1, 1 + k}, [2]int{n - k, n}
+}
+
+// meanAdded is the mean of the rounds' bytes added per session.
+func meanAdded(rs []*Round) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, r := range rs {
+		s += r.AddedPerSes
+	}
+	return s / float64(len(rs))
 }
 
 func runGrowth(ctx context.Context, o *options, col, cli, dir string) (*Growth, error) {
@@ -614,7 +637,7 @@ func growthTable(g *Growth) string {
 			r.Round, r.HotSpans, r.SpansPerSec, cpu, r.P99ms, r.RSSMB, r.PeakRSSMB, r.LiveHeapMB, r.DiskPerSes, r.AddedPerSes, r.Load)
 	}
 	rt := g.Ratios
-	fmt.Fprintf(&sb, "| last / first | | %s | %s | %s | %s | %s | %s | %s (last / round 2) | |\n\n",
+	fmt.Fprintf(&sb, "| last / first | | %s | %s | %s | %s | %s | %s | %s (means: the verdicts below) | |\n\n",
 		ratioCell(rt, "spans_per_s"), ratioCell(rt, "cpu_per_span"), ratioCell(rt, "p99_export"), ratioCell(rt, "rss"),
 		ratioCell(rt, "live_heap"), ratioCell(rt, "disk_per_session"), ratioCell(rt, "added_per_session"))
 
@@ -662,22 +685,34 @@ func growthTable(g *Growth) string {
 		sb.WriteString("\n")
 	}
 	var lines []string
-	within := func(name, key string, tol float64, from string) {
+	// within: the issue's "within 10%" both ways (CPU per span, spans/s); with flat, what the
+	// store holds (heap, bytes per session) may fall: only growing past the tolerance misses
+	within := func(name, key string, tol float64, from string, flat bool) {
 		v, ok := rt[key]
 		if !ok {
 			return
 		}
-		verdict := "met"
-		if v > 1+tol || v < 1-tol {
+		verdict, how := "met", fmt.Sprintf("within %.0f%%", 100*tol)
+		if flat {
+			how = fmt.Sprintf("at most %.0f%% above", 100*tol)
+		}
+		if v > 1+tol || !flat && v < 1-tol {
 			verdict = "MISSED"
 		}
-		lines = append(lines, fmt.Sprintf("%s within %.0f%% from %s to round %d: %.2f, %s", name, 100*tol, from, last.Round, v, verdict))
+		if from == "" {
+			lines = append(lines, fmt.Sprintf("%s %s: %.2f, %s", name, how, v, verdict))
+			return
+		}
+		lines = append(lines, fmt.Sprintf("%s %s from %s to round %d: %.2f, %s", name, how, from, last.Round, v, verdict))
 	}
-	within("CPU per span", "cpu_per_span", growthCPUTolerance, "round 1")
-	within("spans/s", "spans_per_s", growthCPUTolerance, "round 1")
-	within("live heap after the round", "live_heap", growthFlatTolerance, "round 1")
-	within("bytes on disk per session", "disk_per_session", growthFlatTolerance, "round 1")
-	within("bytes added per session", "added_per_session", growthFlatTolerance, "round 2 (round 1 also creates the WALs and fixed files)")
+	within("CPU per span", "cpu_per_span", growthCPUTolerance, "round 1", false)
+	within("spans/s", "spans_per_s", growthCPUTolerance, "round 1", false)
+	within("live heap after the round", "live_heap", growthFlatTolerance, "round 1", true)
+	within("bytes on disk per session", "disk_per_session", growthFlatTolerance, "round 1", true)
+	if e, l := addedWindows(len(g.Rounds)); len(g.Rounds) >= 3 {
+		within(fmt.Sprintf("bytes added per session (mean of %s against %s; round 1 also creates the WALs and fixed files)",
+			roundSpan(l), roundSpan(e)), "added_per_session", growthFlatTolerance, "", true)
+	}
 	if len(lines) > 0 {
 		sb.WriteString("**Issue 35 goals (growth):**\n\n- " + strings.Join(lines, "\n- ") + "\n\n")
 	}
@@ -685,6 +720,14 @@ func growthTable(g *Growth) string {
 		sb.WriteString("**Growth table stopped:** " + g.Error + "\n\n")
 	}
 	return sb.String()
+}
+
+// roundSpan names the rounds of [from, to) indexes: "round 2" or "rounds 2-4".
+func roundSpan(w [2]int) string {
+	if w[1]-w[0] == 1 {
+		return fmt.Sprint("round ", w[0]+1)
+	}
+	return fmt.Sprintf("rounds %d-%d", w[0]+1, w[1])
 }
 
 func ratioCell(rt map[string]float64, k string) string {
