@@ -48,6 +48,9 @@ func scanAssignedEntropy(s string, f func(lo, hi int)) {
 	}
 }
 
+// isAnyB64Byte: a byte of the standard or the URL-safe base64 alphabet (padding aside).
+func isAnyB64Byte(c byte) bool { return isStdB64Byte(c) || c == '-' || c == '_' }
+
 // assignedValue checks the '=' at q of s as scanAssignedEntropy describes and returns the value.
 func assignedValue(s string, q int) (int, int, bool) {
 	// the name, and the blanks before the '='
@@ -64,14 +67,7 @@ func assignedValue(s string, q int) (int, int, bool) {
 		return 0, 0, false
 	}
 	// the name starts its line (indentation and "export " aside)
-	ls := ns
-	if ls >= 7 && s[ls-7:ls] == "export " {
-		ls -= 7
-	}
-	for ls > 0 && (s[ls-1] == ' ' || s[ls-1] == '\t') {
-		ls--
-	}
-	if ls > 0 && s[ls-1] != '\n' {
+	if _, ok := lineStart(s, len(strings.TrimSuffix(s[:ns], "export "))); !ok {
 		return 0, 0, false
 	}
 	name := s[ns:ne]
@@ -92,7 +88,7 @@ func assignedValue(s string, q int) (int, int, bool) {
 		return 0, 0, false // a spaced assignment counts only to a constant
 	}
 	vb := va
-	for vb < len(s) && vb-va <= assignedMaxLen && (isStdB64Byte(s[vb]) || s[vb] == '-' || s[vb] == '_') {
+	for vb < len(s) && vb-va <= assignedMaxLen && isAnyB64Byte(s[vb]) {
 		vb++
 	}
 	pad := vb
@@ -164,7 +160,7 @@ func looseAssignedRuns(s string, f func(lo, hi int)) {
 			v++
 		}
 		e := v
-		for e < len(s) && e-v < assignedMinLen && (isStdB64Byte(s[e]) || s[e] == '-' || s[e] == '_') {
+		for e < len(s) && e-v < assignedMinLen && isAnyB64Byte(s[e]) {
 			e++
 		}
 		if e-v >= assignedMinLen {

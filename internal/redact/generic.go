@@ -49,22 +49,13 @@ func blockValueScan(s string, a, b int) (int, int, bool) {
 		i++
 	}
 	// the name starts its line; its indentation
-	ls := lo
-	for ls > 0 && (s[ls-1] == ' ' || s[ls-1] == '\t') {
-		ls--
-	}
-	if ls > 0 && s[ls-1] != '\n' {
+	ls, ok := lineStart(s, lo)
+	if !ok {
 		return 0, 0, false
 	}
 	indent := lo - ls
-	j := i
-	if j < len(s) && (s[j] == '"' || s[j] == '\'') {
-		j++
-	}
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if j >= len(s) || (s[j] != '=' && s[j] != ':') {
+	j, ok := keySeparator(s, i)
+	if !ok {
 		return 0, 0, false
 	}
 	yaml := s[j] == ':'
@@ -88,24 +79,23 @@ func blockValueScan(s string, a, b int) (int, int, bool) {
 			q = end - p
 		}
 		line := s[p : p+q]
+		p += q + 1
 		t := strings.TrimLeft(line, " \t")
-		if len(line)-len(t) <= indent || strings.TrimSpace(t) == "" {
+		ind := len(line) - len(t)
+		if t = strings.TrimRight(t, " \t\r"); ind <= indent || t == "" {
 			break
 		}
-		t = strings.TrimRight(t, " \t\r")
-		va := p + len(line) - len(strings.TrimLeft(line, " \t"))
+		va := p - q - 1 + ind
 		vb := va + len(t)
 		if c := t[0]; c == '#' || c == ';' {
-			p += q + 1
 			continue // a comment line inside the value
 		}
 		if yaml {
 			k := strings.Index(t, ": ")
-			if k <= 0 || lines > 0 || !isIdent(strings.Trim(t[:k], `"'`)) {
+			if k <= 0 || lines > 0 {
 				return 0, 0, false // a list, a literal block, or a mapping of more members
 			}
-			name := strings.Trim(t[:k], `"'`)
-			if aboutCredential(name) != "" || personKey(name) {
+			if name := strings.Trim(t[:k], `"'`); !isIdent(name) || aboutCredential(name) != "" || personKey(name) {
 				return 0, 0, false
 			}
 			va += k + 2
@@ -128,7 +118,6 @@ func blockValueScan(s string, a, b int) (int, int, bool) {
 		}
 		last = vb
 		lines++
-		p += q + 1
 	}
 	if first < 0 || !strong {
 		return 0, 0, false

@@ -154,7 +154,7 @@ func velesDetectors() []*rule {
 		r.kwGlued = func(s string, at int) bool { return gluedAfter(res, s, at) }
 		check := r.check
 		r.check = func(s string, m []int, a, b int) (int, int, bool) {
-			if m[0] > 0 && isB64Byte(s[m[0]-1]) && !gluedRepeat(res, s, m[0], m[1]-m[0]) {
+			if m[0] > 0 && isStdB64Byte(s[m[0]-1]) && !gluedRepeat(res, s, m[0], m[1]-m[0]) {
 				return 0, 0, false
 			}
 			return check(s, m, a, b)
@@ -187,7 +187,7 @@ func gluedRepeat(res []*regexp.Regexp, s string, at, n int) bool {
 			return false
 		}
 		at -= n
-		if at == 0 || !isB64Byte(s[at-1]) {
+		if at == 0 || !isStdB64Byte(s[at-1]) {
 			return true
 		}
 	}
@@ -205,7 +205,7 @@ func gluedAfter(res []*regexp.Regexp, s string, at int) bool {
 				continue
 			}
 			n, a := loc[1]-loc[0], lo+loc[0]
-			if a == 0 || !isB64Byte(s[a-1]) || gluedRepeat(res, s, a, n) {
+			if a == 0 || !isStdB64Byte(s[a-1]) || gluedRepeat(res, s, a, n) {
 				return true
 			}
 		}
@@ -215,8 +215,6 @@ func gluedAfter(res []*regexp.Regexp, s string, at int) bool {
 
 // b64RunPrefix starts a regex that takes the whole base64 run around its literal.
 const b64RunPrefix = "[A-Za-z0-9+/]*"
-
-func isB64Byte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' }
 
 func fileDetectors(f *glFile, global *glAllow) []*rule {
 	out := make([]*rule, 0, len(f.Rules))

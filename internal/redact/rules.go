@@ -766,6 +766,16 @@ func keyValueWindow(s string, a, b int) (int, int, bool) {
 	for hi < len(s) && isKeyByte(s[hi]) && hi-b < 48 {
 		hi++
 	}
+	j, ok := keySeparator(s, hi)
+	if !ok {
+		return 0, 0, false
+	}
+	return lo, min(len(s), j+1+300), true
+}
+
+// keySeparator returns where the ':' or '=' after a key ending at hi stands (an optional closing
+// quote and blanks between), and false when something else follows the key.
+func keySeparator(s string, hi int) (int, bool) {
 	j := hi
 	if j < len(s) && (s[j] == '"' || s[j] == '\'') {
 		j++
@@ -773,10 +783,16 @@ func keyValueWindow(s string, a, b int) (int, int, bool) {
 	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
 		j++
 	}
-	if j >= len(s) || (s[j] != ':' && s[j] != '=') {
-		return 0, 0, false
+	return j, j < len(s) && (s[j] == ':' || s[j] == '=')
+}
+
+// lineStart returns the start of the indentation before i when only blanks stand between the
+// start of i's line and i (false otherwise): a key that starts its line.
+func lineStart(s string, i int) (int, bool) {
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
 	}
-	return lo, min(len(s), j+1+300), true
+	return i, i == 0 || s[i-1] == '\n'
 }
 
 // namedValueWindow narrows a credential-word trigger to a name/value pair of attributes
