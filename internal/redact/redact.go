@@ -423,9 +423,10 @@ func tupleSecrets(s string, fs []Finding) []Finding {
 	return fs
 }
 
-// minRepeatedSecret is the shortest secret whose other occurrences repeatSecrets takes, in bytes:
-// shorter values (a 4-digit PIN) occur by chance.
-const minRepeatedSecret = 8
+// MinRepeatedSecret is the shortest secret whose other occurrences are taken (repeatSecrets
+// here, the agent_redaction processor across a request), in bytes: shorter values (a 4-digit
+// PIN) occur by chance.
+const MinRepeatedSecret = 8
 
 // repeatSecrets adds to fs (sorted, not overlapping) every other occurrence in s of a secret a
 // finding took, as a finding of the same rule: once a value is known to be a credential, it is
@@ -436,7 +437,7 @@ func repeatSecrets(s string, fs []Finding) []Finding {
 	n := len(fs)
 	for i := 0; i < n; i++ {
 		f := fs[i]
-		if f.Category != CategorySecret || f.End-f.Start < minRepeatedSecret {
+		if f.Category != CategorySecret || f.End-f.Start < MinRepeatedSecret {
 			continue
 		}
 		v := s[f.Start:f.End]

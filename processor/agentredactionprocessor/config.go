@@ -70,6 +70,12 @@ type Config struct {
 	// conversation with every LLM call, so most message strings have been examined before: with
 	// the cache they are hashed and looked up instead of scanned again.
 	CleanCacheMiB int `mapstructure:"clean_cache_mib"`
+	// RepeatedSecretTraces is how many traces' secrets are remembered (default 10000, an LRU;
+	// 0: none). A value a secret rule takes anywhere in a request is replaced by the same token
+	// wherever else it stands in that request; remembered for its trace (at most 32 per trace),
+	// it is also replaced where a later request of the trace repeats it (an assistant answer
+	// echoing the password it was given). The values stay in the collector's memory only.
+	RepeatedSecretTraces int `mapstructure:"repeated_secret_traces"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -142,6 +148,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanCacheMiB < 0 || c.CleanCacheMiB > MaxCleanCacheMiB {
 		errs = append(errs, fmt.Errorf("clean_cache_mib: %d is out of range (0 turns the cache off, at most %d)", c.CleanCacheMiB, MaxCleanCacheMiB))
+	}
+	if c.RepeatedSecretTraces < 0 || c.RepeatedSecretTraces > MaxRepeatedSecretTraces {
+		errs = append(errs, fmt.Errorf("repeated_secret_traces: %d is out of range (0 turns the memory off, at most %d)", c.RepeatedSecretTraces, MaxRepeatedSecretTraces))
 	}
 	for i, k := range c.IgnoredKeys {
 		if k == "" {

@@ -40,6 +40,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, []string{"ipv4_address", "ipv6_address"}, cfg.DisabledRules)
 	assert.Equal(t, []string{"gen_ai.response.id"}, cfg.IgnoredKeys)
 	assert.Equal(t, 64, cfg.CleanCacheMiB)
+	assert.Equal(t, 500, cfg.RepeatedSecretTraces)
 	require.Len(t, cfg.CustomRules, 2)
 	assert.Equal(t, redact.CustomRule{Name: "employee_id", Regex: `EMP-(?P<value>\d{6})`, Keywords: []string{"EMP-"}, Category: redact.CategoryPII}, cfg.CustomRules[0])
 	assert.Equal(t, "luhn", cfg.CustomRules[1].Validator)
@@ -59,6 +60,7 @@ func TestLoadInvalidConfig(t *testing.T) {
 		"bad_seal":     "seal_originals.key_dir",
 		"bad_seal_env": "seal_originals.key_env",
 		"bad_cache":    "clean_cache_mib",
+		"bad_repeat":   "repeated_secret_traces: -5",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

@@ -26,7 +26,8 @@ func NewFactory() processor.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{HashKeyEnv: DefaultHashKeyEnv, RefuseInvalidSpans: true, CleanCacheMiB: DefaultCleanCacheMiB,
-		SealOriginals: SealConfig{KeyEnv: seal.DefaultKeyEnv}}
+		RepeatedSecretTraces: DefaultRepeatedSecretTraces,
+		SealOriginals:        SealConfig{KeyEnv: seal.DefaultKeyEnv}}
 }
 
 var capabilities = processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true})

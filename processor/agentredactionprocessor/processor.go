@@ -40,6 +40,7 @@ type redactionProcessor struct {
 	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
 	// cache hits and misses already reported to telemetry (report adds what came since)
 	reportedHits, reportedMisses atomic.Int64
+	memory                       *secretMemory // nil when repeated_secret_traces is 0
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
@@ -72,7 +73,8 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 	p := &redactionProcessor{r: r, ignored: map[string]bool{CountAttribute: true, ChangedAttribute: true}, telemetry: tb,
 		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger, refuse: cfg.RefuseInvalidSpans,
 		reasonZeroTrace: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_trace_id"))),
-		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id")))}
+		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id"))),
+		memory:          newSecretMemory(cfg.RepeatedSecretTraces)}
 	for _, k := range cfg.IgnoredKeys {
 		p.ignored[k] = true
 	}
@@ -115,6 +117,10 @@ type tally struct {
 	dropped   int64
 	malformed int64
 	scanned   int64
+	// the secrets found so far, replaced wherever else they stand (echo.go), and the trace of
+	// the span or log record being examined (empty for a resource or scope)
+	echo  echoes
+	trace pcommon.TraceID
 }
 
 func (t *tally) add(fs []redact.Finding) {
@@ -176,6 +182,7 @@ func (p *redactionProcessor) str(key, s string, t *tally) (string, int, bool) {
 		return s, 0, false
 	}
 	t.add(fs)
+	t.echo.note(p.r, t.trace, s, fs)
 	if redact.HasDrop(fs) {
 		t.dropped++
 		return "", len(fs), true
@@ -230,7 +237,7 @@ func (p *redactionProcessor) attrsKeys(m pcommon.Map, t *tally, keys bool) (int,
 	total := 0
 	var per map[string]int64
 	m.RemoveIf(func(k string, v pcommon.Value) bool {
-		if p.ignored[k] || (p.keys != nil && strings.HasPrefix(k, seal.AttrPrefix)) {
+		if p.skip(k) {
 			return false
 		}
 		n, drop := p.value(k, v, t)
@@ -326,6 +333,16 @@ func (p *redactionProcessor) checkIDs(ctx context.Context, td ptrace.Traces) err
 		zeroTrace+zeroSpan, td.SpanCount(), zeroTrace, zeroSpan, first))
 }
 
+// spanWork is what the first pass over a span leaves for the passes after it.
+type spanWork struct {
+	span     ptrace.Span
+	resource pcommon.Map
+	attrN    int                      // values redacted in the span's own attributes
+	n        int                      // values redacted in the span, its events and links
+	per      map[string]int64         // attrN per attribute key
+	before   map[string]pcommon.Value // the attributes before redaction (sealing only)
+}
+
 func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	if p.refuse {
 		if err := p.checkIDs(ctx, td); err != nil {
@@ -333,48 +350,38 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 		}
 	}
 	var t tally
+	work := make([]spanWork, 0, td.SpanCount())
+	traces := map[pcommon.TraceID]struct{}{}
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		t.trace = pcommon.TraceID{}
 		addCount(rs.Resource().Attributes(), p.attrs(rs.Resource().Attributes(), &t))
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
+			t.trace = pcommon.TraceID{}
 			p.scope(sss.At(j).Scope(), &t)
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
-				nameN := p.name(span.Name(), span.SetName, &t)
-				var before map[string]pcommon.Value
+				t.trace = span.TraceID()
+				traces[t.trace] = struct{}{}
+				w := spanWork{span: span, resource: rs.Resource().Attributes()}
+				w.n = p.name(span.Name(), span.SetName, &t)
 				if p.keys != nil {
-					before = seal.Snapshot(span.Attributes())
+					w.before = seal.Snapshot(span.Attributes())
 				}
-				n, per := p.attrsKeys(span.Attributes(), &t, true)
-				if len(per) > 0 {
-					// which attributes changed and how many values in each: replay tells the
-					// responses that differ from what the agent saw
-					cm := span.Attributes().PutEmptyMap(ChangedAttribute)
-					cm.EnsureCapacity(len(per))
-					for k, c := range per {
-						cm.PutInt(k, c)
-					}
-				}
-				if p.keys != nil && n > 0 {
-					p.withoutCredentials(span.Attributes(), before)
-					if _, err := seal.SealChanged(ctx, p.keys, span, rs.Resource().Attributes(), before); err != nil {
-						// never store the value in clear: the redacted span goes on, the original is lost
-						p.logger.Error("agent_redaction: sealing an original failed; the redacted value is kept without it", zap.Error(err))
-					}
-				}
-				n += nameN
+				w.attrN, w.per = p.attrsKeys(span.Attributes(), &t, true)
+				w.n += w.attrN
 				evs := span.Events()
 				for e := 0; e < evs.Len(); e++ {
 					ev := evs.At(e)
-					n += p.name(ev.Name(), ev.SetName, &t)
-					n += p.attrs(ev.Attributes(), &t)
+					w.n += p.name(ev.Name(), ev.SetName, &t)
+					w.n += p.attrs(ev.Attributes(), &t)
 				}
 				links := span.Links()
 				for l := 0; l < links.Len(); l++ {
-					n += p.attrs(links.At(l).Attributes(), &t)
+					w.n += p.attrs(links.At(l).Attributes(), &t)
 				}
 				if msg := span.Status().Message(); msg != "" {
 					out, sn, drop := p.str("", msg, &t)
@@ -383,36 +390,154 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 					}
 					if sn > 0 {
 						span.Status().SetMessage(out)
-						n += sn
+						w.n += sn
 					}
 				}
-				addCount(span.Attributes(), n)
+				work = append(work, w)
 			}
 		}
+	}
+	// the secrets found anywhere in the request (and earlier in its traces), wherever else they stand
+	p.memory.recall(&t.echo, traces)
+	if t.echo.prepare() {
+		p.echoTraces(td, work, &t)
+	}
+	p.memory.remember(&t.echo)
+	for i := range work {
+		w := &work[i]
+		span := w.span
+		if len(w.per) > 0 {
+			// which attributes changed and how many values in each: replay tells the
+			// responses that differ from what the agent saw
+			cm := span.Attributes().PutEmptyMap(ChangedAttribute)
+			cm.EnsureCapacity(len(w.per))
+			for k, c := range w.per {
+				cm.PutInt(k, c)
+			}
+		}
+		if p.keys != nil && w.attrN > 0 {
+			p.withoutCredentials(span.Attributes(), w.before, &t.echo)
+			if _, err := seal.SealChanged(ctx, p.keys, span, w.resource, w.before); err != nil {
+				// never store the value in clear: the redacted span goes on, the original is lost
+				p.logger.Error("agent_redaction: sealing an original failed; the redacted value is kept without it", zap.Error(err))
+			}
+		}
+		addCount(span.Attributes(), w.n)
 	}
 	p.report(ctx, &t)
 	return td, nil
 }
 
+// echoTraces is the second pass over a request: every secret of t.echo is replaced wherever it
+// still stands, and counted with the span (or resource or scope) it was in.
+func (p *redactionProcessor) echoTraces(td ptrace.Traces, work []spanWork, t *tally) {
+	e := &t.echo
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		n, _ := e.attrs(rs.Resource().Attributes(), p.skip, t, false)
+		addCount(rs.Resource().Attributes(), n)
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			sa := sss.At(j).Scope().Attributes()
+			n, _ := e.attrs(sa, p.skip, t, false)
+			addCount(sa, n)
+		}
+	}
+	for i := range work {
+		w := &work[i]
+		span := w.span
+		n := e.name(span.Name(), span.SetName, t)
+		an, per := e.attrs(span.Attributes(), p.skip, t, true)
+		w.attrN += an
+		for k, c := range per {
+			if w.per == nil {
+				w.per = map[string]int64{}
+			}
+			w.per[k] += c
+		}
+		n += an
+		evs := span.Events()
+		for k := 0; k < evs.Len(); k++ {
+			ev := evs.At(k)
+			n += e.name(ev.Name(), ev.SetName, t)
+			en, _ := e.attrs(ev.Attributes(), p.skip, t, false)
+			n += en
+		}
+		links := span.Links()
+		for k := 0; k < links.Len(); k++ {
+			ln, _ := e.attrs(links.At(k).Attributes(), p.skip, t, false)
+			n += ln
+		}
+		if msg := span.Status().Message(); msg != "" {
+			n += e.name(msg, span.Status().SetMessage, t)
+		}
+		w.n += n
+	}
+}
+
+// skip reports whether the values under attribute key k are left as they are.
+func (p *redactionProcessor) skip(k string) bool {
+	return p.ignored[k] || (p.keys != nil && strings.HasPrefix(k, seal.AttrPrefix))
+}
+
 func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	var t tally
+	counts := make([]int, 0, ld.LogRecordCount()) // values redacted per record, in order
+	traces := map[pcommon.TraceID]struct{}{}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
+		t.trace = pcommon.TraceID{}
 		addCount(rl.Resource().Attributes(), p.attrs(rl.Resource().Attributes(), &t))
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
+			t.trace = pcommon.TraceID{}
 			p.scope(sls.At(j).Scope(), &t)
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
+				t.trace = lr.TraceID()
+				if !t.trace.IsEmpty() {
+					traces[t.trace] = struct{}{}
+				}
 				n := p.attrs(lr.Attributes(), &t)
 				n += p.name(lr.EventName(), lr.SetEventName, &t)
 				bn, drop := p.value("", lr.Body(), &t)
 				if drop {
 					pcommon.NewValueEmpty().CopyTo(lr.Body())
 				}
-				addCount(lr.Attributes(), n+bn)
+				counts = append(counts, n+bn)
+			}
+		}
+	}
+	p.memory.recall(&t.echo, traces)
+	echo := t.echo.prepare()
+	p.memory.remember(&t.echo)
+	r := 0
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		if echo {
+			n, _ := t.echo.attrs(rl.Resource().Attributes(), p.skip, &t, false)
+			addCount(rl.Resource().Attributes(), n)
+		}
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			if echo {
+				sa := sls.At(j).Scope().Attributes()
+				n, _ := t.echo.attrs(sa, p.skip, &t, false)
+				addCount(sa, n)
+			}
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				n := counts[r]
+				r++
+				if echo {
+					an, _ := t.echo.attrs(lr.Attributes(), p.skip, &t, false)
+					n += an + t.echo.name(lr.EventName(), lr.SetEventName, &t) + t.echo.value(lr.Body(), p.skip, &t)
+				}
+				addCount(lr.Attributes(), n)
 			}
 		}
 	}
@@ -422,10 +547,10 @@ func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 
 // withoutCredentials turns the originals in before (attribute values before redaction) into
 // what may be sealed: each changed value with the findings of the secret rules redacted again
-// (a credential is never sealed: replay does not need it), and no entry at all for a value whose
-// every change was a credential (an Authorization or Cookie header, an API key), which then
-// keeps only its redacted form.
-func (p *redactionProcessor) withoutCredentials(attrs pcommon.Map, before map[string]pcommon.Value) {
+// and the request's secrets (echoes) replaced where they repeat (a credential is never sealed:
+// replay does not need it), and no entry at all for a value whose every change was a credential
+// (an Authorization or Cookie header, an API key), which then keeps only its redacted form.
+func (p *redactionProcessor) withoutCredentials(attrs pcommon.Map, before map[string]pcommon.Value, echoes *echoes) {
 	for key, orig := range before {
 		cur, ok := attrs.Get(key)
 		if ok && cur.Equal(orig) {
@@ -433,7 +558,12 @@ func (p *redactionProcessor) withoutCredentials(attrs pcommon.Map, before map[st
 		}
 		v := pcommon.NewValueEmpty()
 		orig.CopyTo(v)
-		if drop := redactIn(p.secretsOnly, key, v); drop || (ok && v.Equal(cur)) {
+		drop := redactIn(p.secretsOnly, key, v)
+		if !drop && len(echoes.vals) > 0 {
+			var discard tally // counted once, in the request's tally
+			echoes.value(v, p.skip, &discard)
+		}
+		if drop || (ok && v.Equal(cur)) {
 			delete(before, key) // nothing but credentials changed: nothing to seal
 			continue
 		}
