@@ -38,6 +38,11 @@ func openDatasets(ctx context.Context) (*dataset.Store, error) {
 		u = cfg.Datasets.Get().URL // --config: the runagain_storage extension's datasets::url
 	}
 	if u == "" {
+		// the default lives in the data directory: a directory that is not there is a typo or
+		// the wrong machine, not an empty store to create
+		if st, err := os.Stat(dataDirFlag); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("dataset store: the data directory %s does not exist (is --data-dir / RUNAGAIN_DATA_DIR the collector's data directory? --datasets-url names another store)", dataDirFlag)
+		}
 		u = dataset.DefaultURL(dataDirFlag)
 	}
 	return dataset.Open(ctx, u)

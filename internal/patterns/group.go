@@ -410,7 +410,7 @@ func Show(ctx context.Context, r store.PatternReader, id string, f store.Pattern
 		}
 	}
 	if p == nil {
-		return Pattern{}, nil, fmt.Errorf("pattern %s: no run in the range: %w", id, store.ErrNotFound)
+		return Pattern{}, nil, patternNotFound(id, f)
 	}
 	f.PatternID = id
 	var runs []Run
@@ -425,6 +425,22 @@ func Show(ctx context.Context, r store.PatternReader, id string, f store.Pattern
 		return runs[i].TraceID < runs[j].TraceID
 	})
 	return *p, runs, err
+}
+
+// notFoundError is a pattern that no run of the range has; errors.Is(err, store.ErrNotFound).
+type notFoundError struct{ msg string }
+
+func (e notFoundError) Error() string        { return e.msg }
+func (e notFoundError) Is(target error) bool { return target == store.ErrNotFound }
+
+// patternNotFound names the pattern and the range it was looked for in, and where the patterns
+// of that range are listed.
+func patternNotFound(id string, f store.PatternFilter) error {
+	rng := "in the store"
+	if !f.Since.IsZero() {
+		rng = "among the runs since " + f.Since.UTC().Format(time.RFC3339)
+	}
+	return notFoundError{fmt.Sprintf("pattern %q: no such pattern %s (runagain patterns lists the patterns and their ids)", id, rng)}
 }
 
 func signatures(ctx context.Context, r store.PatternReader, ids []string, have map[string]Signature) (map[string]Signature, error) {

@@ -227,7 +227,11 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 			err3 = fmt.Errorf("cost above %q: want a number of USD from 0 to %g", v.CostMinStr, float64(maxCostFilter))
 		}
 	}
-	if err := errors.Join(err1, err2, err3); err != nil {
+	var err4 error
+	if err1 == nil && err2 == nil && !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		err4 = fmt.Errorf("since %q is not before until %q: no run can start in that range", v.F.Since, v.F.Until)
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		v.Err = err.Error()
 		w.WriteHeader(http.StatusBadRequest)
 		s.render(w, "sessions.html", v)

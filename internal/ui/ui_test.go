@@ -219,10 +219,14 @@ func TestSessionsPagesAndFilters(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	_, body = get(t, ts.URL+"/?page=9223372036854775807")
 	assert.NotContains(t, body, `data-trace="0`, "a page past the end lists nothing")
-	for _, c := range []string{"NaN", "-1", "+Inf", "1e300"} {
+	for _, c := range []string{"NaN", "-1", "+Inf", "1e300", "abc"} {
 		code, _ = get(t, ts.URL+"/?cost_min="+c)
 		assert.Equal(t, http.StatusBadRequest, code, "cost_min=%s", c)
 	}
+	// a reversed range is said to be one, not listed as "no run matches"
+	code, body = get(t, ts.URL+"/?since=2026-01-02&until=2026-01-01")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "is not before until")
 	code, _ = get(t, ts.URL+"/runs/zzz")
 	assert.Equal(t, http.StatusBadRequest, code)
 }
