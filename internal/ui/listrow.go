@@ -3,6 +3,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
@@ -29,9 +31,16 @@ type runPreview struct {
 	Failed  bool // Outcome is an error
 }
 
-// previewOf reads a run's preview from its read model: messages as recorded (offloaded payloads
-// stay references here; the run page fetches them).
-func previewOf(c *cachedRun) runPreview {
+// previewFetches bounds the calls whose offloaded messages a preview fetches, from each end of
+// the run: the first input and the last output are what a preview shows, and a run with no user
+// message in its first calls is not read call by call from the payload store.
+const previewFetches = 2
+
+// previewOf reads a run's preview from its read model: the first user input and the last output.
+// A call whose messages were offloaded to the payload store is fetched (View.Rehydrate), for at
+// most previewFetches calls from each end; an offloaded output that cannot be fetched ends the
+// search, so the preview never shows an earlier call's output as the run's outcome.
+func previewOf(ctx context.Context, c *cachedRun) runPreview {
 	var p runPreview
 	for _, n := range c.nodes {
 		if n.Depth == 0 {
@@ -63,8 +72,21 @@ func previewOf(c *cachedRun) runPreview {
 	}
 	// The first user input from the front, the last output from the back: a 10,000-span run's
 	// preview reads the messages of a few calls, not of every call (BENCHMARKS.md, uibench).
-	for _, i := range c.steps {
-		cm, err := c.view.Messages(c.nodes[i])
+	// messages reads call i's messages, fetching them first when they were offloaded (fetch);
+	// offloaded is true when some are still references after that
+	messages := func(i int, fetch bool) (cm genai.CallMessages, offloaded bool, err error) {
+		n := c.nodes[i]
+		if hasRef(n.Effective) || hasRef(n.Span) {
+			if fetch {
+				_ = c.view.Rehydrate(ctx, i) // a payload that cannot be read leaves its reference
+			}
+			offloaded = hasRef(n.Effective) || hasRef(n.Span)
+		}
+		cm, err = c.view.Messages(n)
+		return cm, offloaded, err
+	}
+	for k, i := range c.steps {
+		cm, _, err := messages(i, k < previewFetches)
 		if err != nil {
 			continue
 		}
@@ -79,7 +101,10 @@ func previewOf(c *cachedRun) runPreview {
 		}
 	}
 	for k := len(c.steps) - 1; k >= 0 && !p.Failed && p.Outcome == ""; k-- {
-		cm, err := c.view.Messages(c.nodes[c.steps[k]])
+		cm, offloaded, err := messages(c.steps[k], len(c.steps)-1-k < previewFetches)
+		if offloaded && len(cm.Output) == 0 {
+			break // its output is in the payload store, not read here: no earlier call stands in
+		}
 		if err != nil {
 			continue
 		}
@@ -90,6 +115,17 @@ func previewOf(c *cachedRun) runPreview {
 		}
 	}
 	return p
+}
+
+// hasRef reports whether span holds an offloaded payload (an attribute named with
+// genai.RefSuffix).
+func hasRef(span ptrace.Span) bool {
+	found := false
+	span.Attributes().Range(func(k string, _ pcommon.Value) bool {
+		found = strings.HasSuffix(k, genai.RefSuffix)
+		return !found
+	})
+	return found
 }
 
 func partsText(ps []genai.Part) string {

@@ -327,7 +327,7 @@ func (s *Server) arrange(ctx context.Context, run *store.Run) (*cachedRun, error
 			m.At = ms(m.Time.Sub(c.start))
 		}
 	}
-	c.detail.Preview = previewOf(c)
+	c.detail.Preview = previewOf(ctx, c)
 	c.detail.DurationMS = ms(c.end.Sub(c.start))
 	return c, nil
 }
