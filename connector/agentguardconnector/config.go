@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/runagain/runagain/internal/confdur"
 )
 
 // Config is the agent_guard connector configuration. Every field has a default (README.md has
@@ -241,6 +244,16 @@ func createDefaultConfig() *Config {
 			RateJump: PatternRateJumpConfig{Enabled: true, Window: time.Hour, Factor: 3, MinRuns: 5, BaselineHalfLife: 24 * time.Hour},
 		},
 	}
+}
+
+// Unmarshal decodes the section; a duration setting whose value is not a duration is an error
+// naming its path, the value and what to write (internal/confdur: the collector's decoder drops
+// the value from its error).
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := confdur.Check(conf, c); err != nil {
+		return err
+	}
+	return conf.Unmarshal(c)
 }
 
 // Validate checks the configuration; each error names the field.

@@ -14,8 +14,10 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/confmap"
 	"gocloud.dev/blob"
 
+	"github.com/runagain/runagain/internal/confdur"
 	"github.com/runagain/runagain/internal/genai"
 	"github.com/runagain/runagain/internal/pricing"
 )
@@ -252,6 +254,16 @@ func defaultClickHouse() ClickHouseConfig {
 
 // NewDefaultConfig returns the default configuration (every tier unset).
 func NewDefaultConfig() *Config { return createDefaultConfig().(*Config) }
+
+// Unmarshal decodes the section; a duration setting whose value is not a duration is an error
+// naming its path, the value and what to write (internal/confdur: the collector's decoder drops
+// the value from its error).
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := confdur.Check(conf, c); err != nil {
+		return err
+	}
+	return conf.Unmarshal(c)
+}
 
 // Validate checks the configuration; each error names the field. Beyond ValidateForReading, each
 // local SQLite file (hot::sqlite::path, warm::sqlite::path) must be one Start can create or

@@ -154,6 +154,10 @@ func (r *Registry) Detect(name string, data []byte) (Format, error) {
 	return nil, fmt.Errorf("%s: %w (%s); known formats: %s", name, ErrUnknownFormat, what, strings.Join(names, ", "))
 }
 
+// ErrNoSpans is wrapped by the error of a file in a known format that holds no span (an OTLP
+// export of `{"resourceSpans":[]}`, a trace export with no observation).
+var ErrNoSpans = errors.New("no span")
+
 // Result is one parsed file.
 type Result struct {
 	File   string
@@ -183,6 +187,10 @@ func (r *Registry) ParseBytes(name string, data []byte) (Result, error) {
 	td, err := f.Parse(data)
 	if err != nil {
 		return Result{}, withFile(name, err)
+	}
+	if td.SpanCount() == 0 {
+		// a file that parses to nothing is an export that went wrong, not a run to import
+		return Result{}, fmt.Errorf("%s: %s file with %w, nothing to import", name, f.Name(), ErrNoSpans)
 	}
 	return Result{File: name, Format: f.Name(), Traces: td}, nil
 }

@@ -385,3 +385,14 @@ func TestLargeValuesWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNoSpans: a file in a known format that holds no span is an error naming the file and
+// the format (ErrNoSpans), as an empty cassette is, not an import of nothing that exits 0.
+func TestParseNoSpans(t *testing.T) {
+	for _, doc := range []string{`{"resourceSpans":[]}`, `{"resourceSpans":[{"scopeSpans":[{"spans":[]}]}]}`} {
+		_, err := ParseBytes("export.json", []byte(doc))
+		if !errors.Is(err, ErrNoSpans) || !strings.Contains(err.Error(), "export.json: otlp-json file with no span, nothing to import") {
+			t.Errorf("%s: error %v, want ErrNoSpans naming the file and format", doc, err)
+		}
+	}
+}

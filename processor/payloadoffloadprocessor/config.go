@@ -11,6 +11,9 @@ import (
 	"github.com/gobwas/glob"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/runagain/runagain/internal/confdur"
 )
 
 // OnFailure says what happens to a value that could not be stored after the bounded retry.
@@ -132,6 +135,16 @@ func createDefaultConfig() component.Config {
 		RetryOnFailure: retry,
 		Concurrency:    4,
 	}
+}
+
+// Unmarshal decodes the section; a duration setting whose value is not a duration is an error
+// naming its path, the value and what to write (internal/confdur: the collector's decoder drops
+// the value from its error).
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := confdur.Check(conf, c); err != nil {
+		return err
+	}
+	return conf.Unmarshal(c)
 }
 
 // Validate checks the configuration; every error names its field.

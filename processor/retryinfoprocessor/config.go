@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/runagain/runagain/internal/confdur"
 )
 
 // Config is the retry_info processor's configuration: how long a refused client is told to wait
@@ -32,6 +36,16 @@ const (
 
 func createDefaultConfig() *Config {
 	return &Config{OverloadDelay: time.Second, UnavailableDelay: 5 * time.Second}
+}
+
+// Unmarshal decodes the section; a duration setting whose value is not a duration is an error
+// naming its path, the value and what to write (internal/confdur: the collector's decoder drops
+// the value from its error).
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := confdur.Check(conf, c); err != nil {
+		return err
+	}
+	return conf.Unmarshal(c)
 }
 
 // Validate checks each delay is whole seconds within [MinDelay, MaxDelay]; errors name the

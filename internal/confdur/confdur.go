@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package confdur names the duration settings a collector configuration gets wrong.
+//
+// The collector decodes durations with go-viper/mapstructure, which drops the value from the
+// error (`'retention' time: invalid duration`), so whoever wrote `retention: 7d` is not told that
+// 7d is the problem or what to write instead. Check walks a component's configuration type and
+// the raw section beside it and, for every time.Duration setting whose value time.ParseDuration
+// refuses, names its full path, the value and what Go accepts.
+package confdur // import "github.com/runagain/runagain/internal/confdur"
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+)
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// daysRE is a value in days, the unit Go's durations lack.
+var daysRE = regexp.MustCompile(`^(\d+)\s*d$`)
+
+// Check returns an error naming each duration setting of conf (a component's raw section) whose
+// value is a string that time.ParseDuration refuses, or a number other than 0 (which the decoder
+// would take as nanoseconds: `window: 10` is 10ns): "hot::retention: "7d" is not a duration
+// (Go durations: 300ms, 90s, 30m, 168h; days are hours: 7d is 168h)". cfg is the component's
+// configuration, a pointer to its struct; mapstructure tags give the names, squashed and
+// configoptional.Optional fields are followed. nil when every duration parses.
+func Check(conf *confmap.Conf, cfg any) error {
+	if conf == nil {
+		return nil
+	}
+	t := reflect.TypeOf(cfg)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var errs []string
+	walk(t, conf.ToStringMap(), "", &errs, 0)
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Strings(errs)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = errors.New(e)
+	}
+	return errors.Join(out...)
+}
+
+func walk(t reflect.Type, raw map[string]any, prefix string, errs *[]string, depth int) {
+	if depth > 16 {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "-" {
+			continue
+		}
+		ft := optionalValue(f.Type)
+		if strings.Contains(opts, "squash") {
+			if ft.Kind() == reflect.Struct {
+				walk(ft, raw, prefix, errs, depth+1)
+			}
+			continue
+		}
+		if name == "" {
+			continue
+		}
+		v, ok := lookup(raw, name)
+		if !ok {
+			continue
+		}
+		path := prefix + name
+		switch {
+		case ft == durationType:
+			switch x := v.(type) {
+			case string:
+				if _, err := time.ParseDuration(x); err != nil {
+					*errs = append(*errs, explain(path, x))
+				}
+			case int, int64, uint64, float64:
+				// the decoder would take 10 as 10 nanoseconds
+				if fmt.Sprint(x) != "0" {
+					*errs = append(*errs, fmt.Sprintf("%s: %v is a number, not a duration: give its unit (%vs, %vm, %vh; Go durations, 0 stays 0)", path, x, x, x, x))
+				}
+			}
+		case ft.Kind() == reflect.Struct:
+			if m, ok := v.(map[string]any); ok {
+				walk(ft, m, path+"::", errs, depth+1)
+			}
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+			if m, ok := v.(map[string]any); ok {
+				for k, e := range m {
+					if em, ok := e.(map[string]any); ok {
+						walk(ft.Elem(), em, path+"::"+k+"::", errs, depth+1)
+					}
+				}
+			}
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			if l, ok := v.([]any); ok {
+				for j, e := range l {
+					if em, ok := e.(map[string]any); ok {
+						walk(ft.Elem(), em, path+"::"+strconv.Itoa(j)+"::", errs, depth+1)
+					}
+				}
+			}
+		}
+	}
+}
+
+// optionalValue is T for configoptional.Optional[T] (its field value), and t otherwise.
+func optionalValue(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Struct && t.PkgPath() == "go.opentelemetry.io/collector/config/configoptional" && strings.HasPrefix(t.Name(), "Optional[") {
+		if f, ok := t.FieldByName("value"); ok {
+			return f.Type
+		}
+	}
+	return t
+}
+
+// lookup finds name in raw, as mapstructure does: exactly, else case-insensitively.
+func lookup(raw map[string]any, name string) (any, bool) {
+	if v, ok := raw[name]; ok {
+		return v, true
+	}
+	for k, v := range raw {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// explain says why s is not a duration and what to write.
+func explain(path, s string) string {
+	msg := fmt.Sprintf("%s: %q is not a duration (Go durations: 300ms, 90s, 30m, 168h", path, s)
+	if m := daysRE.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return msg + fmt.Sprintf("; days are hours: %s is %dh)", strings.TrimSpace(s), 24*n)
+		}
+	}
+	if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		return msg + "; a number needs its unit)"
+	}
+	return msg + ")"
+}
