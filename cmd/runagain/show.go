@@ -316,7 +316,11 @@ func printShow(w io.Writer, v *ShowRun) {
 			fmt.Fprintf(w, "%s    guardrail %s: %s\n", ind, s.Guardrail, verdict)
 		}
 		if s.Model != "" || s.InputTokens != 0 || s.OutputTokens != 0 {
-			fmt.Fprintf(w, "%s    model %s  tokens in %d out %d%s\n", ind, dash(s.Model), s.InputTokens, s.OutputTokens, spanCostText(s))
+			tokens := fmt.Sprintf("tokens in %d out %d", s.InputTokens, s.OutputTokens)
+			if s.InputTokens == 0 && s.OutputTokens == 0 && !hasUsage(s.Attributes) {
+				tokens = "usage not recorded" // not a call that used no tokens
+			}
+			fmt.Fprintf(w, "%s    model %s  %s%s\n", ind, dash(s.Model), tokens, spanCostText(s))
 		}
 		keys := make([]string, 0, len(s.Attributes))
 		for k := range s.Attributes {
@@ -385,4 +389,15 @@ func indentValue(v any, ind string) string {
 		}
 	}
 	return strings.ReplaceAll(s, "\n", "\n"+ind)
+}
+
+// hasUsage reports whether attrs (a span's attributes by key) record token usage
+// (gen_ai.usage.*).
+func hasUsage(attrs map[string]any) bool {
+	for k := range attrs {
+		if strings.HasPrefix(k, "gen_ai.usage.") {
+			return true
+		}
+	}
+	return false
 }
