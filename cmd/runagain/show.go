@@ -391,11 +391,11 @@ func indentValue(v any, ind string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+ind)
 }
 
-// hasUsage reports whether attrs (a span's attributes by key) record token usage
-// (gen_ai.usage.*).
+// hasUsage reports whether attrs (a span's attributes by key) record token usage under any
+// key genai.TokenUsage reads (genai.UsageKeys).
 func hasUsage(attrs map[string]any) bool {
-	for k := range attrs {
-		if strings.HasPrefix(k, "gen_ai.usage.") {
+	for _, k := range genai.UsageKeys() {
+		if _, ok := attrs[k]; ok {
 			return true
 		}
 	}
