@@ -72,9 +72,10 @@ type Config struct {
 	CleanCacheMiB int `mapstructure:"clean_cache_mib"`
 	// RepeatedSecretTraces is how many traces' secrets are remembered (default 10000, an LRU;
 	// 0: none). A value a secret rule takes anywhere in a request is replaced by the same token
-	// wherever else it stands in that request; remembered for its trace (at most 32 per trace),
-	// it is also replaced where a later request of the trace repeats it (an assistant answer
-	// echoing the password it was given). The values stay in the collector's memory only.
+	// wherever else it stands in that request; remembered for its trace (its first 32), it is
+	// also replaced where a later request of the trace repeats it (an assistant answer echoing
+	// the password it was given), in the traces and the logs pipelines alike (they share the
+	// memory). The values stay in the collector's memory only.
 	RepeatedSecretTraces int `mapstructure:"repeated_secret_traces"`
 
 	// prevent unkeyed literal initialization

@@ -302,6 +302,45 @@ type secretMemory struct {
 	cache *lru.Cache[pcommon.TraceID, []echo]
 }
 
+// memories holds the secret memory of each agent_redaction configuration, shared by the
+// processors the collector builds from it (one per signal: a password given in a span and
+// repeated in a log record of the trace, as the OpenAI instrumentations write messages, is one
+// secret). Keyed by the *Config the factory is given, which is the same for every pipeline of a
+// component id; counted, so the last processor's shutdown forgets it.
+var memories = struct {
+	mu sync.Mutex
+	m  map[*Config]*sharedMemory
+}{m: map[*Config]*sharedMemory{}}
+
+type sharedMemory struct {
+	mem  *secretMemory
+	refs int
+}
+
+// acquireMemory returns cfg's shared memory (nil when repeated_secret_traces is 0).
+func acquireMemory(cfg *Config) *secretMemory {
+	memories.mu.Lock()
+	defer memories.mu.Unlock()
+	sm, ok := memories.m[cfg]
+	if !ok {
+		sm = &sharedMemory{mem: newSecretMemory(cfg.RepeatedSecretTraces)}
+		memories.m[cfg] = sm
+	}
+	sm.refs++
+	return sm.mem
+}
+
+// releaseMemory drops one processor's hold on cfg's memory.
+func releaseMemory(cfg *Config) {
+	memories.mu.Lock()
+	defer memories.mu.Unlock()
+	if sm, ok := memories.m[cfg]; ok {
+		if sm.refs--; sm.refs <= 0 {
+			delete(memories.m, cfg)
+		}
+	}
+}
+
 // newSecretMemory returns a memory of size traces, or nil for 0 (repeats are then replaced
 // within a request only).
 func newSecretMemory(size int) *secretMemory {
@@ -326,28 +365,30 @@ func (m *secretMemory) recall(e *echoes, traces map[pcommon.TraceID]struct{}) {
 	}
 }
 
-// remember keeps what e found in this request for its traces.
-func (m *secretMemory) remember(e *echoes) {
+// remember keeps what e found in this request for its traces, and returns how many values it
+// could not keep because their trace already holds maxSecretsPerTrace (the first ones found are
+// kept: they are the ones a later request is likeliest to repeat, the credentials the run was
+// given).
+func (m *secretMemory) remember(e *echoes) (dropped int) {
 	if m == nil || len(e.mine) == 0 {
-		return
+		return 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, found := range e.mine {
 		prev, _ := m.cache.Peek(id)
-		if len(prev) >= maxSecretsPerTrace {
-			m.cache.Get(id) // recently used all the same
-			continue
-		}
 		next := slices.Clone(prev)
 		for _, ec := range found {
+			if slices.ContainsFunc(next, func(x echo) bool { return x.value == ec.value }) {
+				continue
+			}
 			if len(next) >= maxSecretsPerTrace {
-				break
+				dropped++
+				continue
 			}
-			if !slices.ContainsFunc(next, func(x echo) bool { return x.value == ec.value }) {
-				next = append(next, ec)
-			}
+			next = append(next, ec)
 		}
 		m.cache.Add(id, next)
 	}
+	return dropped
 }

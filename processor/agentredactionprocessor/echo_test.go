@@ -5,21 +5,26 @@ package agentredactionprocessor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/runagain/runagain/internal/redact"
 	"github.com/runagain/runagain/internal/seal"
+	"github.com/runagain/runagain/processor/agentredactionprocessor/internal/metadatatest"
 )
 
 // echoSecret is given to the agent under a credential key and repeated by it without one.
@@ -245,4 +250,81 @@ func TestRepeatedSecretLogs(t *testing.T) {
 	assert.Equal(t, "login ok: [REDACTED:password_key]", first.Body().Str())
 	n, _ := first.Attributes().Get(CountAttribute)
 	assert.Equal(t, int64(1), n.Int())
+}
+
+// TestRepeatedSecretAcrossSignals: the traces and the logs processor the collector builds from
+// one configuration share the memory: a password given in a span is replaced where a log record
+// of the trace repeats it, and one given in a log record where a later span repeats it.
+func TestRepeatedSecretAcrossSignals(t *testing.T) {
+	cfg := echoConfig()
+	set := processortest.NewNopSettings(NewFactory().Type())
+	spans, logs := new(consumertest.TracesSink), new(consumertest.LogsSink)
+	tp, err := NewFactory().CreateTraces(context.Background(), set, cfg, spans)
+	require.NoError(t, err)
+	lp, err := NewFactory().CreateLogs(context.Background(), set, cfg, logs)
+	require.NoError(t, err)
+	for _, c := range []interface {
+		Start(context.Context, component.Host) error
+		Shutdown(context.Context) error
+	}{tp, lp} {
+		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+		t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
+	}
+	const fromLog = "FromLogSecret99"
+	td := ptrace.NewTraces()
+	loginCall(td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans(), echoTrace, echoSecret)
+	require.NoError(t, tp.ConsumeTraces(context.Background(), td))
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for _, body := range []string{"repeat from the span: " + echoSecret, `{"password":"` + fromLog + `"}`} {
+		lr := lrs.AppendEmpty()
+		lr.SetTraceID(echoTrace)
+		lr.Body().SetStr(body)
+	}
+	require.NoError(t, lp.ConsumeLogs(context.Background(), ld))
+	later := ptrace.NewTraces()
+	s := later.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(echoTrace)
+	s.SetSpanID(pcommon.SpanID{4, 4, 4, 4, 4, 4, 4, 4})
+	s.Attributes().PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"done, it is `+fromLog+`"}]}]`)
+	require.NoError(t, tp.ConsumeTraces(context.Background(), later))
+
+	b, _ := (&plog.JSONMarshaler{}).MarshalLogs(logs.AllLogs()[0])
+	assert.NotContains(t, string(b), echoSecret, "the span's password in a log record")
+	assert.NotContains(t, dump(spans.AllTraces()[1]), fromLog, "the log record's password in a later span")
+}
+
+// TestRepeatedSecretMemoryFull: a trace remembers its first 32 secrets; the ones past them are
+// counted in processor_agent_redaction_secrets_not_remembered, and only the remembered ones are
+// replaced in a later request.
+func TestRepeatedSecretMemoryFull(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	sink := new(consumertest.TracesSink)
+	p, err := NewFactory().CreateTraces(context.Background(), metadatatest.NewSettings(tt), echoConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+	pass := func(i int) string { return fmt.Sprintf("ManyPass%04dXyz", i) }
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for i := range maxSecretsPerTrace + 8 {
+		loginCall(spans, echoTrace, pass(i))
+	}
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	later := ptrace.NewTraces()
+	s := later.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(echoTrace)
+	s.SetSpanID(pcommon.SpanID{6, 6, 6, 6, 6, 6, 6, 6})
+	var all []string
+	for i := range maxSecretsPerTrace + 8 {
+		all = append(all, pass(i))
+	}
+	s.Attributes().PutStr("note", strings.Join(all, " "))
+	require.NoError(t, p.ConsumeTraces(context.Background(), later))
+	out := dump(sink.AllTraces()[1])
+	assert.NotContains(t, out, pass(0))
+	assert.NotContains(t, out, pass(maxSecretsPerTrace-1))
+	assert.Contains(t, out, pass(maxSecretsPerTrace), "past the bound")
+	metadatatest.AssertEqualProcessorAgentRedactionSecretsNotRemembered(t, tt, []metricdata.DataPoint[int64]{{Value: 8}}, metricdatatest.IgnoreTimestamp())
 }

@@ -40,7 +40,8 @@ type redactionProcessor struct {
 	reasonZeroTrace, reasonZeroSpan metric.MeasurementOption
 	// cache hits and misses already reported to telemetry (report adds what came since)
 	reportedHits, reportedMisses atomic.Int64
-	memory                       *secretMemory // nil when repeated_secret_traces is 0
+	memory                       *secretMemory // nil when repeated_secret_traces is 0; shared (acquireMemory)
+	cfg                          *Config
 }
 
 func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProcessor, error) {
@@ -74,7 +75,7 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 		ruleAttrs: map[string]metric.MeasurementOption{}, logger: set.Logger, refuse: cfg.RefuseInvalidSpans,
 		reasonZeroTrace: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_trace_id"))),
 		reasonZeroSpan:  metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "zero_span_id"))),
-		memory:          newSecretMemory(cfg.RepeatedSecretTraces)}
+		cfg:             cfg}
 	for _, k := range cfg.IgnoredKeys {
 		p.ignored[k] = true
 	}
@@ -100,11 +101,13 @@ func newRedactionProcessor(set processor.Settings, cfg *Config) (*redactionProce
 		}
 		p.ignored[seal.AttrSession] = true
 	}
+	p.memory = acquireMemory(cfg) // last: an error above holds nothing
 	return p, nil
 }
 
 func (p *redactionProcessor) shutdown(context.Context) error {
 	p.telemetry.Shutdown()
+	releaseMemory(p.cfg)
 	if p.keys != nil {
 		return p.keys.Close()
 	}
@@ -121,6 +124,8 @@ type tally struct {
 	// the span or log record being examined (empty for a resource or scope)
 	echo  echoes
 	trace pcommon.TraceID
+	// secrets found that their trace's memory had no room for (secretMemory.remember)
+	unremembered int
 }
 
 func (t *tally) add(fs []redact.Finding) {
@@ -144,6 +149,9 @@ func (p *redactionProcessor) report(ctx context.Context, t *tally) {
 	}
 	if t.scanned > 0 {
 		p.telemetry.ProcessorAgentRedactionBytesScanned.Add(ctx, t.scanned)
+	}
+	if t.unremembered > 0 {
+		p.telemetry.ProcessorAgentRedactionSecretsNotRemembered.Add(ctx, int64(t.unremembered))
 	}
 	// the cache counts for the whole processor: each increment is reported once, also when
 	// batches are processed concurrently
@@ -402,7 +410,7 @@ func (p *redactionProcessor) processTraces(ctx context.Context, td ptrace.Traces
 	if t.echo.prepare() {
 		p.echoTraces(td, work, &t)
 	}
-	p.memory.remember(&t.echo)
+	t.unremembered = p.memory.remember(&t.echo)
 	for i := range work {
 		w := &work[i]
 		span := w.span
@@ -513,7 +521,7 @@ func (p *redactionProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	}
 	p.memory.recall(&t.echo, traces)
 	echo := t.echo.prepare()
-	p.memory.remember(&t.echo)
+	t.unremembered = p.memory.remember(&t.echo)
 	r := 0
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)

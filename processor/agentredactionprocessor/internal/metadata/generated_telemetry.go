@@ -23,16 +23,17 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                   metric.Meter
-	mu                                      sync.Mutex
-	registrations                           []metric.Registration
-	ProcessorAgentRedactionBytesScanned     metric.Int64Counter
-	ProcessorAgentRedactionCleanCacheHits   metric.Int64Counter
-	ProcessorAgentRedactionCleanCacheMisses metric.Int64Counter
-	ProcessorAgentRedactionDroppedValues    metric.Int64Counter
-	ProcessorAgentRedactionFindings         metric.Int64Counter
-	ProcessorAgentRedactionMalformedJSON    metric.Int64Counter
-	ProcessorAgentRedactionRefusedSpans     metric.Int64Counter
+	meter                                       metric.Meter
+	mu                                          sync.Mutex
+	registrations                               []metric.Registration
+	ProcessorAgentRedactionBytesScanned         metric.Int64Counter
+	ProcessorAgentRedactionCleanCacheHits       metric.Int64Counter
+	ProcessorAgentRedactionCleanCacheMisses     metric.Int64Counter
+	ProcessorAgentRedactionDroppedValues        metric.Int64Counter
+	ProcessorAgentRedactionFindings             metric.Int64Counter
+	ProcessorAgentRedactionMalformedJSON        metric.Int64Counter
+	ProcessorAgentRedactionRefusedSpans         metric.Int64Counter
+	ProcessorAgentRedactionSecretsNotRemembered metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -104,6 +105,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_agent_redaction_refused_spans",
 		metric.WithDescription("Number of spans refused (the whole request refused with a permanent error, OTLP INVALID_ARGUMENT / HTTP 400), per reason; no span of a refused request is kept. [Development]"),
 		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorAgentRedactionSecretsNotRemembered, err = builder.meter.Int64Counter(
+		"otelcol_processor_agent_redaction_secrets_not_remembered",
+		metric.WithDescription("Number of secret values found by their context in a request that were not remembered for their trace because it already holds 32 (repeated_secret_traces); a repeat of one in a later request of the trace is not replaced. [Development]"),
+		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

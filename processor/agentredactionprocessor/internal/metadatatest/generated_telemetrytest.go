@@ -132,3 +132,19 @@ func AssertEqualProcessorAgentRedactionRefusedSpans(t *testing.T, tt *componentt
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualProcessorAgentRedactionSecretsNotRemembered(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_agent_redaction_secrets_not_remembered",
+		Description: "Number of secret values found by their context in a request that were not remembered for their trace because it already holds 32 (repeated_secret_traces); a repeat of one in a later request of the trace is not replaced. [Development]",
+		Unit:        "{value}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_agent_redaction_secrets_not_remembered")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -26,6 +26,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorAgentRedactionFindings.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionMalformedJSON.Add(context.Background(), 1)
 	tb.ProcessorAgentRedactionRefusedSpans.Add(context.Background(), 1)
+	tb.ProcessorAgentRedactionSecretsNotRemembered.Add(context.Background(), 1)
 	AssertEqualProcessorAgentRedactionBytesScanned(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -45,6 +46,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorAgentRedactionRefusedSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorAgentRedactionSecretsNotRemembered(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
