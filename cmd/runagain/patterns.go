@@ -14,18 +14,13 @@ import (
 )
 
 func init() {
-	var since string
+	var since, until string
 	var asJSON bool
 	filter := func() (store.PatternFilter, error) {
 		var f store.PatternFilter
-		if since != "" {
-			t, err := store.ParseTimeArg("--since", since, time.Now())
-			if err != nil {
-				return f, err
-			}
-			f.Since = t
-		}
-		return f, nil
+		var err error
+		f.Since, f.Until, err = timeRange(since, until, time.Now())
+		return f, err
 	}
 	cmd := &cobra.Command{
 		Use:   "patterns",
@@ -88,6 +83,7 @@ the runs. --since filters on when a run started (24h, 7d, a date, an RFC 3339 ti
 	}
 	cmd.AddCommand(show)
 	cmd.PersistentFlags().StringVar(&since, "since", "", "runs that started since: a duration back from now (7d, 24h), a date or an RFC 3339 time")
+	cmd.PersistentFlags().StringVar(&until, "until", "", untilUsage)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	rootCmd.AddCommand(cmd)
 }

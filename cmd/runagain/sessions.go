@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	var since string
+	var since, until string
 	var asJSON bool
 	var limit int
 	var failed bool
@@ -54,12 +54,9 @@ N newest failing runs).`,
 				// records): --limit counts the runs printed, not the runs read before the filter.
 				f.Limit = 0
 			}
-			if since != "" {
-				t, err := store.ParseTimeArg("--since", since, time.Now())
-				if err != nil {
-					return err
-				}
-				f.Since = t
+			var err error
+			if f.Since, f.Until, err = timeRange(since, until, time.Now()); err != nil {
+				return err
 			}
 			r, err := openReader()
 			if err != nil {
@@ -187,6 +184,7 @@ N newest failing runs).`,
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only runs started since this long ago (90m, 24h, 7d) or this date or time (2025-09-30, RFC 3339)")
+	cmd.Flags().StringVar(&until, "until", "", untilUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for machines")
 	cmd.Flags().BoolVar(&failed, "failed", false, "only runs with errors, alerts or replay divergences (candidates for a dataset)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")

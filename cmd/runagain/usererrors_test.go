@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,4 +36,22 @@ func TestShowUsageNotRecorded(t *testing.T) {
 	out := b.String()
 	assert.Contains(t, out, "model gpt-4o  usage not recorded")
 	assert.Contains(t, out, "model gpt-4o  tokens in 0 out 0")
+}
+
+// TestTimeRange: --since and --until bound a listing by run start; a reversed range is an
+// error naming both flags, before any store is opened.
+func TestTimeRange(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	from, to, err := timeRange("7d", "2h", now)
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(-7*24*time.Hour), from)
+	assert.Equal(t, now.Add(-2*time.Hour), to)
+	_, _, err = timeRange("2h", "7d", now)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--since 2h is not before --until 7d")
+	for _, args := range [][]string{{"sessions", "--since", "1h", "--until", "1d"}, {"patterns", "--since", "1h", "--until", "1d"}} {
+		_, _, err := runCLI(t, append(args, "--data-dir", t.TempDir())...)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), "is not before --until", "%v", args)
+	}
 }

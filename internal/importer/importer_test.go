@@ -396,3 +396,12 @@ func TestParseNoSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownEmptyObject: `{}` is described as an empty object, not as "top-level keys" with
+// none listed.
+func TestUnknownEmptyObject(t *testing.T) {
+	_, err := ParseBytes("x.json", []byte(`{}`))
+	if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "(an empty JSON object)") {
+		t.Errorf("error %v", err)
+	}
+}

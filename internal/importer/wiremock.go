@@ -394,6 +394,9 @@ func ymCompactJSON(b *bytes.Buffer, n *yaml.Node) error {
 
 // describeUnknown names what content that no format recognised looks like, for the error.
 func describeUnknown(data []byte, s *Sniff) string {
+	if s.Keys != nil && len(s.Keys) == 0 {
+		return "an empty JSON object"
+	}
 	if s.Keys != nil {
 		keys := make([]string, 0, len(s.Keys))
 		for k := range s.Keys {

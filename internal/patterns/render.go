@@ -43,9 +43,15 @@ const MaxTrendDays = 30
 // the daily trend, the title, models, agents, the merge rules and the example runs. Text that
 // comes from runs is escaped for the terminal (termsafe).
 func WriteText(w io.Writer, rep Report, now time.Time) error {
+	const minute = "2006-01-02 15:04"
 	rng := "all runs"
-	if !rep.Since.IsZero() {
-		rng = "since " + rep.Since.UTC().Format("2006-01-02 15:04") + " UTC"
+	switch {
+	case !rep.Since.IsZero() && !rep.Until.IsZero():
+		rng = "from " + rep.Since.UTC().Format(minute) + " to " + rep.Until.UTC().Format(minute) + " UTC"
+	case !rep.Since.IsZero():
+		rng = "since " + rep.Since.UTC().Format(minute) + " UTC"
+	case !rep.Until.IsZero():
+		rng = "before " + rep.Until.UTC().Format(minute) + " UTC"
 	}
 	fmt.Fprintf(w, "%s: %s, %d failing (%s), %s\n", rng, count(rep.Runs, "run"), rep.Failing, pct(rep.Failing, rep.Runs), count(len(rep.Patterns), "pattern"))
 	for i, p := range rep.Patterns {

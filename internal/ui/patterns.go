@@ -148,7 +148,11 @@ func (s *Server) patternPage(w http.ResponseWriter, r *http.Request) {
 	p, runs, err := patterns.Show(ctx, pr, id, f)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			err = fmt.Errorf("%w: pattern %s has no run in the range (since %q)", errNotFound, id, since)
+			if since == "" || since == "all" {
+				err = fmt.Errorf("%w: no pattern %s in the store (the Patterns page lists them and their ids)", errNotFound, id)
+			} else {
+				err = fmt.Errorf("%w: no run of pattern %s since %s (it may have runs before: since=all)", errNotFound, id, since)
+			}
 		}
 		s.failPage(w, r, err)
 		return
