@@ -40,9 +40,11 @@ const (
 )
 
 var funcs = template.FuncMap{
-	"ms":      fmtMS,
-	"dur":     func(d time.Duration) string { return fmtMS(ms(d)) },
-	"usd":     fmtUSD,
+	"ms":  fmtMS,
+	"dur": func(d time.Duration) string { return fmtMS(ms(d)) },
+	"usd": fmtUSD,
+	// runUSD is a run's cost as the CLI prints it: "-" for a run with no cost and no token usage
+	"runUSD":  func(usd float64, in, out int64) string { return pricing.FormatUSD(usd, 0, in+out > 0) },
 	"short":   func(s string) string { return shorten(s, 12) },
 	"id12":    func(s string) string { return s[:min(12, len(s))] },
 	"join":    strings.Join,

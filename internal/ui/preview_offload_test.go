@@ -66,3 +66,18 @@ func TestPreviewOfOffloadedMessages(t *testing.T) {
 	assert.Contains(t, body, "▸ where is my parcel")
 	assert.NotContains(t, body, "◂ ok", "an earlier call's output stood in for one that could not be read")
 }
+
+// TestNoUsageRunCost: a run whose calls record no usage and no cost shows its cost as "-", as
+// `runagain sessions` does, not as "$0" (a priced run that cost nothing).
+func TestNoUsageRunCost(t *testing.T) {
+	r := synthRun(3, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 5, "hello")
+	for _, s := range llmCalls(r.Traces) {
+		s.Attributes().Remove("gen_ai.usage.input_tokens")
+		s.Attributes().Remove("gen_ai.usage.output_tokens")
+	}
+	_, ts := newTestServer(t, r)
+	_, body := get(t, ts.URL+"/")
+	assert.Contains(t, body, `<td class="num">0 / 0</td>`)
+	assert.Contains(t, body, `<td class="num">-</td>`)
+	assert.NotContains(t, body, `<td class="num">$0</td>`)
+}
