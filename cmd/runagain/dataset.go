@@ -237,7 +237,7 @@ func newDatasetListCmd() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "no datasets in %s (create one with: runagain dataset add NAME TRACE_ID)\n", st.URL())
+				fmt.Fprintf(cmd.OutOrStdout(), "no datasets in %s (create one with: runagain dataset add NAME TRACE_ID)\n", st.Location())
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

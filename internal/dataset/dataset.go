@@ -165,6 +165,16 @@ func (s *Store) Close() error { return s.close() }
 // URL is the bucket URL the store was opened with.
 func (s *Store) URL() string { return s.url }
 
+// Location is where the store is, for people: the directory of a file:// store (the URL
+// without its scheme and bucket options), else the URL.
+func (s *Store) Location() string {
+	if rest, ok := strings.CutPrefix(s.url, "file://"); ok {
+		dir, _, _ := strings.Cut(rest, "?")
+		return dir
+	}
+	return s.url
+}
+
 func manifestKey(name, version string) string { return "versions/" + name + "/" + version + ".json" }
 func objectKey(sha string) string             { return "objects/" + sha }
 

@@ -260,3 +260,16 @@ func factsOf(t *testing.T, td ptrace.Traces, ld plog.Logs) (*Facts, error) {
 	}
 	return RunFacts(v)
 }
+
+// TestLocation: a file:// store is named by its directory, without the bucket options a
+// person did not write; another URL as it is.
+func TestLocation(t *testing.T) {
+	for url, want := range map[string]string{
+		DefaultURL("/srv/data"):                 "/srv/data/datasets",
+		"s3://bucket/datasets?region=eu-west-1": "s3://bucket/datasets?region=eu-west-1",
+	} {
+		if got := (&Store{url: url}).Location(); got != want {
+			t.Errorf("Location of %s = %q, want %q", url, got, want)
+		}
+	}
+}
