@@ -68,6 +68,7 @@ type ShowSpan struct {
 	OutputTokens  int64           `json:"output_tokens,omitempty"`
 	Attributes    map[string]any  `json:"attributes"`
 	Events        []ShowEvent     `json:"events,omitempty"` // span events, in recorded order
+	Links         []ShowLink      `json:"links,omitempty"`  // span links, in recorded order
 	Logs          []ShowLog       `json:"logs,omitempty"`   // the agent's log records for this span (not runagain's own records)
 	OTLP          json.RawMessage `json:"otlp"`
 	// CostUSD is the LLM call's cost in USD (the --config prices); absent for spans without
@@ -88,6 +89,14 @@ type ShowEvent struct {
 	Time       time.Time      `json:"time"`
 	Name       string         `json:"name"`
 	Attributes map[string]any `json:"attributes"`
+}
+
+// ShowLink is one span link: the span it points at (32 and 16 lowercase hex characters) and its
+// attributes.
+type ShowLink struct {
+	TraceID    string         `json:"trace_id"`
+	SpanID     string         `json:"span_id"`
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // ShowLog is one log record pointing at the run: an agent's record (for example a
@@ -210,7 +219,7 @@ func buildShow(v *runview.View) (*ShowRun, error) {
 			DurationMS: float64(dur) / 1e6, DurationNote: note,
 			Status: s.Status().Code().String(), StatusMessage: s.Status().Message(),
 			Model: genai.Model(n.Effective.Attributes()), InputTokens: n.RecordedUsage.Input, OutputTokens: n.RecordedUsage.Output,
-			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), OTLP: raw, MissingParent: n.MissingParent,
+			Attributes: s.Attributes().AsRaw(), Events: showEvents(s), Links: showLinks(s), OTLP: raw, MissingParent: n.MissingParent,
 		}
 		if n.Step != nil {
 			sp.Step, sp.LLMStep = n.Step.Index, n.Step.LLMStep
@@ -247,6 +256,19 @@ func showEvents(s ptrace.Span) []ShowEvent {
 	for i := 0; i < s.Events().Len(); i++ {
 		e := s.Events().At(i)
 		out = append(out, ShowEvent{Time: e.Timestamp().AsTime().UTC(), Name: e.Name(), Attributes: e.Attributes().AsRaw()})
+	}
+	return out
+}
+
+func showLinks(s ptrace.Span) []ShowLink {
+	var out []ShowLink
+	for i := 0; i < s.Links().Len(); i++ {
+		l := s.Links().At(i)
+		sl := ShowLink{TraceID: l.TraceID().String(), SpanID: l.SpanID().String()}
+		if l.Attributes().Len() > 0 {
+			sl.Attributes = l.Attributes().AsRaw()
+		}
+		out = append(out, sl)
 	}
 	return out
 }
@@ -333,6 +355,10 @@ func printShow(w io.Writer, v *ShowRun) {
 		for _, e := range s.Events {
 			fmt.Fprintf(w, "%s    event %s  %s\n", ind, e.Name, e.Time.Format(time.RFC3339Nano))
 			printAttrs(w, e.Attributes, ind+"        ")
+		}
+		for _, l := range s.Links {
+			fmt.Fprintf(w, "%s    link trace %s span %s\n", ind, l.TraceID, l.SpanID)
+			printAttrs(w, l.Attributes, ind+"        ")
 		}
 		for _, l := range s.Logs {
 			fmt.Fprintf(w, "%s    log record %s  %s", ind, dash(l.EventName), l.Time.Format(time.RFC3339Nano))

@@ -55,3 +55,13 @@ func TestTimeRange(t *testing.T) {
 		assert.Contains(t, err.Error(), "is not before --until", "%v", args)
 	}
 }
+
+// TestShowLinks: the human form of show prints a span's links (they were only in --json).
+func TestShowLinks(t *testing.T) {
+	var b strings.Builder
+	printShow(&b, &ShowRun{Spans: []ShowSpan{{Name: "step", Links: []ShowLink{
+		{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331", Attributes: map[string]any{"link.reason": "retry of"}},
+	}}}})
+	assert.Contains(t, b.String(), "link trace 0af7651916cd43dd8448eb211c80319c span b7ad6b7169203331")
+	assert.Contains(t, b.String(), "link.reason: retry of")
+}
