@@ -55,7 +55,7 @@ type ShowSpan struct {
 	GenAIKind     string          `json:"genai_kind"`
 	Start         time.Time       `json:"start"`
 	DurationMS    float64         `json:"duration_ms"`             // end minus start, clamped to 0 (see DurationNote)
-	DurationNote  string          `json:"duration_note,omitempty"` // "unfinished" (end 0) or "clock skew" (end before start): duration clamped to 0
+	DurationNote  string          `json:"duration_note,omitempty"` // "unfinished" (end 0), "clock skew" (end before start) or "no times" (both 0): duration clamped to 0
 	Status        string          `json:"status"`
 	StatusMessage string          `json:"status_message,omitempty"`
 	MissingParent string          `json:"missing_parent,omitempty"`    // an orphan: the id of its parent, which was not received

@@ -12,13 +12,16 @@ import (
 const (
 	DurationUnfinished = "unfinished" // end time 0: the span was never ended (process died, SDK flushed early)
 	DurationClockSkew  = "clock skew" // end before start: the clocks that stamped them disagree
+	DurationNoTimes    = "no times"   // start and end 0: the exporter recorded neither
 )
 
 // SpanDuration returns end minus start, clamped to zero, and why it was clamped
-// (DurationUnfinished, DurationClockSkew, or "" when the times are sane). Views, summaries and
+// (DurationUnfinished, DurationClockSkew, DurationNoTimes, or "" when the times are sane). Views, summaries and
 // metrics use it so a span ended at 0 never shows as -2562047h.
 func SpanDuration(start, end pcommon.Timestamp) (time.Duration, string) {
 	switch {
+	case end == 0 && start == 0:
+		return 0, DurationNoTimes
 	case end == 0 && start != 0:
 		return 0, DurationUnfinished
 	case end < start:
