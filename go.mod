@@ -14,6 +14,7 @@ require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.47.0
 	github.com/DataDog/sketches-go v1.4.8
 	github.com/KimMachineGun/automemlimit v1.0.2
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/andybalholm/brotli v1.2.7
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/aws/aws-sdk-go-v2 v1.47.4

@@ -247,13 +247,14 @@ func createDefaultConfig() *Config {
 }
 
 // Unmarshal decodes the section; a duration setting whose value is not a duration is an error
-// naming its path, the value and what to write (internal/confdur: the collector's decoder drops
-// the value from its error).
+// naming its path, the value and what to write, and a key that names no setting is named by its
+// path with the nearest setting (internal/confdur: the collector's decoder drops the value from
+// its error and names a Go type for an unknown key).
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := confdur.Check(conf, c); err != nil {
 		return err
 	}
-	return conf.Unmarshal(c)
+	return confdur.Explain(conf, c, conf.Unmarshal(c))
 }
 
 // Validate checks the configuration; each error names the field.

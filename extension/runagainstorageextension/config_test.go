@@ -75,6 +75,7 @@ func TestLoadConfig(t *testing.T) {
 		"negative":    "hot::retention must not be negative",
 		"nokeys":      "session_keys: must name at least one attribute",
 		"unknown":     "jounral",
+		"typo":        "hot::retentoin: no such setting (did you mean retention?)",
 		"days":        `hot::retention: "7d" is not a duration (Go durations: 300ms, 90s, 30m, 168h; days are hours: 7d is 168h)`,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package confdur names the duration settings a collector configuration gets wrong.
+// Package confdur names the duration settings a collector configuration gets wrong, and the
+// keys that name no setting.
 //
 // The collector decodes durations with go-viper/mapstructure, which drops the value from the
 // error (`'retention' time: invalid duration`), so whoever wrote `retention: 7d` is not told that
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"go.opentelemetry.io/collector/confmap"
 )
 
@@ -154,4 +156,108 @@ func explain(path, s string) string {
 		return msg + "; a number needs its unit)"
 	}
 	return msg + ")"
+}
+
+// Explain returns err, the collector decoder's error for conf decoded into cfg, with a line
+// before it for each key of conf that names no setting of cfg: its full path and the nearest
+// setting of the same section ("hot::retentoin: no such setting (did you mean retention?)"); the
+// decoder names a Go type instead ('runagainstorageextension.HotConfig' has invalid keys:
+// retentoin). Sections whose keys are free (maps, a ",remain" field) are not judged. err as it is
+// when nothing is found or err is nil.
+func Explain(conf *confmap.Conf, cfg any, err error) error {
+	if err == nil || conf == nil || !strings.Contains(err.Error(), "invalid keys") {
+		return err
+	}
+	t := reflect.TypeOf(cfg)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return err
+	}
+	var lines []string
+	unknown(t, conf.ToStringMap(), "", &lines, 0)
+	if len(lines) == 0 {
+		return err
+	}
+	sort.Strings(lines)
+	out := make([]error, 0, len(lines)+1)
+	for _, l := range lines {
+		out = append(out, errors.New(l))
+	}
+	return errors.Join(append(out, err)...)
+}
+
+// settings returns the setting names of struct t (squashed structs included) and their types,
+// and whether t takes any key (a ",remain" field).
+func settings(t reflect.Type, names map[string]reflect.Type, depth int) bool {
+	if depth > 16 {
+		return true
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "remain") {
+			return true
+		}
+		ft := optionalValue(f.Type)
+		if strings.Contains(opts, "squash") {
+			if ft.Kind() == reflect.Struct && settings(ft, names, depth+1) {
+				return true
+			}
+			continue
+		}
+		if name == "" {
+			if !f.IsExported() {
+				continue
+			}
+			name = f.Name // mapstructure's default: the field name, matched case-insensitively
+		}
+		names[strings.ToLower(name)] = ft
+	}
+	return false
+}
+
+func unknown(t reflect.Type, raw map[string]any, prefix string, lines *[]string, depth int) {
+	names := map[string]reflect.Type{}
+	if settings(t, names, 0) || depth > 16 {
+		return
+	}
+	for k, v := range raw {
+		ft, ok := names[strings.ToLower(k)]
+		if !ok {
+			*lines = append(*lines, fmt.Sprintf("%s%s: no such setting%s", prefix, k, suggest(k, names)))
+			continue
+		}
+		if m, ok := v.(map[string]any); ok && ft.Kind() == reflect.Struct {
+			unknown(ft, m, prefix+k+"::", lines, depth+1)
+		}
+	}
+}
+
+// suggest names the setting of names nearest to k, when one is within a third of its length
+// (at least 1, at most 3 edits: Levenshtein distance, github.com/agnivade/levenshtein), else
+// lists the settings when there are few.
+func suggest(k string, names map[string]reflect.Type) string {
+	best, bestD := "", 1<<30
+	for n := range names {
+		if d := levenshtein.ComputeDistance(strings.ToLower(k), n); d < bestD || d == bestD && n < best {
+			best, bestD = n, d
+		}
+	}
+	if best != "" && bestD <= min(3, max(1, len(k)/3)) {
+		return " (did you mean " + best + "?)"
+	}
+	if len(names) > 0 && len(names) <= 12 {
+		all := make([]string, 0, len(names))
+		for n := range names {
+			all = append(all, n)
+		}
+		sort.Strings(all)
+		return " (the settings here: " + strings.Join(all, ", ") + ")"
+	}
+	return ""
 }

@@ -3,6 +3,7 @@
 package confdur
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -56,4 +57,43 @@ func TestCheck(t *testing.T) {
 	ok := confmap.NewFromStringMap(map[string]any{"interval": "30s", "hot": map[string]any{"retention": "168h"}, "timeout": "0"})
 	assert.NoError(t, Check(ok, &cfg{}))
 	assert.NoError(t, Check(nil, &cfg{}))
+}
+
+type withRemain struct {
+	Known string         `mapstructure:"known"`
+	Rest  map[string]any `mapstructure:",remain"`
+}
+
+type outer struct {
+	Hot    configoptional.Optional[inner] `mapstructure:"hot"`
+	Free   withRemain                     `mapstructure:"free"`
+	Extra  map[string]string              `mapstructure:"extra"`
+	common `mapstructure:",squash"`
+}
+
+// TestExplain: on the decoder's "invalid keys" error, each unknown key is named by its path with
+// the nearest setting (through optional and squashed fields), a section with a ",remain" field
+// and free maps are not judged, and the decoder's own error is kept; another error is returned as
+// it is.
+func TestExplain(t *testing.T) {
+	conf := confmap.NewFromStringMap(map[string]any{
+		"hot":      map[string]any{"retentoin": "1h", "name": "x"},
+		"free":     map[string]any{"anything": 1},
+		"extra":    map[string]any{"k": "v"},
+		"intervl":  "1s",
+		"zzzzzzzz": 1,
+	})
+	decodeErr := conf.Unmarshal(&outer{})
+	require.Error(t, decodeErr)
+	err := Explain(conf, &outer{}, decodeErr)
+	lines := strings.Split(err.Error(), "\n")
+	assert.Equal(t, []string{
+		"hot::retentoin: no such setting (did you mean retention?)",
+		"intervl: no such setting (did you mean interval?)",
+		"zzzzzzzz: no such setting (the settings here: extra, free, hot, interval)",
+	}, lines[:3])
+	assert.Contains(t, err.Error(), decodeErr.Error(), "the decoder's error is kept")
+	other := errors.New("something else")
+	assert.Equal(t, other, Explain(conf, &outer{}, other))
+	assert.NoError(t, Explain(conf, &outer{}, nil))
 }
