@@ -48,7 +48,7 @@ func TestTimeRange(t *testing.T) {
 	assert.Equal(t, now.Add(-2*time.Hour), to)
 	_, _, err = timeRange("2h", "7d", now)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--since 2h is not before --until 7d")
+	assert.Contains(t, err.Error(), `--since "2h" is not before --until "7d"`)
 	for _, args := range [][]string{{"sessions", "--since", "1h", "--until", "1d"}, {"patterns", "--since", "1h", "--until", "1d"}} {
 		_, _, err := runCLI(t, append(args, "--data-dir", t.TempDir())...)
 		require.Error(t, err, "%v", args)

@@ -259,12 +259,7 @@ func NewDefaultConfig() *Config { return createDefaultConfig().(*Config) }
 // naming its path, the value and what to write, and a key that names no setting is named by its
 // path with the nearest setting (internal/confdur: the collector's decoder drops the value from
 // its error and names a Go type for an unknown key).
-func (c *Config) Unmarshal(conf *confmap.Conf) error {
-	if err := confdur.Check(conf, c); err != nil {
-		return err
-	}
-	return confdur.Explain(conf, c, conf.Unmarshal(c))
-}
+func (c *Config) Unmarshal(conf *confmap.Conf) error { return confdur.Decode(conf, c) }
 
 // Validate checks the configuration; each error names the field. Beyond ValidateForReading, each
 // local SQLite file (hot::sqlite::path, warm::sqlite::path) must be one Start can create or

@@ -63,27 +63,14 @@ func walk(t reflect.Type, raw map[string]any, prefix string, errs *[]string, dep
 	if depth > 16 {
 		return
 	}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
-		if name == "-" {
-			continue
-		}
-		ft := optionalValue(f.Type)
-		if strings.Contains(opts, "squash") {
-			if ft.Kind() == reflect.Struct {
-				walk(ft, raw, prefix, errs, depth+1)
-			}
-			continue
-		}
-		if name == "" {
-			continue
-		}
-		v, ok := lookup(raw, name)
+	names := map[string]reflect.Type{}
+	settings(t, names, 0)
+	for k, v := range raw {
+		ft, ok := names[strings.ToLower(k)]
 		if !ok {
 			continue
 		}
-		path := prefix + name
+		path := prefix + k
 		switch {
 		case ft == durationType:
 			switch x := v.(type) {
@@ -103,17 +90,17 @@ func walk(t reflect.Type, raw map[string]any, prefix string, errs *[]string, dep
 			}
 		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
 			if m, ok := v.(map[string]any); ok {
-				for k, e := range m {
+				for mk, e := range m {
 					if em, ok := e.(map[string]any); ok {
-						walk(ft.Elem(), em, path+"::"+k+"::", errs, depth+1)
+						walk(ft.Elem(), em, path+"::"+mk+"::", errs, depth+1)
 					}
 				}
 			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			if l, ok := v.([]any); ok {
-				for j, e := range l {
+				for n, e := range l {
 					if em, ok := e.(map[string]any); ok {
-						walk(ft.Elem(), em, path+"::"+strconv.Itoa(j)+"::", errs, depth+1)
+						walk(ft.Elem(), em, path+"::"+strconv.Itoa(n)+"::", errs, depth+1)
 					}
 				}
 			}
@@ -129,19 +116,6 @@ func optionalValue(t reflect.Type) reflect.Type {
 		}
 	}
 	return t
-}
-
-// lookup finds name in raw, as mapstructure does: exactly, else case-insensitively.
-func lookup(raw map[string]any, name string) (any, bool) {
-	if v, ok := raw[name]; ok {
-		return v, true
-	}
-	for k, v := range raw {
-		if strings.EqualFold(k, name) {
-			return v, true
-		}
-	}
-	return nil, false
 }
 
 // explain says why s is not a duration and what to write.
@@ -188,9 +162,10 @@ func Explain(conf *confmap.Conf, cfg any, err error) error {
 	return errors.Join(append(out, err)...)
 }
 
-// settings returns the setting names of struct t (squashed structs included) and their types,
-// and whether t takes any key (a ",remain" field).
-func settings(t reflect.Type, names map[string]reflect.Type, depth int) bool {
+// settings adds to names the settings of struct t (lower-cased mapstructure names, squashed
+// structs and configoptional.Optional values followed) with their types, and reports whether t
+// also takes any other key (a ",remain" field). Check and Explain both read a section through it.
+func settings(t reflect.Type, names map[string]reflect.Type, depth int) (free bool) {
 	if depth > 16 {
 		return true
 	}
@@ -201,12 +176,13 @@ func settings(t reflect.Type, names map[string]reflect.Type, depth int) bool {
 			continue
 		}
 		if strings.Contains(opts, "remain") {
-			return true
+			free = true
+			continue
 		}
 		ft := optionalValue(f.Type)
 		if strings.Contains(opts, "squash") {
 			if ft.Kind() == reflect.Struct && settings(ft, names, depth+1) {
-				return true
+				free = true
 			}
 			continue
 		}
@@ -218,7 +194,7 @@ func settings(t reflect.Type, names map[string]reflect.Type, depth int) bool {
 		}
 		names[strings.ToLower(name)] = ft
 	}
-	return false
+	return free
 }
 
 func unknown(t reflect.Type, raw map[string]any, prefix string, lines *[]string, depth int) {
@@ -260,4 +236,13 @@ func suggest(k string, names map[string]reflect.Type) string {
 		return " (the settings here: " + strings.Join(all, ", ") + ")"
 	}
 	return ""
+}
+
+// Decode is a component's Config.Unmarshal: Check, then the collector's decoding of conf into
+// cfg, its error explained (Explain).
+func Decode(conf *confmap.Conf, cfg any) error {
+	if err := Check(conf, cfg); err != nil {
+		return err
+	}
+	return Explain(conf, cfg, conf.Unmarshal(cfg))
 }

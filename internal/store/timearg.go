@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -60,4 +61,20 @@ func parseBack(v string) (d time.Duration, ok bool, err error) {
 		return 0, true, fmt.Errorf("a duration back from now must be positive")
 	}
 	return d, true, nil
+}
+
+// ParseTimeRange parses a since and an until argument (either may be empty: no bound) as
+// ParseTimeArg does, relative to now, under the names the caller's user wrote them with (the
+// CLI's --since and --until, the UI's since and until); a since that is not before until is an
+// error naming both, as are two arguments that do not parse.
+func ParseTimeRange(sinceName, since, untilName, until string, now time.Time) (from, to time.Time, err error) {
+	from, err1 := ParseTimeArg(sinceName, since, now)
+	to, err2 := ParseTimeArg(untilName, until, now)
+	if err = errors.Join(err1, err2); err != nil {
+		return from, to, err // both named when both are wrong
+	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		return from, to, fmt.Errorf("%s %q is not before %s %q: no run can start in that range", sinceName, since, untilName, until)
+	}
+	return from, to, nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/runagain/runagain/internal/genai"
+	"github.com/runagain/runagain/internal/payloadref/ref"
 	"github.com/runagain/runagain/internal/store"
 )
 
@@ -117,12 +118,11 @@ func previewOf(ctx context.Context, c *cachedRun) runPreview {
 	return p
 }
 
-// hasRef reports whether span holds an offloaded payload (an attribute named with
-// genai.RefSuffix).
+// hasRef reports whether span holds an offloaded payload (a reference attribute: ref.IsRefKey).
 func hasRef(span ptrace.Span) bool {
 	found := false
 	span.Attributes().Range(func(k string, _ pcommon.Value) bool {
-		found = strings.HasSuffix(k, genai.RefSuffix)
+		found = ref.IsRefKey(k)
 		return !found
 	})
 	return found

@@ -221,19 +221,14 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	// the page is simply empty.
 	v.F.Page = max(1, min(v.F.Page, maxPage))
 	now := s.opts.Now()
-	since, err1 := store.ParseTimeArg("since", v.F.Since, now)
-	until, err2 := store.ParseTimeArg("until", v.F.Until, now)
+	since, until, err1 := store.ParseTimeRange("since", v.F.Since, "until", v.F.Until, now)
 	var err3 error
 	if v.CostMinStr != "" {
 		if v.F.CostMin, err3 = strconv.ParseFloat(v.CostMinStr, 64); err3 != nil || !(v.F.CostMin >= 0 && v.F.CostMin <= maxCostFilter) {
 			err3 = fmt.Errorf("cost above %q: want a number of USD from 0 to %g", v.CostMinStr, float64(maxCostFilter))
 		}
 	}
-	var err4 error
-	if err1 == nil && err2 == nil && !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		err4 = fmt.Errorf("since %q is not before until %q: no run can start in that range", v.F.Since, v.F.Until)
-	}
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	if err := errors.Join(err1, err3); err != nil {
 		v.Err = err.Error()
 		w.WriteHeader(http.StatusBadRequest)
 		s.render(w, "sessions.html", v)

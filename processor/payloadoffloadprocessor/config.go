@@ -141,12 +141,7 @@ func createDefaultConfig() component.Config {
 // naming its path, the value and what to write, and a key that names no setting is named by its
 // path with the nearest setting (internal/confdur: the collector's decoder drops the value from
 // its error and names a Go type for an unknown key).
-func (c *Config) Unmarshal(conf *confmap.Conf) error {
-	if err := confdur.Check(conf, c); err != nil {
-		return err
-	}
-	return confdur.Explain(conf, c, conf.Unmarshal(c))
-}
+func (c *Config) Unmarshal(conf *confmap.Conf) error { return confdur.Decode(conf, c) }
 
 // Validate checks the configuration; every error names its field.
 func (c *Config) Validate() error {
